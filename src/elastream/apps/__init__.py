@@ -1,0 +1,1 @@
+"""Example applications: operator functions and event generators."""

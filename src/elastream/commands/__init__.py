@@ -1,0 +1,1 @@
+"""CLI sub-commands; each module defines `register(subparsers)` setting `handler` on its parser."""

@@ -1,0 +1,1 @@
+"""Engine-independent model: topology, events, snapshots, policies, guards (no Spark here)."""

@@ -1,0 +1,68 @@
+"""Events flowing through a pipeline, and what an operator function returns for them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class EventError(ValueError):
+    """A malformed event: the message names the event and the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event: a unique id, the id of the source event it descends from (root),
+    a grouping key, the source timestamp (seconds) and a JSON-serialisable payload."""
+
+    id: str
+    key: str
+    ts: float
+    payload: Any
+    root: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise EventError(f"event id must be a non-empty string, got {self.id!r}")
+        if not isinstance(self.ts, int | float) or self.ts != self.ts:
+            raise EventError(f"event {self.id}: ts must be a number, got {self.ts!r}")
+        if not self.root:
+            object.__setattr__(self, "root", self.id)
+
+    def emit(self, payload: Any, stream: str | None = None, key: str | None = None) -> Emit:
+        """An output derived from this event, to `stream` (None: the operator's only output)."""
+        return Emit(parent=self, payload=payload, stream=stream, key=key)
+
+    def to_json(self) -> str:
+        return json.dumps(self.payload, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """An operator output: the payload, its named output stream and the input event it came from."""
+
+    parent: Event
+    payload: Any
+    stream: str | None = None
+    key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one operator did with one input event (used for exactly-once bookkeeping)."""
+
+    event_id: str
+    root: str
+    kind: str  # "processed", "filtered" or "timeout"
+    outputs: tuple[tuple[str, Event], ...] = field(default=())
+
+
+def derived_id(parent_id: str, operator: str, index: int) -> str:
+    """Deterministic id of the `index`-th output of `operator` for `parent_id`.
+
+    Deterministic ids make a retried batch produce the same output ids, so the queue's
+    uniqueness constraint turns a replay into a no-op (exactly-once per event)."""
+    digest = hashlib.blake2b(f"{parent_id}|{operator}|{index}".encode(), digest_size=10)
+    return digest.hexdigest()

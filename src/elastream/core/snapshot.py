@@ -1,0 +1,62 @@
+"""What the Monitor step sees at the end of one interval: per-operator and system metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorStats:
+    """Counts for operator O_i over the interval t (PSPS Table I notation in the comments)."""
+
+    name: str
+    replicas: int  # r_i(t): active replicas during t
+    min_replicas: int
+    max_replicas: int  # pool size
+    received: int  # λ^r_i(t): events that arrived in O_i's queue during t
+    received_from: tuple[tuple[str, int], ...]  # λ^p_i(t) for every predecessor p (0 included)
+    processed: int  # μ_i(t): events taken from the queue and handled (incl. filtered)
+    emitted: int  # output events sent downstream during t
+    queue: int  # |q_i(t)|: events waiting at the end of t
+    et_s: float | None  # et_i: mean execution time of one event on one replica (None: unknown)
+    busy_s: float = 0.0  # total replica busy time during t (for true processing rates)
+    dropped_timeout: int = 0  # events older than t_out when their turn came
+    dropped_overflow: int = 0  # events refused by a full queue (q_size)
+    replica_processed: tuple[int, ...] = ()  # μ_ij(t) per active replica j
+    utilization: tuple[float, ...] = ()  # U_ij(t) per replica (PSPS Eq. 5)
+
+    def from_pred(self, pred: str) -> int:
+        return dict(self.received_from).get(pred, 0)
+
+    @property
+    def mean_utilization(self) -> float:
+        return sum(self.utilization) / len(self.utilization) if self.utilization else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """All metrics of one interval. `operators` is in topological order; time is in the snapshot,
+    never read from a clock by a policy."""
+
+    t: float  # end of the interval, seconds since the start of the run
+    td: float  # interval duration, seconds
+    sources: tuple[tuple[str, int], ...]  # events each source emitted during t
+    operators: tuple[OperatorStats, ...]
+    completed: int = 0  # source events whose processing finished during t (sink or filtered)
+    sink_events: int = 0  # events that reached a sink during t
+    latency_ms_mean: float | None = None  # end-to-end latency of events reaching sinks during t
+    extra: tuple[tuple[str, float], ...] = field(default=())
+
+    @property
+    def lambda_g(self) -> int:
+        """λ_G(t): events sent by the input data during t."""
+        return sum(n for _, n in self.sources)
+
+    def op(self, name: str) -> OperatorStats:
+        for stats in self.operators:
+            if stats.name == name:
+                return stats
+        raise KeyError(name)
+
+    def replicas(self) -> dict[str, int]:
+        return {o.name: o.replicas for o in self.operators}

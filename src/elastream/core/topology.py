@@ -1,0 +1,277 @@
+"""The pipeline model: sources, operators, sinks and the streams between them, with validation."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from enum import StrEnum
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+DEFAULT_STREAM = "out"
+
+
+class TopologyError(ValueError):
+    """An invalid pipeline; the message names the culprit."""
+
+
+class Grouping(StrEnum):
+    """How an operator's input is divided among its active replicas."""
+
+    SHUFFLE = "shuffle"  # random replica per event
+    ROUND_ROBIN = "round_robin"  # replicas in turn
+    LOAD_BALANCING = "load_balancing"  # PSPS Alg. 1: least-utilised replica first
+    KEY_HASH = "key_hash"  # same key, same replica
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class ReplicaPool(_Frozen):
+    """The pre-allocated replica pool: `max` replicas exist, between `min` and `max` are active."""
+
+    min: int = Field(1, ge=1)
+    max: int = Field(1, ge=1)
+    initial: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ReplicaPool:
+        if self.min > self.max:
+            raise ValueError(f"min replicas ({self.min}) > max replicas ({self.max})")
+        if self.initial is not None and not self.min <= self.initial <= self.max:
+            raise ValueError(f"initial replicas {self.initial} outside [{self.min}, {self.max}]")
+        return self
+
+    @property
+    def start(self) -> int:
+        return self.initial if self.initial is not None else self.min
+
+
+class SourceSpec(_Frozen):
+    """An input: events made by `generator` (import path of `fn(index, rng) -> (key, payload)`)
+    at `rate` events/s unless a trace drives it."""
+
+    name: str
+    generator: str
+    rate: float = Field(10.0, gt=0)
+
+
+class OperatorSpec(_Frozen):
+    """An operator: `function` (import path of `fn(list[Event]) -> Iterable[Emit]`) applied to
+    batches of its input, with its grouping and replica pool.
+
+    `service_time_ms` adds a fixed per-event delay inside the replica, emulating an external call
+    so that replica counts matter on a small machine."""
+
+    name: str
+    function: str
+    grouping: Grouping = Grouping.LOAD_BALANCING
+    stateless: bool = True
+    replicas: ReplicaPool = ReplicaPool()
+    service_time_ms: float = Field(0.0, ge=0)
+    et_ms: float | None = Field(
+        None, gt=0, description="seed for the mean execution time per event"
+    )
+
+    @model_validator(mode="after")
+    def _stateful_needs_keys(self) -> OperatorSpec:
+        if not self.stateless and self.grouping is not Grouping.KEY_HASH:
+            raise ValueError("a stateful operator needs key_hash grouping")
+        return self
+
+
+class SinkSpec(_Frozen):
+    """A terminal queue: events that reach it have left the pipeline."""
+
+    name: str
+
+
+class StreamSpec(_Frozen):
+    """An edge: output stream `name` of node `source` feeds node `target`."""
+
+    source: str = Field(alias="from")
+    target: str = Field(alias="to")
+    name: str = DEFAULT_STREAM
+
+
+def _unique(names: Iterable[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise TopologyError(f"duplicate node name {name!r}")
+        seen.add(name)
+
+
+class Pipeline(_Frozen):
+    """A validated DAG of sources, operators and sinks."""
+
+    name: str = "pipeline"
+    sources: tuple[SourceSpec, ...]
+    operators: tuple[OperatorSpec, ...]
+    sinks: tuple[SinkSpec, ...]
+    streams: tuple[StreamSpec, ...]
+
+    @field_validator("sources", "operators", "sinks", "streams")
+    @classmethod
+    def _not_empty(cls, value: tuple[Any, ...], info: Any) -> tuple[Any, ...]:
+        if not value:
+            raise ValueError(f"a pipeline needs at least one of {info.field_name}")
+        return value
+
+    @model_validator(mode="after")
+    def _check_graph(self) -> Pipeline:
+        _unique([*self.source_names, *self.operator_names, *self.sink_names])
+        for i, edge in enumerate(self.streams):
+            where = f"streams[{i}] ({edge.source} -> {edge.target})"
+            if edge.source not in self.source_names and edge.source not in self.operator_names:
+                kind = "a sink" if edge.source in self.sink_names else "unknown"
+                raise TopologyError(f"{where}: 'from' node {edge.source!r} is {kind}")
+            if edge.target not in self.operator_names and edge.target not in self.sink_names:
+                kind = "a source" if edge.target in self.source_names else "unknown"
+                raise TopologyError(f"{where}: 'to' node {edge.target!r} is {kind}")
+        self._check_acyclic()
+        self._check_connected()
+        return self
+
+    def _check_acyclic(self) -> None:
+        order = self.topological_order  # raises on a cycle
+        assert len(order) == len(self.operators)
+
+    def _check_connected(self) -> None:
+        reached = set(self.source_names)
+        frontier = list(self.source_names)
+        while frontier:
+            node = frontier.pop()
+            for nxt in self.successors(node):
+                if nxt not in reached:
+                    reached.add(nxt)
+                    frontier.append(nxt)
+        for name in self.operator_names + self.sink_names:
+            if name not in reached:
+                raise TopologyError(f"node {name!r} is unreachable from any source")
+        for name in self.source_names + self.operator_names:
+            if not self.successors(name):
+                raise TopologyError(f"node {name!r} has no outgoing stream")
+
+    @cached_property
+    def source_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.sources)
+
+    @cached_property
+    def operator_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.operators)
+
+    @cached_property
+    def sink_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.sinks)
+
+    def operator(self, name: str) -> OperatorSpec:
+        for op in self.operators:
+            if op.name == name:
+                return op
+        raise TopologyError(f"unknown operator {name!r}")
+
+    def successors(self, node: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(e.target for e in self.streams if e.source == node))
+
+    def predecessors(self, node: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(e.source for e in self.streams if e.target == node))
+
+    def routes(self, node: str) -> dict[str, tuple[str, ...]]:
+        """Output stream name -> the nodes it feeds (several: the stream is replicated)."""
+        out: dict[str, list[str]] = {}
+        for edge in self.streams:
+            if edge.source == node:
+                out.setdefault(edge.name, []).append(edge.target)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def topological_order(self) -> tuple[str, ...]:
+        """Operators in an order where every predecessor comes first (Kahn's algorithm)."""
+        indeg = {n: 0 for n in self.operator_names}
+        for n in self.operator_names:
+            indeg[n] = sum(1 for p in self.predecessors(n) if p in indeg)
+        ready = [n for n in self.operator_names if indeg[n] == 0]
+        order: list[str] = []
+        while ready:
+            node = ready.pop(0)
+            order.append(node)
+            for nxt in self.successors(node):
+                if nxt in indeg:
+                    indeg[nxt] -= 1
+                    if indeg[nxt] == 0:
+                        ready.append(nxt)
+        if len(order) != len(self.operator_names):
+            stuck = sorted(n for n in self.operator_names if n not in order)
+            raise TopologyError(f"the pipeline has a cycle through {', '.join(stuck)}")
+        return tuple(order)
+
+    @property
+    def r_over(self) -> int:
+        """Over-provisioned replica count: the sum of the pools (PSPS V-A.3)."""
+        return sum(op.replicas.max for op in self.operators)
+
+    def check_imports(self) -> None:
+        """Import every operator function and source generator; raise naming the one that fails."""
+        for src in self.sources:
+            load_callable(src.generator, f"source {src.name!r} generator")
+        for op in self.operators:
+            load_callable(op.function, f"operator {op.name!r} function")
+
+
+def load_callable(path: str, what: str = "callable") -> Callable[..., Any]:
+    """Import 'package.module:attribute'; raise TopologyError naming `what` if impossible."""
+    module_name, sep, attr = path.partition(":")
+    if not sep or not module_name or not attr:
+        raise TopologyError(f"{what}: {path!r} is not of the form 'package.module:function'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TopologyError(f"{what}: cannot import module {module_name!r} ({exc})") from exc
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise TopologyError(f"{what}: module {module_name!r} has no attribute {attr!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise TopologyError(f"{what}: {path!r} is not callable")
+    return target
+
+
+def callable_path(fn: Callable[..., Any]) -> str:
+    """The import path of a module-level function (lambdas and closures cannot run on executors)."""
+    qualname = getattr(fn, "__qualname__", "")
+    if "<" in qualname or not getattr(fn, "__module__", None):
+        raise TopologyError(f"{fn!r} is not a module-level function: executors cannot import it")
+    return f"{fn.__module__}:{qualname}"
+
+
+def pipeline_from_dict(data: dict[str, Any], origin: str = "pipeline") -> Pipeline:
+    """Build and validate a pipeline from plain data; errors name the field and the file."""
+    if not isinstance(data, dict):
+        raise TopologyError(f"{origin}: expected a mapping at the top level")
+    try:
+        return Pipeline.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'pipeline'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise TopologyError(f"{origin}: {problems}") from None
+
+
+def load_pipeline(path: str | Path) -> Pipeline:
+    """Read a pipeline from a YAML file (format: docs/pipeline-yaml.md)."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise TopologyError(f"pipeline file {path} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise TopologyError(f"{path}: not valid YAML ({exc})") from None
+    return pipeline_from_dict(data, str(path))

@@ -1,0 +1,70 @@
+"""Builders shared by the tests: snapshots and pipelines from a few numbers."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from elastream.core.snapshot import OperatorStats, Snapshot
+
+
+def stats(
+    name: str,
+    *,
+    replicas: int = 1,
+    pool: tuple[int, int] = (1, 8),
+    received: int = 0,
+    frm: dict[str, int] | None = None,
+    processed: int = 0,
+    emitted: int | None = None,
+    queue: int = 0,
+    et_s: float | None = None,
+    busy_s: float = 0.0,
+) -> OperatorStats:
+    return OperatorStats(
+        name=name,
+        replicas=replicas,
+        min_replicas=pool[0],
+        max_replicas=pool[1],
+        received=received,
+        received_from=tuple((frm or {}).items()),
+        processed=processed,
+        emitted=processed if emitted is None else emitted,
+        queue=queue,
+        et_s=et_s,
+        busy_s=busy_s,
+    )
+
+
+def snapshot(
+    *ops: OperatorStats,
+    t: float = 1.0,
+    td: float = 1.0,
+    sources: dict[str, int] | None = None,
+    completed: int = 0,
+) -> Snapshot:
+    return Snapshot(
+        t=t,
+        td=td,
+        sources=tuple((sources or {"src": 0}).items()),
+        operators=ops,
+        completed=completed,
+    )
+
+
+def linear_pipeline(n_ops: int = 3, pool: tuple[int, int] = (1, 4)) -> dict:
+    ops = [f"op{i}" for i in range(1, n_ops + 1)]
+    chain = ["src", *ops, "sink"]
+    return {
+        "name": "linear",
+        "sources": [{"name": "src", "generator": "elastream.apps.synthetic:generate"}],
+        "operators": [
+            {
+                "name": o,
+                "function": "elastream.apps.synthetic:passthrough",
+                "replicas": {"min": pool[0], "max": pool[1]},
+            }
+            for o in ops
+        ],
+        "sinks": [{"name": "sink"}],
+        "streams": [{"from": a, "to": b} for a, b in pairwise(chain)],
+    }

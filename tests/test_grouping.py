@@ -1,0 +1,36 @@
+"""Groupings, including PSPS Alg. 1 (load balancing)."""
+
+import pytest
+
+from elastream.core.grouping import assign, key_hash, load_balancing, round_robin, shuffle
+from elastream.core.topology import Grouping
+
+
+def test_alg1_picks_least_loaded_replica_and_charges_et_over_td():
+    # U = [0.5, 0.125, 0.375], each event adds et/td = 0.125 (exact in binary).
+    out, u = load_balancing(4, [0.5, 0.125, 0.375], et_s=0.125, td_s=1.0)
+    assert out == [1, 1, 1, 2]  # .125 -> .25 -> .375 (tie with replica 2: lower index) -> .5
+    assert u == [0.5, 0.5, 0.5]
+
+
+def test_alg1_equal_loads_give_round_robin():
+    out, _ = load_balancing(6, [0.0, 0.0, 0.0], et_s=0.01, td_s=1.0)
+    assert out == [0, 1, 2, 0, 1, 2]
+
+
+def test_alg1_saturated_replicas_fall_back_to_round_robin():
+    out, u = load_balancing(5, [1.0, 1.2], et_s=0.5, td_s=1.0, rr_start=1)
+    assert out == [1, 0, 1, 0, 1]
+    assert u == [1.0, 1.2]  # unchanged
+
+
+def test_other_groupings():
+    assert round_robin(5, 2) == [0, 1, 0, 1, 0]
+    assert shuffle(50, 4, seed=7) == shuffle(50, 4, seed=7)
+    assert set(shuffle(200, 4, seed=7)) == {0, 1, 2, 3}
+    keys = ["a", "b", "a", "c"]
+    hashed = key_hash(keys, 3)
+    assert hashed[0] == hashed[2]
+    assert assign(Grouping.KEY_HASH, keys, 3) == hashed
+    with pytest.raises(ValueError, match="replicas must be >= 1"):
+        assign(Grouping.ROUND_ROBIN, keys, 0)

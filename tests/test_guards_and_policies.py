@@ -1,0 +1,68 @@
+"""The guard layer and the static and threshold policies on hand-worked snapshots."""
+
+import pytest
+from helpers import snapshot, stats
+
+from elastream.core.controller import Controller
+from elastream.core.guards import GuardConfig, GuardState, apply_guards
+from elastream.core.policy import Decision, PolicyConfigError
+from elastream.registry import UnknownNameError
+
+
+def decide(targets, current=4, t=10.0, state=None, **guards):
+    state = state or GuardState()
+    snap = snapshot(stats("A", replicas=current, pool=(1, 8)), t=t)
+    return apply_guards(snap, Decision.of({"A": targets}), state, GuardConfig(**guards))
+
+
+def test_clamp_to_pool():
+    assert decide(20)[0].as_dict() == {"A": 8}
+    assert decide(0)[0].as_dict() == {"A": 1}
+
+
+def test_max_steps():
+    assert decide(8, max_step_up=1)[0].as_dict() == {"A": 5}
+    assert decide(1, max_step_down=2)[0].as_dict() == {"A": 2}
+
+
+def test_dead_band_ignores_small_relative_changes():
+    assert decide(5, dead_band=0.3)[0].as_dict() == {"A": 4}
+    assert decide(6, dead_band=0.3)[0].as_dict() == {"A": 6}
+
+
+def test_stabilization_scales_down_to_window_max():
+    _, state = decide(6, current=4, t=0.0, stabilization_s=30)
+    decision, state = decide(2, current=6, t=10.0, state=state, stabilization_s=30)
+    assert decision.as_dict() == {"A": 6}  # 6 was recommended 10 s ago
+    decision, _ = decide(2, current=6, t=45.0, state=state, stabilization_s=30)
+    assert decision.as_dict() == {"A": 2}
+
+
+def test_scale_down_delay_after_scale_up():
+    _, state = decide(6, current=4, t=0.0, scale_down_delay_s=20)
+    assert decide(2, current=6, t=10.0, state=state, scale_down_delay_s=20)[0].as_dict() == {"A": 6}
+    assert decide(2, current=6, t=25.0, state=state, scale_down_delay_s=20)[0].as_dict() == {"A": 2}
+
+
+def test_static_policy():
+    c = Controller.build("static", {"replicas": 3})
+    snap = snapshot(stats("A", replicas=1), stats("B", replicas=5))
+    assert c.decide(snap, c.initial_state())[0].as_dict() == {"A": 3, "B": 3}
+
+
+@pytest.mark.parametrize(
+    ("queue", "expected"), [(0, 3), (1, 4), (50, 4), (51, 5), (250, 5), (251, 6)]
+)
+def test_threshold_baseline(queue, expected):
+    c = Controller.build("threshold")
+    snap = snapshot(stats("A", replicas=4, queue=queue))
+    assert c.decide(snap, c.initial_state())[0].as_dict() == {"A": expected}
+
+
+def test_unknown_policy_and_option_are_named():
+    with pytest.raises(UnknownNameError, match="unknown policy 'magic'.*psps"):
+        Controller.build("magic")
+    with pytest.raises(PolicyConfigError, match="'static'.*unknown option.*speed"):
+        Controller.build("static", {"speed": 2})
+    with pytest.raises(PolicyConfigError, match="replicas must be >= 1"):
+        Controller.build("static", {"replicas": 0})
