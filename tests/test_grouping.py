@@ -34,3 +34,10 @@ def test_other_groupings():
     assert assign(Grouping.KEY_HASH, keys, 3) == hashed
     with pytest.raises(ValueError, match="replicas must be >= 1"):
         assign(Grouping.ROUND_ROBIN, keys, 0)
+
+
+def test_alg1_gives_a_slower_replica_fewer_events():
+    # Replica 1 takes twice as long per event: its U grows by 0.2 per event, replica 0's by 0.1.
+    out, u = load_balancing(6, [0.0, 0.0], et_s=[0.1, 0.2], td_s=1.0)
+    assert out.count(0) == 4 and out.count(1) == 2
+    assert u == pytest.approx([0.4, 0.4])

@@ -26,18 +26,26 @@ def key_hash(keys: Sequence[str], replicas: int) -> list[int]:
 
 
 def load_balancing(
-    n: int, utilization: Sequence[float], et_s: float, td_s: float, rr_start: int = 0
+    n: int,
+    utilization: Sequence[float],
+    et_s: float | Sequence[float],
+    td_s: float,
+    rr_start: int = 0,
 ) -> tuple[list[int], list[float]]:
     """PSPS Alg. 1 applied to each of `n` events in turn.
 
     Pick the replica m with the lowest utilization U_{i,m} (Eq. 5: U = μ·et/td, so one more event
     adds et/td); if even the least loaded is saturated (U_{i,m} >= 1), fall back to round-robin.
     Ties go to the lowest index, which with equal loads gives round-robin order as the paper says.
-    Returns the assignment and the utilizations after it."""
+    `et_s` may be one value per replica (replicas of unequal speed): a slower replica's U then
+    grows faster, so it gets proportionally fewer events. Returns the assignment and the final U."""
     u = [max(0.0, float(x)) for x in utilization]
     if not u:
         raise ValueError("load_balancing needs at least one replica")
-    step = et_s / td_s if td_s > 0 else 0.0
+    ets = [float(et_s)] * len(u) if isinstance(et_s, int | float) else [float(e) for e in et_s]
+    if len(ets) != len(u):
+        raise ValueError(f"{len(ets)} execution times for {len(u)} replicas")
+    steps = [e / td_s if td_s > 0 else 0.0 for e in ets]
     out: list[int] = []
     rr = rr_start
     for _ in range(n):
@@ -46,7 +54,7 @@ def load_balancing(
             m = rr % len(u)
             rr += 1
         else:
-            u[m] += step
+            u[m] += steps[m]
         out.append(m)
     return out, u
 
@@ -58,7 +66,7 @@ def assign(
     *,
     seed: int = 0,
     utilization: Sequence[float] = (),
-    et_s: float = 0.0,
+    et_s: float | Sequence[float] = 0.0,
     td_s: float = 1.0,
 ) -> list[int]:
     """The replica index of every event of a batch under `grouping`."""
@@ -72,4 +80,6 @@ def assign(
     if grouping is Grouping.KEY_HASH:
         return key_hash(keys, replicas)
     u = list(utilization[:replicas]) + [0.0] * max(0, replicas - len(utilization))
+    if not isinstance(et_s, int | float):
+        et_s = list(et_s[:replicas]) + [0.0] * max(0, replicas - len(et_s))
     return load_balancing(n, u, et_s, td_s, seed)[0]

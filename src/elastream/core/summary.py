@@ -21,6 +21,7 @@ class RunTotals:
     dropped_overflow: int  # q_size refusals, all queues
     latency_ms_mean: float | None
     latency_ms_p99: float | None
+    failed: int = 0  # events whose operator function raised (isolated, kept in the error log)
     duplicates: int = 0  # events delivered twice to the same queue (must stay 0)
 
 
@@ -37,6 +38,7 @@ class Summary:
     events_filtered: int
     events_dropped_timeout: int
     events_dropped_overflow: int
+    events_failed: int
     replicas_mean: float
     replicas_max: int
     r_over: int
@@ -88,6 +90,7 @@ def summarize(snapshots: Sequence[Snapshot], totals: RunTotals, r_over: int) -> 
         events_filtered=totals.filtered,
         events_dropped_timeout=totals.dropped_timeout,
         events_dropped_overflow=totals.dropped_overflow,
+        events_failed=totals.failed,
         replicas_mean=mean,
         replicas_max=max(sums),
         r_over=r_over,

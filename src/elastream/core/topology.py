@@ -77,6 +77,7 @@ class OperatorSpec(_Frozen):
     et_ms: float | None = Field(
         None, gt=0, description="seed for the mean execution time per event"
     )
+    params: dict[str, Any] = Field(default_factory=dict, description="keyword args of function")
 
     @model_validator(mode="after")
     def _stateful_needs_keys(self) -> OperatorSpec:

@@ -12,6 +12,21 @@ class TraceError(ValueError):
 
 
 @dataclass(frozen=True)
+class TraceStats:
+    """Duration, sampling and the rate distribution of a trace; total_events = Σ rate·step."""
+
+    duration_s: float
+    samples: int
+    step_s: float
+    mean: float
+    median: float
+    p99: float
+    max: float
+    peak_to_median: float
+    total_events: float
+
+
+@dataclass(frozen=True)
 class Trace:
     """`rates[k]` is the input rate (events/s) during [k·step_s, (k+1)·step_s)."""
 
@@ -66,6 +81,21 @@ class Trace:
         if not 0 <= a < b:
             raise TraceError(f"{self.name}: empty slice [{start_s}, {end_s})")
         return Trace(self.rates[a:b], self.step_s, self.name)
+
+    def stats(self) -> TraceStats:
+        """Summary figures of this trace as sampled (rates in events/s)."""
+        median = float(np.median(self.rates))
+        return TraceStats(
+            duration_s=self.duration_s,
+            samples=int(self.rates.size),
+            step_s=self.step_s,
+            mean=float(self.rates.mean()),
+            median=median,
+            p99=float(np.percentile(self.rates, 99)),
+            max=self.peak,
+            peak_to_median=self.peak / median if median > 0 else float("inf"),
+            total_events=float(self.rates.sum() * self.step_s),
+        )
 
     def per_second(self) -> np.ndarray:
         """Rates resampled to 1 s steps (step-wise constant), for engines that tick each second."""
