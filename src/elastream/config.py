@@ -54,7 +54,8 @@ class RunConfig(_Settings):
     t_out: float | None = Field(30.0, gt=0, description="event timeout, seconds (None: never)")
     q_size: int | None = Field(100_000, ge=1, description="queue bound (None: unbounded)")
     duration: float | None = Field(None, gt=0, description="run length, seconds (default: trace)")
-    trace: Path | None = None
+    trace: str | None = Field(None, description="trace file or generator spec (see workloads)")
+    data_dir: Path | None = Field(None, description="folder of real traces (../shared/data)")
     peak_rate: float | None = Field(None, gt=0)
     time_scale: float = Field(1.0, gt=0)
     drain_s: float = Field(60.0, ge=0, description="time allowed to empty queues after the load")

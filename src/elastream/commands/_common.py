@@ -1,0 +1,96 @@
+"""Options and steps shared by `elastream run`, `simulate` and `demo`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from elastream.config import ConfigError, RunConfig, make_config
+from elastream.core.policies import POLICIES
+from elastream.core.summary import Summary
+from elastream.core.topology import Pipeline, load_pipeline
+from elastream.workloads import Trace
+
+HEADLINE = (
+    "saved_resources",
+    "throughput_degradation",
+    "processed_ratio",
+    "latency_ms_mean",
+    "latency_ms_p99",
+    "events_in",
+    "events_out",
+    "replicas_mean",
+    "reconfigurations",
+)
+
+
+def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -> None:
+    if pipeline:
+        parser.add_argument("pipeline", type=Path, help="pipeline YAML file")
+    parser.add_argument("--config", type=Path, help="YAML file of run settings (CLI flags win)")
+    parser.add_argument("--policy", help=f"scaling policy: {', '.join(POLICIES.names())}")
+    parser.add_argument("--replicas", type=int, help="r for --policy static")
+    parser.add_argument("--trace", help="trace file, or generator spec such as spike:peak=100")
+    parser.add_argument("--data-dir", type=Path, help="folder of real traces (../shared/data)")
+    parser.add_argument("--peak-rate", type=float, help="rescale the trace to this peak, events/s")
+    parser.add_argument("--time-scale", type=float, help="compress trace time by this factor")
+    parser.add_argument("--duration", type=float, help="run length in seconds")
+    parser.add_argument("--td", type=float, help="MAPE interval in seconds")
+    parser.add_argument("--t-out", type=float, help="event timeout in seconds")
+    parser.add_argument("--q-size", type=int, help="queue bound in events")
+    parser.add_argument("--drain", type=float, dest="drain_s", help="seconds allowed to drain")
+    parser.add_argument("--seed", type=int, help="random seed")
+    parser.add_argument("--out", type=Path, help="output directory")
+    parser.add_argument(
+        "--dry-run", action="store_true", default=None, help="decide and report, never enact"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no live table")
+
+
+FLAGS = (
+    "policy",
+    "replicas",
+    "trace",
+    "data_dir",
+    "peak_rate",
+    "time_scale",
+    "duration",
+    "td",
+    "t_out",
+    "q_size",
+    "drain_s",
+    "seed",
+    "out",
+    "dry_run",
+)
+
+
+def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
+    """Settings file, then command-line flags, then `overrides` (e.g. the engine)."""
+    base: dict[str, Any] = {}
+    if getattr(args, "config", None) is not None:
+        try:
+            base = yaml.safe_load(Path(args.config).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read settings file {args.config}: {exc}") from None
+        if not isinstance(base, dict):
+            raise ConfigError(f"{args.config}: expected a mapping of settings")
+    flags = {k: getattr(args, k, None) for k in FLAGS}
+    return make_config(**(base | {k: v for k, v in flags.items() if v is not None} | overrides))
+
+
+def load_run_inputs(args: argparse.Namespace, **overrides: Any) -> tuple[Pipeline, RunConfig]:
+    pipeline = load_pipeline(args.pipeline)
+    pipeline.check_imports()
+    return pipeline, config_from_args(args, **overrides)
+
+
+def print_summary(summary: Summary, paths: dict[str, Path], trace: Trace | None = None) -> None:
+    values = summary.as_dict()
+    print(json.dumps({k: values[k] for k in HEADLINE}, indent=2))
+    for kind, path in paths.items():
+        print(f"{kind:>10}: {path}")

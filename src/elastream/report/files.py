@@ -1,0 +1,127 @@
+"""Write a run's output directory (summary.json, CSVs, report.html) and read it back with pandas."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from elastream.core.topology import Pipeline
+from elastream.engine import RunResult
+from elastream.report.html import render_page
+from elastream.report.plots import all_plots
+from elastream.report.series import (
+    INTERVAL_COLUMNS,
+    TIMESERIES_COLUMNS,
+    Row,
+    interval_rows,
+    intervals,
+    summary_document,
+    timeseries_rows,
+)
+
+SUMMARY_FILE = "summary.json"
+TIMESERIES_FILE = "timeseries.csv"
+INTERVALS_FILE = "intervals.csv"
+REPORT_FILE = "report.html"
+
+# Fields every summary.json has; load_summary refuses a file without them.
+SUMMARY_REQUIRED = (
+    "title",
+    "pipeline",
+    "policy",
+    "saved_resources",
+    "throughput_degradation",
+    "processed_ratio",
+    "latency_ms_mean",
+    "latency_ms_p99",
+    "events_in",
+    "events_out",
+    "operators",
+    "settings",
+)
+
+
+def write_outputs(
+    result: RunResult, pipeline: Pipeline, out_dir: Path, *, title: str, settings: dict
+) -> dict[str, Path]:
+    """Write summary.json, timeseries.csv, intervals.csv and report.html into `out_dir`.
+
+    Returns the written paths by kind: summary, timeseries, intervals, report."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    items = intervals(result, pipeline)
+    document = summary_document(result, pipeline, items, title=title, settings=settings)
+    paths = {
+        "summary": out_dir / SUMMARY_FILE,
+        "timeseries": out_dir / TIMESERIES_FILE,
+        "intervals": out_dir / INTERVALS_FILE,
+        "report": out_dir / REPORT_FILE,
+    }
+    paths["summary"].write_text(json.dumps(document, indent=2, allow_nan=False) + "\n")
+    _write_csv(paths["timeseries"], TIMESERIES_COLUMNS, timeseries_rows(items))
+    _write_csv(paths["intervals"], INTERVAL_COLUMNS, interval_rows(items))
+    plots = all_plots(items, pipeline, result.summary)
+    paths["report"].write_text(render_page(document, plots), encoding="utf-8")
+    return paths
+
+
+def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[Row]) -> None:
+    """Unknown values (None) are written as empty cells (what csv.writer does with None)."""
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([row[c] for c in columns])
+
+
+def _existing(out_dir: Path | str, name: str) -> Path:
+    path = Path(out_dir) / name
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no {name} there (is {out_dir} a run's output directory?)")
+    return path
+
+
+def load_summary(out_dir: Path | str) -> dict[str, Any]:
+    """summary.json of a run directory as a dict."""
+    path = _existing(out_dir, SUMMARY_FILE)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object at the top level")
+    missing = [k for k in SUMMARY_REQUIRED if k not in data]
+    if missing:
+        raise ValueError(f"{path}: missing field(s) {', '.join(missing)}")
+    return data
+
+
+def _read_csv(out_dir: Path | str, name: str, columns: Sequence[str], **kw: Any) -> pd.DataFrame:
+    path = _existing(out_dir, name)
+    frame = pd.read_csv(path, **kw)
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    return frame
+
+
+def load_timeseries(out_dir: Path | str) -> pd.DataFrame:
+    """timeseries.csv: one row per interval and operator; unknown et_ms/target are NaN/<NA>."""
+    return _read_csv(
+        out_dir,
+        TIMESERIES_FILE,
+        TIMESERIES_COLUMNS,
+        dtype={"operator": str, "reason": str, "target": "Int64", "et_ms": float},
+        keep_default_na=False,
+        na_values={"et_ms": [""], "target": [""]},
+    )
+
+
+def load_intervals(out_dir: Path | str) -> pd.DataFrame:
+    """intervals.csv: one row per interval with the system-level figures."""
+    return _read_csv(out_dir, INTERVALS_FILE, INTERVAL_COLUMNS, dtype={"latency_ms_mean": float})

@@ -1,0 +1,240 @@
+"""report.html: one self-contained page (inline CSS, base64 PNG figures) describing a run."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
+from html import escape
+from typing import Any
+
+from elastream.core.summary import Summary
+from elastream.report import formatting as fmt
+from elastream.report.plots import Plot
+
+Formatter = Callable[[Any], str]
+
+# (summary.json key, label, formatter, one-line explanation); definitions: docs/outputs.md.
+HEADLINE: tuple[tuple[str, str, Formatter, str], ...] = (
+    (
+        "saved_resources",
+        "Saved resources",
+        fmt.pct,
+        "1 − mean active replicas / r_over (sum of the pool sizes); higher saves more.",
+    ),
+    (
+        "throughput_degradation",
+        "Throughput degradation",
+        fmt.pct,
+        "Mean over intervals of |input − output| / input; 0% means the pipeline kept pace.",
+    ),
+    (
+        "processed_ratio",
+        "Processed ratio",
+        fmt.pct,
+        "Source events whose processing completed / source events offered.",
+    ),
+    ("latency_ms_mean", "Latency (mean)", fmt.ms, "Mean end-to-end latency at the sinks."),
+    ("latency_ms_p99", "Latency (p99)", fmt.ms, "99th percentile of end-to-end latency."),
+    ("events_in", "Events in", fmt.count, "Events the sources offered to the pipeline."),
+    ("events_out", "Events out", fmt.count, "Events that reached a sink."),
+    (
+        "events_completed",
+        "Events completed",
+        fmt.count,
+        "Source events whose processing finished (reached a sink or filtered by design).",
+    ),
+    ("events_filtered", "Events filtered", fmt.count, "Events consumed without output, by design."),
+    (
+        "events_dropped_timeout",
+        "Dropped (timeout)",
+        fmt.count,
+        "Events older than t_out when their turn came.",
+    ),
+    (
+        "events_dropped_overflow",
+        "Dropped (overflow)",
+        fmt.count,
+        "Events refused by a full queue (q_size).",
+    ),
+    (
+        "events_failed",
+        "Failed",
+        fmt.count,
+        "Events whose operator function raised an error.",
+    ),
+    ("replicas_mean", "Replicas (mean)", fmt.number, "Mean over intervals of Σ active replicas."),
+    ("replicas_max", "Replicas (max)", fmt.count, "Largest Σ active replicas in one interval."),
+    ("r_over", "r_over", fmt.count, "Over-provisioned replica count: the sum of the pool sizes."),
+    (
+        "reconfigurations",
+        "Reconfigurations",
+        fmt.count,
+        "(Interval, operator) pairs whose active replica count changed.",
+    ),
+    (
+        "replica_seconds",
+        "Replica-seconds",
+        fmt.count,
+        "Σ over intervals of active replicas × td: the resources used.",
+    ),
+    ("intervals", "Intervals", fmt.count, "MAPE intervals (snapshots) in the run."),
+)
+
+# The four metrics of PSPS V-A.3, shown in bold.
+PAPER_METRICS = frozenset(
+    {"saved_resources", "throughput_degradation", "processed_ratio", "latency_ms_mean"}
+)
+
+# (aggregate key, column heading, formatter) for the per-operator table.
+OPERATOR_COLUMNS: tuple[tuple[str, str, Formatter], ...] = (
+    ("replicas_mean", "replicas mean", fmt.number),
+    ("replicas_max", "replicas max", fmt.count),
+    ("max_replicas", "pool", fmt.count),
+    ("received", "received", fmt.count),
+    ("processed", "processed", fmt.count),
+    ("emitted", "emitted", fmt.count),
+    ("dropped_timeout", "dropped timeout", fmt.count),
+    ("dropped_overflow", "dropped overflow", fmt.count),
+    ("queue_max", "queue max", fmt.count),
+    ("utilization_mean", "utilization", fmt.pct),
+    ("et_ms_mean", "et (ms)", lambda v: fmt.number(v, 2)),
+)
+
+CSS = """
+body { font-family: -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+       color: #1d2329; background: #fff; margin: 0; line-height: 1.45; font-size: 15px; }
+main { max-width: 1120px; margin: 0 auto; padding: 24px 28px 48px; }
+h1 { font-size: 26px; margin: 0 0 4px; }
+h2 { font-size: 19px; margin: 32px 0 10px; padding-bottom: 4px; border-bottom: 1px solid #dde2e6; }
+.meta { color: #55606b; margin: 0 0 8px; }
+table { border-collapse: collapse; width: 100%; font-size: 14px; }
+th, td { text-align: left; padding: 5px 10px; border-bottom: 1px solid #eceff1; }
+th { background: #f5f7f8; font-weight: 600; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.explain { color: #55606b; }
+figure { margin: 18px 0 26px; }
+figure img { width: 100%; height: auto; display: block; }
+figcaption { color: #55606b; font-size: 14px; margin-top: 4px; }
+code { font-size: 13px; }
+table.settings { width: auto; min-width: 50%; }
+tr.paper td:not(.explain) { font-weight: 600; }
+"""
+
+
+def _cell(text: str, *, cls: str = "", attrs: str = "") -> str:
+    klass = f' class="{cls}"' if cls else ""
+    return f"<td{klass}{attrs}>{escape(text)}</td>"
+
+
+def _headline_rows() -> list[tuple[str, str, Formatter, str]]:
+    """HEADLINE, then any Summary field it does not describe yet (shown plainly)."""
+    known = {key for key, *_ in HEADLINE}
+    extra = [(f.name, f.name, str, "") for f in fields(Summary) if f.name not in known]
+    return [*HEADLINE, *extra]
+
+
+def headline_table(summary: Mapping[str, Any]) -> str:
+    """Metric, value, explanation; the raw value sits in data-value for machines."""
+    rows = []
+    for key, label, show, explain in _headline_rows():
+        value = summary.get(key)
+        attrs = f' data-metric="{escape(key)}" data-value="{escape(_raw(value))}"'
+        klass = " class='paper'" if key in PAPER_METRICS else ""
+        rows.append(
+            f"<tr{klass}>"
+            + _cell(label)
+            + _cell(show(value), cls="num", attrs=attrs)
+            + _cell(explain, cls="explain")
+            + "</tr>"
+        )
+    head = "<tr><th>metric</th><th class='num'>value</th><th>meaning</th></tr>"
+    return f"<table class='headline'>{head}{''.join(rows)}</table>"
+
+
+def _raw(value: Any) -> str:
+    return "" if value is None else repr(value)
+
+
+def operator_table(operators: Mapping[str, Mapping[str, Any]]) -> str:
+    head = (
+        "<tr><th>operator</th>"
+        + "".join(f"<th class='num'>{escape(h)}</th>" for _, h, _ in OPERATOR_COLUMNS)
+        + "</tr>"
+    )
+    rows = [
+        "<tr>"
+        + _cell(name)
+        + "".join(_cell(show(agg.get(key)), cls="num") for key, _, show in OPERATOR_COLUMNS)
+        + "</tr>"
+        for name, agg in operators.items()
+    ]
+    return f"<table class='operators'>{head}{''.join(rows)}</table>"
+
+
+def _flatten(settings: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for key, value in settings.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.extend(_flatten(value, f"{name}."))
+        else:
+            out.append((name, value))
+    return out
+
+
+def settings_table(settings: Mapping[str, Any]) -> str:
+    if not settings:
+        return "<p class='meta'>No settings recorded.</p>"
+    rows = [
+        f"<tr><td><code>{escape(k)}</code></td><td>{escape(_setting(v))}</td></tr>"
+        for k, v in _flatten(settings)
+    ]
+    return f"<table class='settings'><tr><th>setting</th><th>value</th></tr>{''.join(rows)}</table>"
+
+
+def _setting(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, list | dict) and not value:
+        return "—"
+    return str(value)
+
+
+def figure_html(plot: Plot) -> str:
+    data = base64.b64encode(plot.png).decode("ascii")
+    return (
+        f"<figure id='plot-{escape(plot.key)}'>"
+        f"<img alt='{escape(plot.title)}' src='data:image/png;base64,{data}'>"
+        f"<figcaption>{escape(plot.caption)}</figcaption></figure>"
+    )
+
+
+def render_page(document: Mapping[str, Any], plots: Sequence[Plot]) -> str:
+    """The whole page from the summary.json document and the rendered figures."""
+    title = str(document["title"])
+    meta = (
+        f"pipeline <b>{escape(str(document['pipeline']))}</b> · "
+        f"policy <b>{escape(str(document.get('policy') or '—'))}</b> · "
+        f"{escape(fmt.count(document.get('intervals')))} intervals"
+    )
+    body = [
+        f"<h1>{escape(title)}</h1>",
+        f"<p class='meta'>{meta}</p>",
+        "<h2>Summary</h2>",
+        headline_table(document),
+        "<h2>Over time</h2>",
+        *(figure_html(p) for p in plots),
+        "<h2>Per operator</h2>",
+        operator_table(document["operators"]),
+        "<h2>Settings</h2>",
+        settings_table(document.get("settings") or {}),
+        "<p class='meta'>Definitions of every figure: docs/outputs.md. Data: summary.json, "
+        "timeseries.csv, intervals.csv beside this page.</p>",
+    ]
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{escape(title)}</title><style>{CSS}</style></head>"
+        f"<body><main>{''.join(body)}</main></body></html>\n"
+    )

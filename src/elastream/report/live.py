@@ -1,0 +1,126 @@
+"""A live terminal view of the MAPE loop: an observer that redraws a per-operator table."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from elastream.core.policy import Decision
+from elastream.core.snapshot import OperatorStats, Snapshot
+from elastream.core.topology import Pipeline
+from elastream.report import formatting as fmt
+from elastream.report.series import et_ms, per_second, utilization
+
+
+class LiveTable:
+    """Observer `(snapshot, decision) -> None` for `run_mape`.
+
+    Inside `with LiveTable(pipeline):` on a terminal the table is redrawn in place every interval;
+    when stdout is not a terminal (or outside the `with`) one compact line per interval is printed
+    instead; with `quiet=True` nothing is shown."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        *,
+        console: Console | None = None,
+        quiet: bool = False,
+        title: str | None = None,
+        refresh_per_second: float = 4.0,
+    ) -> None:
+        self.pipeline = pipeline
+        self.console = console or Console()
+        self.quiet = quiet
+        self.title = title or pipeline.name
+        self.refresh_per_second = refresh_per_second
+        self._live: Live | None = None
+
+    def __enter__(self) -> LiveTable:
+        if not self.quiet and self.console.is_terminal:
+            waiting = Text(f"{self.title}: waiting for the first interval…", style="dim")
+            self._live = Live(
+                waiting, console=self.console, refresh_per_second=self.refresh_per_second
+            )
+            self._live.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def __call__(self, snapshot: Snapshot, decision: Decision) -> None:
+        if self.quiet:
+            return
+        if self._live is not None:
+            self._live.update(self.render(snapshot, decision), refresh=True)
+        else:
+            line = self.line(snapshot, decision)
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    def header(self, snapshot: Snapshot) -> str:
+        s = snapshot
+        return (
+            f"t={s.t:,.1f} s  input {fmt.rate(per_second(s.lambda_g, s.td))} ev/s  "
+            f"output {fmt.rate(per_second(s.completed, s.td))} ev/s  "
+            f"latency {fmt.ms(s.latency_ms_mean)}"
+        )
+
+    def render(self, snapshot: Snapshot, decision: Decision) -> Table:
+        """The full table for one interval."""
+        table = Table(
+            title=Text(f"{self.title} · {self.header(snapshot)}", style="bold"),
+            title_justify="left",
+            expand=False,
+        )
+        table.add_column("operator", no_wrap=True)
+        for heading in ("in ev/s", "proc ev/s", "queue", "replicas", "target", "et ms", "util"):
+            table.add_column(heading, justify="right", no_wrap=True)
+        table.add_column("reason", style="dim", no_wrap=True, overflow="ellipsis", max_width=36)
+        targets = decision.as_dict()
+        for o in self._ordered(snapshot):
+            reason = decision.reason(o.name)
+            table.add_row(*self._cells(o, snapshot.td, targets.get(o.name), reason))
+        return table
+
+    def _ordered(self, snapshot: Snapshot) -> list[OperatorStats]:
+        rank = {name: i for i, name in enumerate(self.pipeline.topological_order)}
+        return sorted(snapshot.operators, key=lambda o: rank.get(o.name, len(rank)))
+
+    @staticmethod
+    def _cells(o: OperatorStats, td: float, target: int | None, reason: str) -> list[str | Text]:
+        if target is None:
+            change = Text(fmt.MISSING)
+        else:
+            style = "green" if target > o.replicas else "yellow" if target < o.replicas else ""
+            change = Text(str(target), style=style)
+        return [
+            Text(o.name),
+            fmt.rate(per_second(o.received, td)),
+            fmt.rate(per_second(o.processed, td)),
+            fmt.count(o.queue),
+            f"{o.replicas}/{o.max_replicas}",
+            change,
+            fmt.number(et_ms(o), 1),
+            fmt.pct(utilization(o, td), 0),
+            Text(reason),
+        ]
+
+    def line(self, snapshot: Snapshot, decision: Decision) -> str:
+        """One compact line for one interval (non-terminal output)."""
+        targets = decision.as_dict()
+        parts = [
+            f"{o.name} r={o.replicas}/{o.max_replicas}->{targets.get(o.name, fmt.MISSING)} "
+            f"q={o.queue} U={fmt.pct(utilization(o, snapshot.td), 0)}"
+            for o in self._ordered(snapshot)
+        ]
+        return " | ".join([self.header(snapshot), *parts])
