@@ -1,0 +1,106 @@
+"""The SQLite queue store and the replica task logic, without Spark: offsets, bounds, timeouts,
+exactly-once replays, error isolation."""
+
+import time
+
+import pytest
+from helpers import linear_pipeline
+
+from elastream.core.events import Event
+from elastream.core.topology import pipeline_from_dict
+from elastream.queues import QueueError, SqliteQueueStore
+from elastream.spark import task
+
+
+def make_store(tmp_path, *, middle="elastream.apps.synthetic:passthrough", q_size=None, t_out=None):
+    data = linear_pipeline(3, (1, 4))
+    data["operators"][1]["function"] = middle
+    pipeline = pipeline_from_dict(data)
+    store = SqliteQueueStore(tmp_path / "q.db")
+    store.set_meta("pipeline", pipeline.model_dump(mode="json", by_alias=True))
+    store.set_meta("t_out", t_out)
+    for op in pipeline.operator_names:
+        store.create_queue(op, q_size)
+    store.create_queue("sink", None, sink=True)
+    task.store_for.cache_clear()
+    task.context_for.cache_clear()
+    return store
+
+
+def events(n, start=0, ts=None):
+    now = time.time() if ts is None else ts
+    return [
+        Event(f"src-{i}", f"k{i % 3}", now, {"i": i, "v": i * 100 % 1000})
+        for i in range(start, start + n)
+    ]
+
+
+def run_all(store, op, replica=0):
+    end = store.latest(op)
+    return task.run_task(str(store.path), op, list(range(end)), replica, f"0-{end}")
+
+
+def test_offsets_are_contiguous_and_appends_idempotent(tmp_path):
+    store = make_store(tmp_path)
+    assert store.append("op1", events(5), "src") == (5, 0)
+    assert store.append("op1", events(5), "src") == (0, 0)  # same ids: nothing twice
+    assert store.latest("op1") == 5
+    assert [s.off for s in store.read("op1", [0, 4])] == [0, 4]
+    assert store.keys("op1", 0, 3) == ["k0", "k1", "k2"]
+    with pytest.raises(QueueError, match="unknown queue 'nope'"):
+        store.append("nope", events(1), "src")
+
+
+def test_bounded_queue_drops_and_counts_overflow(tmp_path):
+    store = make_store(tmp_path, q_size=3)
+    assert store.append("op1", events(5), "src") == (3, 2)
+    audit = store.audit()
+    assert (audit.events_in, audit.overflow, audit.pending) == (5, 2, 3)
+
+
+def test_pipeline_conserves_events_with_a_filter(tmp_path):
+    store = make_store(tmp_path, middle="elastream.apps.synthetic:drop_odd")
+    store.append("op1", events(10), "src")
+    for op in ("op1", "op2", "op3"):
+        run_all(store, op)
+    audit = store.audit()
+    assert (audit.events_in, audit.to_sink, audit.filtered, audit.pending) == (10, 5, 5, 0)
+    assert audit.roots_with_two_fates == 0 and audit.duplicate_sink_roots == 0
+
+
+def test_replayed_batch_changes_nothing(tmp_path):
+    store = make_store(tmp_path)
+    store.append("op1", events(8), "src")
+    first = run_all(store, "op1")
+    again = run_all(store, "op1", replica=1)  # a retry, even on another replica
+    assert (first.fresh, again.fresh) == (8, 0)
+    assert store.latest("op2") == 8  # outputs appended once
+    assert store.pending("op1") == 0
+
+
+def test_timeout_drops_old_events_when_their_turn_comes(tmp_path):
+    store = make_store(tmp_path, t_out=5.0)
+    store.append("op1", events(3, ts=time.time() - 60) + events(2, start=3), "src")
+    run_all(store, "op1")
+    audit = store.audit()
+    assert (audit.timeout, store.latest("op2")) == (3, 2)
+
+
+def test_failing_event_is_isolated_and_logged(tmp_path):
+    store = make_store(tmp_path, middle="tests_support_ops:fail_on_three")
+    store.append("op1", events(6), "src")
+    run_all(store, "op1")
+    run_all(store, "op2")
+    audit = store.audit()
+    assert audit.failed == 1 and store.latest("op3") == 5
+    (message,) = [r[0] for r in store.conn.execute("SELECT message FROM errors")]
+    assert "operator 'op2'" in message and "ValueError: three is bad" in message
+
+
+def test_unknown_output_stream_is_an_error_naming_it(tmp_path):
+    store = make_store(tmp_path, middle="elastream.apps.synthetic:split_by_value")
+    store.append("op1", events(2), "src")
+    run_all(store, "op1")
+    run_all(store, "op2")
+    (message,) = {r[0] for r in store.conn.execute("SELECT message FROM errors LIMIT 1")}
+    assert "emitted to unknown stream" in message and "(its streams: out)" in message
