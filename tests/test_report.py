@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import shutil
 import subprocess
 from dataclasses import fields, replace
@@ -369,6 +370,8 @@ class ProbeParser(HTMLParser):
 def test_report_loads_in_a_headless_browser(written, tmp_path):
     browser = next((b for b in BROWSERS if shutil.which(b)), None)
     if browser is None:
+        if os.environ.get("ELASTREAM_REQUIRE_BROWSER"):
+            pytest.fail(f"ELASTREAM_REQUIRE_BROWSER is set but none of {BROWSERS} is installed")
         pytest.skip(f"no headless browser installed (looked for {', '.join(BROWSERS)})")
     page = (written[1] / "report.html").read_text()
     probed = tmp_path / "probe.html"
