@@ -186,7 +186,7 @@ class SparkEngine:
             self._publish(op.name)
 
     def _publish(self, name: str) -> None:
-        """Execute: publish r_i, the admission cap and et_i, et_ij where plan-time code reads them."""
+        """Execute: publish r_i, the batch cap, et_i and et_ij where plan-time code reads them."""
         st = self.ops[name]
         cap = admission_cap(st.replicas, st.et_s, self.config.spark.batch_s)
         self.store.set_control(name, st.replicas, cap, st.et_s, st.replica_et)
