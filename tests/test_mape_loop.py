@@ -1,0 +1,58 @@
+"""The MAPE loop on a scripted engine (unit test; the real engines are tested in
+test_spark_runtime.py and the simulator's tests): decisions are enacted, or only reported."""
+
+from dataclasses import dataclass, field
+
+from helpers import linear_pipeline, snapshot, stats
+
+from elastream.core.controller import Controller
+from elastream.core.summary import RunTotals
+from elastream.core.topology import pipeline_from_dict
+from elastream.engine import run_mape
+
+
+@dataclass
+class ScriptedEngine:
+    """Replays queue lengths; keeps whatever replicas it is told to enact."""
+
+    queues: list[int]
+    pipeline: object = field(default_factory=lambda: pipeline_from_dict(linear_pipeline(1, (1, 8))))
+    replicas: int = 1
+    enacted: list[int] = field(default_factory=list)
+    step: int = 0
+
+    def start(self):
+        self.started = True
+
+    def collect(self):
+        q = self.queues[self.step]
+        self.step += 1
+        return snapshot(stats("op1", replicas=self.replicas, queue=q), t=float(self.step))
+
+    def enact(self, decision):
+        self.replicas = decision.as_dict()["op1"]
+        self.enacted.append(self.replicas)
+
+    def finished(self):
+        return self.step >= len(self.queues)
+
+    def totals(self):
+        return RunTotals(10, 10, 10, 0, 0, 0, 0, 1.0, 2.0)
+
+    def stop(self):
+        self.stopped = True
+
+
+def test_threshold_decisions_are_enacted_each_interval():
+    engine = ScriptedEngine([300, 300, 60, 0, 0])
+    result = run_mape(engine, Controller.build("threshold"))
+    assert engine.enacted == [3, 5, 6, 5, 4]  # +2, +2, +1, -1, -1
+    assert [s.op("op1").replicas for s in result.snapshots] == [1, 3, 5, 6, 5]
+    assert engine.stopped and result.summary.reconfigurations == 4
+
+
+def test_dry_run_decides_but_never_enacts():
+    engine = ScriptedEngine([300, 300, 60])
+    result = run_mape(engine, Controller.build("threshold"), dry_run=True)
+    assert engine.enacted == []
+    assert [d.as_dict()["op1"] for d in result.decisions] == [3, 3, 2]
