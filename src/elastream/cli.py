@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 import warnings
@@ -14,7 +15,8 @@ from elastream import commands
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="elastream", description="Elastic, lag-aware per-operator scaling for PySpark pipelines."
+        prog="elastream",
+        description="Elastic, lag-aware per-operator scaling for PySpark pipelines.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
@@ -30,7 +32,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args) or 0)
-    except (ValueError, KeyError, FileNotFoundError) as exc:
+    except (ValueError, KeyError, FileNotFoundError, RuntimeError) as exc:
+        if os.environ.get("ELASTREAM_DEBUG"):
+            raise
         print(f"elastream {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

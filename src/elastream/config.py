@@ -83,9 +83,10 @@ class RunConfig(_Settings):
 
 
 def make_config(**values: Any) -> RunConfig:
-    """Validate settings (None values mean 'default'); errors name each bad setting."""
+    """Validate settings; errors name each bad setting. An explicit None switches an optional
+    setting off (t_out, q_size); leave a setting out to get its default."""
     try:
-        return RunConfig(**{k: v for k, v in values.items() if v is not None})
+        return RunConfig(**values)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"

@@ -40,8 +40,8 @@ def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -
     parser.add_argument("--time-scale", type=float, help="compress trace time by this factor")
     parser.add_argument("--duration", type=float, help="run length in seconds")
     parser.add_argument("--td", type=float, help="MAPE interval in seconds")
-    parser.add_argument("--t-out", type=float, help="event timeout in seconds")
-    parser.add_argument("--q-size", type=int, help="queue bound in events")
+    parser.add_argument("--t-out", type=optional(float), help="event timeout, seconds, or none")
+    parser.add_argument("--q-size", type=optional(int), help="queue bound in events, or none")
     parser.add_argument("--drain", type=float, dest="drain_s", help="seconds allowed to drain")
     parser.add_argument("--seed", type=int, help="random seed")
     parser.add_argument("--out", type=Path, help="output directory")
@@ -49,6 +49,19 @@ def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -
         "--dry-run", action="store_true", default=None, help="decide and report, never enact"
     )
     parser.add_argument("--quiet", action="store_true", help="no live table")
+
+
+OFF = "none"
+
+
+def optional(kind: type) -> Any:
+    """An argparse type that also accepts 'none' (the setting switched off)."""
+
+    def parse(text: str) -> Any:
+        return OFF if text.strip().lower() == OFF else kind(text)
+
+    parse.__name__ = kind.__name__
+    return parse
 
 
 FLAGS = (
@@ -79,8 +92,9 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
             raise ConfigError(f"cannot read settings file {args.config}: {exc}") from None
         if not isinstance(base, dict):
             raise ConfigError(f"{args.config}: expected a mapping of settings")
-    flags = {k: getattr(args, k, None) for k in FLAGS}
-    return make_config(**(base | {k: v for k, v in flags.items() if v is not None} | overrides))
+    given = {k: getattr(args, k, None) for k in FLAGS}
+    flags = {k: (None if v == OFF else v) for k, v in given.items() if v is not None}
+    return make_config(**(base | flags | overrides))
 
 
 def load_run_inputs(args: argparse.Namespace, **overrides: Any) -> tuple[Pipeline, RunConfig]:

@@ -76,7 +76,8 @@ class SparkEngine:
     # -- Engine protocol ---------------------------------------------------------------------
     def start(self) -> None:
         self._prepare_store()
-        self.spark = spark_session(self.config.spark.master or f"local[{self._slots()}]")
+        # local[n, 4]: up to 4 attempts per task, as on a cluster (plain local[n] never retries).
+        self.spark = spark_session(self.config.spark.master or f"local[{self._slots()},4]")
         for name in self.pipeline.topological_order:
             self._start_query(name)
         self._await_first_batches()
@@ -161,6 +162,8 @@ class SparkEngine:
         return max(2, self.pipeline.r_over)
 
     def _prepare_store(self) -> None:
+        if self.resume and not self.db_path.exists():
+            raise RuntimeFailure(f"nothing to resume: {self.db_path} does not exist")
         if not self.resume and self.out.exists():
             for stale in (self.db_path, self.out / "checkpoints"):
                 if stale.is_dir():

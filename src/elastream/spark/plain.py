@@ -75,7 +75,8 @@ def write_input(pipeline: Pipeline, n: int, folder: Path, per_file: int) -> None
 
 
 def run_plain_query(pipeline: Pipeline, n: int, out: Path, per_batch: int) -> float:
-    """Wall seconds for a plain streaming query to process n events, one file per micro-batch."""
+    """Wall seconds for a plain streaming query to process n events written as files of
+    `per_batch` events, one file per micro-batch."""
     write_input(pipeline, n, out / "input", per_batch)
     spark = spark_session(f"local[{pipeline.r_over}]")
     replicas = max(1, pipeline.operators[0].replicas.max)
