@@ -40,7 +40,7 @@ class SparkSettings(_Settings):
         1.0, gt=0, description="work admitted per micro-batch, in replica-seconds"
     )
     trigger_s: float = Field(
-        0.0, ge=0, description="processing-time trigger (0: as fast as possible)"
+        0.2, ge=0, description="processing-time trigger; bounds idle polling (0: none)"
     )
 
 

@@ -64,6 +64,8 @@ def run_task(db_path: str, op: str, offsets: Sequence[int], replica: int, batch:
     started = time.perf_counter()
     store = store_for(db_path)
     ctx = context_for(db_path, op)
+    if not offsets:  # an active replica with nothing in this batch: no transaction at all
+        return TaskResult(replica, 0, 0, 0, 0.0)
     stored = store.read(op, offsets)
     done = store.done_ids(op, [s.event.id for s in stored])
     todo = [s.event for s in stored if s.event.id not in done]
