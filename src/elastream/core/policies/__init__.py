@@ -1,6 +1,8 @@
-"""Scaling policies, each a pure function registered by name in `POLICIES`."""
+"""Scaling policies, each a pure function registered by name in `POLICIES` on import."""
 
-from elastream.core.policies import psps, static, threshold  # noqa: F401  (registers them)
+from elastream.core.policies import dabs, ds2, lagaware, psps, static, threshold
 from elastream.core.policy import POLICIES
 
-__all__ = ["POLICIES"]
+REGISTERED = (dabs, ds2, lagaware, psps, static, threshold)
+
+__all__ = ["POLICIES", "REGISTERED"]
