@@ -56,3 +56,13 @@ def test_dry_run_decides_but_never_enacts():
     result = run_mape(engine, Controller.build("threshold"), dry_run=True)
     assert engine.enacted == []
     assert [d.as_dict()["op1"] for d in result.decisions] == [3, 3, 2]
+
+
+def test_latency_histogram_bins_exact_latencies():
+    from elastream.core.summary import latency_histogram
+
+    assert latency_histogram([0.2, 0.9, 1.0, 2.5, 7.0], resolution_ms=1.0) == (
+        (1.0, 3),
+        (3.0, 1),
+        (7.0, 1),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from itertools import pairwise
@@ -23,6 +24,19 @@ class RunTotals:
     latency_ms_p99: float | None
     failed: int = 0  # events whose operator function raised (isolated, kept in the error log)
     duplicates: int = 0  # events delivered twice to the same queue (must stay 0)
+    # (latency ms, events) pairs of the sink events: SLA compliance at any SLO, for any engine
+    latency_histogram_ms: tuple[tuple[float, int], ...] = ()
+
+
+def latency_histogram(
+    latencies_ms: Sequence[float], resolution_ms: float = 1.0
+) -> tuple[tuple[float, int], ...]:
+    """Exact latencies folded into `resolution_ms` bins (bin upper edge, count)."""
+    counts: dict[float, int] = {}
+    for value in latencies_ms:
+        edge = math.ceil(value / resolution_ms) * resolution_ms
+        counts[edge] = counts.get(edge, 0) + 1
+    return tuple(sorted(counts.items()))
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import numpy as np
 from elastream.config import RunConfig
 from elastream.core.policy import Decision
 from elastream.core.snapshot import OperatorStats, Snapshot
-from elastream.core.summary import RunTotals
+from elastream.core.summary import RunTotals, latency_histogram
 from elastream.core.topology import Pipeline
 from elastream.queues.sqlite import SqliteQueueStore
 from elastream.spark.feeder import Feeder
@@ -141,6 +141,7 @@ class SparkEngine:
             latency_ms_mean=float(latencies.mean()) if latencies.size else None,
             latency_ms_p99=float(np.percentile(latencies, 99)) if latencies.size else None,
             duplicates=audit.duplicate_sink_roots,
+            latency_histogram_ms=latency_histogram(latencies),
         )
 
     def stop(self) -> None:
