@@ -18,7 +18,7 @@ from elastream.commands.demo import demo_pipeline_path
 from elastream.config import make_config
 from elastream.core.topology import Pipeline, load_pipeline
 from elastream.engine import run_mape
-from elastream.run import controller_for, workload_for
+from elastream.run import workload_for
 from elastream.spark.engine import SparkEngine
 from elastream.spark.session import spark_session
 from elastream.workloads.generators import constant
@@ -54,7 +54,7 @@ def policy_runs(pipeline: Pipeline, args: argparse.Namespace) -> dict[str, dict]
         trace = workload_for(config, pipeline)
         engine = SparkEngine(pipeline, config, trace, keep_session=True)
         started = time.time()
-        result = run_mape(engine, controller_for(config))
+        result = run_mape(engine, config.controller())
         results[label] = result.summary.as_dict() | {"wall_s": time.time() - started}
         print(f"{label}: done in {results[label]['wall_s']:.0f} s", flush=True)
     return results
@@ -83,7 +83,7 @@ def elastream_per_event(pipeline: Pipeline, events: int, out: Path) -> float:
         spark={"batch_s": 600.0},  # admit the whole backlog in one batch per operator
     )
     engine = SparkEngine(pipeline, config, trace, keep_session=True)
-    run_mape(engine, controller_for(config))
+    run_mape(engine, config.controller())
     first, last = engine.store.conn.execute(
         "SELECT MIN(ts), MAX(enq) FROM events e JOIN queues q ON e.q = q.q WHERE q.sink = 1"
     ).fetchone()

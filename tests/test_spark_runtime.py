@@ -55,11 +55,26 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path):
 
 
 def run_cli(out: Path, *extra: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "elastream.cli", "run", str(PIPELINE), "--trace",
-           "constant:rate=40,duration=40", "--td", "3", "--out", str(out), "--quiet",
-           "--t-out", "600", *extra]
-    return subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "elastream.cli",
+        "run",
+        str(PIPELINE),
+        "--trace",
+        "constant:rate=40,duration=40",
+        "--td",
+        "3",
+        "--out",
+        str(out),
+        "--quiet",
+        "--t-out",
+        "600",
+        *extra,
+    ]
+    return subprocess.Popen(
+        cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 def outcomes_so_far(db: Path) -> int:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from elastream.cli import main
-from elastream.commands.trace import parse_duration, parse_slice
 from elastream.workloads import TraceError, demo_trace
+from elastream.workloads.scaling import parse_duration, parse_slice
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

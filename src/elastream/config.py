@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from elastream.core.controller import Controller
 from elastream.core.guards import GuardConfig
 from elastream.core.policies import POLICIES
 
@@ -74,6 +75,12 @@ class RunConfig(_Settings):
             )
         POLICIES.get(self.policy).make_config(self.effective_policy_options())
         return self
+
+    def controller(self) -> Controller:
+        """The guarded policy of this run: what every engine's MAPE loop calls."""
+        return Controller.build(
+            self.policy, self.effective_policy_options(), self.guards.to_config()
+        )
 
     def effective_policy_options(self) -> dict[str, Any]:
         options = dict(self.policy_options)

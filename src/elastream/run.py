@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from elastream.config import RunConfig
-from elastream.core.controller import Controller
 from elastream.core.topology import Pipeline
 from elastream.engine import Engine, RunResult, run_mape
 from elastream.report import LiveTable, write_outputs
@@ -32,12 +31,6 @@ def workload_for(config: RunConfig, pipeline: Pipeline) -> Trace:
     return trace
 
 
-def controller_for(config: RunConfig) -> Controller:
-    return Controller.build(
-        config.policy, config.effective_policy_options(), config.guards.to_config()
-    )
-
-
 def execute(
     make_engine: Callable[[Pipeline, RunConfig, Trace], Engine],
     pipeline: Pipeline,
@@ -50,7 +43,7 @@ def execute(
     trace = workload_for(config, pipeline)
     engine = make_engine(pipeline, config, trace)
     with LiveTable(pipeline, quiet=quiet, title=title) as live:
-        result = run_mape(engine, controller_for(config), dry_run=config.dry_run, observers=[live])
+        result = run_mape(engine, config.controller(), dry_run=config.dry_run, observers=[live])
     settings = config.model_dump(mode="json") | {
         "trace_duration_s": trace.duration_s,
         "trace_peak_rate": trace.peak,

@@ -1,0 +1,87 @@
+"""Run-wide bookkeeping of the simulator: what entered, finished, was dropped, and how late.
+
+Events are counted in cohorts: `k` is the step in which a cohort's source events were emitted,
+so an event reaching a sink in step s has waited (s - k) steps; its latency is (s - k)·Δ plus
+the service time of its path (see docs/simulator.md, "Latency")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Counts:
+    """Running totals; an interval's figures are the difference of two copies."""
+
+    events_in: int = 0
+    sink_events: int = 0
+    completed_w: float = 0.0  # source events finished, in source-event units (see profile weights)
+    filtered: int = 0
+    failed: int = 0
+    dropped_timeout: int = 0
+    dropped_overflow: int = 0
+    dropped_restart: int = 0
+    latency_s_sum: float = 0.0
+
+    def copy(self) -> Counts:
+        return Counts(**vars(self))
+
+
+class Ledger:
+    """Totals, the latency histogram and the current step, shared by every operator and sink."""
+
+    def __init__(self, step_s: float) -> None:
+        self.step_s = step_s
+        self.s = 0  # current step
+        self.counts = Counts()
+        self.histogram: dict[tuple[int, float], int] = {}  # (lag steps, path service s) -> n
+
+    def arrive_at_sink(self, cohorts: dict[int, int], weight: float, service_s: float) -> None:
+        c = self.counts
+        s = self.s
+        step = self.step_s
+        histogram = self.histogram
+        n_all = 0
+        for k, n in cohorts.items():
+            lag = s - k
+            n_all += n
+            c.latency_s_sum += n * (lag * step + service_s)
+            key = (lag, service_s)
+            histogram[key] = histogram.get(key, 0) + n
+        c.sink_events += n_all
+        c.completed_w += n_all * weight
+
+    def latency_histogram_ms(self) -> list[tuple[float, int]]:
+        """(latency in ms, events) of every cohort that reached a sink, lowest latency first."""
+        return sorted(
+            ((lag * self.step_s + service) * 1000.0, n)
+            for (lag, service), n in self.histogram.items()
+        )
+
+    def latency_ms_p99(self) -> float | None:
+        """The nearest-rank 99th percentile of sink latencies, every cohort weighted by its size."""
+        histogram = self.latency_histogram_ms()
+        total = sum(n for _, n in histogram)
+        if not total:
+            return None
+        seen = 0
+        for value, n in histogram:
+            seen += n
+            if seen >= 0.99 * total:
+                return value
+        raise AssertionError("unreachable: the ranks add up to the total")
+
+
+class Sink:
+    """A terminal node: every cohort that reaches it has left the pipeline."""
+
+    __slots__ = ("ledger", "name")
+
+    def __init__(self, name: str, ledger: Ledger) -> None:
+        self.name = name
+        self.ledger = ledger
+
+    def receive(
+        self, sender: str, cohorts: dict[int, int], weight: float, service_s: float
+    ) -> None:
+        self.ledger.arrive_at_sink(cohorts, weight, service_s)

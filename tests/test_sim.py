@@ -1,0 +1,397 @@
+"""The simulator as an Engine: conservation, overload, Little's law, q_size and t_out, the three
+reconfiguration models, groupings after a scale-out, determinism and the shared policy code."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import elastream.engine
+from elastream.config import RunConfig
+from elastream.core.policies import POLICIES, psps
+from elastream.core.policy import Decision
+from elastream.core.topology import pipeline_from_dict
+from elastream.sim import SimEngine, SimSettings, simulate
+from elastream.sim import engine as sim_engine
+from elastream.workloads.trace import Trace
+
+SYN = "elastream.apps.synthetic"
+EXACT = SimSettings(measure_cpu=False)  # service times only: exactly reproducible
+
+
+def one_operator(grouping="load_balancing", pool=(1, 4), service_ms=10.0):
+    """src -> op -> sink; one replica serves 1000/service_ms events/s."""
+    return pipeline_from_dict(
+        {
+            "sources": [{"name": "src", "generator": f"{SYN}:generate"}],
+            "operators": [
+                {
+                    "name": "op",
+                    "function": f"{SYN}:passthrough",
+                    "grouping": grouping,
+                    "service_time_ms": service_ms,
+                    "replicas": {"min": pool[0], "max": pool[1]},
+                }
+            ],
+            "sinks": [{"name": "sink"}],
+            "streams": [{"from": "src", "to": "op"}, {"from": "op", "to": "sink"}],
+        }
+    )
+
+
+def filter_split_pipeline(pool=(1, 4)):
+    """src -> parse -> evens (filters half) -> split (low 70% / high 30%) -> enrich -> sinks."""
+    ops = [
+        ("parse", "passthrough", 2.0),
+        ("evens", "drop_odd", 3.0),
+        ("split", "split_by_value", 4.0),
+        ("enrich", "passthrough", 12.0),
+    ]
+    return pipeline_from_dict(
+        {
+            "sources": [{"name": "src", "generator": f"{SYN}:generate"}],
+            "operators": [
+                {
+                    "name": name,
+                    "function": f"{SYN}:{fn}",
+                    "service_time_ms": ms,
+                    "replicas": {"min": pool[0], "max": pool[1]},
+                }
+                for name, fn, ms in ops
+            ],
+            "sinks": [{"name": "low_sink"}, {"name": "high_sink"}],
+            "streams": [
+                {"from": "src", "to": "parse"},
+                {"from": "parse", "to": "evens"},
+                {"from": "evens", "to": "split"},
+                {"from": "split", "to": "low_sink", "name": "low"},
+                {"from": "split", "to": "enrich", "name": "high"},
+                {"from": "enrich", "to": "high_sink"},
+            ],
+        }
+    )
+
+
+def config(**values):
+    base = {"policy": "static", "replicas": 1, "td": 2.0, "t_out": None, "q_size": None}
+    return RunConfig(**{**base, **values})
+
+
+def constant(rate, seconds):
+    return Trace(np.full(seconds, float(rate)))
+
+
+def drive(engine, decisions):
+    """Run an engine by hand: `decisions` maps an interval index to a Decision."""
+    engine.start()
+    snapshots = []
+    while not engine.finished():
+        if len(snapshots) in decisions:
+            engine.enact(decisions[len(snapshots)])
+        snapshots.append(engine.collect())
+    return snapshots, engine.totals()
+
+
+# ----------------------------------------------------------------------------- conservation
+
+
+@pytest.mark.parametrize("queue_model", ["per_replica", "micro_batch"])
+def test_every_source_event_is_accounted_for_exactly(queue_model):
+    settings = replace(EXACT, queue_model=queue_model)
+    cfg = config(policy="psps", replicas=None, t_out=1.0, q_size=2500, drain_s=30)
+    trace = Trace(np.array([100.0] * 20 + [3000.0] * 20 + [50.0] * 20))  # overload in the middle
+    result = simulate(filter_split_pipeline(), cfg, trace, settings)
+    t = result.totals
+    assert t.dropped_timeout > 0 and t.dropped_overflow > 0 and t.filtered > 0  # all paths used
+    assert t.events_in == int(trace.rates.sum())
+    assert t.completed == t.events_out + t.filtered  # no fan-out: one source event, one fate
+    assert t.events_in == t.completed + t.dropped_timeout + t.dropped_overflow + t.failed
+    assert sum(s.lambda_g for s in result.snapshots) == t.events_in
+    assert sum(s.completed for s in result.snapshots) == t.completed
+    assert sum(s.sink_events for s in result.snapshots) == t.events_out
+    dropped = sum(
+        o.dropped_timeout + o.dropped_overflow for s in result.snapshots for o in s.operators
+    )
+    assert dropped == t.dropped_timeout + t.dropped_overflow
+    assert result.snapshots[-1].operators[-1].queue == 0
+
+
+def test_a_replicated_stream_completes_each_source_event_once():
+    pipeline = pipeline_from_dict(
+        {
+            "sources": [{"name": "src", "generator": f"{SYN}:generate"}],
+            "operators": [{"name": "op", "function": f"{SYN}:passthrough", "service_time_ms": 1}],
+            "sinks": [{"name": "a"}, {"name": "b"}],
+            "streams": [
+                {"from": "src", "to": "op"},
+                {"from": "op", "to": "a"},
+                {"from": "op", "to": "b"},
+            ],
+        }
+    )
+    t = simulate(pipeline, config(), constant(100, 20), EXACT).totals
+    assert t.events_in == 2000
+    assert t.events_out == 4000  # every output goes to both sinks
+    assert t.completed == 2000
+
+
+def test_split_ratio_reaches_the_operators():
+    result = simulate(
+        filter_split_pipeline(), config(policy="psps", replicas=None), constant(200, 60), EXACT
+    )
+    split_out = sum(s.op("split").processed for s in result.snapshots)
+    to_enrich = sum(s.op("enrich").received for s in result.snapshots)
+    assert split_out > 0
+    assert to_enrich / split_out == pytest.approx(0.3, abs=0.06)  # values >= 700 of 1000
+    evens = sum(s.op("evens").processed for s in result.snapshots)
+    assert sum(s.op("split").received for s in result.snapshots) == evens // 2
+
+
+# ----------------------------------------------------------------------------- overload
+
+
+def test_static_single_replica_falls_behind_while_psps_keeps_up():
+    trace = constant(250, 60)  # one replica serves 100/s
+    static = simulate(one_operator(), config(drain_s=10), trace, EXACT)
+    assert static.snapshots[10].operators[0].queue > 1000
+    assert static.summary.processed_ratio < 0.7
+    assert static.summary.throughput_degradation > 0.3
+    elastic = simulate(
+        one_operator(), config(policy="psps", replicas=None, drain_s=10), trace, EXACT
+    )
+    assert elastic.summary.processed_ratio == 1.0
+    assert max(s.operators[0].replicas for s in elastic.snapshots) >= 3
+    assert elastic.snapshots[-1].operators[0].queue == 0
+    assert elastic.summary.latency_ms_mean < static.summary.latency_ms_mean / 5
+
+
+def test_littles_law_in_a_steady_overload():
+    # λ = 200/s into a replica serving 100/s with q_size 1000: the queue sits at 1000 and
+    # admitted events wait W = L / throughput = 1000 / 100 = 10 s.
+    result = simulate(one_operator(), config(q_size=1000), constant(200, 120), EXACT)
+    steady = result.snapshots[20:55]
+    for s in steady:
+        op = s.operators[0]
+        throughput = op.processed / s.td
+        assert op.queue == 1000
+        assert s.latency_ms_mean / 1000 == pytest.approx(op.queue / throughput, rel=0.03)
+
+
+def test_q_size_overflow_count():
+    # 24000 offered; the replica serves 100/s for 120 s plus the 1000 left in its full queue.
+    result = simulate(one_operator(), config(q_size=1000, drain_s=30), constant(200, 120), EXACT)
+    t = result.totals
+    assert t.dropped_timeout == 0
+    assert t.dropped_overflow == pytest.approx(24000 - 120 * 100 - 1000, rel=0.01)
+    assert t.events_in == t.completed + t.dropped_overflow
+
+
+def test_t_out_timeout_count_and_latency_bound():
+    # Nothing waits more than t_out = 5 s: the replica serves 100/s, the rest times out.
+    result = simulate(one_operator(), config(t_out=5.0, drain_s=30), constant(200, 120), EXACT)
+    t = result.totals
+    assert t.dropped_overflow == 0
+    assert t.dropped_timeout == pytest.approx(24000 - 125 * 100, rel=0.02)
+    assert t.latency_ms_p99 <= 5000 + 100 + 10  # t_out + one step + the service time
+    assert t.events_in == t.completed + t.dropped_timeout
+
+
+def test_latency_histogram_gives_the_totals_mean_and_p99():
+    engine = SimEngine(one_operator(), config(q_size=500), Trace(np.linspace(50, 300, 40)), EXACT)
+    _, totals = drive(engine, {})
+    histogram = engine.latency_histogram_ms()
+    values = np.repeat([ms for ms, _ in histogram], [n for _, n in histogram])
+    assert values.size == totals.events_out
+    assert values.mean() == pytest.approx(totals.latency_ms_mean)
+    assert totals.latency_ms_p99 == values[int(np.ceil(0.99 * values.size)) - 1]
+
+
+# ----------------------------------------------------------------------------- reconfiguration
+
+
+def test_restart_loses_queued_events_and_pool_does_not():
+    cfg = config(policy="psps", replicas=None, drain_s=20)
+    trace = constant(300, 60)
+    pool = simulate(one_operator(), cfg, trace, EXACT)
+    restart = simulate(
+        one_operator(),
+        cfg,
+        trace,
+        replace(EXACT, reconfiguration="restart", restart_downtime_s=3.0),
+    )
+    assert pool.totals.dropped_timeout == pool.totals.dropped_overflow == 0
+    assert pool.summary.processed_ratio == 1.0
+    lost = sum(dict(s.extra)["dropped_restart"] for s in restart.snapshots)
+    assert lost > 0
+    assert restart.totals.dropped_timeout == lost  # t_out is off: only the restarts lose events
+    assert restart.totals.events_in == restart.totals.completed + lost
+
+
+def test_restart_stops_processing_for_the_downtime():
+    engine = SimEngine(
+        one_operator(),
+        config(),
+        constant(50, 30),
+        replace(EXACT, reconfiguration="restart", restart_downtime_s=4.0),
+    )
+    snapshots, _ = drive(engine, {2: Decision.of({"op": 2})})
+    assert snapshots[2].operators[0].processed == 0  # td = 2 s, all of it down
+    assert snapshots[3].operators[0].processed == 0
+    assert snapshots[4].operators[0].processed > 100  # the backlog of 4 s, then normal work
+
+
+def test_delayed_replicas_serve_only_after_their_start_delay():
+    engine = SimEngine(
+        one_operator(),
+        config(),
+        constant(150, 40),
+        replace(EXACT, reconfiguration="delayed", start_delay_s=4.0),
+    )
+    snapshots, _ = drive(engine, {3: Decision.of({"op": 2})})
+    assert snapshots[3].operators[0].replicas == 2  # counted (and paid for) from the request
+    assert snapshots[3].operators[0].replica_processed[1] == 0
+    assert snapshots[4].operators[0].replica_processed[1] == 0
+    assert snapshots[5].operators[0].replica_processed[1] > 0
+
+
+def test_dry_run_decides_but_never_enacts():
+    result = simulate(
+        one_operator(),
+        config(policy="psps", replicas=None, dry_run=True, drain_s=5),
+        constant(300, 30),
+        EXACT,
+    )
+    assert max(d.as_dict()["op"] for d in result.decisions) > 1
+    assert {s.operators[0].replicas for s in result.snapshots} == {1}
+
+
+# ----------------------------------------------------------------------------- groupings
+
+
+def scale_out_latency(grouping):
+    """250/s into one replica (100/s) for 10 s, then four replicas (PSPS V-C's scenario)."""
+    engine = SimEngine(one_operator(grouping), config(drain_s=120), constant(250, 120), EXACT)
+    _, totals = drive(engine, {5: Decision.of({"op": 4})})
+    return totals
+
+
+def test_load_balancing_beats_shuffle_after_a_scale_out():
+    shuffle = scale_out_latency("shuffle")
+    balanced = scale_out_latency("load_balancing")
+    assert shuffle.completed == balanced.completed == shuffle.events_in
+    assert balanced.latency_ms_mean < 0.8 * shuffle.latency_ms_mean
+
+
+def test_shuffle_strands_backlog_on_the_old_replica():
+    engine = SimEngine(one_operator("shuffle"), config(drain_s=120), constant(250, 120), EXACT)
+    snapshots, _ = drive(engine, {5: Decision.of({"op": 4})})
+    for s in snapshots[6:12]:
+        after = s.operators[0].replica_processed
+        assert after[0] == 200  # the old replica is still busy with its backlog
+        assert np.mean(after[1:]) < 150  # the new ones (capacity 200) idle part of the time
+    assert snapshots[12].operators[0].queue > 500
+
+
+def test_key_hash_follows_the_key_skew():
+    # 16 keys over 3 replicas: crc32 gives them unequal key counts, hence unequal loads.
+    engine = SimEngine(
+        one_operator("key_hash", pool=(3, 3), service_ms=1.0),
+        config(replicas=3),
+        constant(300, 20),
+        EXACT,
+    )
+    snapshots, _ = drive(engine, {})
+    loads = np.sum([s.operators[0].replica_processed for s in snapshots], axis=0)
+    assert loads.sum() == 6000
+    assert loads.max() - loads.min() > 500
+
+
+# ----------------------------------------------------------------------------- model details
+
+
+def test_micro_batch_overhead_costs_capacity():
+    cfg = config(drain_s=60)
+    trace = constant(80, 60)  # 80% of one replica
+    free = simulate(one_operator(), cfg, trace, replace(EXACT, queue_model="micro_batch"))
+    costly = simulate(
+        one_operator(),
+        cfg,
+        trace,
+        replace(EXACT, queue_model="micro_batch", batch_overhead_s=0.4, batch_work_s=1.0),
+    )
+    # a batch of at most 100 events (1 s of work) now takes 1.4 s: 100 / 1.4 = 71.4 events/s
+    assert free.summary.latency_ms_mean < 1000
+    steady = costly.snapshots[10:30]
+    rate = sum(s.operators[0].processed for s in steady) / sum(s.td for s in steady)
+    assert rate == pytest.approx(100 / 1.4, rel=0.05)
+    assert costly.snapshots[25].operators[0].queue > costly.snapshots[10].operators[0].queue
+    assert costly.summary.latency_ms_mean > 5 * free.summary.latency_ms_mean
+
+
+def test_replica_speed_and_noise_change_the_work_but_not_the_counts():
+    settings = replace(EXACT, replica_speed={"op": [1.0, 0.25]}, et_noise=0.3)
+    engine = SimEngine(one_operator(pool=(2, 2)), config(replicas=2), constant(60, 30), settings)
+    snapshots, totals = drive(engine, {})
+    loads = np.sum([s.operators[0].replica_processed for s in snapshots], axis=0)
+    assert loads[0] > 2 * loads[1]  # load balancing charges the slow replica 4x per event
+    busy = np.sum([s.operators[0].busy_s for s in snapshots])
+    assert busy == pytest.approx((loads[0] + 4 * loads[1]) * 0.01, rel=0.1)  # noise averages out
+    assert totals.events_in == totals.completed == 1800
+
+
+def test_same_seed_same_run_other_seed_other_run():
+    settings = replace(EXACT, et_noise=0.2)
+    cfg = config(policy="psps", replicas=None, seed=4)
+    pipeline = one_operator("shuffle")
+    trace = Trace(np.linspace(50, 400, 60))
+    first = simulate(pipeline, cfg, trace, settings)
+    again = simulate(pipeline, cfg, trace, settings)
+    other = simulate(pipeline, cfg.model_copy(update={"seed": 5}), trace, settings)
+    assert first.snapshots == again.snapshots
+    assert first.totals == again.totals
+    assert first.snapshots != other.snapshots
+
+
+def test_snapshots_follow_the_interval_clock():
+    result = simulate(
+        one_operator(), config(td=1.5, drain_s=0), constant(100, 15), replace(EXACT, step_s=0.07)
+    )
+    assert [s.t for s in result.snapshots] == pytest.approx([1.5 * (i + 1) for i in range(10)])
+    assert all(s.td == pytest.approx(1.5) for s in result.snapshots)
+
+
+# ----------------------------------------------------------------------------- shared code
+
+
+def test_the_policies_are_the_registered_ones_not_copies():
+    cfg = config(policy="psps", replicas=None)
+    controller = cfg.controller()
+    assert controller.policy is POLICIES.get("psps")
+    assert controller.policy.decide is psps.decide
+    assert sim_engine.run_mape is elastream.engine.run_mape
+    result = simulate(filter_split_pipeline(), cfg, constant(400, 40), EXACT)
+    state = controller.initial_state()
+    for snapshot, decision in zip(result.snapshots, result.decisions, strict=True):
+        replayed, state = controller.decide(snapshot, state)
+        assert replayed == decision
+
+
+def test_observers_see_every_interval():
+    seen = []
+    result = simulate(
+        one_operator(),
+        config(drain_s=0),
+        constant(50, 10),
+        EXACT,
+        observers=[lambda s, d: seen.append((s.t, d.as_dict()["op"]))],
+    )
+    assert [t for t, _ in seen] == [s.t for s in result.snapshots]
+
+
+def test_decision_outside_the_pool_is_refused():
+    engine = SimEngine(one_operator(pool=(1, 2)), config(), constant(10, 4), EXACT)
+    engine.start()
+    with pytest.raises(ValueError, match="'op'.*5 replicas.*pool"):
+        engine.enact(Decision.of({"op": 5}))
+    with pytest.raises(KeyError, match="nope"):
+        engine.enact(Decision.of({"nope": 1}))
