@@ -328,6 +328,18 @@ def test_micro_batch_overhead_costs_capacity():
     assert costly.summary.latency_ms_mean > 5 * free.summary.latency_ms_mean
 
 
+def test_micro_batch_waits_for_the_spark_trigger_when_idle():
+    settings = replace(EXACT, queue_model="micro_batch")
+    trace = constant(2, 60)  # sparse: every batch starts from an idle query
+
+    def mean_latency(trigger_s):
+        cfg = config(drain_s=10, spark={"trigger_s": trigger_s})
+        return simulate(one_operator(), cfg, trace, settings).summary.latency_ms_mean
+
+    # Arrivals land uniformly between the 1 s ticks (in 0.1 s steps): about 0.45 s more wait.
+    assert 300 < mean_latency(1.0) - mean_latency(0.0) < 600
+
+
 def test_replica_speed_and_noise_change_the_work_but_not_the_counts():
     settings = replace(EXACT, replica_speed={"op": [1.0, 0.25]}, et_noise=0.3)
     engine = SimEngine(one_operator(pool=(2, 2)), config(replicas=2), constant(60, 30), settings)

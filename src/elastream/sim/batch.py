@@ -5,6 +5,7 @@ busiest replica's work (the batch is a barrier); outputs leave when the batch en
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,16 +35,25 @@ class BatchOperator(Operator):
         self.queue: deque[Cohort] = deque()
         self.batch: Batch | None = None
         self.offset = 0  # events admitted to batches so far (the runtime's queue offset)
+        self.last_start = -math.inf  # when the latest batch started (seconds)
+        self.last_end = -math.inf  # when it ended
 
     def step(self, s: int) -> None:
         self._admit()
         if self.down:
             return
-        time_left = self.setup.step_s
+        step_s = self.setup.step_s
+        time_left = step_s
         while time_left > 1e-12:
             if self.batch is None:
                 if not self.queue:
                     return
+                now = s * step_s + (step_s - time_left)
+                wait = self._trigger_wait(now)
+                if wait >= time_left:
+                    return
+                time_left -= wait
+                self.last_start = now + wait
                 self._start_batch(s)
             batch = self.batch
             assert batch is not None
@@ -53,6 +63,24 @@ class BatchOperator(Operator):
             if batch.left_s > 1e-12:
                 return
             self._finish_batch()
+            self.last_end = s * step_s + (step_s - time_left)
+
+    def _trigger_wait(self, now: float) -> float:
+        """Seconds until Spark's processing-time trigger starts the next batch, for data waiting
+        at `now`. Spark triggers at multiples of trigger_s: after a batch that started at S it
+        waits for the first multiple after S, unless the batch overran it, in which case the next
+        one starts as soon as it ends; an idle query checks again at every multiple."""
+        trigger = self.setup.trigger_s
+        if trigger <= 0:
+            return 0.0
+        after_last = -math.inf
+        if math.isfinite(self.last_start):
+            after_last = (math.floor(self.last_start / trigger + 1e-9) + 1) * trigger
+        if after_last >= now:
+            return after_last - now
+        if abs(self.last_end - now) < 1e-9:
+            return 0.0
+        return math.ceil(now / trigger - 1e-9) * trigger - now
 
     def _admit(self) -> None:
         """Append this step's arrivals; with q_size, what does not fit is refused (PSPS V-B)."""

@@ -158,6 +158,7 @@ class SimEngine:
             start_delay_steps=math.ceil(s.start_delay_s / self.step_s - 1e-9),
             batch_overhead_s=s.batch_overhead_s,
             batch_work_s=self.config.spark.batch_s if s.batch_work_s is None else s.batch_work_s,
+            trigger_s=self.config.spark.trigger_s,
         )
         kind = BatchOperator if s.queue_model == "micro_batch" else Operator
         return {

@@ -54,6 +54,7 @@ class Setup:
     start_delay_steps: int
     batch_overhead_s: float
     batch_work_s: float
+    trigger_s: float = 0.0  # Spark's processing-time trigger (micro-batch model)
 
 
 class Replica:
