@@ -29,6 +29,7 @@ def spark_session(master: str, app_name: str = "elastream") -> SparkSession:
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.streaming.metricsEnabled", "false")
+        .config("spark.sql.streaming.numRecentProgressUpdates", "2000")
         .config("spark.driver.memory", "2g")
         .getOrCreate()
     )
