@@ -37,6 +37,9 @@ class BatchOperator(Operator):
         self.offset = 0  # events admitted to batches so far (the runtime's queue offset)
         self.last_start = -math.inf  # when the latest batch started (seconds)
         self.last_end = -math.inf  # when it ended
+        self.overhead_s = self.setup.batch_overhead_by_op.get(
+            self.name, self.setup.batch_overhead_s
+        )
 
     def step(self, s: int) -> None:
         self._admit()
@@ -113,7 +116,7 @@ class BatchOperator(Operator):
         counts = self._split(n, ready, start)
         noise = self.noise(r) or [1.0] * r
         busy = [c * rep.cost * f for c, f, rep in zip(counts, noise, ready, strict=True)]
-        overhead = self.setup.batch_overhead_s
+        overhead = self.overhead_s
         self.batch = Batch(pieces, ready, counts, busy, overhead + max(busy, default=0.0))
         self.size -= expired
         self.dropped_timeout += expired

@@ -159,6 +159,7 @@ class SimEngine:
             batch_overhead_s=s.batch_overhead_s,
             batch_work_s=self.config.spark.batch_s if s.batch_work_s is None else s.batch_work_s,
             trigger_s=self.config.spark.trigger_s,
+            batch_overhead_by_op={k: v / 1000.0 for k, v in s.batch_overhead_ms.items()},
         )
         kind = BatchOperator if s.queue_model == "micro_batch" else Operator
         return {

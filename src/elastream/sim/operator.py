@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 import operator
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -55,6 +55,7 @@ class Setup:
     batch_overhead_s: float
     batch_work_s: float
     trigger_s: float = 0.0  # Spark's processing-time trigger (micro-batch model)
+    batch_overhead_by_op: Mapping[str, float] = field(default_factory=dict)  # seconds
 
 
 class Replica:

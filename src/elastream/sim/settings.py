@@ -74,6 +74,8 @@ class SimSettings:
     - `et_noise`: coefficient of variation of a per-replica, per-step service-time factor.
     - `replica_speed`: operator -> speed factor of replica 0, 1, ... (missing: 1.0).
     - `et_ms`: operator -> per-event execution time (ms), replacing service_time_ms + CPU time.
+    - `batch_overhead_ms`: operator -> its own fixed cost per micro-batch (ms), replacing
+      `batch_overhead_s` for that operator (calibrated per query from a Spark run).
     - `selectivity`: operator -> {stream: outputs per input}, replacing the sampled ratios.
     - `sample_events`, `measure_cpu`: the profiling pass over real events (section "Profile").
     - `seed`: random seed (None: the run config's seed).
@@ -89,6 +91,7 @@ class SimSettings:
     et_noise: float = 0.0
     replica_speed: Mapping[str, Sequence[float]] = field(default_factory=dict)
     et_ms: Mapping[str, float] = field(default_factory=dict)
+    batch_overhead_ms: Mapping[str, float] = field(default_factory=dict)
     selectivity: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     sample_events: int = 2000
     measure_cpu: bool = True
@@ -117,11 +120,13 @@ class SimSettings:
             raise SimSettingsError(f"sim setting seed: must be an integer, got {self.seed!r}")
         object.__setattr__(self, "replica_speed", _speed_map("replica_speed", self.replica_speed))
         object.__setattr__(self, "et_ms", _et_map("et_ms", self.et_ms))
+        overheads = _et_map("batch_overhead_ms", self.batch_overhead_ms)
+        object.__setattr__(self, "batch_overhead_ms", overheads)
         object.__setattr__(self, "selectivity", _ratio_map("selectivity", self.selectivity))
 
     def check_operators(self, operators: Sequence[str]) -> None:
         """Raise if a per-operator setting names an operator the pipeline does not have."""
-        for name in ("replica_speed", "et_ms", "selectivity"):
+        for name in ("replica_speed", "et_ms", "selectivity", "batch_overhead_ms"):
             for op in getattr(self, name):
                 if op not in operators:
                     raise SimSettingsError(

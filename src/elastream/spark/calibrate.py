@@ -43,8 +43,17 @@ def _batch_key(progress: dict[str, Any]) -> str | None:
 
 
 def calibrated_settings(engine: SparkEngine, **overrides: Any) -> SimSettings:
-    """Simulator settings for the same runtime: micro-batch queues, the measured mean batch
-    overhead (every batch weighs the same, so busy periods dominate) and the same trigger."""
-    gaps = [g for _, _, g, _ in batch_gaps(engine)]
-    overhead = statistics.fmean(gaps) if gaps else 0.0
-    return SimSettings(queue_model="micro_batch", batch_overhead_s=max(0.0, overhead), **overrides)
+    """Simulator settings for the same runtime: micro-batch queues and each query's measured mean
+    batch overhead (every batch weighs the same, so busy periods dominate); the trigger comes
+    from the run configuration, as in the runtime."""
+    gaps = batch_gaps(engine)
+    by_op: dict[str, list[float]] = {}
+    for name, _, gap, _ in gaps:
+        by_op.setdefault(name, []).append(gap)
+    overall = statistics.fmean(g for _, _, g, _ in gaps) if gaps else 0.0
+    return SimSettings(
+        queue_model="micro_batch",
+        batch_overhead_s=max(0.0, overall),
+        batch_overhead_ms={op: max(1e-3, 1000 * statistics.fmean(v)) for op, v in by_op.items()},
+        **overrides,
+    )
