@@ -52,7 +52,7 @@ def policy_runs(pipeline: Pipeline, args: argparse.Namespace) -> dict[str, dict]
             **settings,
         )
         trace = workload_for(config, pipeline)
-        engine = SparkEngine(pipeline, config, trace, keep_session=True)
+        engine = SparkEngine(config.starting_pipeline(pipeline), config, trace, keep_session=True)
         started = time.time()
         result = run_mape(engine, config.controller())
         results[label] = result.summary.as_dict() | {"wall_s": time.time() - started}

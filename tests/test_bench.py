@@ -20,7 +20,6 @@ from elastream.bench.runner import (
     Backend,
     Outcome,
     run_matrix,
-    static_start,
     with_grouping,
 )
 from elastream.bench.scenario import BenchError, load_bench
@@ -365,10 +364,10 @@ def test_tables_without_paper_figures_show_ours_with_extra_columns(records, tmp_
 def test_static_runs_start_at_their_r_and_grouping_overrides_stateless_operators(tmp_path):
     pipeline = pipeline_from_dict(linear_pipeline(2, pool=(1, 8)))
     config = make_config(policy="static", replicas=4, engine="sim")
-    started = static_start(pipeline, config)
+    started = config.starting_pipeline(pipeline)
     assert [op.replicas.start for op in started.operators] == [4, 4]
     psps = make_config(policy="psps", engine="sim")
-    assert static_start(pipeline, psps) is pipeline
+    assert psps.starting_pipeline(pipeline) is pipeline
     shuffled = with_grouping(pipeline, "shuffle")
     assert {op.grouping.value for op in shuffled.operators} == {"shuffle"}
 

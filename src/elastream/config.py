@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from elastream.core.controller import Controller
 from elastream.core.guards import GuardConfig
 from elastream.core.policies import POLICIES
+from elastream.core.topology import Pipeline, pipeline_from_dict
 
 DEFAULT_DATA_DIR = Path("../shared/data")
 
@@ -81,6 +82,18 @@ class RunConfig(_Settings):
         return Controller.build(
             self.policy, self.effective_policy_options(), self.guards.to_config()
         )
+
+    def starting_pipeline(self, pipeline: Pipeline) -> Pipeline:
+        """The pipeline as this run starts it: Storm with r replicas runs r from the start, so a
+        `static` run's pools start at its r (clamped to each pool), not at the pool minimum."""
+        if self.policy != "static":
+            return pipeline
+        r = self.effective_policy_options().get("replicas", 1)
+        data = pipeline.model_dump(by_alias=True)
+        for op in data["operators"]:
+            pool = op["replicas"]
+            pool["initial"] = max(pool["min"], min(pool["max"], r))
+        return pipeline_from_dict(data, f"{pipeline.name} starting at {r} replicas")
 
     def effective_policy_options(self) -> dict[str, Any]:
         options = dict(self.policy_options)

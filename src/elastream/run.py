@@ -41,6 +41,7 @@ def execute(
 ) -> tuple[RunResult, dict[str, Path]]:
     """Build the workload and the engine, run the MAPE loop with a live table, write outputs."""
     trace = workload_for(config, pipeline)
+    pipeline = config.starting_pipeline(pipeline)
     engine = make_engine(pipeline, config, trace)
     with LiveTable(pipeline, quiet=quiet, title=title) as live:
         result = run_mape(engine, config.controller(), dry_run=config.dry_run, observers=[live])

@@ -106,19 +106,6 @@ def with_grouping(pipeline: Pipeline, grouping: str | None) -> Pipeline:
     return pipeline_from_dict(data, f"{pipeline.name} with grouping {grouping}")
 
 
-def static_start(pipeline: Pipeline, config: RunConfig) -> Pipeline:
-    """Storm with r replicas runs r from the start: a `static` run's pools start at its r
-    (clamped to each pool), not at the pool minimum."""
-    if config.policy != "static":
-        return pipeline
-    r = config.effective_policy_options().get("replicas", 1)
-    data = pipeline.model_dump(by_alias=True)
-    for op in data["operators"]:
-        pool = op["replicas"]
-        pool["initial"] = max(pool["min"], min(pool["max"], r))
-    return pipeline_from_dict(data, f"{pipeline.name} starting at {r} replicas")
-
-
 @lru_cache(maxsize=8)
 def _raw_trace(spec: str, data_dir: str | None) -> Trace:
     return resolve_trace(spec, Path(data_dir) if data_dir else None)
@@ -156,7 +143,9 @@ def execute(spec: RunSpec, backend: Backend) -> RunRecord:
     base = {"run_id": spec.run_id, "scenario": spec.scenario, "policy": spec.label}
     try:
         config = build_config(spec)
-        pipeline = static_start(with_grouping(load_pipeline(spec.pipeline), spec.grouping), config)
+        pipeline = config.starting_pipeline(
+            with_grouping(load_pipeline(spec.pipeline), spec.grouping)
+        )
         outcome = backend.run(pipeline, config, build_trace(spec), dict(spec.sim))
         row = identity_columns(spec, config, pipeline) | metrics_row(
             outcome.result, outcome.latency_histogram_ms, pipeline, spec.slo_ms
