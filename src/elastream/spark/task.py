@@ -91,14 +91,20 @@ def apply_operator(
         return [], []
     try:
         return outcomes_for(ctx, events, list(ctx.function(events, **ctx.params))), []
-    except Exception:
-        pass
+    except Exception:  # the batch failed: find the culprit event by event
+        return apply_one_by_one(ctx, events)
+
+
+def apply_one_by_one(
+    ctx: OperatorContext, events: list[Event]
+) -> tuple[list[Outcome], list[tuple[str, str, str]]]:
+    """Each event alone; one that still fails gets outcome 'error' and its message is kept."""
     outcomes: list[Outcome] = []
     errors: list[tuple[str, str, str]] = []
     for event in events:
         try:
             outcomes += outcomes_for(ctx, [event], list(ctx.function([event], **ctx.params)))
-        except Exception as exc:
+        except Exception as exc:  # recorded as this event's outcome
             message = f"operator {ctx.spec.name!r}, event {event.id}: {type(exc).__name__}: {exc}"
             outcomes.append(Outcome(event.id, event.root, "error"))
             errors.append((event.id, message, event.to_json()))
