@@ -82,16 +82,22 @@ FLAGS = (
 )
 
 
+def read_settings(path: Path, what: str, error: type[ValueError]) -> dict[str, Any]:
+    """A YAML mapping of settings; `error` names the file when it cannot be used."""
+    try:
+        loaded = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise error(f"cannot read {what} {path}: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise error(f"{path}: expected a mapping of {what}")
+    return loaded
+
+
 def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
     """Settings file, then command-line flags, then `overrides` (e.g. the engine)."""
     base: dict[str, Any] = {}
     if getattr(args, "config", None) is not None:
-        try:
-            base = yaml.safe_load(Path(args.config).read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"cannot read settings file {args.config}: {exc}") from None
-        if not isinstance(base, dict):
-            raise ConfigError(f"{args.config}: expected a mapping of settings")
+        base = read_settings(args.config, "settings", ConfigError)
     given = {k: getattr(args, k, None) for k in FLAGS}
     flags = {k: (None if v == OFF else v) for k, v in given.items() if v is not None}
     return make_config(**(base | flags | overrides))

@@ -6,9 +6,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from elastream.commands._common import add_run_options, load_run_inputs, print_summary
+from elastream.commands._common import (
+    add_run_options,
+    load_run_inputs,
+    print_summary,
+    read_settings,
+)
 from elastream.sim.settings import QUEUE_MODELS, RECONFIGURATIONS, SimSettingsError
 
 # flag -> SimSettings field; a flag given on the command line wins over --sim-config
@@ -50,13 +53,7 @@ def sim_settings_from_args(args: argparse.Namespace) -> Any:
     origin = "command line"
     if args.sim_config is not None:
         origin = str(args.sim_config)
-        try:
-            loaded = yaml.safe_load(Path(args.sim_config).read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise SimSettingsError(f"cannot read simulator settings {origin}: {exc}") from None
-        if not isinstance(loaded, dict):
-            raise SimSettingsError(f"{origin}: expected a mapping of simulator settings")
-        values.update(loaded)
+        values.update(read_settings(args.sim_config, "simulator settings", SimSettingsError))
     for flag, field in SIM_FLAGS.items():
         value = getattr(args, flag, None)
         if value is not None:

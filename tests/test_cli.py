@@ -1,0 +1,72 @@
+"""CLI errors: every bad input is named, with exit code 2 and no traceback."""
+
+import pytest
+
+from elastream.cli import main
+from elastream.commands.demo import demo_pipeline_path
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ("- just\n- a list\n", "expected a mapping of settings"),
+        ("td: [unclosed\n", "cannot read settings"),
+        ("td: -3\n", "td: Input should be greater than 0"),
+        ("policy: magic\n", "unknown policy 'magic'"),
+        ("colour: blue\n", "colour: Extra inputs are not permitted"),
+    ],
+)
+def test_bad_settings_file_is_named(tmp_path, capsys, settings, message):
+    path = tmp_path / "settings.yaml"
+    path.write_text(settings)
+    code = main(
+        [
+            "simulate",
+            str(demo_pipeline_path()),
+            "--config",
+            str(path),
+            "--quiet",
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_sim_settings_file_is_named(tmp_path, capsys):
+    path = tmp_path / "sim.yaml"
+    path.write_text("[1, 2]\n")
+    code = main(
+        [
+            "simulate",
+            str(demo_pipeline_path()),
+            "--sim-config",
+            str(path),
+            "--quiet",
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
+    assert code == 2
+    assert f"{path}: expected a mapping of simulator settings" in capsys.readouterr().err
+
+
+def test_negative_rate_trace_and_missing_pipeline(tmp_path, capsys):
+    trace = tmp_path / "rates.txt"
+    trace.write_text("5\n-2\n")
+    code = main(
+        [
+            "simulate",
+            str(demo_pipeline_path()),
+            "--trace",
+            str(trace),
+            "--quiet",
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
+    assert code == 2
+    assert "rates.txt" in capsys.readouterr().err
+    assert main(["run", str(tmp_path / "nope.yaml")]) == 2
+    assert "nope.yaml does not exist" in capsys.readouterr().err
