@@ -16,6 +16,7 @@ from pathlib import Path
 
 from elastream.commands.demo import demo_pipeline_path
 from elastream.config import make_config
+from elastream.core.summary import PAPER_METRICS
 from elastream.core.topology import Pipeline, load_pipeline
 from elastream.engine import run_mape
 from elastream.run import workload_for
@@ -24,10 +25,7 @@ from elastream.spark.session import spark_session
 from elastream.workloads.generators import constant
 
 METRICS = (
-    "saved_resources",
-    "throughput_degradation",
-    "processed_ratio",
-    "latency_ms_mean",
+    *PAPER_METRICS,
     "latency_ms_p99",
     "replicas_mean",
     "reconfigurations",

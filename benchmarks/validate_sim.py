@@ -15,11 +15,12 @@ import tempfile
 from pathlib import Path
 
 from elastream.config import make_config
+from elastream.core.summary import PAPER_METRICS
 from elastream.core.topology import load_pipeline
 from elastream.engine import run_mape
 from elastream.run import workload_for
 from elastream.sim import SimSettings, simulate
-from elastream.sim.compare import PAPER_METRICS, compare
+from elastream.sim.compare import compare
 from elastream.spark.calibrate import calibrated_settings
 from elastream.spark.engine import SparkEngine
 

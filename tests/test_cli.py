@@ -6,6 +6,13 @@ from elastream.cli import main
 from elastream.commands.demo import demo_pipeline_path
 
 
+def simulate_demo(tmp_path, *flags):
+    """`elastream simulate` on the demo pipeline with `flags`; returns the exit code."""
+    return main(
+        ["simulate", str(demo_pipeline_path()), *flags, "--quiet", "--out", str(tmp_path / "o")]
+    )
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
@@ -19,17 +26,7 @@ from elastream.commands.demo import demo_pipeline_path
 def test_bad_settings_file_is_named(tmp_path, capsys, settings, message):
     path = tmp_path / "settings.yaml"
     path.write_text(settings)
-    code = main(
-        [
-            "simulate",
-            str(demo_pipeline_path()),
-            "--config",
-            str(path),
-            "--quiet",
-            "--out",
-            str(tmp_path / "o"),
-        ]
-    )
+    code = simulate_demo(tmp_path, "--config", str(path))
     assert code == 2
     assert message in capsys.readouterr().err
 
@@ -37,17 +34,7 @@ def test_bad_settings_file_is_named(tmp_path, capsys, settings, message):
 def test_bad_sim_settings_file_is_named(tmp_path, capsys):
     path = tmp_path / "sim.yaml"
     path.write_text("[1, 2]\n")
-    code = main(
-        [
-            "simulate",
-            str(demo_pipeline_path()),
-            "--sim-config",
-            str(path),
-            "--quiet",
-            "--out",
-            str(tmp_path / "o"),
-        ]
-    )
+    code = simulate_demo(tmp_path, "--sim-config", str(path))
     assert code == 2
     assert f"{path}: expected a mapping of simulator settings" in capsys.readouterr().err
 
@@ -55,17 +42,7 @@ def test_bad_sim_settings_file_is_named(tmp_path, capsys):
 def test_negative_rate_trace_and_missing_pipeline(tmp_path, capsys):
     trace = tmp_path / "rates.txt"
     trace.write_text("5\n-2\n")
-    code = main(
-        [
-            "simulate",
-            str(demo_pipeline_path()),
-            "--trace",
-            str(trace),
-            "--quiet",
-            "--out",
-            str(tmp_path / "o"),
-        ]
-    )
+    code = simulate_demo(tmp_path, "--trace", str(trace))
     assert code == 2
     assert "rates.txt" in capsys.readouterr().err
     assert main(["run", str(tmp_path / "nope.yaml")]) == 2

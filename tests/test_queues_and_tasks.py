@@ -104,3 +104,13 @@ def test_unknown_output_stream_is_an_error_naming_it(tmp_path):
     run_all(store, "op2")
     (message,) = {r[0] for r in store.conn.execute("SELECT message FROM errors LIMIT 1")}
     assert "emitted to unknown stream" in message and "(its streams: out)" in message
+
+
+def test_feeder_integrates_the_trace_stepwise():
+    import numpy as np
+
+    from elastream.spark.feeder import TraceIntegral
+    from elastream.workloads import Trace
+
+    due_by = TraceIntegral(Trace(np.array([10.0, 30.0]), step_s=2.0))
+    assert [due_by(t) for t in (0.0, 1.0, 2.0, 3.0, 4.0, 99.0)] == [0, 10, 20, 50, 80, 80]

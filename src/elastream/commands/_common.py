@@ -11,15 +11,12 @@ import yaml
 
 from elastream.config import ConfigError, RunConfig, make_config
 from elastream.core.policies import POLICIES
-from elastream.core.summary import Summary
+from elastream.core.summary import PAPER_METRICS, Summary
 from elastream.core.topology import Pipeline, load_pipeline
 from elastream.workloads import Trace
 
 HEADLINE = (
-    "saved_resources",
-    "throughput_degradation",
-    "processed_ratio",
-    "latency_ms_mean",
+    *PAPER_METRICS,
     "latency_ms_p99",
     "events_in",
     "events_out",

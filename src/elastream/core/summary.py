@@ -9,6 +9,9 @@ from itertools import pairwise
 
 from elastream.core.snapshot import Snapshot
 
+# The four metrics of PSPS Section V-A.3, as Summary fields.
+PAPER_METRICS = ("saved_resources", "throughput_degradation", "processed_ratio", "latency_ms_mean")
+
 
 @dataclass(frozen=True, slots=True)
 class RunTotals:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from elastream.core.summary import PAPER_METRICS
 from elastream.core.topology import Pipeline
 from elastream.engine import RunResult
 from elastream.report.html import render_page
@@ -34,10 +35,7 @@ SUMMARY_REQUIRED = (
     "title",
     "pipeline",
     "policy",
-    "saved_resources",
-    "throughput_degradation",
-    "processed_ratio",
-    "latency_ms_mean",
+    *PAPER_METRICS,
     "latency_ms_p99",
     "events_in",
     "events_out",

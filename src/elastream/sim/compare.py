@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from elastream.core.summary import PAPER_METRICS
 from elastream.engine import RunResult
-
-PAPER_METRICS = ("saved_resources", "throughput_degradation", "processed_ratio", "latency_ms_mean")
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,20 @@ from elastream.queues.sqlite import SqliteQueueStore
 from elastream.workloads.trace import Trace
 
 
-def cumulative_events(trace: Trace, t: float) -> float:
-    """∫_0^t rate(s) ds for the step-wise constant trace (the events due by time t)."""
-    steps = np.concatenate(([0.0], np.cumsum(trace.rates * trace.step_s)))
-    k = min(int(t // trace.step_s), trace.rates.size)
-    if k >= trace.rates.size:
-        return float(steps[-1])
-    return float(steps[k] + trace.rates[k] * (t - k * trace.step_s))
+class TraceIntegral:
+    """∫_0^t rate(s) ds for a step-wise constant trace: the events due by time t. The running
+    sums are computed once, not at every feeder tick."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.steps = np.concatenate(([0.0], np.cumsum(trace.rates * trace.step_s)))
+
+    def __call__(self, t: float) -> float:
+        trace = self.trace
+        k = min(int(t // trace.step_s), trace.rates.size)
+        if k >= trace.rates.size:
+            return float(self.steps[-1])
+        return float(self.steps[k] + trace.rates[k] * (t - k * trace.step_s))
 
 
 @dataclass
@@ -69,10 +76,11 @@ class Feeder:
         }
         rngs = {s.name: random.Random(f"{self.seed}-{s.name}") for s in self.pipeline.sources}
         sent = {s.name: int(store.meta(f"fed:{s.name}", 0)) for s in self.pipeline.sources}
+        due_by = TraceIntegral(self.trace)
         t0 = time.time() - self.resume_at
         while not self._stop.is_set():
             elapsed = min(time.time() - t0, self.trace.duration_s)
-            due_total = cumulative_events(self.trace, elapsed)
+            due_total = due_by(elapsed)
             for src in self.pipeline.sources:
                 due = math.floor(due_total * src.rate / total_rate)
                 events = [
