@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from elastream.config import RunConfig
-from elastream.core.topology import Pipeline, pipeline_from_dict
-from elastream.sim import SimSettings, profile_pipeline, simulate
+from elastream.model.pipeline import Pipeline, pipeline_from_dict
+from elastream.runtime.sim import SimSettings, profile_pipeline, simulate
+from elastream.settings.run import RunConfig
 from elastream.workloads import Trace, TraceError, resolve_trace
 
 TWITTER = "twitter_sample_per_second_3days.txt"
@@ -60,11 +60,11 @@ def chain(n_ops: int, grouping: str) -> Pipeline:
     return pipeline_from_dict(
         {
             "name": f"chain{n_ops}",
-            "sources": [{"name": "src", "generator": "elastream.apps.synthetic:generate"}],
+            "sources": [{"name": "src", "generator": "elastream.examples.synthetic:generate"}],
             "operators": [
                 {
                     "name": o,
-                    "function": "elastream.apps.synthetic:passthrough",
+                    "function": "elastream.examples.synthetic:passthrough",
                     "grouping": grouping,
                     "service_time_ms": SERVICE_MS,
                     "replicas": {"min": 1, "max": 8},

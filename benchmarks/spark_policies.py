@@ -14,14 +14,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from elastream.commands.demo import demo_pipeline_path
-from elastream.config import make_config
-from elastream.core.summary import PAPER_METRICS
-from elastream.core.topology import Pipeline, load_pipeline
-from elastream.engine import run_mape
-from elastream.run import workload_for
-from elastream.spark.engine import SparkEngine
-from elastream.spark.session import spark_session
+from elastream.cli.demo import demo_pipeline_path
+from elastream.control.mape import run_mape
+from elastream.experiments.session import workload_for
+from elastream.model.metrics import PAPER_METRICS
+from elastream.model.pipeline import Pipeline, load_pipeline
+from elastream.runtime.spark.runtime import SparkEngine
+from elastream.runtime.spark.session import spark_session
+from elastream.settings.run import make_config
 from elastream.workloads.generators import constant
 
 METRICS = (
@@ -92,7 +92,7 @@ def plain_spark_per_event(pipeline: Pipeline, events: int, out: Path, batch: int
     """Seconds per event for a plain Structured Streaming query applying the same operator
     functions in mapInPandas to the same generated events read from JSON files, all in one
     micro-batch, as the elastream run above admits the whole backlog in one batch per operator."""
-    from elastream.spark.plain import run_plain_query
+    from elastream.runtime.spark.plain import run_plain_query
 
     return run_plain_query(pipeline, events, out, batch) / events
 

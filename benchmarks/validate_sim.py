@@ -14,15 +14,15 @@ import json
 import tempfile
 from pathlib import Path
 
-from elastream.config import make_config
-from elastream.core.summary import PAPER_METRICS
-from elastream.core.topology import load_pipeline
-from elastream.engine import run_mape
-from elastream.run import workload_for
-from elastream.sim import SimSettings, simulate
-from elastream.sim.compare import compare
-from elastream.spark.calibrate import calibrated_settings
-from elastream.spark.engine import SparkEngine
+from elastream.control.mape import run_mape
+from elastream.experiments.calibrate import calibrated_settings
+from elastream.experiments.compare import compare
+from elastream.experiments.session import workload_for
+from elastream.model.metrics import PAPER_METRICS
+from elastream.model.pipeline import load_pipeline
+from elastream.runtime.sim import SimSettings, simulate
+from elastream.runtime.spark.runtime import SparkEngine
+from elastream.settings.run import make_config
 
 PIPELINE = Path(__file__).parent / "pipelines" / "validate3.yaml"
 TRACE = "spike:peak=90,magnitude=6,onset=20,ramp=10,hold=30,decay=10,duration=100"

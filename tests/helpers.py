@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from elastream.core.snapshot import OperatorStats, Snapshot
+from elastream.model.snapshot import OperatorStats, Snapshot
 
 
 def stats(
@@ -56,11 +56,11 @@ def linear_pipeline(n_ops: int = 3, pool: tuple[int, int] = (1, 4)) -> dict:
     chain = ["src", *ops, "sink"]
     return {
         "name": "linear",
-        "sources": [{"name": "src", "generator": "elastream.apps.synthetic:generate"}],
+        "sources": [{"name": "src", "generator": "elastream.examples.synthetic:generate"}],
         "operators": [
             {
                 "name": o,
-                "function": "elastream.apps.synthetic:passthrough",
+                "function": "elastream.examples.synthetic:passthrough",
                 "replicas": {"min": pool[0], "max": pool[1]},
             }
             for o in ops

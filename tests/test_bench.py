@@ -12,25 +12,25 @@ import pytest
 import yaml
 from helpers import linear_pipeline
 
-from elastream.bench.metrics import sla_compliance, slowest_path_ms
-from elastream.bench.outputs import read_results, write_results
-from elastream.bench.report import render_report
-from elastream.bench.runner import (
+from elastream.cli import bench as bench_command
+from elastream.control.controller import Controller
+from elastream.control.mape import run_mape
+from elastream.experiments.bench.metrics import sla_compliance, slowest_path_ms
+from elastream.experiments.bench.outputs import read_results, write_results
+from elastream.experiments.bench.report import render_report
+from elastream.experiments.bench.runner import (
     SIM_BACKEND,
     Backend,
     Outcome,
     run_matrix,
     with_grouping,
 )
-from elastream.bench.scenario import BenchError, load_bench
-from elastream.bench.tables import render_tables, update_markdown
-from elastream.commands import bench as bench_command
-from elastream.config import make_config
-from elastream.core.controller import Controller
-from elastream.core.snapshot import OperatorStats, Snapshot
-from elastream.core.summary import RunTotals
-from elastream.core.topology import pipeline_from_dict
-from elastream.engine import run_mape
+from elastream.experiments.bench.scenario import BenchError, load_bench
+from elastream.experiments.bench.tables import render_tables, update_markdown
+from elastream.model.metrics import RunTotals
+from elastream.model.pipeline import pipeline_from_dict
+from elastream.model.snapshot import OperatorStats, Snapshot
+from elastream.settings.run import make_config
 
 # ---------------------------------------------------------------------------- a tiny fake engine
 
@@ -333,10 +333,22 @@ def test_sla_compliance_counts_drops_as_violations():
 def test_slowest_path_follows_the_slowest_branch():
     data = linear_pipeline(1)
     data["operators"] = [
-        {"name": "a", "function": "elastream.apps.synthetic:split_by_value", "service_time_ms": 5},
-        {"name": "b", "function": "elastream.apps.synthetic:passthrough", "service_time_ms": 25},
-        {"name": "c", "function": "elastream.apps.synthetic:passthrough", "et_ms": 3},
-        {"name": "d", "function": "elastream.apps.synthetic:passthrough", "service_time_ms": 10},
+        {
+            "name": "a",
+            "function": "elastream.examples.synthetic:split_by_value",
+            "service_time_ms": 5,
+        },
+        {
+            "name": "b",
+            "function": "elastream.examples.synthetic:passthrough",
+            "service_time_ms": 25,
+        },
+        {"name": "c", "function": "elastream.examples.synthetic:passthrough", "et_ms": 3},
+        {
+            "name": "d",
+            "function": "elastream.examples.synthetic:passthrough",
+            "service_time_ms": 10,
+        },
     ]
     data["streams"] = [
         {"from": "src", "to": "a"},

@@ -3,7 +3,7 @@
 import pytest
 
 from elastream.cli import main
-from elastream.commands.demo import demo_pipeline_path
+from elastream.cli.demo import demo_pipeline_path
 
 
 def simulate_demo(tmp_path, *flags):

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from elastream.core.topology import Pipeline, TopologyError, pipeline_from_dict
-from elastream.queues.sqlite import SCHEMA
-from elastream.spark.engine import admission_cap
+from elastream.model.pipeline import Pipeline, TopologyError, pipeline_from_dict
+from elastream.runtime.queues.sqlite import SCHEMA
+from elastream.runtime.spark.runtime import admission_cap
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE_DOC = ROOT / "docs" / "pipeline-yaml.md"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from elastream.core.grouping import assign, key_hash, load_balancing, round_robin, shuffle
-from elastream.core.topology import Grouping
+from elastream.model.grouping import assign, key_hash, load_balancing, round_robin, shuffle
+from elastream.model.pipeline import Grouping
 
 
 def test_alg1_picks_least_loaded_replica_and_charges_et_over_td():

@@ -3,9 +3,9 @@
 import pytest
 from helpers import snapshot, stats
 
-from elastream.core.controller import Controller
-from elastream.core.guards import GuardConfig, GuardState, apply_guards
-from elastream.core.policy import Decision, PolicyConfigError
+from elastream.control.controller import Controller
+from elastream.control.guards import GuardConfig, GuardState, apply_guards
+from elastream.control.policy import Decision, PolicyConfigError
 from elastream.registry import UnknownNameError
 
 

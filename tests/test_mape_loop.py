@@ -5,10 +5,10 @@ from dataclasses import dataclass, field
 
 from helpers import linear_pipeline, snapshot, stats
 
-from elastream.core.controller import Controller
-from elastream.core.summary import RunTotals
-from elastream.core.topology import pipeline_from_dict
-from elastream.engine import run_mape
+from elastream.control.controller import Controller
+from elastream.control.mape import run_mape
+from elastream.model.metrics import RunTotals
+from elastream.model.pipeline import pipeline_from_dict
 
 
 @dataclass
@@ -59,7 +59,7 @@ def test_dry_run_decides_but_never_enacts():
 
 
 def test_latency_histogram_bins_exact_latencies():
-    from elastream.core.summary import latency_histogram
+    from elastream.model.metrics import latency_histogram
 
     assert latency_histogram([0.2, 0.9, 1.0, 2.5, 7.0], resolution_ms=1.0) == (
         (1.0, 3),

@@ -3,15 +3,15 @@
 import pytest
 from helpers import snapshot, stats
 
-from elastream.core.controller import Controller
-from elastream.core.guards import GuardConfig
-from elastream.core.policies.dabs import DabsConfig, DabsState, linear_forecast
-from elastream.core.policies.dabs import decide as dabs_decide
-from elastream.core.policies.ds2 import Ds2Config, FlowState, propagate, update_flow
-from elastream.core.policies.ds2 import decide as ds2_decide
-from elastream.core.policies.lagaware import Holt, LagAwareConfig, LagAwareState
-from elastream.core.policies.lagaware import decide as lagaware_decide
-from elastream.core.policy import PolicyConfigError
+from elastream.control.controller import Controller
+from elastream.control.guards import GuardConfig
+from elastream.control.policies.dabs import DabsConfig, DabsState, linear_forecast
+from elastream.control.policies.dabs import decide as dabs_decide
+from elastream.control.policies.ds2 import Ds2Config, FlowState, propagate, update_flow
+from elastream.control.policies.ds2 import decide as ds2_decide
+from elastream.control.policies.lagaware import Holt, LagAwareConfig, LagAwareState
+from elastream.control.policies.lagaware import decide as lagaware_decide
+from elastream.control.policy import PolicyConfigError
 
 
 def chain(queue_a=0, queue_b=0, busy_a=8.0, busy_b=20.0, et_a=None):

@@ -3,9 +3,9 @@
 import pytest
 from helpers import snapshot, stats
 
-from elastream.core.controller import Controller
-from elastream.core.policies import psps
-from elastream.core.policies.psps import PspsConfig, PspsState, predict
+from elastream.control.controller import Controller
+from elastream.control.policies import psps
+from elastream.control.policies.psps import PspsConfig, PspsState, predict
 
 
 def table_ii():

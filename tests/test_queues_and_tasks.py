@@ -6,13 +6,15 @@ import time
 import pytest
 from helpers import linear_pipeline
 
-from elastream.core.events import Event
-from elastream.core.topology import pipeline_from_dict
-from elastream.queues import QueueError, SqliteQueueStore
-from elastream.spark import task
+from elastream.model.events import Event
+from elastream.model.pipeline import pipeline_from_dict
+from elastream.runtime.queues import QueueError, SqliteQueueStore
+from elastream.runtime.spark import task
 
 
-def make_store(tmp_path, *, middle="elastream.apps.synthetic:passthrough", q_size=None, t_out=None):
+def make_store(
+    tmp_path, *, middle="elastream.examples.synthetic:passthrough", q_size=None, t_out=None
+):
     data = linear_pipeline(3, (1, 4))
     data["operators"][1]["function"] = middle
     pipeline = pipeline_from_dict(data)
@@ -59,7 +61,7 @@ def test_bounded_queue_drops_and_counts_overflow(tmp_path):
 
 
 def test_pipeline_conserves_events_with_a_filter(tmp_path):
-    store = make_store(tmp_path, middle="elastream.apps.synthetic:drop_odd")
+    store = make_store(tmp_path, middle="elastream.examples.synthetic:drop_odd")
     store.append("op1", events(10), "src")
     for op in ("op1", "op2", "op3"):
         run_all(store, op)
@@ -98,7 +100,7 @@ def test_failing_event_is_isolated_and_logged(tmp_path):
 
 
 def test_unknown_output_stream_is_an_error_naming_it(tmp_path):
-    store = make_store(tmp_path, middle="elastream.apps.synthetic:split_by_value")
+    store = make_store(tmp_path, middle="elastream.examples.synthetic:split_by_value")
     store.append("op1", events(2), "src")
     run_all(store, "op1")
     run_all(store, "op2")
@@ -109,7 +111,7 @@ def test_unknown_output_stream_is_an_error_naming_it(tmp_path):
 def test_feeder_integrates_the_trace_stepwise():
     import numpy as np
 
-    from elastream.spark.feeder import TraceIntegral
+    from elastream.runtime.spark.feeder import TraceIntegral
     from elastream.workloads import Trace
 
     due_by = TraceIntegral(Trace(np.array([10.0, 30.0]), step_s=2.0))

@@ -17,12 +17,12 @@ from helpers import linear_pipeline, snapshot, stats
 from matplotlib.image import imread
 from rich.console import Console
 
-from elastream.core.controller import Controller
-from elastream.core.policy import Decision
-from elastream.core.snapshot import Snapshot
-from elastream.core.summary import RunTotals, Summary, summarize
-from elastream.core.topology import pipeline_from_dict
-from elastream.engine import RunResult, run_mape
+from elastream.control.controller import Controller
+from elastream.control.mape import RunResult, run_mape
+from elastream.control.policy import Decision
+from elastream.model.metrics import RunTotals, Summary, summarize
+from elastream.model.pipeline import pipeline_from_dict
+from elastream.model.snapshot import Snapshot
 from elastream.report import (
     INTERVAL_COLUMNS,
     TIMESERIES_COLUMNS,

@@ -6,16 +6,16 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-import elastream.engine
-from elastream.config import RunConfig
-from elastream.core.policies import POLICIES, psps
-from elastream.core.policy import Decision
-from elastream.core.topology import pipeline_from_dict
-from elastream.sim import SimEngine, SimSettings, simulate
-from elastream.sim import engine as sim_engine
+import elastream.control.mape
+from elastream.control.policies import POLICIES, psps
+from elastream.control.policy import Decision
+from elastream.model.pipeline import pipeline_from_dict
+from elastream.runtime.sim import SimEngine, SimSettings, simulate
+from elastream.runtime.sim import simulator as sim_engine
+from elastream.settings.run import RunConfig
 from elastream.workloads.trace import Trace
 
-SYN = "elastream.apps.synthetic"
+SYN = "elastream.examples.synthetic"
 EXACT = SimSettings(measure_cpu=False)  # service times only: exactly reproducible
 
 
@@ -380,7 +380,7 @@ def test_the_policies_are_the_registered_ones_not_copies():
     controller = cfg.controller()
     assert controller.policy is POLICIES.get("psps")
     assert controller.policy.decide is psps.decide
-    assert sim_engine.run_mape is elastream.engine.run_mape
+    assert sim_engine.run_mape is elastream.control.mape.run_mape
     result = simulate(filter_split_pipeline(), cfg, constant(400, 40), EXACT)
     state = controller.initial_state()
     for snapshot, decision in zip(result.snapshots, result.decisions, strict=True):

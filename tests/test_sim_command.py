@@ -13,11 +13,11 @@ from elastream.report import load_summary, load_timeseries
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = {
     "name": "one",
-    "sources": [{"name": "src", "generator": "elastream.apps.synthetic:generate", "rate": 150}],
+    "sources": [{"name": "src", "generator": "elastream.examples.synthetic:generate", "rate": 150}],
     "operators": [
         {
             "name": "op",
-            "function": "elastream.apps.synthetic:passthrough",
+            "function": "elastream.examples.synthetic:passthrough",
             "service_time_ms": 10,
             "replicas": {"min": 1, "max": 3},
         }

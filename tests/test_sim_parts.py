@@ -6,13 +6,13 @@ import random
 import numpy as np
 import pytest
 
-from elastream.core.grouping import load_balancing
-from elastream.core.topology import pipeline_from_dict
-from elastream.sim import SimProfileError, SimSettings, SimSettingsError, profile_pipeline
-from elastream.sim.engine import source_emissions
-from elastream.sim.profile import FILTERED, STREAM
-from elastream.sim.settings import sim_settings_from_dict
-from elastream.sim.split import (
+from elastream.model.grouping import load_balancing
+from elastream.model.pipeline import pipeline_from_dict
+from elastream.runtime.sim import SimProfileError, SimSettings, SimSettingsError, profile_pipeline
+from elastream.runtime.sim.profile import FILTERED, STREAM
+from elastream.runtime.sim.settings import sim_settings_from_dict
+from elastream.runtime.sim.simulator import source_emissions
+from elastream.runtime.sim.split import (
     LoadBalancer,
     PartitionSplitter,
     RatioSplitter,
@@ -22,7 +22,7 @@ from elastream.sim.split import (
 )
 from elastream.workloads.trace import Trace
 
-SYN = "elastream.apps.synthetic"
+SYN = "elastream.examples.synthetic"
 
 
 def alg1_counts(n, u, ets, td=1.0, rr=0):

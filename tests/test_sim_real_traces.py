@@ -3,7 +3,7 @@
 import pytest
 
 from elastream.cli import main
-from elastream.commands.demo import demo_pipeline_path
+from elastream.cli.demo import demo_pipeline_path
 from elastream.report import load_summary
 from elastream.workloads import default_data_dir
 

@@ -5,14 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from elastream.config import make_config
-from elastream.core.topology import load_pipeline
-from elastream.engine import run_mape
-from elastream.run import workload_for
-from elastream.sim import SimSettings, simulate
-from elastream.sim.compare import compare
-from elastream.spark.calibrate import calibrated_settings
-from elastream.spark.engine import SparkEngine
+from elastream.control.mape import run_mape
+from elastream.experiments.calibrate import calibrated_settings
+from elastream.experiments.compare import compare
+from elastream.experiments.session import workload_for
+from elastream.model.pipeline import load_pipeline
+from elastream.runtime.sim import SimSettings, simulate
+from elastream.runtime.spark.runtime import SparkEngine
+from elastream.settings.run import make_config
 
 pytestmark = pytest.mark.spark
 PIPELINE = Path(__file__).parents[1] / "benchmarks" / "pipelines" / "validate3.yaml"

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from elastream.config import make_config
-from elastream.core.controller import Controller
-from elastream.core.topology import load_pipeline
-from elastream.engine import run_mape
-from elastream.spark.engine import SparkEngine
+from elastream.control.controller import Controller
+from elastream.control.mape import run_mape
+from elastream.model.pipeline import load_pipeline
+from elastream.runtime.spark.runtime import SparkEngine
+from elastream.settings.run import make_config
 from elastream.workloads import Trace
 
 pytestmark = pytest.mark.spark
@@ -104,7 +104,7 @@ def test_killed_run_resumes_from_checkpoints_exactly_once(tmp_path):
     assert second.returncode == 0, output
 
     conn = sqlite3.connect(out / "queues.db")
-    from elastream.queues import SqliteQueueStore
+    from elastream.runtime.queues import SqliteQueueStore
 
     audit = SqliteQueueStore(out / "queues.db").audit()
     assert_conserved(audit, 1600)

@@ -5,7 +5,7 @@ import copy
 import pytest
 from helpers import linear_pipeline
 
-from elastream.core.topology import TopologyError, load_pipeline, pipeline_from_dict
+from elastream.model.pipeline import TopologyError, load_pipeline, pipeline_from_dict
 
 
 def bad(mutate, match):
@@ -55,7 +55,7 @@ def test_function_that_cannot_be_imported():
     data["operators"][0]["function"] = "no_such_module_xyz:fn"
     with pytest.raises(TopologyError, match="operator 'op1' function: cannot import module"):
         pipeline_from_dict(data).check_imports()
-    data["operators"][0]["function"] = "elastream.core.grouping:nope"
+    data["operators"][0]["function"] = "elastream.model.grouping:nope"
     with pytest.raises(TopologyError, match="has no attribute 'nope'"):
         pipeline_from_dict(data).check_imports()
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import elastream
-from elastream.apps import tweets as t
-from elastream.core.events import Emit, Event, derived_id
-from elastream.core.topology import load_pipeline
+from elastream.examples import tweets as t
+from elastream.model.events import Emit, Event, derived_id
+from elastream.model.pipeline import load_pipeline
 
 YAML = Path(elastream.__file__).parent / "examples" / "tweets.yaml"
 

@@ -1,6 +1,6 @@
 """Operator functions used only by the tests."""
 
-from elastream.core.events import Event
+from elastream.model.events import Event
 
 
 def fail_on_three(events: list[Event]):

@@ -10,9 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from elastream.core.summary import PAPER_METRICS
-from elastream.core.topology import Pipeline
-from elastream.engine import RunResult
+from elastream.control.mape import RunResult
+from elastream.model.metrics import PAPER_METRICS
+from elastream.model.pipeline import Pipeline
 from elastream.report.html import render_page
 from elastream.report.plots import all_plots
 from elastream.report.series import (

@@ -8,7 +8,7 @@ from dataclasses import fields
 from html import escape
 from typing import Any
 
-from elastream.core.summary import Summary
+from elastream.model.metrics import Summary
 from elastream.report import formatting as fmt
 from elastream.report.plots import Plot
 

@@ -9,9 +9,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from elastream.core.policy import Decision
-from elastream.core.snapshot import OperatorStats, Snapshot
-from elastream.core.topology import Pipeline
+from elastream.control.policy import Decision
+from elastream.model.pipeline import Pipeline
+from elastream.model.snapshot import OperatorStats, Snapshot
 from elastream.report import formatting as fmt
 from elastream.report.series import et_ms, per_second, utilization
 

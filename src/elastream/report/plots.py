@@ -14,8 +14,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from elastream.core.summary import Summary
-from elastream.core.topology import Pipeline
+from elastream.model.metrics import Summary
+from elastream.model.pipeline import Pipeline
 from elastream.report.series import Interval, per_second
 
 WIDTH_IN = 10.0

@@ -9,11 +9,11 @@ from enum import Enum
 from pathlib import PurePath
 from typing import Any
 
-from elastream.core.policy import Decision
-from elastream.core.snapshot import OperatorStats, Snapshot
-from elastream.core.summary import total_replicas
-from elastream.core.topology import Pipeline
-from elastream.engine import RunResult
+from elastream.control.mape import RunResult
+from elastream.control.policy import Decision
+from elastream.model.metrics import total_replicas
+from elastream.model.pipeline import Pipeline
+from elastream.model.snapshot import OperatorStats, Snapshot
 
 TIMESERIES_COLUMNS = (
     "t",

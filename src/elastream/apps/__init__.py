@@ -1,1 +1,0 @@
-"""Example applications: operator functions and event generators."""

@@ -1,0 +1,113 @@
+"""Options and steps shared by `elastream run`, `simulate` and `demo`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from elastream.control.policies import POLICIES
+from elastream.model.metrics import PAPER_METRICS, Summary
+from elastream.model.pipeline import Pipeline, load_pipeline
+from elastream.settings.run import ConfigError, RunConfig, make_config
+from elastream.workloads import Trace
+
+HEADLINE = (
+    *PAPER_METRICS,
+    "latency_ms_p99",
+    "events_in",
+    "events_out",
+    "replicas_mean",
+    "reconfigurations",
+)
+
+
+def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -> None:
+    if pipeline:
+        parser.add_argument("pipeline", type=Path, help="pipeline YAML file")
+    parser.add_argument("--config", type=Path, help="YAML file of run settings (CLI flags win)")
+    parser.add_argument("--policy", help=f"scaling policy: {', '.join(POLICIES.names())}")
+    parser.add_argument("--replicas", type=int, help="r for --policy static")
+    parser.add_argument("--trace", help="trace file, or generator spec such as spike:peak=100")
+    parser.add_argument("--data-dir", type=Path, help="folder of real traces (../shared/data)")
+    parser.add_argument("--peak-rate", type=float, help="rescale the trace to this peak, events/s")
+    parser.add_argument("--time-scale", type=float, help="compress trace time by this factor")
+    parser.add_argument("--duration", type=float, help="run length in seconds")
+    parser.add_argument("--td", type=float, help="MAPE interval in seconds")
+    parser.add_argument("--t-out", type=optional(float), help="event timeout, seconds, or none")
+    parser.add_argument("--q-size", type=optional(int), help="queue bound in events, or none")
+    parser.add_argument("--drain", type=float, dest="drain_s", help="seconds allowed to drain")
+    parser.add_argument("--seed", type=int, help="random seed")
+    parser.add_argument("--out", type=Path, help="output directory")
+    parser.add_argument(
+        "--dry-run", action="store_true", default=None, help="decide and report, never enact"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no live table")
+
+
+OFF = "none"
+
+
+def optional(kind: type) -> Any:
+    """An argparse type that also accepts 'none' (the setting switched off)."""
+
+    def parse(text: str) -> Any:
+        return OFF if text.strip().lower() == OFF else kind(text)
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+FLAGS = (
+    "policy",
+    "replicas",
+    "trace",
+    "data_dir",
+    "peak_rate",
+    "time_scale",
+    "duration",
+    "td",
+    "t_out",
+    "q_size",
+    "drain_s",
+    "seed",
+    "out",
+    "dry_run",
+)
+
+
+def read_settings(path: Path, what: str, error: type[ValueError]) -> dict[str, Any]:
+    """A YAML mapping of settings; `error` names the file when it cannot be used."""
+    try:
+        loaded = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise error(f"cannot read {what} {path}: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise error(f"{path}: expected a mapping of {what}")
+    return loaded
+
+
+def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
+    """Settings file, then command-line flags, then `overrides` (e.g. the engine)."""
+    base: dict[str, Any] = {}
+    if getattr(args, "config", None) is not None:
+        base = read_settings(args.config, "settings", ConfigError)
+    given = {k: getattr(args, k, None) for k in FLAGS}
+    flags = {k: (None if v == OFF else v) for k, v in given.items() if v is not None}
+    return make_config(**(base | flags | overrides))
+
+
+def load_run_inputs(args: argparse.Namespace, **overrides: Any) -> tuple[Pipeline, RunConfig]:
+    pipeline = load_pipeline(args.pipeline)
+    pipeline.check_imports()
+    return pipeline, config_from_args(args, **overrides)
+
+
+def print_summary(summary: Summary, paths: dict[str, Path], trace: Trace | None = None) -> None:
+    values = summary.as_dict()
+    print(json.dumps({k: values[k] for k in HEADLINE}, indent=2))
+    for kind, path in paths.items():
+        print(f"{kind:>10}: {path}")

@@ -1,0 +1,53 @@
+"""`elastream demo`: the tweet-analysis pipeline on Spark under a generated spiky trace."""
+
+from __future__ import annotations
+
+import argparse
+from importlib import resources
+from pathlib import Path
+
+from elastream.cli._common import add_run_options, config_from_args, print_summary
+from elastream.experiments.session import execute
+from elastream.model.pipeline import load_pipeline
+
+DEMO_PIPELINE = "tweets.yaml"
+DEMO_DURATION_S = 180.0
+DEMO_PEAK_RATE = 100.0
+
+
+def demo_pipeline_path() -> Path:
+    return Path(str(resources.files("elastream") / "examples" / DEMO_PIPELINE))
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("demo", help="run the tweet-analysis example on Spark (a few minutes)")
+    add_run_options(parser, pipeline=False)
+    parser.add_argument("--engine", choices=("spark", "sim"), default="spark")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    pipeline = load_pipeline(demo_pipeline_path())
+    pipeline.check_imports()
+    duration = args.duration or DEMO_DURATION_S
+    defaults = {"out": Path("runs/demo"), "td": 5.0, "drain_s": 60.0}
+    trace = args.trace or f"demo:duration={duration:g},peak={args.peak_rate or DEMO_PEAK_RATE:g}"
+    config = config_from_args(
+        args,
+        trace=trace,
+        engine=args.engine,
+        **{k: v for k, v in defaults.items() if getattr(args, k) is None},
+    )
+    if args.engine == "sim":
+        from elastream.runtime.sim import SimEngine as make_engine
+    else:
+        from elastream.runtime.spark.runtime import SparkEngine as make_engine
+    result, paths = execute(
+        make_engine,
+        pipeline,
+        config,
+        title=f"elastream demo: tweets on {args.engine}",
+        quiet=args.quiet,
+    )
+    print_summary(result.summary, paths)
+    return 0

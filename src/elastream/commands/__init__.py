@@ -1,1 +1,0 @@
-"""CLI sub-commands; each module defines `register(subparsers)` setting `handler` on its parser."""

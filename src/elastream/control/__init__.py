@@ -1,0 +1,1 @@
+"""Control: the pure policies, the guard layer, the plan and the MAPE loop over an engine."""

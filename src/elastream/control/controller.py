@@ -1,0 +1,34 @@
+"""A policy bound to its config and to the guard layer: what an engine's MAPE loop calls."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from elastream.control.guards import GuardConfig, GuardedState, guarded_decide
+from elastream.control.policies import POLICIES
+from elastream.control.policy import Decision, Policy
+from elastream.model.snapshot import Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Controller:
+    """Analyze + Plan of the MAPE loop: a guarded, pure policy."""
+
+    policy: Policy[Any, Any]
+    policy_config: Any
+    guards: GuardConfig = GuardConfig()
+
+    @classmethod
+    def build(
+        cls, name: str, options: Mapping[str, Any] | None = None, guards: GuardConfig | None = None
+    ) -> Controller:
+        policy = POLICIES.get(name)
+        return cls(policy, policy.make_config(options), guards or GuardConfig())
+
+    def initial_state(self) -> GuardedState:
+        return GuardedState(self.policy.initial_state)
+
+    def decide(self, snapshot: Snapshot, state: GuardedState) -> tuple[Decision, GuardedState]:
+        return guarded_decide(self.policy, snapshot, state, self.policy_config, self.guards)

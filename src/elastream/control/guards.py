@@ -1,0 +1,113 @@
+"""The one guard layer that wraps every policy: pool bounds, step limits, dead-band, stabilization.
+
+Order, per operator: clamp the raw target into the pool [min, max]; scale-down stabilization
+(the largest recommendation within the window wins, as Kubernetes' HPA does); scale-down delay
+after a scale-up; dead-band (ignore relative changes below it); maximum step up/down; clamp again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from elastream.control.policy import Decision, Policy
+from elastream.model.snapshot import OperatorStats, Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class GuardConfig:
+    max_step_up: int | None = None  # at most this many replicas added per decision
+    max_step_down: int | None = None  # at most this many removed per decision
+    dead_band: float = 0.0  # ignore |target - current| / current below this fraction
+    stabilization_s: float = 0.0  # scale down only to the max recommendation of this window
+    scale_down_delay_s: float = 0.0  # no scale-down this long after a scale-up
+
+    def __post_init__(self) -> None:
+        for name in ("max_step_up", "max_step_down"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 or None, got {value}")
+        if not 0 <= self.dead_band < 1:
+            raise ValueError(f"dead_band must be in [0, 1), got {self.dead_band}")
+        if self.stabilization_s < 0 or self.scale_down_delay_s < 0:
+            raise ValueError("stabilization_s and scale_down_delay_s must be >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class GuardState:
+    history: tuple[tuple[str, tuple[tuple[float, int], ...]], ...] = field(default=())
+    last_up: tuple[tuple[str, float], ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class GuardedState:
+    """The wrapped policy's own state beside the guards' state."""
+
+    policy: Any
+    guards: GuardState = GuardState()
+
+
+def clamp(value: int, stats: OperatorStats) -> int:
+    return max(stats.min_replicas, min(stats.max_replicas, value))
+
+
+def guard_one(
+    stats: OperatorStats,
+    raw: int,
+    t: float,
+    history: tuple[tuple[float, int], ...],
+    last_up: float | None,
+    config: GuardConfig,
+) -> tuple[int, tuple[tuple[float, int], ...]]:
+    """The guarded target for one operator, and its updated recommendation history."""
+    current = stats.replicas
+    target = clamp(raw, stats)
+    window = (*((ts, r) for ts, r in history if t - ts < config.stabilization_s), (t, target))
+    if target < current:
+        target = min(current, max(r for _, r in window))
+        if last_up is not None and t - last_up < config.scale_down_delay_s:
+            target = current
+    if current > 0 and abs(target - current) / current < config.dead_band:
+        target = current
+    if config.max_step_up is not None:
+        target = min(target, current + config.max_step_up)
+    if config.max_step_down is not None:
+        target = max(target, current - config.max_step_down)
+    return clamp(target, stats), window
+
+
+def apply_guards(
+    snapshot: Snapshot, raw: Decision, state: GuardState, config: GuardConfig
+) -> tuple[Decision, GuardState]:
+    """Guard every operator's raw target; operators the policy left out keep their replicas."""
+    wanted = raw.as_dict()
+    histories = dict(state.history)
+    last_up = dict(state.last_up)
+    targets: dict[str, int] = {}
+    for stats in snapshot.operators:
+        target, histories[stats.name] = guard_one(
+            stats,
+            wanted.get(stats.name, stats.replicas),
+            snapshot.t,
+            histories.get(stats.name, ()),
+            last_up.get(stats.name),
+            config,
+        )
+        if target > stats.replicas:
+            last_up[stats.name] = snapshot.t
+        targets[stats.name] = target
+    new_state = GuardState(tuple(histories.items()), tuple(last_up.items()))
+    return Decision(tuple(targets.items()), raw.reasons), new_state
+
+
+def guarded_decide(
+    policy: Policy[Any, Any],
+    snapshot: Snapshot,
+    state: GuardedState,
+    policy_config: Any,
+    guard_config: GuardConfig,
+) -> tuple[Decision, GuardedState]:
+    """Run `policy` then the guard layer: the single entry point every engine calls."""
+    raw, inner = policy.decide(snapshot, state.policy, policy_config)
+    decision, guards = apply_guards(snapshot, raw, state.guards, guard_config)
+    return decision, GuardedState(inner, guards)

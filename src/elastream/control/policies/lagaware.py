@@ -1,0 +1,142 @@
+"""`lagaware`: elastream's own policy — PSPS's queue awareness on DS2's true rates, planned for a
+short-horizon Holt forecast, with every backlog drained within a bounded horizon.
+
+Derivation. PSPS (seed 000) sizes O_i for the events it must process in t+1 (Eq. 4): the
+arrivals predicted from λ_G(t) (Eq. 2a) plus its queue |q_i(t)| (Eq. 3), at et_i per event
+(Eq. 1). Three things make it lag a moving load:
+
+1. Eq. 2a predicts λ_G(t+1) = λ_G(t): on a rising edge every interval is under-provisioned by
+   the rise. Here each source's rate x_p(t) = λ_p(t) / td feeds Holt's linear (double
+   exponential) smoothing,
+
+       ℓ_p(t) = α·x_p(t) + (1 - α)·(ℓ_p(t-1) + b_p(t-1))
+       b_p(t) = β·(ℓ_p(t) - ℓ_p(t-1)) + (1 - β)·b_p(t-1),
+
+   and the planned rate is P_p = max(x_p(t), ℓ_p(t) + b_p(t)): the trend may raise the plan one
+   interval ahead of a rise, but a falling forecast never plans below what was just seen (a
+   wrong "down" costs queueing, timeouts and latency; a wrong "up" one interval of a replica).
+2. Eq. 2a-2b propagate λ_G but not the queues: when O_p drains its backlog, O_i receives that
+   burst on top of its predicted share and queues it one interval later (the domino effect of
+   Fig. 4). As in DS2 with catch-up (`ds2.propagate`), the drain rate of every queue flows
+   downstream through the observed selectivities s_{p,i} = λ^p_i / μ_p (Eq. 2c):
+
+       D_i = Σ_{p ∈ pred(O_i)} s_{p,i}·D_p + |q_i(t)| / H,     D_source = P_source.
+
+   Eq. 3 drains a queue within one td; events queued at a burst's onset are then still waiting
+   when t_out expires. H = `drain_s` defaults to td / 2: the backlog of the onset is cleared
+   within t_out for td ≤ t_out, which is what keeps the processed share at ≥ 0.999.
+3. et_i is a start-up benchmark (Eq. 1); the true rate of a replica, ρ_i = μ_i / busy_i (DS2),
+   follows the operator as it runs:
+
+       r_i(t+1) = ⌈D_i / (ρ_i·u)⌉                                         (Eq. 1 in rates)
+
+   with u = `target_utilization`, 1 by default: under the load-balancing grouping (Alg. 1) an
+   idle replica starts the interval at U = 0 and receives every event until it catches up with
+   the busiest, so headroom (u < 1) lengthens those bursts and raises latency instead of
+   lowering it (docs/policies.md has the measurements).
+
+Scale-downs are made lazy by the guard layer, not here (asymmetric stabilization): recommended
+guards are a scale-down stabilization window of 3·td and nothing on scale-ups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from elastream.control.policies.ds2 import (
+    FlowState,
+    catch_up,
+    propagate,
+    replicas_for,
+    source_rates,
+    true_rate,
+    update_flow,
+)
+from elastream.control.policy import POLICIES, Decision, Policy
+from elastream.model.snapshot import Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class LagAwareConfig:
+    alpha: float = 0.6  # Holt level smoothing α
+    beta: float = 0.3  # Holt trend smoothing β
+    drain_s: float | None = None  # H: clear each queue within this long (None: td / 2)
+    target_utilization: float = 1.0  # u
+    et_default_s: float = 0.01  # 1 / ρ before any rate is measured
+
+    def __post_init__(self) -> None:
+        for name in ("alpha", "beta"):
+            value = getattr(self, name)
+            if not 0 < value <= 1:
+                raise ValueError(f"{name} must be in (0, 1], got {value}")
+        if self.drain_s is not None and self.drain_s <= 0:
+            raise ValueError(f"drain_s must be > 0 or None, got {self.drain_s}")
+        if not 0 < self.target_utilization <= 1:
+            raise ValueError(f"target_utilization must be in (0, 1], got {self.target_utilization}")
+        if self.et_default_s <= 0:
+            raise ValueError(f"et_default_s must be > 0, got {self.et_default_s}")
+
+
+@dataclass(frozen=True, slots=True)
+class Holt:
+    """Holt's level ℓ and trend b of one source rate, events/s."""
+
+    level: float
+    trend: float = 0.0
+
+    def update(self, x: float, alpha: float, beta: float) -> Holt:
+        level = alpha * x + (1 - alpha) * (self.level + self.trend)
+        return Holt(level, beta * (level - self.level) + (1 - beta) * self.trend)
+
+    @property
+    def forecast(self) -> float:
+        """ℓ + b: the rate one interval ahead, floored at 0."""
+        return max(0.0, self.level + self.trend)
+
+
+@dataclass(frozen=True, slots=True)
+class LagAwareState:
+    flow: FlowState = FlowState()
+    holt: tuple[tuple[str, Holt], ...] = field(default=())
+
+
+def plan_sources(
+    snapshot: Snapshot, holt: dict[str, Holt], config: LagAwareConfig
+) -> tuple[dict[str, float], dict[str, Holt]]:
+    """P_p = max(x_p, ℓ_p + b_p) for every source, and the updated smoothers."""
+    planned: dict[str, float] = {}
+    updated: dict[str, Holt] = {}
+    for name, x in source_rates(snapshot).items():
+        previous = holt.get(name)
+        smoother = Holt(x) if previous is None else previous.update(x, config.alpha, config.beta)
+        updated[name] = smoother
+        planned[name] = max(x, smoother.forecast)
+    return planned, updated
+
+
+def decide(
+    snapshot: Snapshot, state: LagAwareState, config: LagAwareConfig
+) -> tuple[Decision, LagAwareState]:
+    flow = update_flow(snapshot, state.flow)
+    planned, holt = plan_sources(snapshot, dict(state.holt), config)
+    horizon = config.drain_s if config.drain_s is not None else snapshot.td / 2
+    demand = propagate(snapshot, flow, planned, catch_up(snapshot, horizon))
+    targets: dict[str, int] = {}
+    reasons: dict[str, str] = {}
+    for o in snapshot.operators:
+        rho = true_rate(flow, o.name, config.et_default_s)
+        targets[o.name] = replicas_for(demand[o.name], rho, config.target_utilization)
+        reasons[o.name] = f"D={demand[o.name]:.1f}/s q={o.queue} ρ={rho:.1f}/s"
+    return Decision.of(targets, reasons), LagAwareState(flow, tuple(holt.items()))
+
+
+POLICY = POLICIES.register(
+    "lagaware",
+    Policy(
+        "lagaware",
+        decide,
+        LagAwareConfig,
+        LagAwareState(),
+        "Holt forecast + propagated queue drain on true rates (elastream's own)",
+    ),
+)

@@ -1,0 +1,73 @@
+"""The policy interface: pure `decide(snapshot, state, config) -> (decision, state)` functions."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Generic, TypeVar
+
+from elastream.model.snapshot import Snapshot
+from elastream.registry import Registry
+
+C = TypeVar("C")
+S = TypeVar("S")
+
+
+class PolicyConfigError(ValueError):
+    """Options that do not fit a policy; the message names the policy and the option."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Target active replicas per operator, and a short reason per operator for the reports."""
+
+    replicas: tuple[tuple[str, int], ...]
+    reasons: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, replicas: Mapping[str, int], reasons: Mapping[str, str] | None = None) -> Decision:
+        return cls(tuple(replicas.items()), tuple((reasons or {}).items()))
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.replicas)
+
+    def reason(self, name: str) -> str:
+        return dict(self.reasons).get(name, "")
+
+
+DecideFn = Callable[[Snapshot, Any, Any], tuple[Decision, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Policy(Generic[C, S]):
+    """A registered policy: its pure decide function, its config type and its initial state."""
+
+    name: str
+    decide: DecideFn
+    config_type: type[C]
+    initial_state: S
+    summary: str
+
+    def make_config(self, options: Mapping[str, Any] | None = None) -> C:
+        """Build this policy's frozen config from plain options, naming any bad option."""
+        options = dict(options or {})
+        known = {f.name for f in fields(self.config_type)}  # type: ignore[arg-type]
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise PolicyConfigError(
+                f"policy {self.name!r}: unknown option(s) {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(known)) or 'none'})"
+            )
+        try:
+            return self.config_type(**options)
+        except (TypeError, ValueError) as exc:
+            raise PolicyConfigError(f"policy {self.name!r}: {exc}") from None
+
+
+POLICIES: Registry[Policy[Any, Any]] = Registry("policy")
+
+
+def ceil_eps(x: float) -> int:
+    """ceil() that ignores floating-point dust (100 * 0.02 / 1 must give 2, not 3)."""
+    return math.ceil(x - 1e-9)

@@ -1,1 +1,0 @@
-"""Engine-independent model: topology, events, snapshots, policies, guards (no Spark here)."""

@@ -1,8 +1,0 @@
-"""Scaling policies, each a pure function registered by name in `POLICIES` on import."""
-
-from elastream.core.policies import dabs, ds2, lagaware, psps, static, threshold
-from elastream.core.policy import POLICIES
-
-REGISTERED = (dabs, ds2, lagaware, psps, static, threshold)
-
-__all__ = ["POLICIES", "REGISTERED"]

@@ -1,0 +1,1 @@
+"""Example applications: operator functions and source generators for the demo and tests."""

@@ -1,0 +1,38 @@
+"""Small operator functions for tests and benchmarks: pass-through, filter, split, CPU work."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+
+from elastream.model.events import Emit, Event
+
+
+def generate(index: int, rng: random.Random) -> tuple[str, dict[str, int]]:
+    """Event number `index`: key k0..k15 and a payload carrying the index and a random value."""
+    return f"k{index % 16}", {"i": index, "v": rng.randrange(1000)}
+
+
+def passthrough(events: list[Event]) -> Iterable[Emit]:
+    return [e.emit(e.payload) for e in events]
+
+
+def drop_odd(events: list[Event]) -> Iterable[Emit]:
+    """A filter: keeps events whose index is even, so half are filtered by design."""
+    return [e.emit(e.payload) for e in events if e.payload["i"] % 2 == 0]
+
+
+def split_by_value(events: list[Event]) -> Iterable[Emit]:
+    """A split: values below 700 go to stream 'low', the others to 'high'."""
+    return [e.emit(e.payload, stream="low" if e.payload["v"] < 700 else "high") for e in events]
+
+
+def checksum(events: list[Event]) -> Iterable[Emit]:
+    """A little real CPU work per event (a few thousand multiply-adds)."""
+    out = []
+    for e in events:
+        acc = e.payload["v"]
+        for k in range(2000):
+            acc = (acc * 31 + k) % 1_000_003
+        out.append(e.emit({**e.payload, "sum": acc}))
+    return out

@@ -1,0 +1,1 @@
+"""Experiments: the one run session, benchmarks, simulator calibration and comparison."""

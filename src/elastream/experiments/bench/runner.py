@@ -1,0 +1,235 @@
+"""Run a benchmark matrix: each run in a worker process, a progress bar, one row per run."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from elastream.control.mape import RunResult
+from elastream.experiments.bench.metrics import Histogram, metrics_row, timeseries_rows
+from elastream.experiments.bench.scenario import BenchError, RunSpec
+from elastream.model.pipeline import Pipeline, load_pipeline, pipeline_from_dict
+from elastream.settings.run import ConfigError, RunConfig, make_config
+from elastream.workloads import Trace, resolve_trace
+from elastream.workloads.scaling import apply_scaling
+
+DEFAULT_JOBS = 2
+
+CheckFn = Callable[[Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A finished run and, when the engine records one, its end-to-end latency histogram."""
+
+    result: RunResult
+    latency_histogram_ms: Histogram | None = None
+
+
+EngineFn = Callable[[Pipeline, RunConfig, Trace, Mapping[str, Any]], Outcome]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How a run is executed: `run(pipeline, config, trace, sim_settings)` and `check(sim)`
+    that validates the sim settings up front. Both must be module-level functions (they are
+    sent to worker processes)."""
+
+    name: str
+    run: EngineFn
+    check: CheckFn
+
+
+def _sim_settings(values: Mapping[str, Any]) -> Any:
+    from elastream.runtime.sim import (
+        sim_settings_from_dict,  # lazy: the harness does not need the sim
+    )
+
+    return sim_settings_from_dict(values)
+
+
+def _run_sim(
+    pipeline: Pipeline, config: RunConfig, trace: Trace, sim: Mapping[str, Any]
+) -> Outcome:
+    """One simulated run; the engine's latency histogram comes with its totals."""
+    from elastream.runtime.sim import simulate
+
+    result = simulate(pipeline, config, trace, settings=_sim_settings(sim))
+    return Outcome(result, result.totals.latency_histogram_ms)
+
+
+def _check_sim(sim: Mapping[str, Any]) -> None:
+    _sim_settings(sim)
+
+
+SIM_BACKEND = Backend("sim", _run_sim, _check_sim)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What a worker sends back: the results row and the per-interval series."""
+
+    row: dict[str, Any]
+    series: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.row.get("error"))
+
+
+# ---------------------------------------------------------------------------- one run
+
+
+def build_config(spec: RunSpec) -> RunConfig:
+    """The validated RunConfig of a run; errors name the scenario file line and the run."""
+    try:
+        return make_config(**spec.config_values(), engine="sim")
+    except (ConfigError, ValueError) as exc:
+        raise BenchError(f"{spec.where}: run {spec.run_id}: {exc}") from None
+
+
+def with_grouping(pipeline: Pipeline, grouping: str | None) -> Pipeline:
+    """Every stateless operator switched to `grouping` (stateful ones keep key_hash)."""
+    if grouping is None:
+        return pipeline
+    data = pipeline.model_dump(by_alias=True)
+    for op in data["operators"]:
+        if op["stateless"]:
+            op["grouping"] = grouping
+    return pipeline_from_dict(data, f"{pipeline.name} with grouping {grouping}")
+
+
+@lru_cache(maxsize=8)
+def _raw_trace(spec: str, data_dir: str | None) -> Trace:
+    return resolve_trace(spec, Path(data_dir) if data_dir else None)
+
+
+def build_trace(spec: RunSpec) -> Trace:
+    """Resolve the trace (cached per process), then slice, rescale the peak, compress time."""
+    trace = _raw_trace(spec.trace, spec.data_dir)
+    scaled, _ = apply_scaling(trace, spec.slice, spec.peak_rate, spec.time_scale)
+    return scaled
+
+
+def identity_columns(spec: RunSpec, config: RunConfig, pipeline: Pipeline) -> dict[str, Any]:
+    """The columns that say which run a row is: scenario, policy, grid point, key settings."""
+    groupings = sorted({op.grouping.value for op in pipeline.operators})
+    return {
+        "run_id": spec.run_id,
+        "scenario": spec.scenario,
+        "policy": spec.label,
+        "policy_name": spec.policy,
+        "params": ",".join(f"{k}={v}" for k, v in spec.params),
+        **{f"param_{k}": v for k, v in spec.params},
+        "td": config.td,
+        "t_out": config.t_out,
+        "q_size": config.q_size,
+        "grouping": "+".join(groupings),
+        "replicas": config.replicas,
+    }
+
+
+def execute(spec: RunSpec, backend: Backend) -> RunRecord:
+    """Run one cell. A failure becomes a row whose `error` column holds the message (the
+    harness reports it and exits non-zero), so one broken cell does not lose the others."""
+    started = time.perf_counter()
+    base = {"run_id": spec.run_id, "scenario": spec.scenario, "policy": spec.label}
+    try:
+        config = build_config(spec)
+        pipeline = config.starting_pipeline(
+            with_grouping(load_pipeline(spec.pipeline), spec.grouping)
+        )
+        outcome = backend.run(pipeline, config, build_trace(spec), dict(spec.sim))
+        row = identity_columns(spec, config, pipeline) | metrics_row(
+            outcome.result, outcome.latency_histogram_ms, pipeline, spec.slo_ms
+        )
+        series = timeseries_rows(outcome.result) if spec.timeseries else []
+    except Exception as exc:  # reported in the row and on the console, never swallowed
+        detail = traceback.format_exception_only(exc)[-1].strip()
+        return RunRecord(base | {"error": detail, "wall_s": time.perf_counter() - started})
+    row["wall_s"] = time.perf_counter() - started
+    row["error"] = ""
+    series = [{"run_id": spec.run_id, **point} for point in series]
+    return RunRecord(row, series)
+
+
+# ---------------------------------------------------------------------------- the matrix
+
+
+def validate(specs: Sequence[RunSpec], backend: Backend) -> None:
+    """Check every run's settings, pipeline and trace before starting any (a typo should not
+    cost a full matrix)."""
+    checked: set[tuple[Any, ...]] = set()
+    for spec in specs:
+        build_config(spec)
+        try:
+            backend.check(dict(spec.sim))
+        except (TypeError, ValueError) as exc:
+            raise BenchError(f"{spec.where}: run {spec.run_id}: sim settings: {exc}") from None
+        inputs = (spec.pipeline, spec.grouping, spec.trace, spec.data_dir, spec.slice)
+        if inputs in checked:
+            continue
+        checked.add(inputs)
+        try:
+            with_grouping(load_pipeline(spec.pipeline), spec.grouping)
+            build_trace(spec)
+        except (ValueError, FileNotFoundError) as exc:
+            raise BenchError(f"{spec.where}: run {spec.run_id}: {exc}") from None
+
+
+def _progress(console: Console | None) -> Progress:
+    return Progress(
+        TextColumn("[bold]bench"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=False,
+    )
+
+
+def _completed(
+    specs: Sequence[RunSpec], backend: Backend, jobs: int
+) -> Iterator[tuple[int, RunRecord]]:
+    """(index, record) as runs finish: in this process for one job, else in a process pool."""
+    if jobs <= 1:
+        for i, spec in enumerate(specs):
+            yield i, execute(spec, backend)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures: dict[Future[RunRecord], int] = {
+            pool.submit(execute, spec, backend): i for i, spec in enumerate(specs)
+        }
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+
+def run_matrix(
+    specs: Sequence[RunSpec],
+    backend: Backend = SIM_BACKEND,
+    *,
+    jobs: int = DEFAULT_JOBS,
+    console: Console | None = None,
+) -> list[RunRecord]:
+    """Run every spec (validated first), `jobs` at a time; records come back in spec order."""
+    if jobs < 1:
+        raise BenchError(f"--jobs must be >= 1, got {jobs}")
+    validate(specs, backend)
+    records: list[RunRecord | None] = [None] * len(specs)
+    with _progress(console) as progress:
+        task = progress.add_task("", total=len(specs))
+        for i, record in _completed(specs, backend, min(jobs, max(1, len(specs)))):
+            records[i] = record
+            status = "[red]failed" if record.failed else f"{record.row['wall_s']:.1f} s"
+            progress.update(task, advance=1, description=f"{specs[i].run_id} ({status})")
+    return [r for r in records if r is not None]

@@ -1,0 +1,36 @@
+"""How far two runs of the same workload agree: the four PSPS metrics and the replica series."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from elastream.control.mape import RunResult
+from elastream.model.metrics import PAPER_METRICS
+
+
+@dataclass(frozen=True)
+class Agreement:
+    metrics: dict[str, tuple[float, float, float]]  # metric -> (reference, other, relative diff)
+    replicas_reference: list[int]
+    replicas_other: list[int]
+    replicas_mean_abs_diff: float  # total active replicas per interval, aligned by interval
+
+
+def total_replicas(result: RunResult) -> list[int]:
+    return [sum(o.replicas for o in s.operators) for s in result.snapshots]
+
+
+def relative_diff(reference: float, other: float) -> float:
+    return abs(reference - other) / abs(reference) if reference else abs(other)
+
+
+def compare(reference: RunResult, other: RunResult) -> Agreement:
+    """`other` (e.g. the simulator) against `reference` (e.g. the Spark runtime)."""
+    metrics = {}
+    for name in PAPER_METRICS:
+        a, b = getattr(reference.summary, name), getattr(other.summary, name)
+        metrics[name] = (a, b, relative_diff(a, b))
+    ours, theirs = total_replicas(reference), total_replicas(other)
+    n = min(len(ours), len(theirs))
+    mae = sum(abs(x - y) for x, y in zip(ours[:n], theirs[:n], strict=True)) / max(n, 1)
+    return Agreement(metrics, ours, theirs, mae)

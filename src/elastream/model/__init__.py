@@ -1,0 +1,1 @@
+"""The pipeline model: topology, events, snapshots, grouping and the one metrics table."""

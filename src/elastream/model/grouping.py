@@ -1,0 +1,85 @@
+"""Assigning a batch of events to an operator's active replicas, one function per grouping."""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections.abc import Sequence
+
+from elastream.model.pipeline import Grouping
+
+
+def round_robin(n: int, replicas: int, start: int = 0) -> list[int]:
+    """Event k goes to replica (start + k) mod r."""
+    return [(start + k) % replicas for k in range(n)]
+
+
+def shuffle(n: int, replicas: int, seed: int) -> list[int]:
+    """A uniformly random replica per event, reproducible from `seed` (Storm's shuffle grouping)."""
+    rng = random.Random(seed)
+    return [rng.randrange(replicas) for _ in range(n)]
+
+
+def key_hash(keys: Sequence[str], replicas: int) -> list[int]:
+    """A stable hash of the key (crc32, the same in every process) modulo r."""
+    return [zlib.crc32(k.encode()) % replicas for k in keys]
+
+
+def load_balancing(
+    n: int,
+    utilization: Sequence[float],
+    et_s: float | Sequence[float],
+    td_s: float,
+    rr_start: int = 0,
+) -> tuple[list[int], list[float]]:
+    """PSPS Alg. 1 applied to each of `n` events in turn.
+
+    Pick the replica m with the lowest utilization U_{i,m} (Eq. 5: U = μ·et/td, so one more event
+    adds et/td); if even the least loaded is saturated (U_{i,m} >= 1), fall back to round-robin.
+    Ties go to the lowest index, which with equal loads gives round-robin order as the paper says.
+    `et_s` may be one value per replica (replicas of unequal speed): a slower replica's U then
+    grows faster, so it gets proportionally fewer events. Returns the assignment and the final U."""
+    u = [max(0.0, float(x)) for x in utilization]
+    if not u:
+        raise ValueError("load_balancing needs at least one replica")
+    ets = [float(et_s)] * len(u) if isinstance(et_s, int | float) else [float(e) for e in et_s]
+    if len(ets) != len(u):
+        raise ValueError(f"{len(ets)} execution times for {len(u)} replicas")
+    steps = [e / td_s if td_s > 0 else 0.0 for e in ets]
+    out: list[int] = []
+    rr = rr_start
+    for _ in range(n):
+        m = min(range(len(u)), key=lambda j: (u[j], j))
+        if u[m] >= 1.0:
+            m = rr % len(u)
+            rr += 1
+        else:
+            u[m] += steps[m]
+        out.append(m)
+    return out, u
+
+
+def assign(
+    grouping: Grouping,
+    keys: Sequence[str],
+    replicas: int,
+    *,
+    seed: int = 0,
+    utilization: Sequence[float] = (),
+    et_s: float | Sequence[float] = 0.0,
+    td_s: float = 1.0,
+) -> list[int]:
+    """The replica index of every event of a batch under `grouping`."""
+    if replicas < 1:
+        raise ValueError(f"replicas must be >= 1, got {replicas}")
+    n = len(keys)
+    if grouping is Grouping.ROUND_ROBIN:
+        return round_robin(n, replicas, seed)
+    if grouping is Grouping.SHUFFLE:
+        return shuffle(n, replicas, seed)
+    if grouping is Grouping.KEY_HASH:
+        return key_hash(keys, replicas)
+    u = list(utilization[:replicas]) + [0.0] * max(0, replicas - len(utilization))
+    if not isinstance(et_s, int | float):
+        et_s = list(et_s[:replicas]) + [0.0] * max(0, replicas - len(et_s))
+    return load_balancing(n, u, et_s, td_s, seed)[0]

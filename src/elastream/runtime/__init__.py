@@ -1,0 +1,1 @@
+"""Where pipelines run: the durable queues, the Spark runtime and the simulator."""

@@ -1,0 +1,508 @@
+"""One simulated operator: its replica pool, the grouping that feeds the replicas, their queues
+of cohorts ([k, n]: n events emitted by the sources in step k), and the interval's counts.
+
+`Operator` is the per-replica-queue model (Storm, PSPS); `BatchOperator` in `sim/batch.py` is the
+micro-batch model of the Spark runtime. Both are driven one step at a time by `SimEngine`."""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from elastream.model.pipeline import Grouping, OperatorSpec
+from elastream.model.snapshot import OperatorStats
+from elastream.runtime.sim.ledger import Ledger
+from elastream.runtime.sim.profile import FAILED, FILTERED, STREAM, OperatorProfile
+from elastream.runtime.sim.split import (
+    LoadBalancer,
+    PartitionSplitter,
+    RatioSplitter,
+    apportion,
+    fill_pieces,
+    key_hash_weights,
+    multinomial_counts,
+    round_robin_counts,
+)
+
+Cohort = list[int]  # [k, n], mutable so that a partly served cohort shrinks in place
+NOISE_ROWS = 256  # steps of service-time noise drawn at once
+
+
+class Node(Protocol):
+    """An operator or a sink: what a stream delivers cohorts {k: n} to."""
+
+    def receive(
+        self, sender: str, cohorts: dict[int, int], weight: float, service_s: float
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Constants every operator of a run shares."""
+
+    step_s: float
+    td: float
+    lag_limit: float  # t_out in steps (inf: no timeout)
+    q_size: int | None
+    et_noise: float
+    start_delay_steps: int
+    batch_overhead_s: float
+    batch_work_s: float
+    trigger_s: float = 0.0  # Spark's processing-time trigger (micro-batch model)
+    batch_overhead_by_op: Mapping[str, float] = field(default_factory=dict)  # seconds
+
+
+class Replica:
+    """One replica of the pool: its own FIFO queue (per-replica model) and interval counters."""
+
+    __slots__ = ("busy", "cost", "credit", "index", "mu", "queue", "rate", "size", "speed")
+
+    def __init__(self, index: int, speed: float, et_s: float, step_s: float) -> None:
+        self.index = index
+        self.speed = speed
+        self.cost = et_s / speed  # et_ij: seconds per event
+        self.rate = step_s / self.cost  # events served per step
+        self.queue: deque[Cohort] = deque()
+        self.size = 0
+        self.credit = 0.0  # events this replica may still serve (carries the fraction)
+        self.mu = 0  # μ_ij(t)
+        self.busy = 0.0  # seconds spent serving events during t
+
+
+class Operator:
+    """The per-replica-queue model: arrivals are split among the ready replicas by the grouping
+    and each replica serves its own queue at 1/et_ij events per second."""
+
+    def __init__(
+        self,
+        spec: OperatorSpec,
+        profile: OperatorProfile,
+        setup: Setup,
+        ledger: Ledger,
+        predecessors: Sequence[str],
+        speeds: Sequence[float],
+        rng: np.random.Generator,
+    ) -> None:
+        self.name = spec.name
+        self.spec = spec
+        self.profile = profile
+        self.setup = setup
+        self.ledger = ledger
+        self.rng = rng
+        self.et = profile.et_s
+        factors = [speeds[j] if j < len(speeds) else 1.0 for j in range(spec.replicas.max)]
+        self.pool = [Replica(j, f, self.et, setup.step_s) for j, f in enumerate(factors)]
+        self.noisy = setup.et_noise > 0
+        self.noise_rows: list[list[float]] = []
+        self.lag_limit = setup.lag_limit
+        self.active = spec.replicas.start
+        self.ready: list[Replica] = self.pool[: self.active]
+        self.starting: dict[int, int] = {}  # replica index -> first step it serves (delayed)
+        self.predecessors = tuple(predecessors)
+        self.inbox: dict[int, int] = {}
+        self.size = 0  # events queued (and, micro-batch, in the running batch)
+        self.down = False  # restart downtime: queue, never serve
+        self.service_out = 0.0
+        self.plan: list[tuple[str, tuple[Node, ...], float]] = []
+        self.splitter: PartitionSplitter | RatioSplitter = RatioSplitter([], 1)
+        self.direct: tuple[tuple[Node, ...], float] | None = None
+        self.rr = 0
+        self.turn = 0
+        self.key_splitters: dict[int, PartitionSplitter] = {}
+        self.lb: LoadBalancer | None = None
+        self.measured_et: float | None = None
+        self.ready_before: list[Replica] = []
+        self.fast_mu: list[int] = []
+        self.min_cap = 0
+        self._ready_changed()
+        self.reset_interval()
+        self.rebase([0.0] * len(self.ready))
+
+    # ------------------------------------------------------------------ wiring and counters
+    def connect(self, targets: dict[str, tuple[Node, ...]], service_s: float) -> None:
+        """Route every channel: streams to their target nodes; filtered/failed to the ledger.
+        Channels with a zero share never get an event and are left out. `service_s` is the
+        execution time along the path up to and including this operator (see Latency)."""
+        self.service_out = service_s
+        channels = [c for c in self.profile.channels if c.share > 0]
+        self.plan = [
+            (c.kind, targets.get(c.stream, ()), self.profile.stream_weight(c.stream))
+            for c in channels
+        ]
+        shares = [c.share for c in channels]
+        self.splitter = (
+            PartitionSplitter(shares)
+            if self.profile.unit
+            else RatioSplitter(shares, self.profile.denominator)
+        )
+        only = channels[0] if len(channels) == 1 else None
+        ratio_one = self.profile.unit or (
+            only is not None and only.share == self.profile.denominator
+        )
+        if only is not None and only.kind == STREAM and ratio_one:
+            self.direct = (self.plan[0][1], self.plan[0][2])
+
+    def reset_interval(self) -> None:
+        self.received = 0
+        self.received_from = dict.fromkeys(self.predecessors, 0)
+        self.processed = 0
+        self.emitted = 0
+        self.dropped_timeout = 0
+        self.dropped_overflow = 0
+        self.dropped_restart = 0
+        for rep in self.pool:
+            rep.mu = 0
+            rep.busy = 0.0
+
+    def receive(
+        self, sender: str, cohorts: dict[int, int], weight: float, service_s: float
+    ) -> None:
+        """Cohorts {k: n} sent by `sender` during this step join the inbox."""
+        inbox = self.inbox
+        n = 0
+        for k, c in cohorts.items():
+            inbox[k] = inbox.get(k, 0) + c
+            n += c
+        self.received += n
+        self.received_from[sender] += n
+
+    # ------------------------------------------------------------------ grouping
+    def rebase(self, utilization: Sequence[float]) -> None:
+        """Restart Alg. 1's running U from `utilization` (one value per ready replica)."""
+        if self.spec.grouping is Grouping.LOAD_BALANCING and self.ready:
+            deltas = [rep.cost / self.setup.td for rep in self.ready]
+            rr = self.lb.next_rr() if self.lb is not None else 0
+            self.lb = LoadBalancer(utilization, deltas, rr)
+
+    def dispatch(self, n: int) -> list[int]:
+        """Events per ready replica for n arrivals, by the operator's grouping."""
+        r = len(self.ready)
+        if r == 1:
+            return [n]
+        grouping = self.spec.grouping
+        if grouping is Grouping.LOAD_BALANCING:
+            assert self.lb is not None
+            return self.lb.take(n)
+        if grouping is Grouping.SHUFFLE:
+            return multinomial_counts(self.rng, n, r)
+        if grouping is Grouping.ROUND_ROBIN:
+            counts = round_robin_counts(n, r, self.rr)
+            self.rr = (self.rr + n) % r
+            return counts
+        splitter = self.key_splitters.get(r)
+        if splitter is None:
+            splitter = PartitionSplitter(key_hash_weights(self.profile.keys, r))
+            self.key_splitters[r] = splitter
+        return splitter.split(n)
+
+    def noise(self, r: int) -> list[float] | None:
+        """Service-time factors of replicas 0..r-1 for one step (or batch): log-normal with
+        mean 1 and CV et_noise, drawn for the whole pool NOISE_ROWS steps at a time."""
+        cv = self.setup.et_noise
+        if cv <= 0:
+            return None
+        if not self.noise_rows:
+            sigma2 = math.log1p(cv * cv)
+            block = self.rng.lognormal(-sigma2 / 2, math.sqrt(sigma2), (NOISE_ROWS, len(self.pool)))
+            self.noise_rows = block.tolist()
+        return self.noise_rows.pop()[:r]
+
+    # ------------------------------------------------------------------ one step
+    def step(self, s: int) -> None:
+        """Admit this step's arrivals, let every ready replica serve, pass the outputs on."""
+        arrivals = self._arrivals()
+        if arrivals is not None and self._served_at_once(s, *arrivals):
+            return
+        if self.down:
+            if arrivals is not None:
+                for rep, mine in zip(self.ready, self._shares(*arrivals), strict=True):
+                    self._enqueue(rep, mine)
+                self._overflow(arrivals[1])
+            return
+        out: dict[int, int] = {}
+        noise = self.noise(len(self.ready)) if self.noisy else None
+        lag_limit = self.lag_limit
+        timeouts = processed = 0
+        counts: list[int] = []
+        shares: list[list[tuple[int, int]]] = []
+        if arrivals is not None:
+            pieces, counts = arrivals
+            shares = self._shares(pieces, counts)
+        for idx, rep in enumerate(self.ready):
+            if noise is None:
+                factor = 1.0
+                credit = rep.credit + rep.rate
+            else:
+                factor = noise[idx]
+                credit = rep.credit + rep.rate / factor
+            cap = int(credit)
+            q = rep.queue
+            c = counts[idx] if counts else 0
+            if c:
+                mine = shares[idx]
+                if not q and c <= cap and s - mine[0][0] <= lag_limit:  # served at once
+                    for k, m in mine:
+                        out[k] = out.get(k, 0) + m
+                    rep.credit = (credit - c) % 1.0  # idle for the rest: not banked
+                    rep.mu += c
+                    rep.busy += c * rep.cost * factor
+                    processed += c
+                    continue
+                for k, m in mine:
+                    q.append([k, m])
+                rep.size += c
+            done = 0
+            while q and done < cap:
+                head = q[0]
+                k, c = head
+                if s - k > lag_limit:  # its turn came too late: t_out (PSPS V-B)
+                    q.popleft()
+                    rep.size -= c
+                    timeouts += c
+                    continue
+                take = cap - done
+                if c <= take:
+                    q.popleft()
+                    take = c
+                else:
+                    head[1] = c - take
+                out[k] = out.get(k, 0) + take
+                done += take
+            rep.size -= done
+            rep.credit = credit - done if q else (credit - done) % 1.0  # idle time is not banked
+            rep.mu += done
+            rep.busy += done * rep.cost * factor
+            processed += done
+        self.size -= processed + timeouts
+        self.processed += processed
+        if timeouts:
+            self.dropped_timeout += timeouts
+            self.ledger.counts.dropped_timeout += timeouts
+        if arrivals is not None:
+            self._overflow(counts)
+        if out:
+            self.emit(out)
+
+    def _served_at_once(self, s: int, pieces: list[tuple[int, int]], counts: list[int]) -> bool:
+        """The common case in one go: every queue was empty, nothing that arrived is older than
+        t_out, and no replica got more than it surely serves in a step (floor of its rate).
+        Then every replica serves its whole share, whichever cohorts it holds, and the cohorts
+        leave as they came; the leftover fraction of a credit is idle time, not banked."""
+        if self.down or self.noisy or s - pieces[0][0] > self.lag_limit:
+            return False
+        n = sum(counts)
+        if self.size != n or max(counts) > self.min_cap:
+            return False
+        self.fast_mu = list(map(operator.add, self.fast_mu, counts))
+        self.size = 0
+        self.processed += n
+        self.emit(dict(pieces))
+        return True
+
+    def _ready_changed(self) -> None:
+        """Fold the counts of the one-go steps into the replicas; new ready set, new bounds."""
+        for rep, mu in zip(self.ready_before, self.fast_mu, strict=True):
+            rep.mu += mu
+            rep.busy += mu * rep.cost
+        self.ready_before = list(self.ready)
+        self.fast_mu = [0] * len(self.ready)
+        self.min_cap = min((int(rep.rate) for rep in self.ready), default=0)
+
+    def _arrivals(self) -> tuple[list[tuple[int, int]], list[int]] | None:
+        """This step's arriving cohorts (oldest first) and how many go to each ready replica."""
+        inbox = self.inbox
+        if not inbox:
+            return None
+        self.inbox = {}
+        if len(inbox) == 1:
+            pieces = list(inbox.items())
+            n = pieces[0][1]
+        else:
+            pieces = sorted(inbox.items())
+            n = sum(inbox.values())
+        self.size += n
+        if self.lb is not None:
+            return pieces, self.lb.take(n)
+        if len(self.ready) == 1:
+            return pieces, [n]
+        return pieces, self.dispatch(n)
+
+    def _shares(
+        self, pieces: list[tuple[int, int]], counts: list[int]
+    ) -> list[list[tuple[int, int]]]:
+        """Who gets which of this step's cohorts; the first served replica rotates each step."""
+        self.turn += 1
+        return fill_pieces(pieces, counts, self.turn % len(counts))
+
+    def _enqueue(self, rep: Replica, pieces: Sequence[tuple[int, int]]) -> None:
+        for k, c in pieces:
+            rep.queue.append([k, c])
+            rep.size += c
+
+    def _overflow(self, counts: Sequence[int]) -> None:
+        """q_size (PSPS V-B): the operator holds at most q_size events; the newest arrivals of
+        this step that do not fit are refused, taken from each replica's tail in proportion."""
+        q_size = self.setup.q_size
+        if q_size is None or self.size <= q_size:
+            return
+        fresh = [min(c, rep.size) for rep, c in zip(self.ready, counts, strict=True)]
+        excess = min(self.size - q_size, sum(fresh))
+        for rep, cut in zip(self.ready, apportion(excess, fresh), strict=True):
+            _trim_tail(rep.queue, cut)
+            rep.size -= cut
+        self.size -= excess
+        self.dropped_overflow += excess
+        self.ledger.counts.dropped_overflow += excess
+
+    def emit(self, out: dict[int, int]) -> None:
+        """Split the served cohorts into channels and deliver them, one call per target."""
+        name = self.name
+        service = self.service_out
+        if self.direct is not None:  # a single stream takes every event: nothing to split
+            targets, weight = self.direct
+            for target in targets:
+                target.receive(name, out, weight, service)
+            self.emitted += sum(out.values())
+            return
+        split = self.splitter.split
+        per_channel: list[dict[int, int]] = [{} for _ in self.plan]
+        for k, n in out.items():
+            for sent, c in zip(per_channel, split(n), strict=True):
+                if c:
+                    sent[k] = c
+        counts = self.ledger.counts
+        for (kind, targets, weight), sent in zip(self.plan, per_channel, strict=True):
+            if not sent:
+                continue
+            c = sum(sent.values())
+            if kind == FILTERED:
+                counts.filtered += c
+                counts.completed_w += c * self.profile.weight_in
+            elif kind == FAILED:
+                counts.failed += c
+            else:
+                self.emitted += c
+                for target in targets:
+                    target.receive(name, sent, weight, service)
+
+    # ------------------------------------------------------------------ reconfiguration
+    def check_replicas(self, target: int) -> None:
+        size = len(self.pool)
+        if not 1 <= target <= size:
+            raise ValueError(
+                f"operator {self.name!r}: {target} replicas is outside its pool [1, {size}]"
+            )
+
+    def set_replicas(self, target: int, s: int, delayed: bool) -> None:
+        """Execute: activate (at once, or after the start delay) or deactivate replicas."""
+        self.check_replicas(target)
+        running = self._running_utilization()
+        if target > self.active:
+            for j in range(self.active, target):
+                if delayed and self.setup.start_delay_steps > 0:
+                    self.starting[j] = s + self.setup.start_delay_steps
+        elif target < self.active:
+            for j in range(target, self.active):
+                self.starting.pop(j, None)
+        leaving = [rep for rep in self.ready if rep.index >= target]
+        self.active = target
+        self.ready = [rep for rep in self.pool[:target] if rep.index not in self.starting]
+        self._ready_changed()
+        self._hand_over(leaving)
+        self.rebase([running.get(rep.index, 0.0) for rep in self.ready])
+
+    def start_ready(self, s: int) -> None:
+        """Delayed model: replicas whose start delay has passed begin to serve."""
+        due = [j for j, at in self.starting.items() if at <= s]
+        if not due:
+            return
+        running = self._running_utilization()
+        for j in due:
+            del self.starting[j]
+        self.ready = [rep for rep in self.pool[: self.active] if rep.index not in self.starting]
+        self._ready_changed()
+        self.rebase([running.get(rep.index, 0.0) for rep in self.ready])
+
+    def _running_utilization(self) -> dict[int, float]:
+        if self.lb is None or len(self.lb.base) != len(self.ready):
+            return {}
+        return dict(zip((rep.index for rep in self.ready), self.lb.utilization(), strict=True))
+
+    def _hand_over(self, leaving: Sequence[Replica]) -> None:
+        """A deactivated replica's queue goes to the tails of the remaining ready replicas."""
+        pieces = [(k, c) for rep in leaving for k, c in rep.queue]
+        for rep in leaving:
+            rep.queue.clear()
+            rep.size = 0
+            rep.credit = 0.0
+        total = sum(c for _, c in pieces)
+        if not total:
+            return
+        shares = fill_pieces(pieces, round_robin_counts(total, len(self.ready), 0), 0)
+        for rep, mine in zip(self.ready, shares, strict=True):
+            self._enqueue(rep, mine)
+
+    def clear(self) -> int:
+        """Restart: every queued event is lost; returns how many."""
+        lost = self.size
+        for rep in self.pool:
+            rep.queue.clear()
+            rep.size = 0
+            rep.credit = 0.0
+        self.size = 0
+        self.dropped_restart += lost
+        self.dropped_timeout += lost
+        counts = self.ledger.counts
+        counts.dropped_restart += lost
+        counts.dropped_timeout += lost
+        return lost
+
+    # ------------------------------------------------------------------ monitor
+    def stats(self) -> OperatorStats:
+        """This interval's OperatorStats; then Alg. 1 restarts from Eq. 5's U_ij."""
+        self._ready_changed()  # fold in the one-go steps
+        td = self.setup.td
+        busy = sum(rep.busy for rep in self.pool)
+        et = busy / self.processed if self.processed else None
+        if et is not None:
+            self.measured_et = et
+        mu = tuple(rep.mu for rep in self.pool[: self.active])
+        stats = OperatorStats(
+            name=self.name,
+            replicas=self.active,
+            min_replicas=self.spec.replicas.min,
+            max_replicas=self.spec.replicas.max,
+            received=self.received,
+            received_from=tuple(self.received_from.items()),
+            processed=self.processed,
+            emitted=self.emitted,
+            queue=self.size,
+            et_s=et,
+            busy_s=busy,
+            dropped_timeout=self.dropped_timeout,
+            dropped_overflow=self.dropped_overflow,
+            replica_processed=mu,
+            utilization=tuple(m * (et or self.et) / td for m in mu),  # Eq. 5
+        )
+        # Alg. 1 starts the next interval from U_ij(t) = μ_ij(t)·et_ij/td (Eq. 5 per replica).
+        self.rebase([rep.busy / td for rep in self.ready])
+        self.reset_interval()
+        return stats
+
+
+def _trim_tail(queue: deque[Cohort], n: int) -> None:
+    """Remove the n newest events of a queue."""
+    while n > 0:
+        last = queue[-1]
+        if last[1] <= n:
+            queue.pop()
+            n -= last[1]
+        else:
+            last[1] -= n
+            n = 0

@@ -1,0 +1,260 @@
+"""The fast simulator: a discrete-time implementation of the Engine protocol, driven by the same
+`run_mape` loop and the same guarded policies as the Spark runtime."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from elastream.control.mape import Observer, RunResult, run_mape
+from elastream.control.policy import Decision
+from elastream.model.metrics import RunTotals
+from elastream.model.pipeline import Pipeline
+from elastream.model.snapshot import Snapshot
+from elastream.runtime.sim.batch import BatchOperator
+from elastream.runtime.sim.ledger import Counts, Ledger, Sink
+from elastream.runtime.sim.operator import Node, Operator, Setup
+from elastream.runtime.sim.profile import PipelineProfile, profile_pipeline
+from elastream.runtime.sim.settings import SimSettings
+from elastream.settings.run import RunConfig
+from elastream.workloads.trace import Trace
+
+DEFAULT_SETTINGS = SimSettings()
+
+
+def source_emissions(
+    trace: Trace, steps: int, step_s: float, shares: Sequence[float]
+) -> np.ndarray:
+    """Events each source emits in each step: floor of the cumulative due count, so fractional
+    remainders carry over and totals are exact (as spark/feeder.py: ∫ rate, then its share).
+
+    The integral of a step-wise constant rate is piecewise linear in t, hence np.interp (which
+    holds the total after the trace's end)."""
+    edges = np.arange(trace.rates.size + 1) * trace.step_s
+    cumulative = np.concatenate(([0.0], np.cumsum(trace.rates * trace.step_s)))
+    due = np.interp(np.arange(steps + 1) * step_s, edges, cumulative)
+    per_source = np.floor(np.outer(np.asarray(shares), due) + 1e-9).astype(np.int64)
+    return np.diff(per_source, axis=1)
+
+
+class SimEngine:
+    """Simulated time in steps of Δ = td / round(td / step_s); one collect() runs one interval."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        config: RunConfig,
+        trace: Trace,
+        settings: SimSettings = DEFAULT_SETTINGS,
+    ) -> None:
+        self.pipeline = pipeline
+        self.config = config
+        self.trace = trace
+        self.settings = settings
+        self.seed = config.seed if settings.seed is None else settings.seed
+        self.profile: PipelineProfile = profile_pipeline(pipeline, settings, self.seed)
+        self.steps_per_interval = max(1, round(config.td / settings.step_s))
+        self.step_s = config.td / self.steps_per_interval
+        duration = trace.duration_s
+        if config.duration is not None:
+            duration = min(duration, config.duration)
+        self.duration_s = duration
+        self.load_steps = max(1, math.ceil(duration / self.step_s - 1e-9))
+        total_rate = sum(src.rate for src in pipeline.sources)
+        shares = [src.rate / total_rate for src in pipeline.sources]
+        self.emissions = source_emissions(trace, self.load_steps, self.step_s, shares).tolist()
+        self.started = False
+
+    # ------------------------------------------------------------------ Engine protocol
+    def start(self) -> None:
+        if self.started:
+            raise RuntimeError("SimEngine.start() called twice: build a new engine per run")
+        self.started = True
+        self.rng = np.random.default_rng(self.seed)
+        self.ledger = Ledger(self.step_s)
+        self.s = 0
+        self.down_until = 0
+        self.pending: dict[str, int] = {}
+        self.last_counts = Counts()
+        self.interval_sources = [0] * len(self.pipeline.sources)
+        self.ops = self._build_operators()
+        self.order = [self.ops[name] for name in self.pipeline.topological_order]
+        self.source_targets = self._wire()
+
+    def collect(self) -> Snapshot:
+        """Monitor: run one interval of td simulated seconds and return its metrics."""
+        self._reconfigure()
+        for _ in range(self.steps_per_interval):
+            self._step()
+        return self._snapshot()
+
+    def enact(self, decision: Decision) -> None:
+        """Execute: set each operator's active replicas; the change takes effect when the
+        simulation moves on (a decision after the run's last interval changes nothing)."""
+        targets = decision.as_dict()
+        unknown = sorted(set(targets) - set(self.ops))
+        if unknown:
+            raise KeyError(f"decision names unknown operator(s): {', '.join(unknown)}")
+        for name, target in targets.items():
+            self.ops[name].check_replicas(target)
+        self.pending = {n: r for n, r in targets.items() if r != self.ops[n].active}
+
+    def _reconfigure(self) -> None:
+        """Apply the pending decision under the reconfiguration model."""
+        changed, self.pending = self.pending, {}
+        if not changed:
+            return
+        model = self.settings.reconfiguration
+        if model == "restart" and self.s >= self.down_until:
+            # Storm rebalance / DABS-Storm: stop everything, lose the queues, restart later. A
+            # decision taken while a restart is under way only changes what it brings back up.
+            for op in self.order:
+                op.clear()
+            self.down_until = self.s + math.ceil(self.settings.restart_downtime_s / self.step_s)
+        for name, target in changed.items():
+            self.ops[name].set_replicas(target, self.s, delayed=model == "delayed")
+
+    def finished(self) -> bool:
+        if self.s < self.load_steps:
+            return False
+        if not any(op.size for op in self.order):
+            return True
+        return self.s * self.step_s >= self.duration_s + self.config.drain_s - 1e-9
+
+    def totals(self) -> RunTotals:
+        c = self.ledger.counts
+        return RunTotals(
+            events_in=c.events_in,
+            events_out=c.sink_events,
+            completed=round(c.completed_w),
+            filtered=c.filtered,
+            dropped_timeout=c.dropped_timeout,
+            dropped_overflow=c.dropped_overflow,
+            latency_ms_mean=c.latency_s_sum / c.sink_events * 1000.0 if c.sink_events else None,
+            latency_ms_p99=self.ledger.latency_ms_p99(),
+            failed=c.failed,
+            latency_histogram_ms=tuple(self.ledger.latency_histogram_ms()),
+        )
+
+    def stop(self) -> None:
+        """Nothing to release: the simulator owns no process, file or thread."""
+
+    def latency_histogram_ms(self) -> list[tuple[float, int]]:
+        """End-to-end latencies so far: (ms, events) per cohort that reached a sink, ascending."""
+        return self.ledger.latency_histogram_ms()
+
+    # ------------------------------------------------------------------ set-up
+    def _build_operators(self) -> dict[str, Operator]:
+        s = self.settings
+        t_out = self.config.t_out
+        setup = Setup(
+            step_s=self.step_s,
+            td=self.config.td,
+            lag_limit=math.inf if t_out is None else t_out / self.step_s + 1e-9,
+            q_size=self.config.q_size,
+            et_noise=s.et_noise,
+            start_delay_steps=math.ceil(s.start_delay_s / self.step_s - 1e-9),
+            batch_overhead_s=s.batch_overhead_s,
+            batch_work_s=self.config.spark.batch_s if s.batch_work_s is None else s.batch_work_s,
+            trigger_s=self.config.spark.trigger_s,
+            batch_overhead_by_op={k: v / 1000.0 for k, v in s.batch_overhead_ms.items()},
+        )
+        kind = BatchOperator if s.queue_model == "micro_batch" else Operator
+        return {
+            name: kind(
+                self.pipeline.operator(name),
+                self.profile.op(name),
+                setup,
+                self.ledger,
+                self.pipeline.predecessors(name),
+                s.replica_speed.get(name, ()),
+                self.rng,
+            )
+            for name in self.pipeline.topological_order
+        }
+
+    def _wire(self) -> list[tuple[str, tuple[Node, ...], float]]:
+        """Connect the nodes; returns each source's targets and the weight of one copy.
+
+        Each operator's path service time is the mean over its predecessors (sources: 0) plus
+        its own et; the per-replica model adds it to the latency of what reaches a sink."""
+        nodes: dict[str, Node] = {
+            **self.ops,
+            **{n: Sink(n, self.ledger) for n in self.pipeline.sink_names},
+        }
+        per_replica = self.settings.queue_model == "per_replica"
+        service: dict[str, float] = dict.fromkeys(self.pipeline.source_names, 0.0)
+        for op in self.order:
+            preds = self.pipeline.predecessors(op.name)
+            if per_replica:
+                service[op.name] = sum(service[p] for p in preds) / len(preds) + op.et
+            else:  # batches take simulated time: the lag already holds the service
+                service[op.name] = 0.0
+            targets = {
+                stream: tuple(nodes[t] for t in routed)
+                for stream, routed in self.pipeline.routes(op.name).items()
+            }
+            op.connect(targets, service[op.name])
+        weights = dict(self.profile.source_weights)
+        return [
+            (src, tuple(nodes[t] for t in self.pipeline.successors(src)), weights[src])
+            for src in self.pipeline.source_names
+        ]
+
+    # ------------------------------------------------------------------ one step
+    def _step(self) -> None:
+        s = self.s
+        self.ledger.s = s
+        if s < self.load_steps:
+            counts = self.ledger.counts
+            for i, (src, targets, weight) in enumerate(self.source_targets):
+                n = self.emissions[i][s]
+                if n:
+                    counts.events_in += n
+                    self.interval_sources[i] += n
+                    for target in targets:
+                        target.receive(src, {s: n}, weight, 0.0)
+        down = s < self.down_until
+        delayed = self.settings.reconfiguration == "delayed"
+        for op in self.order:
+            if delayed and op.starting:
+                op.start_ready(s)
+            op.down = down
+            op.step(s)
+        self.s = s + 1
+
+    def _snapshot(self) -> Snapshot:
+        now = self.ledger.counts.copy()
+        prev = self.last_counts
+        self.last_counts = now
+        sink_events = now.sink_events - prev.sink_events
+        latency = now.latency_s_sum - prev.latency_s_sum
+        sources = tuple(zip(self.pipeline.source_names, self.interval_sources, strict=True))
+        self.interval_sources = [0] * len(sources)
+        return Snapshot(
+            t=self.s * self.step_s,
+            td=self.steps_per_interval * self.step_s,
+            sources=sources,
+            operators=tuple(op.stats() for op in self.order),
+            completed=round(now.completed_w) - round(prev.completed_w),
+            sink_events=sink_events,
+            latency_ms_mean=latency / sink_events * 1000.0 if sink_events else None,
+            extra=(
+                ("dropped_restart", float(now.dropped_restart - prev.dropped_restart)),
+                ("failed", float(now.failed - prev.failed)),
+            ),
+        )
+
+
+def simulate(
+    pipeline: Pipeline,
+    config: RunConfig,
+    trace: Trace,
+    settings: SimSettings = DEFAULT_SETTINGS,
+    observers: Sequence[Observer] = (),
+) -> RunResult:
+    """One simulated run: the run's controller and the shared MAPE loop over a SimEngine."""
+    engine = SimEngine(pipeline, config, trace, settings)
+    return run_mape(engine, config.controller(), dry_run=config.dry_run, observers=observers)

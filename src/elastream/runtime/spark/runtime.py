@@ -1,0 +1,287 @@
+"""The Spark runtime engine: one streaming query per operator, live replica changes, no restart."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from elastream.control.policy import Decision
+from elastream.model.metrics import RunTotals, latency_histogram
+from elastream.model.pipeline import Pipeline
+from elastream.model.snapshot import OperatorStats, Snapshot
+from elastream.runtime.queues.sqlite import SqliteQueueStore
+from elastream.runtime.spark.feeder import Feeder
+from elastream.runtime.spark.session import spark_session
+from elastream.runtime.spark.source import SOURCE_NAME
+from elastream.settings.run import RunConfig
+from elastream.workloads.trace import Trace
+
+DB_NAME = "queues.db"
+DEFAULT_ET_S = 0.01
+
+
+class RuntimeFailure(RuntimeError):
+    """A query died or the feeder failed; the message names the operator and the cause."""
+
+
+@dataclass
+class OperatorState:
+    """What the driver remembers of one operator between intervals."""
+
+    replicas: int
+    et_s: float
+    replica_et: list[float] = field(default_factory=list)
+
+
+def seed_et(op: Any) -> float:
+    """et_i before any measurement: the declared seed, else the emulated service time."""
+    if op.et_ms:
+        return op.et_ms / 1000.0
+    return max(op.service_time_ms / 1000.0, 0.0) or DEFAULT_ET_S
+
+
+def admission_cap(replicas: int, et_s: float, batch_s: float) -> int:
+    """Events admitted per micro-batch: each active replica gets `batch_s` seconds of work."""
+    return max(replicas, int(replicas * batch_s / max(et_s, 1e-6)))
+
+
+class SparkEngine:
+    """Implements the Engine protocol on a real (local or standalone) Spark cluster."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        config: RunConfig,
+        trace: Trace,
+        *,
+        resume: bool = False,
+        keep_session: bool = False,
+    ) -> None:
+        self.pipeline = pipeline
+        self.config = config
+        self.trace = trace if config.duration is None else trace.sliced(0, config.duration)
+        self.out = Path(config.out)
+        self.db_path = self.out / DB_NAME
+        self.resume = resume
+        self.keep_session = keep_session
+        self.queries: dict[str, Any] = {}
+        self.run_ids: dict[str, set[str]] = {}
+        self.ops: dict[str, OperatorState] = {}
+
+    # -- Engine protocol ---------------------------------------------------------------------
+    def start(self) -> None:
+        self._prepare_store()
+        # local[n, 4]: up to 4 attempts per task, as on a cluster (plain local[n] never retries).
+        self.spark = spark_session(self.config.spark.master or f"local[{self._slots()},4]")
+        for name in self.pipeline.topological_order:
+            self._start_query(name)
+        self._await_first_batches()
+        resume_at = float(self.store.meta("trace_elapsed", 0.0)) if self.resume else 0.0
+        self.feeder = Feeder(
+            self.pipeline, self.db_path, self.trace, self.config.seed, resume_at=resume_at
+        )
+        self.t0 = time.time() - resume_at
+        self.t_prev = time.time()
+        self.feeder.start()
+
+    def collect(self) -> Snapshot:
+        deadline = self.t_prev + self.config.td
+        time.sleep(max(0.0, deadline - time.time()))
+        self._check_health()
+        t0, t1 = self.t_prev, time.time()
+        self.t_prev = t1
+        stats_list = []
+        for name in self.pipeline.topological_order:
+            tasks = self.store.task_stats(name, t0, t1)
+            stats = self._operator_stats(name, t0, t1, tasks)
+            self._remember(stats, tasks)
+            stats_list.append(stats)
+        ops = tuple(stats_list)
+        sources = tuple((s, self._source_count(s, t0, t1)) for s in self.pipeline.source_names)
+        n_sink, latency = self.store.sink_latency(t0, t1)
+        return Snapshot(
+            t=t1 - self.t0,
+            td=t1 - t0,
+            sources=sources,
+            operators=ops,
+            completed=self.store.completed(t0, t1),
+            sink_events=n_sink,
+            latency_ms_mean=latency,
+        )
+
+    def enact(self, decision: Decision) -> None:
+        for name, replicas in decision.replicas:
+            self.ops[name].replicas = replicas
+            self._publish(name)
+
+    def finished(self) -> bool:
+        if not self.feeder.done.is_set():
+            return False
+        if self.feeder.error is not None:
+            return True
+        pending = sum(self.store.pending(op) for op in self.pipeline.operator_names)
+        return pending == 0 or time.time() - self._fed_until() > self.config.drain_s
+
+    def totals(self) -> RunTotals:
+        audit = self.store.audit()
+        latencies = np.array(self.store.sink_latencies_ms())
+        return RunTotals(
+            events_in=audit.events_in,
+            events_out=audit.sink_events,
+            completed=audit.to_sink + audit.filtered,
+            filtered=audit.filtered,
+            dropped_timeout=audit.timeout,
+            dropped_overflow=audit.overflow,
+            failed=audit.failed,
+            latency_ms_mean=float(latencies.mean()) if latencies.size else None,
+            latency_ms_p99=float(np.percentile(latencies, 99)) if latencies.size else None,
+            duplicates=audit.duplicate_sink_roots,
+            latency_histogram_ms=latency_histogram(latencies),
+        )
+
+    def stop(self) -> None:
+        if hasattr(self, "feeder"):
+            self.feeder.stop()
+        if self.queries:
+            # In-flight empty batches interrupted by stop() log aborted commits: not errors.
+            self.spark.sparkContext.setLogLevel("FATAL")
+        for query in self.queries.values():
+            query.stop()
+        if self.queries:
+            self.spark.sparkContext.setLogLevel("ERROR")
+        if hasattr(self, "spark") and not self.keep_session:
+            self.spark.stop()
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _slots(self) -> int:
+        """One task slot per pre-allocated replica, so every active replica really runs."""
+        return max(2, self.pipeline.r_over)
+
+    def _prepare_store(self) -> None:
+        if self.resume and not self.db_path.exists():
+            raise RuntimeFailure(f"nothing to resume: {self.db_path} does not exist")
+        if not self.resume and self.out.exists():
+            for stale in (self.db_path, self.out / "checkpoints"):
+                if stale.is_dir():
+                    shutil.rmtree(stale)
+                elif stale.exists():
+                    stale.unlink()
+            for suffix in ("-wal", "-shm"):
+                Path(f"{self.db_path}{suffix}").unlink(missing_ok=True)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.store = SqliteQueueStore(self.db_path)
+        self.store.set_meta("pipeline", self.pipeline.model_dump(mode="json", by_alias=True))
+        self.store.set_meta("t_out", self.config.t_out)
+        self.store.set_meta("td", self.config.td)
+        for op in self.pipeline.operators:
+            self.store.create_queue(op.name, self.config.q_size)
+        for sink in self.pipeline.sinks:
+            self.store.create_queue(sink.name, None, sink=True)
+        for op in self.pipeline.operators:
+            replicas = op.replicas.start
+            if self.resume:
+                replicas = self.store.control(op.name)[0]
+            self.ops[op.name] = OperatorState(replicas, seed_et(op))
+            self._publish(op.name)
+
+    def _publish(self, name: str) -> None:
+        """Execute: publish r_i, the batch cap, et_i and et_ij where plan-time code reads them."""
+        st = self.ops[name]
+        cap = admission_cap(st.replicas, st.et_s, self.config.spark.batch_s)
+        self.store.set_control(name, st.replicas, cap, st.et_s, st.replica_et)
+
+    def _start_query(self, name: str) -> None:
+        sc = self.spark.sparkContext
+        sc.setLocalProperty("spark.scheduler.pool", name)
+        reader = (
+            self.spark.readStream.format(SOURCE_NAME)
+            .option("db", str(self.db_path.resolve()))
+            .option("op", name)
+        )
+        writer = (
+            reader.load()
+            .writeStream.format("noop")
+            .queryName(f"elastream-{name}")
+            .option("checkpointLocation", str((self.out / "checkpoints" / name).resolve()))
+        )
+        if self.config.spark.trigger_s > 0:
+            writer = writer.trigger(processingTime=f"{self.config.spark.trigger_s} seconds")
+        query = writer.start()
+        self.queries[name] = query
+        self.run_ids[name] = {str(query.runId)}
+
+    def _await_first_batches(self, timeout_s: float = 120.0) -> None:
+        """Wait until every query has planned and run its first (empty) micro-batch, so the
+        feeder does not start the clock during Spark's cold start."""
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            self._check_health()
+            if all(q.lastProgress is not None for q in self.queries.values()):
+                return
+            time.sleep(0.2)
+        raise RuntimeFailure(f"the operator queries did not start within {timeout_s:.0f} s")
+
+    def _check_health(self) -> None:
+        for name, query in self.queries.items():
+            error = query.exception()
+            if error is not None or not query.isActive:
+                raise RuntimeFailure(f"the query of operator {name!r} stopped: {error}")
+            self.run_ids[name].add(str(query.runId))
+        feeder = getattr(self, "feeder", None)
+        if feeder is not None and feeder.error is not None:
+            raise RuntimeFailure(f"the source feeder failed: {self.feeder.error}")
+
+    def _operator_stats(
+        self, name: str, t0: float, t1: float, tasks: dict[int, tuple[int, float]]
+    ) -> OperatorStats:
+        spec = self.pipeline.operator(name)
+        st = self.ops[name]
+        arrivals = self.store.arrivals(name, t0, t1)
+        kinds, emitted = self.store.outcome_counts(name, t0, t1)
+        handled = sum(n for n, _ in tasks.values())
+        busy = sum(b for _, b in tasks.values())
+        et = busy / handled if handled else None
+        per_replica = [tasks.get(j, (0, 0.0))[0] for j in range(st.replicas)]
+        td = t1 - t0
+        # Eq. 5: U_ij = μ_ij · et_i / td
+        util = [n * (et or st.et_s) / td for n in per_replica]
+        return OperatorStats(
+            name=name,
+            replicas=st.replicas,
+            min_replicas=spec.replicas.min,
+            max_replicas=spec.replicas.max,
+            received=sum(arrivals.values()),
+            received_from=tuple((p, arrivals.get(p, 0)) for p in self.pipeline.predecessors(name)),
+            processed=kinds.get("processed", 0) + kinds.get("filtered", 0),
+            emitted=emitted,
+            queue=self.store.pending(name),
+            et_s=et,
+            busy_s=busy,
+            dropped_timeout=kinds.get("timeout", 0),
+            dropped_overflow=self.store.overflow_count(name, t0, t1),
+            replica_processed=tuple(per_replica),
+            utilization=tuple(util),
+        )
+
+    def _remember(self, stats: OperatorStats, tasks: dict[int, tuple[int, float]]) -> None:
+        """Keep the latest measured et_i and et_ij for the next plans (unchanged if idle)."""
+        st = self.ops[stats.name]
+        if stats.et_s is not None:
+            st.et_s = stats.et_s
+        known = dict(enumerate(st.replica_et))
+        known.update({j: busy / n for j, (n, busy) in tasks.items() if n > 0})
+        st.replica_et = [known.get(j, st.et_s) for j in range(stats.max_replicas)]
+        self._publish(stats.name)
+
+    def _source_count(self, source: str, t0: float, t1: float) -> int:
+        """λ_G share of one source: events it offered during [t0, t1) to its first target."""
+        first = self.pipeline.successors(source)[0]
+        return self.store.arrivals(first, t0, t1).get(source, 0)
+
+    def _fed_until(self) -> float:
+        return self.t0 + self.trace.duration_s

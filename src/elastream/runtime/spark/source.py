@@ -1,0 +1,107 @@
+"""A PySpark streaming data source over one operator's input queue: admission control in
+`latestOffset`, one partition per active replica in `partitions`, the operator itself in `read`.
+
+`latestOffset` and `partitions` run in Spark's per-query Python helper process, `read` in executor
+Python workers: all of them learn the controller's decisions from the queue store, never from
+driver objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
+from pyspark.sql.types import StructType
+
+from elastream.model.grouping import assign
+from elastream.runtime.spark.task import context_for, run_task, store_for
+
+SOURCE_NAME = "elastream_queue"
+SCHEMA = "replica INT, events INT, fresh INT, outputs INT, busy DOUBLE"
+
+
+@dataclass(frozen=True)
+class ReplicaPartition(InputPartition):
+    """The offsets of one micro-batch that replica `replica` processes."""
+
+    replica: int
+    offsets: tuple[int, ...]
+    batch: str
+
+
+def split_batch(db: str, op: str, start: int, end: int) -> list[ReplicaPartition]:
+    """Exactly r_i partitions, the batch's events divided by the operator's grouping.
+
+    For load balancing (PSPS Alg. 1) every replica starts the batch with U = 0, since each has
+    finished its share of the previous micro-batch; each event then costs that replica its own
+    et_ij / td, so a slower replica gets fewer events and the batch ends when all do."""
+    store = store_for(db)
+    replicas, _, et, replica_et = store.control(op)
+    grouping = context_for(db, op).spec.grouping
+    keys = store.keys(op, start, end)
+    td = float(store.meta("td", 1.0))
+    ets = [
+        replica_et[j] if j < len(replica_et) and replica_et[j] > 0 else et for j in range(replicas)
+    ]
+    owners = assign(grouping, keys, replicas, seed=start, et_s=ets, td_s=td)
+    shares: list[list[int]] = [[] for _ in range(replicas)]
+    for k, owner in enumerate(owners):
+        shares[owner].append(start + k)
+    batch = f"{start}-{end}"
+    return [ReplicaPartition(j, tuple(offs), batch) for j, offs in enumerate(shares)]
+
+
+def admitted_end(db: str, op: str, start: int, limit: ReadLimit | None) -> int:
+    """Admission control: at most `cap` events per batch (what the active replicas can process
+    in one batch), fewer if Spark's own limit is tighter; the rest stays queued."""
+    store = store_for(db)
+    _, cap, _, _ = store.control(op)
+    end = min(store.latest(op), start + cap)
+    if isinstance(limit, ReadMaxRows):
+        end = min(end, start + limit.maxRows)
+    return end
+
+
+class QueueStreamReader(DataSourceStreamReader):
+    def __init__(self, db: str, op: str) -> None:
+        self.db = db
+        self.op = op
+
+    def initialOffset(self) -> dict:
+        return {"off": 0}
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        return {"off": admitted_end(self.db, self.op, int(start["off"]), limit)}
+
+    def reportLatestOffset(self) -> dict:
+        return {"off": store_for(self.db).latest(self.op)}
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        return split_batch(self.db, self.op, int(start["off"]), int(end["off"]))
+
+    def read(self, partition: InputPartition) -> Iterator[tuple]:
+        assert isinstance(partition, ReplicaPartition)
+        r = run_task(self.db, self.op, partition.offsets, partition.replica, partition.batch)
+        yield (r.replica, r.events, r.fresh, r.outputs, r.busy_s)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: outcomes were committed with the outputs, per event."""
+
+
+class QueueDataSource(DataSource):
+    """`spark.readStream.format("elastream_queue").option("db", path).option("op", name)`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        missing = [k for k in ("db", "op") if k not in self.options]
+        if missing:
+            raise ValueError(f"{SOURCE_NAME} source needs option(s): {', '.join(missing)}")
+        return QueueStreamReader(self.options["db"], self.options["op"])

@@ -1,0 +1,1 @@
+"""Typed settings: one pydantic style, one YAML reader with file:line errors, --describe."""

@@ -1,0 +1,115 @@
+"""The one typed, validated run configuration shared by the CLI, the engines and the benchmarks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from elastream.control.controller import Controller
+from elastream.control.guards import GuardConfig
+from elastream.control.policies import POLICIES
+from elastream.model.pipeline import Pipeline, pipeline_from_dict
+
+DEFAULT_DATA_DIR = Path("../shared/data")
+
+
+class ConfigError(ValueError):
+    """A broken configuration; the message names the setting."""
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class GuardSettings(_Settings):
+    max_step_up: int | None = Field(None, ge=1)
+    max_step_down: int | None = Field(None, ge=1)
+    dead_band: float = Field(0.0, ge=0, lt=1)
+    stabilization_s: float = Field(0.0, ge=0)
+    scale_down_delay_s: float = Field(0.0, ge=0)
+
+    def to_config(self) -> GuardConfig:
+        return GuardConfig(**self.model_dump())
+
+
+class SparkSettings(_Settings):
+    master: str | None = Field(
+        None, description="Spark master; default local[n] sized to the pools"
+    )
+    batch_s: float = Field(
+        1.0, gt=0, description="work admitted per micro-batch, in replica-seconds"
+    )
+    trigger_s: float = Field(
+        0.2, ge=0, description="processing-time trigger; bounds idle polling (0: none)"
+    )
+
+
+class RunConfig(_Settings):
+    """Everything `elastream run` and `elastream simulate` take besides the pipeline."""
+
+    policy: str = "psps"
+    policy_options: dict[str, Any] = Field(default_factory=dict)
+    replicas: int | None = Field(None, ge=1, description="r for the static policy")
+    td: float = Field(5.0, gt=0, description="MAPE interval, seconds")
+    t_out: float | None = Field(30.0, gt=0, description="event timeout, seconds (None: never)")
+    q_size: int | None = Field(100_000, ge=1, description="queue bound (None: unbounded)")
+    duration: float | None = Field(None, gt=0, description="run length, seconds (default: trace)")
+    trace: str | None = Field(None, description="trace file or generator spec (see workloads)")
+    data_dir: Path | None = Field(None, description="folder of real traces (../shared/data)")
+    peak_rate: float | None = Field(None, gt=0)
+    time_scale: float = Field(1.0, gt=0)
+    drain_s: float = Field(60.0, ge=0, description="time allowed to empty queues after the load")
+    out: Path = Path("runs/latest")
+    dry_run: bool = False
+    seed: int = 0
+    engine: Literal["spark", "sim"] = "spark"
+    guards: GuardSettings = GuardSettings()
+    spark: SparkSettings = SparkSettings()
+
+    @model_validator(mode="after")
+    def _known_policy(self) -> RunConfig:
+        if self.policy not in POLICIES:
+            raise ValueError(
+                f"unknown policy {self.policy!r} (known: {', '.join(POLICIES.names())})"
+            )
+        POLICIES.get(self.policy).make_config(self.effective_policy_options())
+        return self
+
+    def controller(self) -> Controller:
+        """The guarded policy of this run: what every engine's MAPE loop calls."""
+        return Controller.build(
+            self.policy, self.effective_policy_options(), self.guards.to_config()
+        )
+
+    def starting_pipeline(self, pipeline: Pipeline) -> Pipeline:
+        """The pipeline as this run starts it: Storm with r replicas runs r from the start, so a
+        `static` run's pools start at its r (clamped to each pool), not at the pool minimum."""
+        if self.policy != "static":
+            return pipeline
+        r = self.effective_policy_options().get("replicas", 1)
+        data = pipeline.model_dump(by_alias=True)
+        for op in data["operators"]:
+            pool = op["replicas"]
+            pool["initial"] = max(pool["min"], min(pool["max"], r))
+        return pipeline_from_dict(data, f"{pipeline.name} starting at {r} replicas")
+
+    def effective_policy_options(self) -> dict[str, Any]:
+        options = dict(self.policy_options)
+        if self.replicas is not None and self.policy == "static":
+            options.setdefault("replicas", self.replicas)
+        return options
+
+
+def make_config(**values: Any) -> RunConfig:
+    """Validate settings; errors name each bad setting. An explicit None switches an optional
+    setting off (t_out, q_size); leave a setting out to get its default."""
+    try:
+        return RunConfig(**values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ConfigError(f"invalid configuration: {problems}") from None
