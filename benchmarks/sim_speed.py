@@ -19,9 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
+from elastream.config import RunConfig
+from elastream.experiments.session import simulate
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
-from elastream.runtime.sim import SimSettings, profile_pipeline, simulate
-from elastream.settings.run import RunConfig
+from elastream.runtime.sim import SimSettings, profile_pipeline
 from elastream.workloads import Trace, TraceError, resolve_trace
 
 TWITTER = "twitter_sample_per_second_3days.txt"

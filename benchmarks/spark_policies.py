@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 
 from elastream.cli.demo import demo_pipeline_path
-from elastream.control.mape import run_mape
-from elastream.experiments.session import workload_for
+from elastream.config import make_config
+from elastream.config.files import load_pipeline
+from elastream.experiments.session import prepare_workload, run_engine
 from elastream.model.metrics import PAPER_METRICS
-from elastream.model.pipeline import Pipeline, load_pipeline
+from elastream.model.pipeline import Pipeline
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.runtime.spark.session import spark_session
-from elastream.settings.run import make_config
 from elastream.workloads.generators import constant
 
 METRICS = (
@@ -49,10 +49,10 @@ def policy_runs(pipeline: Pipeline, args: argparse.Namespace) -> dict[str, dict]
             drain_s=args.drain,
             **settings,
         )
-        trace = workload_for(config, pipeline)
+        trace = prepare_workload(config, pipeline)
         engine = SparkEngine(config.starting_pipeline(pipeline), config, trace, keep_session=True)
         started = time.time()
-        result = run_mape(engine, config.controller())
+        result = run_engine(engine, config)
         results[label] = result.summary.as_dict() | {"wall_s": time.time() - started}
         print(f"{label}: done in {results[label]['wall_s']:.0f} s", flush=True)
     return results
@@ -81,7 +81,7 @@ def elastream_per_event(pipeline: Pipeline, events: int, out: Path) -> float:
         spark={"batch_s": 600.0},  # admit the whole backlog in one batch per operator
     )
     engine = SparkEngine(pipeline, config, trace, keep_session=True)
-    run_mape(engine, config.controller())
+    run_engine(engine, config)
     first, last = engine.store.conn.execute(
         "SELECT MIN(ts), MAX(enq) FROM events e JOIN queues q ON e.q = q.q WHERE q.sink = 1"
     ).fetchone()

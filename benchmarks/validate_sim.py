@@ -14,15 +14,13 @@ import json
 import tempfile
 from pathlib import Path
 
-from elastream.control.mape import run_mape
+from elastream.config import make_config
+from elastream.config.files import load_pipeline
 from elastream.experiments.calibrate import calibrated_settings
 from elastream.experiments.compare import compare
-from elastream.experiments.session import workload_for
+from elastream.experiments.session import build_engine, prepare_workload, run_engine, simulate
 from elastream.model.metrics import PAPER_METRICS
-from elastream.model.pipeline import load_pipeline
-from elastream.runtime.sim import SimSettings, simulate
-from elastream.runtime.spark.runtime import SparkEngine
-from elastream.settings.run import make_config
+from elastream.runtime.sim import SimSettings
 
 PIPELINE = Path(__file__).parent / "pipelines" / "validate3.yaml"
 TRACE = "spike:peak=90,magnitude=6,onset=20,ramp=10,hold=30,decay=10,duration=100"
@@ -39,9 +37,9 @@ def main() -> None:
         config = make_config(
             trace=TRACE, td=3.0, out=args.out / f"spark{k}", drain_s=60, t_out=None
         )
-        trace = workload_for(config, pipeline)
-        engine = SparkEngine(pipeline, config, trace)
-        sparks.append(run_mape(engine, config.controller()))
+        trace = prepare_workload(config, pipeline)
+        engine = build_engine(pipeline, config, trace)
+        sparks.append(run_engine(engine, config))
         settings = settings or calibrated_settings(engine, seed=0)
     assert settings is not None
     sim_config = config.model_copy(update={"engine": "sim"})

@@ -13,6 +13,7 @@ import yaml
 from helpers import linear_pipeline
 
 from elastream.cli import bench as bench_command
+from elastream.config import make_config
 from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
 from elastream.experiments.bench.metrics import sla_compliance, slowest_path_ms
@@ -30,7 +31,6 @@ from elastream.experiments.bench.tables import render_tables, update_markdown
 from elastream.model.metrics import RunTotals
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.model.snapshot import OperatorStats, Snapshot
-from elastream.settings.run import make_config
 
 # ---------------------------------------------------------------------------- a tiny fake engine
 
@@ -119,9 +119,7 @@ def fake_run(pipeline, config, trace, sim):
     if sim.get("fail"):
         raise RuntimeError("the fake engine was told to fail")
     engine = FakeEngine(pipeline, config, trace, sim.get("capacity", 10.0))
-    controller = Controller.build(
-        config.policy, config.effective_policy_options(), config.guards.to_config()
-    )
+    controller = Controller.build(config.policy, config.effective_policy_options(), config.guards)
     result = run_mape(engine, controller)
     return Outcome(result, tuple(Counter(engine.latencies).items()))
 

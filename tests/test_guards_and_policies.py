@@ -3,10 +3,10 @@
 import pytest
 from helpers import snapshot, stats
 
+from elastream.base.registry import UnknownNameError
 from elastream.control.controller import Controller
 from elastream.control.guards import GuardConfig, GuardState, apply_guards
 from elastream.control.policy import Decision, PolicyConfigError
-from elastream.registry import UnknownNameError
 
 
 def decide(targets, current=4, t=10.0, state=None, **guards):

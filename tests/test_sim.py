@@ -1,19 +1,24 @@
 """The simulator as an Engine: conservation, overload, Little's law, q_size and t_out, the three
 reconfiguration models, groupings after a scale-out, determinism and the shared policy code."""
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
 import elastream.control.mape
+from elastream.config import RunConfig
 from elastream.control.policies import POLICIES, psps
 from elastream.control.policy import Decision
+from elastream.experiments import session as sim_engine  # the one run path simulate() takes
+from elastream.experiments.session import simulate
 from elastream.model.pipeline import pipeline_from_dict
-from elastream.runtime.sim import SimEngine, SimSettings, simulate
-from elastream.runtime.sim import simulator as sim_engine
-from elastream.settings.run import RunConfig
+from elastream.runtime.sim import SimEngine, SimSettings
 from elastream.workloads.trace import Trace
+
+
+def replace(settings: SimSettings, **changes) -> SimSettings:
+    """A validated copy of simulator settings with some fields changed."""
+    return SimSettings(**(settings.model_dump() | changes))
+
 
 SYN = "elastream.examples.synthetic"
 EXACT = SimSettings(measure_cpu=False)  # service times only: exactly reproducible

@@ -5,14 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from elastream.control.mape import run_mape
+from elastream.config import make_config
+from elastream.config.files import load_pipeline
 from elastream.experiments.calibrate import calibrated_settings
 from elastream.experiments.compare import compare
-from elastream.experiments.session import workload_for
-from elastream.model.pipeline import load_pipeline
-from elastream.runtime.sim import SimSettings, simulate
-from elastream.runtime.spark.runtime import SparkEngine
-from elastream.settings.run import make_config
+from elastream.experiments.session import build_engine, prepare_workload, run_engine, simulate
+from elastream.runtime.sim import SimSettings
 
 pytestmark = pytest.mark.spark
 PIPELINE = Path(__file__).parents[1] / "benchmarks" / "pipelines" / "validate3.yaml"
@@ -22,9 +20,9 @@ TRACE = "spike:peak=90,magnitude=6,onset=10,ramp=5,hold=25,decay=5,duration=60"
 def test_calibrated_simulator_tracks_the_spark_runtime(tmp_path):
     pipeline = load_pipeline(PIPELINE)
     config = make_config(trace=TRACE, td=3.0, out=tmp_path / "spark", drain_s=60, t_out=None)
-    trace = workload_for(config, pipeline)
-    engine = SparkEngine(pipeline, config, trace)
-    spark = run_mape(engine, config.controller())
+    trace = prepare_workload(config, pipeline)
+    engine = build_engine(pipeline, config, trace)
+    spark = run_engine(engine, config)
     settings = calibrated_settings(engine, seed=0)
     assert 0.05 < settings.batch_overhead_s < 1.0  # Spark's fixed cost per micro-batch
 

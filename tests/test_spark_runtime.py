@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from elastream.config import make_config
+from elastream.config.files import load_pipeline
 from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
-from elastream.model.pipeline import load_pipeline
 from elastream.runtime.spark.runtime import SparkEngine
-from elastream.settings.run import make_config
 from elastream.workloads import Trace
 
 pytestmark = pytest.mark.spark

@@ -5,7 +5,8 @@ import copy
 import pytest
 from helpers import linear_pipeline
 
-from elastream.model.pipeline import TopologyError, load_pipeline, pipeline_from_dict
+from elastream.config.files import load_pipeline
+from elastream.model.pipeline import TopologyError, pipeline_from_dict
 
 
 def bad(mutate, match):

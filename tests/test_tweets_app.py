@@ -6,15 +6,17 @@ import json
 import multiprocessing
 import random
 import sqlite3
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 import elastream
+from elastream.config.files import load_pipeline
 from elastream.examples import tweets as t
 from elastream.model.events import Emit, Event, derived_id
-from elastream.model.pipeline import load_pipeline
 
 YAML = Path(elastream.__file__).parent / "examples" / "tweets.yaml"
 
@@ -228,11 +230,24 @@ def test_every_generated_malformed_payload_is_rejected_and_nothing_else():
 # ---------------------------------------------------------------------------- content classifier
 
 
+def test_importing_the_package_trains_nothing_and_the_model_is_trained_once():
+    code = (
+        "import gc\n"
+        "import elastream.examples.tweets as t\n"
+        "print(sum(isinstance(o, t.NaiveBayes) for o in gc.get_objects()))\n"
+        "print(t.content_classifier.cache_info().currsize)\n"
+        "assert t.content_classifier() is t.content_classifier()\n"
+        "print(t.content_classifier.cache_info().currsize)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["0", "0", "1"]  # no model after import; one after two calls
+
+
 def test_naive_bayes_accuracy_on_held_out_sentences_is_far_above_chance():
     pairs = [(topic, text) for topic, texts in HELD_OUT.items() for text in texts]
     training = {text for _, text in t.training_samples()}
     assert not training & {text for _, text in pairs}, "held-out sentences must be unseen"
-    correct = sum(t.CLASSIFIER.predict(text)[0] == topic for topic, text in pairs)
+    correct = sum(t.content_classifier().predict(text)[0] == topic for topic, text in pairs)
     accuracy = correct / len(pairs)
     chance = 1 / len(t.data.TOPICS)
     assert accuracy >= 0.75 > 4 * chance, accuracy
@@ -253,7 +268,8 @@ def test_naive_bayes_learns_from_its_data_and_scores_are_probabilities():
 def test_classifier_recovers_the_topic_of_generated_tweets():
     rng = random.Random(4)
     draws = [(topic, t.compose_text(topic, rng).text) for topic in t.data.TOPICS for _ in range(60)]
-    accuracy = sum(t.CLASSIFIER.predict(text)[0] == topic for topic, text in draws) / len(draws)
+    model = t.content_classifier()
+    accuracy = sum(model.predict(text)[0] == topic for topic, text in draws) / len(draws)
     assert accuracy > 0.85, accuracy
 
 

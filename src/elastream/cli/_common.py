@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from elastream.base.settings import SettingsError, read_settings
+from elastream.config import ConfigError, RunConfig, make_config
+from elastream.config.files import load_pipeline
 from elastream.control.policies import POLICIES
 from elastream.model.metrics import PAPER_METRICS, Summary
-from elastream.model.pipeline import Pipeline, load_pipeline
-from elastream.settings.run import ConfigError, RunConfig, make_config
+from elastream.model.pipeline import Pipeline
 from elastream.workloads import Trace
 
 HEADLINE = (
@@ -35,6 +35,7 @@ def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -
     parser.add_argument("--data-dir", type=Path, help="folder of real traces (../shared/data)")
     parser.add_argument("--peak-rate", type=float, help="rescale the trace to this peak, events/s")
     parser.add_argument("--time-scale", type=float, help="compress trace time by this factor")
+    parser.add_argument("--slice", help="trace seconds START:END kept before rescaling")
     parser.add_argument("--duration", type=float, help="run length in seconds")
     parser.add_argument("--td", type=float, help="MAPE interval in seconds")
     parser.add_argument("--t-out", type=optional(float), help="event timeout, seconds, or none")
@@ -68,6 +69,7 @@ FLAGS = (
     "data_dir",
     "peak_rate",
     "time_scale",
+    "slice",
     "duration",
     "td",
     "t_out",
@@ -79,22 +81,16 @@ FLAGS = (
 )
 
 
-def read_settings(path: Path, what: str, error: type[ValueError]) -> dict[str, Any]:
-    """A YAML mapping of settings; `error` names the file when it cannot be used."""
-    try:
-        loaded = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise error(f"cannot read {what} {path}: {exc}") from None
-    if not isinstance(loaded, dict):
-        raise error(f"{path}: expected a mapping of {what}")
-    return loaded
-
-
 def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
-    """Settings file, then command-line flags, then `overrides` (e.g. the engine)."""
+    """Settings file, then command-line flags, then `overrides` (e.g. the engine). A bad or
+    misplaced key of the settings file is named with its file and line."""
     base: dict[str, Any] = {}
     if getattr(args, "config", None) is not None:
-        base = read_settings(args.config, "settings", ConfigError)
+        try:
+            file = read_settings(RunConfig, args.config, "settings")
+            base = file.model_dump(exclude_unset=True)
+        except SettingsError as exc:
+            raise ConfigError(str(exc)) from None
     given = {k: getattr(args, k, None) for k in FLAGS}
     flags = {k: (None if v == OFF else v) for k, v in given.items() if v is not None}
     return make_config(**(base | flags | overrides))

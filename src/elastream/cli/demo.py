@@ -7,8 +7,8 @@ from importlib import resources
 from pathlib import Path
 
 from elastream.cli._common import add_run_options, config_from_args, print_summary
-from elastream.experiments.session import execute
-from elastream.model.pipeline import load_pipeline
+from elastream.config.files import load_pipeline
+from elastream.experiments.session import run_session
 
 DEMO_PIPELINE = "tweets.yaml"
 DEMO_DURATION_S = 180.0
@@ -38,16 +38,8 @@ def handle(args: argparse.Namespace) -> int:
         engine=args.engine,
         **{k: v for k, v in defaults.items() if getattr(args, k) is None},
     )
-    if args.engine == "sim":
-        from elastream.runtime.sim import SimEngine as make_engine
-    else:
-        from elastream.runtime.spark.runtime import SparkEngine as make_engine
-    result, paths = execute(
-        make_engine,
-        pipeline,
-        config,
-        title=f"elastream demo: tweets on {args.engine}",
-        quiet=args.quiet,
+    result, paths = run_session(
+        pipeline, config, title=f"elastream demo: tweets on {args.engine}", quiet=args.quiet
     )
     print_summary(result.summary, paths)
     return 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from elastream.cli._common import add_run_options, load_run_inputs, print_summary
-from elastream.experiments.session import execute
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,15 +19,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from elastream.runtime.spark.runtime import SparkEngine
+    from elastream.experiments.session import run_session
 
     pipeline, config = load_run_inputs(args, engine="spark")
-
-    def make_engine(p, c, t):  # type: ignore[no-untyped-def]
-        return SparkEngine(p, c, t, resume=args.resume)
-
-    result, paths = execute(
-        make_engine, pipeline, config, title=f"{pipeline.name} on Spark", quiet=args.quiet
+    result, paths = run_session(
+        pipeline, config, title=f"{pipeline.name} on Spark", quiet=args.quiet, resume=args.resume
     )
     print_summary(result.summary, paths)
     return 0

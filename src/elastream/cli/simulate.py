@@ -6,11 +6,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from elastream.base.settings import read_yaml
 from elastream.cli._common import (
     add_run_options,
     load_run_inputs,
     print_summary,
-    read_settings,
 )
 from elastream.runtime.sim.settings import QUEUE_MODELS, RECONFIGURATIONS, SimSettingsError
 
@@ -49,11 +49,13 @@ def sim_settings_from_args(args: argparse.Namespace) -> Any:
     """SimSettings from --sim-config, then the simulator flags; errors name the file or flag."""
     from elastream.runtime.sim.settings import sim_settings_from_dict
 
-    values: dict[str, Any] = {}
+    values: Any = {}
     origin = "command line"
     if args.sim_config is not None:
         origin = str(args.sim_config)
-        values.update(read_settings(args.sim_config, "simulator settings", SimSettingsError))
+        values = read_yaml(args.sim_config, "simulator settings file") or {}
+        if not isinstance(values, dict):
+            raise SimSettingsError(f"{origin}: expected a mapping of simulator settings")
     for flag, field in SIM_FLAGS.items():
         value = getattr(args, flag, None)
         if value is not None:
@@ -62,17 +64,12 @@ def sim_settings_from_args(args: argparse.Namespace) -> Any:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from elastream.experiments.session import execute
-    from elastream.runtime.sim import SimEngine
+    from elastream.experiments.session import run_session
 
     settings = sim_settings_from_args(args)
     pipeline, config = load_run_inputs(args, engine="sim")
-
-    def make_engine(p, c, t):  # type: ignore[no-untyped-def]
-        return SimEngine(p, c, t, settings)
-
-    result, paths = execute(
-        make_engine, pipeline, config, title=f"{pipeline.name} (simulated)", quiet=args.quiet
+    result, paths = run_session(
+        pipeline, config, title=f"{pipeline.name} (simulated)", quiet=args.quiet, sim=settings
     )
     print_summary(result.summary, paths)
     return 0

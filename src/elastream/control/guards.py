@@ -10,27 +10,31 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import Field
+
+from elastream.base.settings import Settings
 from elastream.control.policy import Decision, Policy
 from elastream.model.snapshot import OperatorStats, Snapshot
 
 
-@dataclass(frozen=True, slots=True)
-class GuardConfig:
-    max_step_up: int | None = None  # at most this many replicas added per decision
-    max_step_down: int | None = None  # at most this many removed per decision
-    dead_band: float = 0.0  # ignore |target - current| / current below this fraction
-    stabilization_s: float = 0.0  # scale down only to the max recommendation of this window
-    scale_down_delay_s: float = 0.0  # no scale-down this long after a scale-up
+class GuardConfig(Settings):
+    """The guard layer's settings (the same for every policy)."""
 
-    def __post_init__(self) -> None:
-        for name in ("max_step_up", "max_step_down"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be >= 1 or None, got {value}")
-        if not 0 <= self.dead_band < 1:
-            raise ValueError(f"dead_band must be in [0, 1), got {self.dead_band}")
-        if self.stabilization_s < 0 or self.scale_down_delay_s < 0:
-            raise ValueError("stabilization_s and scale_down_delay_s must be >= 0")
+    max_step_up: int | None = Field(
+        None, ge=1, description="at most this many replicas added per decision (None: no limit)"
+    )
+    max_step_down: int | None = Field(
+        None, ge=1, description="at most this many replicas removed per decision (None: no limit)"
+    )
+    dead_band: float = Field(
+        0.0, ge=0, lt=1, description="ignore changes smaller than this fraction of the current r"
+    )
+    stabilization_s: float = Field(
+        0.0, ge=0, description="scale down only to the largest recommendation of this window, s"
+    )
+    scale_down_delay_s: float = Field(
+        0.0, ge=0, description="no scale-down for this long after a scale-up, s"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from pydantic import ValidationError
+
+from elastream.base.registry import Registry
+from elastream.base.settings import plain_message
 from elastream.model.snapshot import Snapshot
-from elastream.registry import Registry
 
 C = TypeVar("C")
 S = TypeVar("S")
@@ -52,7 +55,7 @@ class Policy(Generic[C, S]):
     def make_config(self, options: Mapping[str, Any] | None = None) -> C:
         """Build this policy's frozen config from plain options, naming any bad option."""
         options = dict(options or {})
-        known = {f.name for f in fields(self.config_type)}  # type: ignore[arg-type]
+        known = set(self.config_type.model_fields)  # type: ignore[attr-defined]
         unknown = sorted(set(options) - known)
         if unknown:
             raise PolicyConfigError(
@@ -61,8 +64,9 @@ class Policy(Generic[C, S]):
             )
         try:
             return self.config_type(**options)
-        except (TypeError, ValueError) as exc:
-            raise PolicyConfigError(f"policy {self.name!r}: {exc}") from None
+        except ValidationError as exc:
+            problems = "; ".join(plain_message(err) for err in exc.errors())
+            raise PolicyConfigError(f"policy {self.name!r}: {problems}") from None
 
 
 POLICIES: Registry[Policy[Any, Any]] = Registry("policy")

@@ -1,53 +1,152 @@
-"""Running a pipeline end to end on either engine: workload, MAPE loop, live view, outputs."""
+"""The one run path: prepare the workload once, build the chosen engine, run the MAPE loop, and
+(for `run`, `simulate` and `demo`) show the live table and write the outputs; `bench` calls the
+same `run_pipeline` in its worker processes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from elastream.control.mape import Engine, RunResult, run_mape
+from elastream.base.registry import Registry
+from elastream.config import RunConfig
+from elastream.control.mape import Engine, Observer, RunResult, run_mape
 from elastream.model.pipeline import Pipeline
 from elastream.report import LiveTable, write_outputs
-from elastream.settings.run import RunConfig
+from elastream.runtime.sim.settings import SimSettings
 from elastream.workloads import Trace, resolve_trace
 from elastream.workloads.generators import constant
+from elastream.workloads.scaling import apply_scaling
 
 DEFAULT_DURATION_S = 60.0
 
+EngineFactory = Callable[[Pipeline, RunConfig, Trace, "SimSettings | None", bool], Engine]
 
-def workload_for(config: RunConfig, pipeline: Pipeline) -> Trace:
-    """The input rate over time: the configured trace (rescaled, compressed, cut to the duration),
-    or the sources' declared rates held constant for the duration."""
-    if config.trace is None:
-        total = sum(s.rate for s in pipeline.sources)
-        return constant(rate=total, duration=config.duration or DEFAULT_DURATION_S)
-    trace = resolve_trace(config.trace, config.data_dir)
-    if config.peak_rate is not None:
-        trace = trace.rescaled(config.peak_rate)
-    if config.time_scale != 1.0:
-        trace = trace.compressed(config.time_scale)
+
+def _spark(
+    pipeline: Pipeline, config: RunConfig, trace: Trace, sim: SimSettings | None, resume: bool
+) -> Engine:
+    from elastream.runtime.spark.runtime import SparkEngine  # lazy: PySpark is slow to import
+
+    return SparkEngine(pipeline, config, trace, resume=resume)
+
+
+def _sim(
+    pipeline: Pipeline, config: RunConfig, trace: Trace, sim: SimSettings | None, resume: bool
+) -> Engine:
+    from elastream.runtime.sim.simulator import SimEngine
+
+    if resume:
+        raise ValueError("the simulator has nothing to resume: --resume is for Spark runs")
+    return SimEngine(pipeline, config, trace, sim or SimSettings())
+
+
+ENGINES: Registry[EngineFactory] = Registry("engine")
+ENGINES.register("spark", _spark)
+ENGINES.register("sim", _sim)
+
+
+def raw_trace(config: RunConfig, pipeline: Pipeline) -> Trace:
+    """The configured trace as read or generated, or the sources' declared rates held constant."""
+    if config.trace is not None:
+        return resolve_trace(config.trace, config.data_dir)
+    total = sum(s.rate for s in pipeline.sources)
+    return constant(rate=total, duration=config.duration or DEFAULT_DURATION_S)
+
+
+def prepare_workload(config: RunConfig, pipeline: Pipeline, trace: Trace | None = None) -> Trace:
+    """The input rate over time, prepared in the one order: slice (trace time) -> rescale the
+    peak -> compress time -> cut to the run's duration. `trace` is the raw trace (None: read
+    or generate the configured one)."""
+    trace = raw_trace(config, pipeline) if trace is None else trace
+    scale = config.time_scale if config.time_scale != 1.0 else None
+    trace, _ = apply_scaling(trace, config.slice, config.peak_rate, scale)
     if config.duration is not None and config.duration < trace.duration_s:
         trace = trace.sliced(0, config.duration)
     return trace
 
 
-def execute(
-    make_engine: Callable[[Pipeline, RunConfig, Trace], Engine],
+def run_pipeline(
+    pipeline: Pipeline,
+    config: RunConfig,
+    trace: Trace | None = None,
+    *,
+    engine: str | None = None,
+    sim: SimSettings | None = None,
+    resume: bool = False,
+    observers: Sequence[Observer] = (),
+) -> RunResult:
+    """Run `pipeline` on `engine` (default: the config's) under the workload prepared from
+    `trace` (None: the configured one)."""
+    workload = prepare_workload(config, pipeline, trace)
+    return run_prepared(
+        pipeline, config, workload, engine=engine, sim=sim, resume=resume, observers=observers
+    )
+
+
+def run_prepared(
+    pipeline: Pipeline,
+    config: RunConfig,
+    workload: Trace,
+    *,
+    engine: str | None = None,
+    sim: SimSettings | None = None,
+    resume: bool = False,
+    observers: Sequence[Observer] = (),
+) -> RunResult:
+    """The MAPE loop over a fresh engine for an already prepared workload."""
+    built = build_engine(pipeline, config, workload, engine=engine, sim=sim, resume=resume)
+    return run_engine(built, config, observers)
+
+
+def build_engine(
+    pipeline: Pipeline,
+    config: RunConfig,
+    workload: Trace,
+    *,
+    engine: str | None = None,
+    sim: SimSettings | None = None,
+    resume: bool = False,
+) -> Engine:
+    """The registered engine (default: the config's), for the pipeline as this run starts it."""
+    make = ENGINES.get(engine or config.engine)
+    return make(config.starting_pipeline(pipeline), config, workload, sim, resume)
+
+
+def run_engine(engine: Engine, config: RunConfig, observers: Sequence[Observer] = ()) -> RunResult:
+    """The MAPE loop of this run's guarded policy over `engine` (kept by the caller, e.g. to
+    calibrate the simulator from a Spark run afterwards)."""
+    return run_mape(engine, config.controller(), dry_run=config.dry_run, observers=observers)
+
+
+def simulate(
+    pipeline: Pipeline,
+    config: RunConfig,
+    trace: Trace | None = None,
+    settings: SimSettings | None = None,
+    observers: Sequence[Observer] = (),
+) -> RunResult:
+    """`run_pipeline` on the simulator."""
+    return run_pipeline(pipeline, config, trace, engine="sim", sim=settings, observers=observers)
+
+
+def run_session(
     pipeline: Pipeline,
     config: RunConfig,
     *,
     title: str,
     quiet: bool = False,
+    sim: SimSettings | None = None,
+    resume: bool = False,
 ) -> tuple[RunResult, dict[str, Path]]:
-    """Build the workload and the engine, run the MAPE loop with a live table, write outputs."""
-    trace = workload_for(config, pipeline)
-    pipeline = config.starting_pipeline(pipeline)
-    engine = make_engine(pipeline, config, trace)
-    with LiveTable(pipeline, quiet=quiet, title=title) as live:
-        result = run_mape(engine, config.controller(), dry_run=config.dry_run, observers=[live])
-    settings = config.model_dump(mode="json") | {
-        "trace_duration_s": trace.duration_s,
-        "trace_peak_rate": trace.peak,
+    """A run as the CLI does it: the live table while it runs, then the output directory."""
+    workload = prepare_workload(config, pipeline)
+    with LiveTable(config.starting_pipeline(pipeline), quiet=quiet, title=title) as live:
+        result = run_prepared(pipeline, config, workload, sim=sim, resume=resume, observers=[live])
+    settings: dict[str, Any] = config.model_dump(mode="json") | {
+        "trace_duration_s": workload.duration_s,
+        "trace_peak_rate": workload.peak,
     }
-    paths = write_outputs(result, pipeline, Path(config.out), title=title, settings=settings)
+    started = config.starting_pipeline(pipeline)
+    paths = write_outputs(result, started, Path(config.out), title=title, settings=settings)
     return result, paths

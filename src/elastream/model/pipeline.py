@@ -6,11 +6,11 @@ import importlib
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from elastream.base.settings import line_of
 
 DEFAULT_STREAM = "out"
 
@@ -61,6 +61,9 @@ class SourceSpec(_Frozen):
     rate: float = Field(10.0, gt=0)
 
 
+DEFAULT_ET_S = 0.01  # et_i when nothing is declared or measured, s (one place for every engine)
+
+
 class OperatorSpec(_Frozen):
     """An operator: `function` (import path of `fn(list[Event]) -> Iterable[Emit]`) applied to
     batches of its input, with its grouping and replica pool.
@@ -78,6 +81,22 @@ class OperatorSpec(_Frozen):
         None, gt=0, description="seed for the mean execution time per event"
     )
     params: dict[str, Any] = Field(default_factory=dict, description="keyword args of function")
+
+    @property
+    def et_seed_s(self) -> float:
+        """The controller's et_i before any measurement (PSPS Eq. 1's start-up benchmark): the
+        declared `et_ms`, else the emulated service time, else DEFAULT_ET_S."""
+        if self.et_ms:
+            return self.et_ms / 1000.0
+        return self.service_time_ms / 1000.0 or DEFAULT_ET_S
+
+    def work_s(self, cpu_s: float = 0.0) -> float | None:
+        """The real work of one event: emulated service time plus measured CPU time, else the
+        declared `et_ms`, else None (unknown)."""
+        work = self.service_time_ms / 1000.0 + cpu_s
+        if work > 0:
+            return work
+        return self.et_ms / 1000.0 if self.et_ms else None
 
     @model_validator(mode="after")
     def _stateful_needs_keys(self) -> OperatorSpec:
@@ -252,27 +271,20 @@ def callable_path(fn: Callable[..., Any]) -> str:
     return f"{fn.__module__}:{qualname}"
 
 
-def pipeline_from_dict(data: dict[str, Any], origin: str = "pipeline") -> Pipeline:
-    """Build and validate a pipeline from plain data; errors name the field and the file."""
+def pipeline_from_dict(data: Any, origin: str = "pipeline") -> Pipeline:
+    """Build and validate a pipeline from plain (or line-numbered) data; errors name the file,
+    the line where known, and the field."""
     if not isinstance(data, dict):
         raise TopologyError(f"{origin}: expected a mapping at the top level")
     try:
         return Pipeline.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'pipeline'}: {err['msg']}"
+        problems = [
+            (line_of(data, err["loc"]), ".".join(str(p) for p in err["loc"]) or "pipeline", err)
             for err in exc.errors()
-        )
-        raise TopologyError(f"{origin}: {problems}") from None
-
-
-def load_pipeline(path: str | Path) -> Pipeline:
-    """Read a pipeline from a YAML file (format: docs/pipeline-yaml.md)."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise TopologyError(f"pipeline file {path} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise TopologyError(f"{path}: not valid YAML ({exc})") from None
-    return pipeline_from_dict(data, str(path))
+        ]
+        if all(line is None for line, _, _ in problems):  # plain data: one origin for all
+            text = "; ".join(f"{field}: {err['msg']}" for _, field, err in problems)
+            raise TopologyError(f"{origin}: {text}") from None
+        text = "; ".join(f"{origin}:{line or '?'}: {f}: {err['msg']}" for line, f, err in problems)
+        raise TopologyError(text) from None

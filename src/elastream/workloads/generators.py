@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from elastream.registry import Registry
+from elastream.base.registry import Registry
 from elastream.workloads.trace import Trace, TraceError
 
 Generator = Callable[..., Trace]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from elastream.registry import Registry
+from elastream.base.registry import Registry
 from elastream.workloads.trace import Trace, TraceError
 
 # Header names recognised (case-insensitive) when detecting a format from a CSV header.

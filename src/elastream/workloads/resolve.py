@@ -12,7 +12,7 @@ from elastream.workloads.trace import Trace, TraceError
 
 def default_data_dir() -> Path | None:
     """`../shared/data` next to the current directory or next to the repository, if present."""
-    from elastream.settings.run import DEFAULT_DATA_DIR  # lazy: config may come to import workloads
+    from elastream.config import DEFAULT_DATA_DIR  # lazy: config may come to import workloads
 
     repo_root = next(
         (p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file()), None

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from elastream.control.policies.ds2 import (
+from pydantic import Field
+
+from elastream.base.settings import Settings
+from elastream.control.flow import (
     FlowState,
     propagate,
     replicas_for,
@@ -33,19 +36,17 @@ from elastream.control.policies.ds2 import (
     update_flow,
 )
 from elastream.control.policy import POLICIES, Decision, Policy
+from elastream.model.pipeline import DEFAULT_ET_S
 from elastream.model.snapshot import Snapshot
 
 
-@dataclass(frozen=True, slots=True)
-class DabsConfig:
-    window: int = 5  # N: intervals in the regression
-    et_default_s: float = 0.01  # 1 / κ before any throughput is measured
+class DabsConfig(Settings):
+    """Options of the dabs policy."""
 
-    def __post_init__(self) -> None:
-        if self.window < 1:
-            raise ValueError(f"window must be >= 1, got {self.window}")
-        if self.et_default_s <= 0:
-            raise ValueError(f"et_default_s must be > 0, got {self.et_default_s}")
+    window: int = Field(5, ge=1, description="N: intervals in the regression")
+    et_default_s: float = Field(
+        DEFAULT_ET_S, gt=0, description="1 / κ before any throughput is measured, s"
+    )
 
 
 @dataclass(frozen=True, slots=True)

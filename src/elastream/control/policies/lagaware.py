@@ -43,7 +43,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from elastream.control.policies.ds2 import (
+from pydantic import Field
+
+from elastream.base.settings import Settings
+from elastream.control.flow import (
     FlowState,
     catch_up,
     propagate,
@@ -53,28 +56,22 @@ from elastream.control.policies.ds2 import (
     update_flow,
 )
 from elastream.control.policy import POLICIES, Decision, Policy
+from elastream.model.pipeline import DEFAULT_ET_S
 from elastream.model.snapshot import Snapshot
 
 
-@dataclass(frozen=True, slots=True)
-class LagAwareConfig:
-    alpha: float = 0.6  # Holt level smoothing α
-    beta: float = 0.3  # Holt trend smoothing β
-    drain_s: float | None = None  # H: clear each queue within this long (None: td / 2)
-    target_utilization: float = 1.0  # u
-    et_default_s: float = 0.01  # 1 / ρ before any rate is measured
+class LagAwareConfig(Settings):
+    """Options of the lagaware policy."""
 
-    def __post_init__(self) -> None:
-        for name in ("alpha", "beta"):
-            value = getattr(self, name)
-            if not 0 < value <= 1:
-                raise ValueError(f"{name} must be in (0, 1], got {value}")
-        if self.drain_s is not None and self.drain_s <= 0:
-            raise ValueError(f"drain_s must be > 0 or None, got {self.drain_s}")
-        if not 0 < self.target_utilization <= 1:
-            raise ValueError(f"target_utilization must be in (0, 1], got {self.target_utilization}")
-        if self.et_default_s <= 0:
-            raise ValueError(f"et_default_s must be > 0, got {self.et_default_s}")
+    alpha: float = Field(0.6, gt=0, le=1, description="Holt level smoothing α")
+    beta: float = Field(0.3, gt=0, le=1, description="Holt trend smoothing β")
+    drain_s: float | None = Field(
+        None, gt=0, description="H: clear each queue within this long, s (None: td / 2)"
+    )
+    target_utilization: float = Field(1.0, gt=0, le=1, description="u: planned share of ρ")
+    et_default_s: float = Field(
+        DEFAULT_ET_S, gt=0, description="1 / ρ before any rate is measured, s"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,17 +22,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pydantic import Field
+
+from elastream.base.settings import Settings
+from elastream.control.flow import update_selectivity
 from elastream.control.policy import POLICIES, Decision, Policy, ceil_eps
+from elastream.model.pipeline import DEFAULT_ET_S
 from elastream.model.snapshot import Snapshot
 
 
-@dataclass(frozen=True, slots=True)
-class PspsConfig:
-    et_default_s: float = 0.01  # et_i before anything is measured (the paper's start-up benchmark)
+class PspsConfig(Settings):
+    """Options of the psps policy."""
 
-    def __post_init__(self) -> None:
-        if self.et_default_s <= 0:
-            raise ValueError(f"et_default_s must be > 0, got {self.et_default_s}")
+    et_default_s: float = Field(
+        DEFAULT_ET_S,
+        gt=0,
+        description="et_i before anything is measured, s (the paper's start-up benchmark)",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,15 +70,12 @@ def predict(
 ) -> tuple[dict[str, Prediction], PspsState]:
     """Eq. 1-4 for every operator, propagating θ in topological order."""
     theta = source_thetas(snapshot)
-    mu = dict(snapshot.sources) | {o.name: o.processed for o in snapshot.operators}
-    edges = dict(state.theta_edges)
+    edges = update_selectivity(snapshot, dict(state.theta_edges))  # Eq. 2c
     ets = dict(state.et)
     out: dict[str, Prediction] = {}
     for o in snapshot.operators:
         theta_i = 0.0
-        for pred, received in o.received_from:
-            if mu.get(pred, 0) > 0:
-                edges[(pred, o.name)] = received / mu[pred]  # Eq. 2c
+        for pred, _ in o.received_from:
             theta_i += edges.get((pred, o.name), 1.0) * theta.get(pred, 0.0)  # Eq. 2b
         theta[o.name] = theta_i
         if o.et_s is not None and o.et_s > 0:

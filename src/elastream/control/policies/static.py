@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pydantic import Field
 
+from elastream.base.settings import Settings
 from elastream.control.policy import POLICIES, Decision, Policy
 from elastream.model.snapshot import Snapshot
 
 
-@dataclass(frozen=True, slots=True)
-class StaticConfig:
-    replicas: int = 1
+class StaticConfig(Settings):
+    """Options of the static policy."""
 
-    def __post_init__(self) -> None:
-        if self.replicas < 1:
-            raise ValueError(f"replicas must be >= 1, got {self.replicas}")
+    replicas: int = Field(1, ge=1, description="r: active replicas of every operator")
 
 
 def decide(snapshot: Snapshot, state: None, config: StaticConfig) -> tuple[Decision, None]:

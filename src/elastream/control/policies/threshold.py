@@ -5,21 +5,25 @@ exceeds `upper_double` (250 items), down one when it falls below `lower` (1 item
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pydantic import Field, model_validator
 
+from elastream.base.settings import Settings
 from elastream.control.policy import POLICIES, Decision, Policy
 from elastream.model.snapshot import Snapshot
 
 
-@dataclass(frozen=True, slots=True)
-class ThresholdConfig:
-    upper: int = 50
-    upper_double: int = 250
-    lower: int = 1
+class ThresholdConfig(Settings):
+    """Options of the threshold policy (seed 004's baseline)."""
 
-    def __post_init__(self) -> None:
-        if not 0 <= self.lower <= self.upper <= self.upper_double:
+    upper: int = Field(50, ge=0, description="scale up by one above this queue length")
+    upper_double: int = Field(250, ge=0, description="scale up by two above this queue length")
+    lower: int = Field(1, ge=0, description="scale down by one below this queue length")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ThresholdConfig:
+        if not self.lower <= self.upper <= self.upper_double:
             raise ValueError("thresholds must satisfy 0 <= lower <= upper <= upper_double")
+        return self
 
 
 def step_for(queue: int, config: ThresholdConfig) -> int:

@@ -19,7 +19,7 @@ def slowest_path_ms(pipeline: Pipeline) -> float:
     largest sum of per-event service times (service_time_ms, else et_ms) along a source-to-sink
     path. It is the default processing-time SLO of seed 004 ("the processing duration in a
     constant over-provisioning scenario")."""
-    cost = {op.name: op.service_time_ms or op.et_ms or 0.0 for op in pipeline.operators}
+    cost = {op.name: 1000.0 * (op.work_s() or 0.0) for op in pipeline.operators}
     best: dict[str, float] = {}
     for name in pipeline.topological_order:
         upstream = [best.get(p, 0.0) for p in pipeline.predecessors(name)]

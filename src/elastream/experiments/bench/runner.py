@@ -14,13 +14,14 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from elastream.config import ConfigError, RunConfig, make_config
+from elastream.config.files import load_pipeline
 from elastream.control.mape import RunResult
 from elastream.experiments.bench.metrics import Histogram, metrics_row, timeseries_rows
 from elastream.experiments.bench.scenario import BenchError, RunSpec
-from elastream.model.pipeline import Pipeline, load_pipeline, pipeline_from_dict
-from elastream.settings.run import ConfigError, RunConfig, make_config
+from elastream.experiments.session import prepare_workload
+from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.workloads import Trace, resolve_trace
-from elastream.workloads.scaling import apply_scaling
 
 DEFAULT_JOBS = 2
 
@@ -60,10 +61,10 @@ def _sim_settings(values: Mapping[str, Any]) -> Any:
 def _run_sim(
     pipeline: Pipeline, config: RunConfig, trace: Trace, sim: Mapping[str, Any]
 ) -> Outcome:
-    """One simulated run; the engine's latency histogram comes with its totals."""
-    from elastream.runtime.sim import simulate
+    """One simulated run through the one run path; `trace` is raw (the session prepares it)."""
+    from elastream.experiments.session import run_pipeline
 
-    result = simulate(pipeline, config, trace, settings=_sim_settings(sim))
+    result = run_pipeline(pipeline, config, trace, engine="sim", sim=_sim_settings(sim))
     return Outcome(result, result.totals.latency_histogram_ms)
 
 
@@ -92,7 +93,7 @@ class RunRecord:
 def build_config(spec: RunSpec) -> RunConfig:
     """The validated RunConfig of a run; errors name the scenario file line and the run."""
     try:
-        return make_config(**spec.config_values(), engine="sim")
+        return make_config(**spec.config_values(), **spec.workload_values(), engine="sim")
     except (ConfigError, ValueError) as exc:
         raise BenchError(f"{spec.where}: run {spec.run_id}: {exc}") from None
 
@@ -113,11 +114,10 @@ def _raw_trace(spec: str, data_dir: str | None) -> Trace:
     return resolve_trace(spec, Path(data_dir) if data_dir else None)
 
 
-def build_trace(spec: RunSpec) -> Trace:
-    """Resolve the trace (cached per process), then slice, rescale the peak, compress time."""
-    trace = _raw_trace(spec.trace, spec.data_dir)
-    scaled, _ = apply_scaling(trace, spec.slice, spec.peak_rate, spec.time_scale)
-    return scaled
+def raw_trace(spec: RunSpec) -> Trace:
+    """The scenario's trace as read or generated (cached per process); the session prepares it
+    (slice -> rescale -> compress) from the run's config."""
+    return _raw_trace(spec.trace, spec.data_dir)
 
 
 def identity_columns(spec: RunSpec, config: RunConfig, pipeline: Pipeline) -> dict[str, Any]:
@@ -145,10 +145,9 @@ def execute(spec: RunSpec, backend: Backend) -> RunRecord:
     base = {"run_id": spec.run_id, "scenario": spec.scenario, "policy": spec.label}
     try:
         config = build_config(spec)
-        pipeline = config.starting_pipeline(
-            with_grouping(load_pipeline(spec.pipeline), spec.grouping)
-        )
-        outcome = backend.run(pipeline, config, build_trace(spec), dict(spec.sim))
+        pipeline = with_grouping(load_pipeline(spec.pipeline), spec.grouping)
+        outcome = backend.run(pipeline, config, raw_trace(spec), dict(spec.sim))
+        pipeline = config.starting_pipeline(pipeline)
         row = identity_columns(spec, config, pipeline) | metrics_row(
             outcome.result, outcome.latency_histogram_ms, pipeline, spec.slo_ms
         )
@@ -180,8 +179,8 @@ def validate(specs: Sequence[RunSpec], backend: Backend) -> None:
             continue
         checked.add(inputs)
         try:
-            with_grouping(load_pipeline(spec.pipeline), spec.grouping)
-            build_trace(spec)
+            pipeline = with_grouping(load_pipeline(spec.pipeline), spec.grouping)
+            prepare_workload(build_config(spec), pipeline, raw_trace(spec))
         except (ValueError, FileNotFoundError) as exc:
             raise BenchError(f"{spec.where}: run {spec.run_id}: {exc}") from None
 

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -42,87 +41,13 @@ from pydantic import (
     model_validator,
 )
 
+from elastream.base.settings import SettingsError, line_of, load_yaml
+from elastream.config import RunConfig
 from elastream.model.pipeline import Grouping
-from elastream.settings.run import RunConfig
 
 
 class BenchError(ValueError):
     """A broken scenario file; the message names the file, the line and the setting."""
-
-
-# ---------------------------------------------------------------------------- YAML with lines
-
-
-class LineMap(dict):
-    """A YAML mapping that remembers the line of each key (1-based) and its own line."""
-
-    line: int = 0
-    lines: dict[Any, int]
-
-
-class LineList(list):
-    """A YAML sequence that remembers the line of each item (1-based) and its own line."""
-
-    line: int = 0
-    lines: list[int]
-
-
-class _LineLoader(yaml.SafeLoader):
-    """SafeLoader whose mappings and sequences carry line numbers for error messages."""
-
-
-def _mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineMap:
-    loader.flatten_mapping(node)
-    out = LineMap()
-    out.line, out.lines = node.start_mark.line + 1, {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        line = key_node.start_mark.line + 1
-        if key in out:
-            raise BenchError(f"{loader.name}:{line}: duplicate key {key!r}")
-        out[key] = loader.construct_object(value_node, deep=True)
-        out.lines[key] = line
-    return out
-
-
-def _sequence(loader: _LineLoader, node: yaml.SequenceNode) -> LineList:
-    out = LineList(loader.construct_object(item, deep=True) for item in node.value)
-    out.line, out.lines = (
-        node.start_mark.line + 1,
-        [item.start_mark.line + 1 for item in node.value],
-    )
-    return out
-
-
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequence)
-
-
-def load_yaml(text: str, origin: str) -> Any:
-    """Parse YAML keeping line numbers; errors name `origin` and the line."""
-    loader = _LineLoader(text)
-    loader.name = origin
-    try:
-        return loader.get_single_data()
-    except yaml.MarkedYAMLError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
-        raise BenchError(f"{origin}:{line}: not valid YAML ({exc.problem})") from None
-    finally:
-        loader.dispose()
-
-
-def line_of(data: Any, loc: Sequence[Any]) -> int | None:
-    """The line of the deepest element of `loc` (a pydantic error location) found in `data`."""
-    line = getattr(data, "line", None)
-    node = data
-    for part in loc:
-        found = (isinstance(node, LineMap) and part in node) or (
-            isinstance(node, LineList) and isinstance(part, int) and 0 <= part < len(node)
-        )
-        if not found:
-            break
-        line, node = node.lines[part], node[part]
-    return line
 
 
 # ---------------------------------------------------------------------------- the schema
@@ -142,6 +67,34 @@ def _check_grid(grid: Grid) -> Grid:
     return grid
 
 
+SCENARIO_KEYS = ("peak_rate", "time_scale", "slice", "slo_ms")
+NAMESPACES = ("options", "guards", "sim", "run")
+# Where a key that is not a run setting of a scenario belongs instead.
+ELSEWHERE = {
+    **{k: "at the scenario level (scenarios[].KEY)" for k in (*SCENARIO_KEYS, "trace", "data_dir")},
+    "policy": "in a policies[] entry (policy: NAME)",
+    "policy_options": "in a policies[] entry (options: {...})",
+    "guards": "at the scenario level or in a policies[] entry (guards: {...})",
+    "engine": "nowhere: bench always runs the simulator",
+    "out": "nowhere: bench writes every run under --out",
+    "dry_run": "nowhere: a benchmark run always enacts",
+    "spark": "nowhere: bench runs the simulator",
+}
+
+
+def _check_run(run: dict[str, Any]) -> dict[str, Any]:
+    """`run:` holds RunConfig settings that take effect per run; a key that would do nothing
+    there is an error that says where it belongs."""
+    for key in run:
+        if key in ELSEWHERE:
+            place = ELSEWHERE[key].replace("KEY", key)
+            raise ValueError(f"{key!r} does nothing under run: it belongs {place}")
+        if key not in RunConfig.model_fields:
+            known = ", ".join(sorted(set(RunConfig.model_fields) - set(ELSEWHERE)))
+            raise ValueError(f"unknown run setting {key!r} (known: {known})")
+    return run
+
+
 class PolicyEntry(_Strict):
     """One policy of a scenario: registry name, label in the results, settings and grid."""
 
@@ -154,6 +107,7 @@ class PolicyEntry(_Strict):
     grid: Grid = Field(default_factory=dict)
 
     _grid = field_validator("grid")(_check_grid)
+    _run = field_validator("run")(_check_run)
 
     @property
     def name(self) -> str:
@@ -176,6 +130,7 @@ class Scenario(_Strict):
     timeseries: bool = True  # keep per-interval series for the report's plots
 
     _grid = field_validator("grid")(_check_grid)
+    _run = field_validator("run")(_check_run)
 
     @field_validator("policies", mode="before")
     @classmethod
@@ -222,23 +177,9 @@ class BenchFile(_Strict):
 
 # ---------------------------------------------------------------------------- the run matrix
 
-SCENARIO_KEYS = ("peak_rate", "time_scale", "slice", "slo_ms")
-NAMESPACES = ("options", "guards", "sim", "run")
 # Run-config fields a grid may vary; the trace and its scaling are scenario keys, and the rest
 # belong to the harness (engine, output, the policy and its guards in their own namespaces).
-RUN_FIELDS = frozenset(RunConfig.model_fields) - {
-    "policy",
-    "policy_options",
-    "guards",
-    "engine",
-    "trace",
-    "peak_rate",
-    "time_scale",
-    "out",
-    "dry_run",
-    "data_dir",
-    "spark",
-}
+RUN_FIELDS = frozenset(RunConfig.model_fields) - set(ELSEWHERE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,12 +211,23 @@ class RunSpec:
     def config_values(self) -> dict[str, Any]:
         return dict(self.run)
 
+    def workload_values(self) -> dict[str, Any]:
+        """The scenario's trace preparation as run settings (None: left at the default)."""
+        values = {"trace": self.trace, "data_dir": self.data_dir, "slice": self.slice}
+        values |= {"peak_rate": self.peak_rate, "time_scale": self.time_scale}
+        return {k: v for k, v in values.items() if v is not None}
+
 
 def _split_key(key: str, where: str) -> tuple[str, str]:
     """A grid key -> (namespace, name): `grouping`/scenario keys, RunConfig fields, `ns.name`."""
     if key == "grouping" or key in SCENARIO_KEYS:
         return "scenario", key
     namespace, dot, name = key.partition(".")
+    if dot and namespace == "run" and name in ELSEWHERE:
+        raise BenchError(
+            f"{where}: grid key {key!r} does nothing: {name!r} belongs "
+            f"{ELSEWHERE[name].replace('KEY', name)}"
+        )
     if dot and namespace in NAMESPACES and name:
         return namespace, name
     if not dot and key in RUN_FIELDS:
@@ -412,6 +364,9 @@ def load_bench(path: str | Path, data_dir: str | None = None) -> tuple[BenchFile
         text = path.read_text()
     except FileNotFoundError:
         raise BenchError(f"scenario file {path} does not exist") from None
-    data = load_yaml(text, str(path))
+    try:
+        data = load_yaml(text, str(path))
+    except SettingsError as exc:
+        raise BenchError(str(exc)) from None
     bench = parse_bench(data, str(path))
     return bench, expand(bench, data, str(path), data_dir)

@@ -3,7 +3,7 @@ loop and policies the Spark runtime uses; docs/simulator.md describes the model.
 
 from elastream.runtime.sim.profile import SimProfileError, profile_pipeline
 from elastream.runtime.sim.settings import SimSettings, SimSettingsError, sim_settings_from_dict
-from elastream.runtime.sim.simulator import SimEngine, simulate
+from elastream.runtime.sim.simulator import SimEngine
 
 __all__ = [
     "SimEngine",
@@ -12,5 +12,4 @@ __all__ = [
     "SimSettingsError",
     "profile_pipeline",
     "sim_settings_from_dict",
-    "simulate",
 ]

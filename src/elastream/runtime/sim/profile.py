@@ -233,10 +233,8 @@ def _et_s(spec: OperatorSpec, cpu_s: float, settings: SimSettings) -> float:
     """Per-event time: sim setting et_ms, else service_time_ms + measured CPU, else spec et_ms."""
     if spec.name in settings.et_ms:
         return settings.et_ms[spec.name] / 1000.0
-    et = spec.service_time_ms / 1000.0 + cpu_s
-    if et <= 0 and spec.et_ms:
-        et = spec.et_ms / 1000.0  # the pipeline's own et seed, when nothing else is known
-    if et <= 0:
+    et = spec.work_s(cpu_s)
+    if et is None:
         raise SimProfileError(
             f"operator {spec.name!r}: per-event time is 0 (no service_time_ms, no et_ms and no "
             f"measured CPU time); set one of them or sim setting et_ms.{spec.name}"

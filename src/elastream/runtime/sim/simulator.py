@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from elastream.control.mape import Observer, RunResult, run_mape
+from elastream.config import RunConfig
 from elastream.control.policy import Decision
 from elastream.model.metrics import RunTotals
 from elastream.model.pipeline import Pipeline
@@ -18,7 +18,6 @@ from elastream.runtime.sim.ledger import Counts, Ledger, Sink
 from elastream.runtime.sim.operator import Node, Operator, Setup
 from elastream.runtime.sim.profile import PipelineProfile, profile_pipeline
 from elastream.runtime.sim.settings import SimSettings
-from elastream.settings.run import RunConfig
 from elastream.workloads.trace import Trace
 
 DEFAULT_SETTINGS = SimSettings()
@@ -57,11 +56,8 @@ class SimEngine:
         self.profile: PipelineProfile = profile_pipeline(pipeline, settings, self.seed)
         self.steps_per_interval = max(1, round(config.td / settings.step_s))
         self.step_s = config.td / self.steps_per_interval
-        duration = trace.duration_s
-        if config.duration is not None:
-            duration = min(duration, config.duration)
-        self.duration_s = duration
-        self.load_steps = max(1, math.ceil(duration / self.step_s - 1e-9))
+        self.duration_s = trace.duration_s  # the session has cut it to the run's duration
+        self.load_steps = max(1, math.ceil(self.duration_s / self.step_s - 1e-9))
         total_rate = sum(src.rate for src in pipeline.sources)
         shares = [src.rate / total_rate for src in pipeline.sources]
         self.emissions = source_emissions(trace, self.load_steps, self.step_s, shares).tolist()
@@ -246,15 +242,3 @@ class SimEngine:
                 ("failed", float(now.failed - prev.failed)),
             ),
         )
-
-
-def simulate(
-    pipeline: Pipeline,
-    config: RunConfig,
-    trace: Trace,
-    settings: SimSettings = DEFAULT_SETTINGS,
-    observers: Sequence[Observer] = (),
-) -> RunResult:
-    """One simulated run: the run's controller and the shared MAPE loop over a SimEngine."""
-    engine = SimEngine(pipeline, config, trace, settings)
-    return run_mape(engine, config.controller(), dry_run=config.dry_run, observers=observers)

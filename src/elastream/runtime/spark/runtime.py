@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from elastream.config import RunConfig
 from elastream.control.policy import Decision
 from elastream.model.metrics import RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
@@ -18,11 +19,9 @@ from elastream.runtime.queues.sqlite import SqliteQueueStore
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.session import spark_session
 from elastream.runtime.spark.source import SOURCE_NAME
-from elastream.settings.run import RunConfig
 from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
-DEFAULT_ET_S = 0.01
 
 
 class RuntimeFailure(RuntimeError):
@@ -36,13 +35,6 @@ class OperatorState:
     replicas: int
     et_s: float
     replica_et: list[float] = field(default_factory=list)
-
-
-def seed_et(op: Any) -> float:
-    """et_i before any measurement: the declared seed, else the emulated service time."""
-    if op.et_ms:
-        return op.et_ms / 1000.0
-    return max(op.service_time_ms / 1000.0, 0.0) or DEFAULT_ET_S
 
 
 def admission_cap(replicas: int, et_s: float, batch_s: float) -> int:
@@ -64,7 +56,7 @@ class SparkEngine:
     ) -> None:
         self.pipeline = pipeline
         self.config = config
-        self.trace = trace if config.duration is None else trace.sliced(0, config.duration)
+        self.trace = trace  # the session has cut it to the run's duration
         self.out = Path(config.out)
         self.db_path = self.out / DB_NAME
         self.resume = resume
@@ -186,7 +178,7 @@ class SparkEngine:
             replicas = op.replicas.start
             if self.resume:
                 replicas = self.store.control(op.name)[0]
-            self.ops[op.name] = OperatorState(replicas, seed_et(op))
+            self.ops[op.name] = OperatorState(replicas, op.et_seed_s)
             self._publish(op.name)
 
     def _publish(self, name: str) -> None:

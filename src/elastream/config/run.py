@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
+from elastream.base.settings import Settings
 from elastream.control.controller import Controller
 from elastream.control.guards import GuardConfig
 from elastream.control.policies import POLICIES
@@ -19,54 +20,58 @@ class ConfigError(ValueError):
     """A broken configuration; the message names the setting."""
 
 
-class _Settings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class SparkSettings(Settings):
+    """How the Spark runtime runs the pipeline's queries."""
 
-
-class GuardSettings(_Settings):
-    max_step_up: int | None = Field(None, ge=1)
-    max_step_down: int | None = Field(None, ge=1)
-    dead_band: float = Field(0.0, ge=0, lt=1)
-    stabilization_s: float = Field(0.0, ge=0)
-    scale_down_delay_s: float = Field(0.0, ge=0)
-
-    def to_config(self) -> GuardConfig:
-        return GuardConfig(**self.model_dump())
-
-
-class SparkSettings(_Settings):
     master: str | None = Field(
-        None, description="Spark master; default local[n] sized to the pools"
+        None, description="Spark master URL; default local[n] sized to the replica pools"
     )
     batch_s: float = Field(
         1.0, gt=0, description="work admitted per micro-batch, in replica-seconds"
     )
     trigger_s: float = Field(
-        0.2, ge=0, description="processing-time trigger; bounds idle polling (0: none)"
+        0.2, ge=0, description="processing-time trigger, s; bounds idle polling (0: none)"
     )
 
 
-class RunConfig(_Settings):
-    """Everything `elastream run` and `elastream simulate` take besides the pipeline."""
+class RunConfig(Settings):
+    """Everything `elastream run`, `simulate`, `demo` and `bench` take besides the pipeline."""
 
-    policy: str = "psps"
-    policy_options: dict[str, Any] = Field(default_factory=dict)
+    policy: str = Field("psps", description="scaling policy (see `elastream config --policies`)")
+    policy_options: dict[str, Any] = Field(
+        default_factory=dict, description="options of the policy (its own settings)"
+    )
     replicas: int | None = Field(None, ge=1, description="r for the static policy")
-    td: float = Field(5.0, gt=0, description="MAPE interval, seconds")
-    t_out: float | None = Field(30.0, gt=0, description="event timeout, seconds (None: never)")
-    q_size: int | None = Field(100_000, ge=1, description="queue bound (None: unbounded)")
-    duration: float | None = Field(None, gt=0, description="run length, seconds (default: trace)")
-    trace: str | None = Field(None, description="trace file or generator spec (see workloads)")
+    td: float = Field(5.0, gt=0, description="MAPE interval, s")
+    t_out: float | None = Field(30.0, gt=0, description="event timeout, s (None: never)")
+    q_size: int | None = Field(100_000, ge=1, description="queue bound, events (None: unbounded)")
+    duration: float | None = Field(
+        None, gt=0, description="run length, s (default: the prepared trace's length)"
+    )
+    trace: str | None = Field(
+        None, description="trace file or generator spec (docs/workloads.md); None: sources' rates"
+    )
     data_dir: Path | None = Field(None, description="folder of real traces (../shared/data)")
-    peak_rate: float | None = Field(None, gt=0)
-    time_scale: float = Field(1.0, gt=0)
-    drain_s: float = Field(60.0, ge=0, description="time allowed to empty queues after the load")
-    out: Path = Path("runs/latest")
-    dry_run: bool = False
-    seed: int = 0
-    engine: Literal["spark", "sim"] = "spark"
-    guards: GuardSettings = GuardSettings()
-    spark: SparkSettings = SparkSettings()
+    slice: str | None = Field(
+        None, description="trace seconds START:END kept before rescaling (None: all)"
+    )
+    peak_rate: float | None = Field(
+        None, gt=0, description="rescale the trace so that its peak is this, events/s"
+    )
+    time_scale: float = Field(1.0, gt=0, description="play the trace this many times faster")
+    drain_s: float = Field(
+        60.0, ge=0, description="time allowed to empty the queues after the load, s"
+    )
+    out: Path = Field(Path("runs/latest"), description="output directory")
+    dry_run: bool = Field(False, description="decide and report, never enact")
+    seed: int = Field(0, description="random seed (generators, simulator)")
+    engine: Literal["spark", "sim"] = Field("spark", description="where the pipeline runs")
+    guards: GuardConfig = Field(
+        default_factory=GuardConfig, description="the guard layer around every policy"
+    )
+    spark: SparkSettings = Field(
+        default_factory=SparkSettings, description="Spark runtime settings"
+    )
 
     @model_validator(mode="after")
     def _known_policy(self) -> RunConfig:
@@ -79,9 +84,7 @@ class RunConfig(_Settings):
 
     def controller(self) -> Controller:
         """The guarded policy of this run: what every engine's MAPE loop calls."""
-        return Controller.build(
-            self.policy, self.effective_policy_options(), self.guards.to_config()
-        )
+        return Controller.build(self.policy, self.effective_policy_options(), self.guards)
 
     def starting_pipeline(self, pipeline: Pipeline) -> Pipeline:
         """The pipeline as this run starts it: Storm with r replicas runs r from the start, so a

@@ -1,0 +1,273 @@
+"""One settings style: frozen pydantic models with a description on every field, one YAML reader
+whose errors name the file, the line and the setting, and `describe()` for `elastream config`."""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import PydanticUndefined
+
+
+class SettingsError(ValueError):
+    """A broken settings file or value; the message names the file, the line and the setting."""
+
+
+class YamlSyntaxError(SettingsError):
+    """A file that is not valid YAML: where (file, line) and what the parser says."""
+
+    def __init__(self, origin: str, line: int | str, problem: str | None) -> None:
+        super().__init__(f"{origin}:{line}: not valid YAML ({problem})")
+        self.origin, self.line, self.problem = origin, line, problem
+
+
+class Settings(BaseModel):
+    """Base of every settings model: frozen, unknown keys rejected, every field described."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+# ---------------------------------------------------------------------------- YAML with lines
+
+
+class LineMap(dict):
+    """A YAML mapping that remembers the line of each key (1-based) and its own line."""
+
+    line: int = 0
+    lines: dict[Any, int]
+
+
+class LineList(list):
+    """A YAML sequence that remembers the line of each item (1-based) and its own line."""
+
+    line: int = 0
+    lines: list[int]
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader whose mappings and sequences carry line numbers for error messages."""
+
+
+def _mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineMap:
+    loader.flatten_mapping(node)
+    out = LineMap()
+    out.line, out.lines = node.start_mark.line + 1, {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if key in out:
+            raise SettingsError(f"{loader.name}:{line}: duplicate key {key!r}")
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.lines[key] = line
+    return out
+
+
+def _sequence(loader: _LineLoader, node: yaml.SequenceNode) -> LineList:
+    out = LineList(loader.construct_object(item, deep=True) for item in node.value)
+    out.line, out.lines = (
+        node.start_mark.line + 1,
+        [item.start_mark.line + 1 for item in node.value],
+    )
+    return out
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequence)
+
+
+def load_yaml(text: str, origin: str) -> Any:
+    """Parse YAML keeping line numbers; errors name `origin` and the line."""
+    loader = _LineLoader(text)
+    loader.name = origin
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
+        raise YamlSyntaxError(origin, line, exc.problem) from None
+    finally:
+        loader.dispose()
+
+
+def read_yaml(path: str | Path, what: str) -> Any:
+    """The YAML document of a file, with line numbers; a missing file is named as `what`."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise SettingsError(f"{what} {path} does not exist") from None
+    except OSError as exc:
+        raise SettingsError(f"{what} {path}: cannot read it ({exc.strerror})") from None
+    return load_yaml(text, str(path))
+
+
+def line_of(data: Any, loc: Sequence[Any]) -> int | None:
+    """The line of the deepest element of `loc` (a pydantic error location) found in `data`."""
+    line = getattr(data, "line", None)
+    node = data
+    for part in loc:
+        found = (isinstance(node, LineMap) and part in node) or (
+            isinstance(node, LineList) and isinstance(part, int) and 0 <= part < len(node)
+        )
+        if not found:
+            break
+        line, node = node.lines[part], node[part]
+    return line
+
+
+# ---------------------------------------------------------------------------- validation
+
+
+def _nested_models(annotation: Any) -> Iterator[type[BaseModel]]:
+    """The pydantic models an annotation refers to (through Optional, list[...], dict[..., ...])."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+        return
+    for arg in typing.get_args(annotation):
+        yield from _nested_models(arg)
+
+
+def field_paths(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
+    """Every setting's dotted path in a model tree (lists and dicts of models included)."""
+    for name, info in model.model_fields.items():
+        path = f"{prefix}{name}"
+        yield path
+        for nested in _nested_models(info.annotation):
+            yield from field_paths(nested, f"{path}.")
+
+
+def belongs_at(model: type[BaseModel], key: str) -> list[str]:
+    """Where in the model tree a setting called `key` is accepted."""
+    return [p for p in field_paths(model) if p.rsplit(".", 1)[-1] == key]
+
+
+_BOUNDS = {
+    "greater_than": ">",
+    "greater_than_equal": ">=",
+    "less_than": "<",
+    "less_than_equal": "<=",
+}
+
+
+def requirement(err: Any) -> str:
+    """What a pydantic error asks for, without the setting's name: `must be > 0, got -1`."""
+    kind = err["type"]
+    if kind in _BOUNDS:
+        limit = next(iter(err.get("ctx", {}).values()), "?")
+        return f"must be {_BOUNDS[kind]} {limit}, got {err['input']!r}"
+    if kind == "value_error":
+        return str(err["ctx"]["error"])
+    return str(err["msg"])
+
+
+def plain_message(err: Any) -> str:
+    """A pydantic error as a sentence naming the setting: `td must be > 0, got -1`."""
+    if err["type"] == "value_error":
+        return requirement(err)
+    name = ".".join(str(p) for p in err["loc"]) or "value"
+    separator = " " if err["type"] in _BOUNDS else ": "
+    return f"{name}{separator}{requirement(err)}"
+
+
+def _message(model: type[BaseModel], err: Any) -> str:
+    if err["type"] != "extra_forbidden":
+        return str(err["msg"])
+    key = str(err["loc"][-1])
+    places = belongs_at(model, key)
+    if places:
+        return f"{err['msg']}: {key!r} does nothing here, it belongs at {' or '.join(places)}"
+    return f"{err['msg']} (unknown setting {key!r})"
+
+
+def validate(model: type[M], data: Any, origin: str, *, context: Any = None) -> M:
+    """Validate plain (or line-numbered) data into `model`; every problem is one line that names
+    `origin`, the line (when known) and the setting, and a misplaced key says where it belongs."""
+    try:
+        return model.model_validate(data, context=context)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = err["loc"]
+            line = line_of(data, loc)
+            where = f"{origin}:{line}" if line else origin
+            path = ".".join(str(p) for p in loc) or "(top level)"
+            problems.append(f"{where}: {path}: {_message(model, err)}")
+        raise SettingsError("\n".join(problems)) from None
+
+
+def read_settings(model: type[M], path: str | Path, what: str) -> M:
+    """Read and validate a settings file (an empty file gives the defaults)."""
+    try:
+        data = read_yaml(path, what)
+    except SettingsError as exc:
+        raise SettingsError(f"cannot read {what} {path}: {exc}") from None
+    if data is None:
+        data = LineMap()
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: expected a mapping of {what}")
+    return validate(model, data, str(path))
+
+
+# ---------------------------------------------------------------------------- describe
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One setting as `elastream config --describe` prints it."""
+
+    path: str
+    type: str
+    default: str
+    description: str
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type) and not typing.get_args(annotation):
+        return annotation.__name__
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return " | ".join(_type_name(a) for a in typing.get_args(annotation))
+    return str(annotation).replace("typing.", "")
+
+
+def _default(info: Any) -> str:
+    if info.default is not PydanticUndefined:
+        value = info.default
+        return repr(value.model_dump() if isinstance(value, BaseModel) else value)
+    if info.default_factory is not None:
+        value = info.default_factory()
+        return repr(value.model_dump() if isinstance(value, BaseModel) else value)
+    return "(required)"
+
+
+def describe(model: type[BaseModel], prefix: str = "") -> list[Option]:
+    """Every setting of a model tree with its type, default and description."""
+    out: list[Option] = []
+    for name, info in model.model_fields.items():
+        path = f"{prefix}{name}"
+        nested = list(_nested_models(info.annotation))
+        if nested and isinstance(info.annotation, type):
+            out.extend(describe(nested[0], f"{path}."))
+            continue
+        out.append(
+            Option(path, _type_name(info.annotation), _default(info), info.description or "")
+        )
+    return out
+
+
+def undescribed(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Settings of a model tree without a description (a test keeps this list empty)."""
+    missing = []
+    for name, info in model.model_fields.items():
+        if not info.description:
+            missing.append(f"{prefix}{name}")
+        for nested in _nested_models(info.annotation):
+            missing.extend(undescribed(nested, f"{prefix}{name}."))
+    return missing

@@ -1,0 +1,96 @@
+"""Flow helpers shared by the rate-based policies: observed selectivities, true rates, and
+target rates propagated through the pipeline in topological order."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from elastream.control.policy import ceil_eps
+from elastream.model.snapshot import OperatorStats, Snapshot
+
+Edge = tuple[str, str]
+
+
+def update_selectivity(snapshot: Snapshot, edges: Mapping[Edge, float]) -> dict[Edge, float]:
+    """s_{p,i} = λ^p_i(t) / μ_p(t) for every edge whose source processed something in t (PSPS
+    Eq. 2c's θ^p_i, DS2's o_p / λ_p); the last known value elsewhere."""
+    mu = dict(snapshot.sources) | {o.name: o.processed for o in snapshot.operators}
+    updated = dict(edges)
+    for o in snapshot.operators:
+        for pred, received in o.received_from:
+            if mu.get(pred, 0) > 0:
+                updated[(pred, o.name)] = received / mu[pred]
+    return updated
+
+
+@dataclass(frozen=True, slots=True)
+class FlowState:
+    """What the rate-based policies remember between intervals: last known selectivities and
+    true rates (used when an interval measured nothing)."""
+
+    selectivity: tuple[tuple[Edge, float], ...] = field(default=())
+    true_rate: tuple[tuple[str, float], ...] = field(default=())
+
+
+def measured_true_rate(stats: OperatorStats) -> float | None:
+    """ρ_i measured in this interval: processed per busy second, else 1 / et_i, else None."""
+    if stats.processed > 0 and stats.busy_s > 0:
+        return stats.processed / stats.busy_s
+    if stats.et_s is not None and stats.et_s > 0:
+        return 1.0 / stats.et_s
+    return None
+
+
+def source_rates(snapshot: Snapshot) -> dict[str, float]:
+    """λ_p(t) / td for every source p: its observed output rate in events/s."""
+    return {name: emitted / snapshot.td for name, emitted in snapshot.sources}
+
+
+def update_flow(snapshot: Snapshot, state: FlowState) -> FlowState:
+    """Refresh the selectivity of every edge whose source processed something, and every true
+    rate measured in t; keep the last known values elsewhere."""
+    edges = update_selectivity(snapshot, dict(state.selectivity))
+    rates = dict(state.true_rate)
+    for o in snapshot.operators:
+        rho = measured_true_rate(o)
+        if rho is not None:
+            rates[o.name] = rho
+    return FlowState(tuple(edges.items()), tuple(rates.items()))
+
+
+def propagate(
+    snapshot: Snapshot,
+    state: FlowState,
+    sources: Mapping[str, float],
+    extra: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """D_i = Σ_p s_{p,i} · D_p + extra_i in topological order (`snapshot.operators` is sorted);
+    a source's D is its entry in `sources`, events/s."""
+    selectivity = dict(state.selectivity)
+    extra = extra or {}
+    demand: dict[str, float] = dict(sources)
+    for o in snapshot.operators:
+        inflow = sum(
+            selectivity.get((pred, o.name), 1.0) * demand.get(pred, 0.0)
+            for pred, _ in o.received_from
+        )
+        demand[o.name] = inflow + extra.get(o.name, 0.0)
+    return {o.name: demand[o.name] for o in snapshot.operators}
+
+
+def true_rate(state: FlowState, name: str, et_default_s: float) -> float:
+    """The last known true rate ρ of one replica of `name`, events per busy second."""
+    return dict(state.true_rate).get(name, 1.0 / et_default_s)
+
+
+def replicas_for(demand: float, rho: float, utilization: float = 1.0) -> int:
+    """r = ⌈D / (ρ · u)⌉: replicas whose planned share of their true rate covers the demand."""
+    return ceil_eps(demand / (rho * utilization))
+
+
+def catch_up(snapshot: Snapshot, horizon_s: float | None) -> dict[str, float]:
+    """c_i = |q_i(t)| / H, the extra rate that empties each queue within the horizon."""
+    if horizon_s is None:
+        return {}
+    return {o.name: o.queue / horizon_s for o in snapshot.operators}
