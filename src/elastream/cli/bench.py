@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "bench",
         help="run scenarios x policies x parameter grids on the simulator",
         description="Run every (scenario, policy, grid point) of SCENARIOS.yaml on the simulator, "
-        "in parallel processes, and write results.csv, timeseries.csv and report.html to --out. "
+        "in parallel processes, and write results.csv, intervals.csv and report.html to --out. "
         "Format of the file: docs/policies.md#benchmarks.",
     )
     parser.add_argument("scenarios", type=Path, metavar="SCENARIOS.yaml")

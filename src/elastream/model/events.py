@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 
@@ -49,13 +50,22 @@ class Emit:
     key: str | None = None
 
 
+class OutcomeKind(StrEnum):
+    """What became of one input event at one operator (stored as text in the queue store)."""
+
+    PROCESSED = "processed"  # handled, with at least one output
+    FILTERED = "filtered"  # handled, no output by design
+    TIMEOUT = "timeout"  # older than t_out when its turn came (PSPS V-B)
+    ERROR = "error"  # the operator function raised on it alone (kept in the errors table)
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What one operator did with one input event (used for exactly-once bookkeeping)."""
 
     event_id: str
     root: str
-    kind: str  # "processed", "filtered" or "timeout"
+    kind: OutcomeKind
     outputs: tuple[tuple[str, Event], ...] = field(default=())
 
 

@@ -1,4 +1,6 @@
-"""Run-level metrics of PSPS Section V-A.3, computed the same way for every engine."""
+"""The one metrics table: every run metric and per-interval series column, declared once with its
+unit, definition (the paper's section) and aggregation, and computed the same way for every
+engine. summary.json, timeseries.csv, intervals.csv, the bench tables and the reports read it."""
 
 from __future__ import annotations
 
@@ -9,8 +11,331 @@ from itertools import pairwise
 
 from elastream.model.snapshot import Snapshot
 
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One metric: its name (a Summary field, a results or a series column), how it reads in a
+    table, its unit, its definition and how it aggregates over a run or an interval."""
+
+    name: str
+    label: str  # long label (the run report)
+    short: str  # short column heading (bench tables and plots)
+    unit: str  # ratio, ms, events, replicas, replica-s, changes, intervals, events/s
+    definition: str  # one line, with the paper's section where it comes from
+    aggregate: str  # how it is obtained from the intervals or the exact counts
+    better: str = ""  # "higher", "lower" or "" (a count, no direction)
+    paper: bool = False  # one of PSPS V-A.3's four
+    digits: int = 4  # digits in a paper table
+
+
+RUN_METRICS: tuple[Metric, ...] = (
+    Metric(
+        "saved_resources",
+        "Saved resources",
+        "saved res.",
+        "ratio",
+        "1 − mean active replicas / r_over, r_over = Σ pool sizes (PSPS V-A.3)",
+        "mean over intervals of Σ_i r_i(t)",
+        "higher",
+        paper=True,
+    ),
+    Metric(
+        "throughput_degradation",
+        "Throughput degradation",
+        "thr. degr.",
+        "ratio",
+        "mean of |input − output| / input over intervals with input (PSPS V-A.3)",
+        "mean over intervals with λ_G(t) > 0",
+        "lower",
+        paper=True,
+    ),
+    Metric(
+        "processed_ratio",
+        "Processed ratio",
+        "processed",
+        "ratio",
+        "source events whose processing completed / source events offered (PSPS V-A.3)",
+        "exact end-of-run counts",
+        "higher",
+        paper=True,
+    ),
+    Metric(
+        "latency_ms_mean",
+        "Latency (mean)",
+        "latency ms",
+        "ms",
+        "mean end-to-end latency of the events that reached a sink (PSPS V-A.3)",
+        "exact, over every sink event",
+        "lower",
+        paper=True,
+        digits=2,
+    ),
+    Metric(
+        "latency_ms_p99",
+        "Latency (p99)",
+        "p99 (ms)",
+        "ms",
+        "99th percentile of end-to-end latency at the sinks",
+        "exact, over every sink event",
+        "lower",
+        digits=0,
+    ),
+    Metric(
+        "events_in",
+        "Events in",
+        "in",
+        "events",
+        "source events offered to the pipeline",
+        "exact end-of-run count",
+    ),
+    Metric(
+        "events_out",
+        "Events out",
+        "out",
+        "events",
+        "events that reached a sink",
+        "exact end-of-run count",
+    ),
+    Metric(
+        "events_completed",
+        "Events completed",
+        "completed",
+        "events",
+        "source events whose processing finished (reached a sink or filtered by design)",
+        "exact end-of-run count",
+    ),
+    Metric(
+        "events_filtered",
+        "Events filtered",
+        "filtered",
+        "events",
+        "events consumed without output, by design",
+        "exact end-of-run count",
+    ),
+    Metric(
+        "events_dropped_timeout",
+        "Dropped (timeout)",
+        "timeout",
+        "events",
+        "events older than t_out when their turn came (PSPS V-B)",
+        "exact end-of-run count",
+        "lower",
+    ),
+    Metric(
+        "events_dropped_overflow",
+        "Dropped (overflow)",
+        "overflow",
+        "events",
+        "events refused by a full queue, q_size (PSPS V-B)",
+        "exact end-of-run count",
+        "lower",
+    ),
+    Metric(
+        "events_dropped_restart",
+        "Dropped (restart)",
+        "restart",
+        "events",
+        "queued events lost by restart reconfigurations (simulator's restart model)",
+        "exact end-of-run count",
+        "lower",
+    ),
+    Metric(
+        "events_failed",
+        "Failed",
+        "failed",
+        "events",
+        "events whose operator function raised an error",
+        "exact end-of-run count",
+        "lower",
+    ),
+    Metric(
+        "replicas_mean",
+        "Replicas (mean)",
+        "replicas",
+        "replicas",
+        "mean over intervals of Σ active replicas",
+        "mean over intervals",
+        "lower",
+    ),
+    Metric(
+        "replicas_max",
+        "Replicas (max)",
+        "max repl.",
+        "replicas",
+        "largest Σ active replicas in one interval",
+        "max over intervals",
+    ),
+    Metric(
+        "r_over",
+        "r_over",
+        "r_over",
+        "replicas",
+        "over-provisioned replica count: the sum of the pool sizes (PSPS V-A.3)",
+        "from the pipeline",
+    ),
+    Metric(
+        "reconfigurations",
+        "Reconfigurations",
+        "reconf.",
+        "changes",
+        "(interval, operator) pairs whose active replica count changed",
+        "sum over intervals",
+        "lower",
+        digits=0,
+    ),
+    Metric(
+        "replica_seconds",
+        "Replica-seconds",
+        "replica-s",
+        "replica-s",
+        "Σ over intervals of active replicas × td: the resources used",
+        "sum over intervals",
+        "lower",
+    ),
+    Metric(
+        "intervals",
+        "Intervals",
+        "intervals",
+        "intervals",
+        "MAPE intervals (snapshots) in the run",
+        "count",
+    ),
+)
+SLA_FACTORS = (1, 2, 5)  # seed 004 "Metrics": real-time, near real-time, relaxed
+SLA_METRICS: tuple[Metric, ...] = tuple(
+    Metric(
+        f"sla_{f}x",
+        f"SLA compliance {f}×",
+        f"SLA {f}×",
+        "ratio",
+        f"share of events within {f}× the processing-time SLO (seed 004, 'Metrics')",
+        "exact, from the latency histogram; lost events count as late",
+        "higher",
+        digits=3,
+    )
+    for f in SLA_FACTORS
+)
+
+# Per interval × operator: timeseries.csv (what the Monitor step saw, and the decision).
+OPERATOR_SERIES: tuple[Metric, ...] = (
+    Metric("t", "time", "t", "s", "end of the interval, seconds since the run started", "-"),
+    Metric("operator", "operator", "operator", "", "the operator's name", "-"),
+    Metric(
+        "received",
+        "received",
+        "received",
+        "events",
+        "λ^r_i(t): events that arrived in the operator's queue (PSPS Table I)",
+        "sum in t",
+    ),
+    Metric(
+        "processed",
+        "processed",
+        "processed",
+        "events",
+        "μ_i(t): events taken from the queue and handled, filtered ones included",
+        "sum in t",
+    ),
+    Metric(
+        "queue",
+        "queue",
+        "queue",
+        "events",
+        "|q_i(t)|: events waiting at the end of t",
+        "at the end of t",
+    ),
+    Metric(
+        "replicas",
+        "replicas",
+        "replicas",
+        "replicas",
+        "r_i(t): active replicas during t",
+        "during t",
+    ),
+    Metric(
+        "et_ms",
+        "et",
+        "et ms",
+        "ms",
+        "et_i: mean execution time of one event on a replica",
+        "mean in t (empty: nothing processed)",
+    ),
+    Metric(
+        "utilization",
+        "utilization",
+        "util.",
+        "ratio",
+        "mean over active replicas of U_ij(t) = μ_ij(t)·et_i / td (PSPS Eq. 5)",
+        "mean in t",
+    ),
+    Metric(
+        "target",
+        "target",
+        "target",
+        "replicas",
+        "r_i(t+1) decided at the end of t",
+        "the guarded decision",
+    ),
+    Metric(
+        "dropped_timeout",
+        "dropped timeout",
+        "timeout",
+        "events",
+        "events older than t_out when their turn came",
+        "sum in t",
+    ),
+    Metric(
+        "dropped_overflow",
+        "dropped overflow",
+        "overflow",
+        "events",
+        "events refused by the full queue (q_size)",
+        "sum in t",
+    ),
+    Metric("emitted", "emitted", "emitted", "events", "output events sent downstream", "sum in t"),
+    Metric("min_replicas", "pool min", "min", "replicas", "the pool's lower bound", "-"),
+    Metric("max_replicas", "pool max", "max", "replicas", "the pool's size", "-"),
+    Metric("reason", "reason", "reason", "", "the policy's one-line reason", "-"),
+)
+# Per interval: intervals.csv of a run, and of every run of a benchmark (with its run_id).
+INTERVAL_SERIES: tuple[Metric, ...] = (
+    Metric("t", "time", "t", "s", "end of the interval, seconds since the run started", "-"),
+    Metric("td", "interval", "td", "s", "the interval's length", "-"),
+    Metric("input", "input", "input", "events", "λ_G(t): events the sources sent", "sum in t"),
+    Metric(
+        "completed",
+        "completed",
+        "completed",
+        "events",
+        "source events whose processing completed in t",
+        "sum in t",
+    ),
+    Metric(
+        "sink_events", "sink events", "sink", "events", "events that reached a sink", "sum in t"
+    ),
+    Metric("input_rate", "input rate", "in/s", "events/s", "input / td", "rate in t"),
+    Metric("output_rate", "output rate", "out/s", "events/s", "completed / td", "rate in t"),
+    Metric(
+        "latency_ms_mean",
+        "latency",
+        "latency ms",
+        "ms",
+        "mean end-to-end latency of the events reaching sinks in t",
+        "mean in t",
+    ),
+    Metric("replicas_total", "replicas", "Σ replicas", "replicas", "Σ_i r_i(t)", "during t"),
+    Metric(
+        "queue_total",
+        "queued",
+        "Σ queue",
+        "events",
+        "Σ_i |q_i(t)| at the end of t",
+        "at the end of t",
+    ),
+)
+METRICS: dict[str, Metric] = {m.name: m for m in (*RUN_METRICS, *SLA_METRICS)}
 # The four metrics of PSPS Section V-A.3, as Summary fields.
-PAPER_METRICS = ("saved_resources", "throughput_degradation", "processed_ratio", "latency_ms_mean")
+PAPER_METRICS = tuple(m.name for m in RUN_METRICS if m.paper)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +352,7 @@ class RunTotals:
     latency_ms_p99: float | None
     failed: int = 0  # events whose operator function raised (isolated, kept in the error log)
     duplicates: int = 0  # events delivered twice to the same queue (must stay 0)
+    dropped_restart: int = 0  # queued events lost by restart reconfigurations (simulator)
     # (latency ms, events) pairs of the sink events: SLA compliance at any SLO, for any engine
     latency_histogram_ms: tuple[tuple[float, int], ...] = ()
 
@@ -55,6 +381,7 @@ class Summary:
     events_filtered: int
     events_dropped_timeout: int
     events_dropped_overflow: int
+    events_dropped_restart: int
     events_failed: int
     replicas_mean: float
     replicas_max: int
@@ -78,6 +405,25 @@ def throughput_degradation(snapshots: Sequence[Snapshot]) -> float:
     filter does not count as degradation and a pipeline keeping pace scores 0."""
     ratios = [abs(s.lambda_g - s.completed) / s.lambda_g for s in snapshots if s.lambda_g > 0]
     return sum(ratios) / len(ratios) if ratios else 0.0
+
+
+def interval_rows(snapshots: Sequence[Snapshot]) -> list[dict[str, float | int | None]]:
+    """One row per interval with the system-level figures (columns: INTERVAL_SERIES)."""
+    return [
+        {
+            "t": s.t,
+            "td": s.td,
+            "input": s.lambda_g,
+            "completed": s.completed,
+            "sink_events": s.sink_events,
+            "input_rate": s.lambda_g / s.td if s.td > 0 else 0.0,
+            "output_rate": s.completed / s.td if s.td > 0 else 0.0,
+            "latency_ms_mean": s.latency_ms_mean,
+            "replicas_total": total_replicas(s),
+            "queue_total": sum(o.queue for o in s.operators),
+        }
+        for s in snapshots
+    ]
 
 
 def reconfigurations(snapshots: Sequence[Snapshot]) -> int:
@@ -107,6 +453,7 @@ def summarize(snapshots: Sequence[Snapshot], totals: RunTotals, r_over: int) -> 
         events_filtered=totals.filtered,
         events_dropped_timeout=totals.dropped_timeout,
         events_dropped_overflow=totals.dropped_overflow,
+        events_dropped_restart=totals.dropped_restart,
         events_failed=totals.failed,
         replicas_mean=mean,
         replicas_max=max(sums),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,9 +25,6 @@ class OperatorStats:
     replica_processed: tuple[int, ...] = ()  # μ_ij(t) per active replica j
     utilization: tuple[float, ...] = ()  # U_ij(t) per replica (PSPS Eq. 5)
 
-    def from_pred(self, pred: str) -> int:
-        return dict(self.received_from).get(pred, 0)
-
     @property
     def mean_utilization(self) -> float:
         return sum(self.utilization) / len(self.utilization) if self.utilization else 0.0
@@ -45,7 +42,7 @@ class Snapshot:
     completed: int = 0  # source events whose processing finished during t (sink or filtered)
     sink_events: int = 0  # events that reached a sink during t
     latency_ms_mean: float | None = None  # end-to-end latency of events reaching sinks during t
-    extra: tuple[tuple[str, float], ...] = field(default=())
+    dropped_restart: int = 0  # events lost by a restart reconfiguration during t (simulator)
 
     @property
     def lambda_g(self) -> int:

@@ -4,87 +4,23 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields
 from html import escape
 from typing import Any
 
-from elastream.model.metrics import Summary
+from elastream.model.metrics import RUN_METRICS, Metric
 from elastream.report import formatting as fmt
 from elastream.report.plots import Plot
 
 Formatter = Callable[[Any], str]
 
-# (summary.json key, label, formatter, one-line explanation); definitions: docs/outputs.md.
-HEADLINE: tuple[tuple[str, str, Formatter, str], ...] = (
-    (
-        "saved_resources",
-        "Saved resources",
-        fmt.pct,
-        "1 − mean active replicas / r_over (sum of the pool sizes); higher saves more.",
-    ),
-    (
-        "throughput_degradation",
-        "Throughput degradation",
-        fmt.pct,
-        "Mean over intervals of |input − output| / input; 0% means the pipeline kept pace.",
-    ),
-    (
-        "processed_ratio",
-        "Processed ratio",
-        fmt.pct,
-        "Source events whose processing completed / source events offered.",
-    ),
-    ("latency_ms_mean", "Latency (mean)", fmt.ms, "Mean end-to-end latency at the sinks."),
-    ("latency_ms_p99", "Latency (p99)", fmt.ms, "99th percentile of end-to-end latency."),
-    ("events_in", "Events in", fmt.count, "Events the sources offered to the pipeline."),
-    ("events_out", "Events out", fmt.count, "Events that reached a sink."),
-    (
-        "events_completed",
-        "Events completed",
-        fmt.count,
-        "Source events whose processing finished (reached a sink or filtered by design).",
-    ),
-    ("events_filtered", "Events filtered", fmt.count, "Events consumed without output, by design."),
-    (
-        "events_dropped_timeout",
-        "Dropped (timeout)",
-        fmt.count,
-        "Events older than t_out when their turn came.",
-    ),
-    (
-        "events_dropped_overflow",
-        "Dropped (overflow)",
-        fmt.count,
-        "Events refused by a full queue (q_size).",
-    ),
-    (
-        "events_failed",
-        "Failed",
-        fmt.count,
-        "Events whose operator function raised an error.",
-    ),
-    ("replicas_mean", "Replicas (mean)", fmt.number, "Mean over intervals of Σ active replicas."),
-    ("replicas_max", "Replicas (max)", fmt.count, "Largest Σ active replicas in one interval."),
-    ("r_over", "r_over", fmt.count, "Over-provisioned replica count: the sum of the pool sizes."),
-    (
-        "reconfigurations",
-        "Reconfigurations",
-        fmt.count,
-        "(Interval, operator) pairs whose active replica count changed.",
-    ),
-    (
-        "replica_seconds",
-        "Replica-seconds",
-        fmt.count,
-        "Σ over intervals of active replicas × td: the resources used.",
-    ),
-    ("intervals", "Intervals", fmt.count, "MAPE intervals (snapshots) in the run."),
-)
+# How each unit of the metrics table is shown.
+BY_UNIT: dict[str, Formatter] = {"ratio": fmt.pct, "ms": fmt.ms, "replicas": fmt.number}
 
-# The four metrics of PSPS V-A.3, shown in bold.
-PAPER_METRICS = frozenset(
-    {"saved_resources", "throughput_degradation", "processed_ratio", "latency_ms_mean"}
-)
+
+def formatter(metric: Metric) -> Formatter:
+    """The display of a metric of the one table (model/metrics.py), by its unit."""
+    return BY_UNIT.get(metric.unit, fmt.count)
+
 
 # (aggregate key, column heading, formatter) for the per-operator table.
 OPERATOR_COLUMNS: tuple[tuple[str, str, Formatter], ...] = (
@@ -127,25 +63,18 @@ def _cell(text: str, *, cls: str = "", attrs: str = "") -> str:
     return f"<td{klass}{attrs}>{escape(text)}</td>"
 
 
-def _headline_rows() -> list[tuple[str, str, Formatter, str]]:
-    """HEADLINE, then any Summary field it does not describe yet (shown plainly)."""
-    known = {key for key, *_ in HEADLINE}
-    extra = [(f.name, f.name, str, "") for f in fields(Summary) if f.name not in known]
-    return [*HEADLINE, *extra]
-
-
 def headline_table(summary: Mapping[str, Any]) -> str:
     """Metric, value, explanation; the raw value sits in data-value for machines."""
     rows = []
-    for key, label, show, explain in _headline_rows():
-        value = summary.get(key)
-        attrs = f' data-metric="{escape(key)}" data-value="{escape(_raw(value))}"'
-        klass = " class='paper'" if key in PAPER_METRICS else ""
+    for metric in RUN_METRICS:
+        value = summary.get(metric.name)
+        attrs = f' data-metric="{escape(metric.name)}" data-value="{escape(_raw(value))}"'
+        klass = " class='paper'" if metric.paper else ""
         rows.append(
             f"<tr{klass}>"
-            + _cell(label)
-            + _cell(show(value), cls="num", attrs=attrs)
-            + _cell(explain, cls="explain")
+            + _cell(metric.label)
+            + _cell(formatter(metric)(value), cls="num", attrs=attrs)
+            + _cell(metric.definition[:1].upper() + metric.definition[1:] + ".", cls="explain")
             + "</tr>"
         )
     head = "<tr><th>metric</th><th class='num'>value</th><th>meaning</th></tr>"

@@ -11,39 +11,13 @@ from typing import Any
 
 from elastream.control.mape import RunResult
 from elastream.control.policy import Decision
-from elastream.model.metrics import total_replicas
+from elastream.model.metrics import INTERVAL_SERIES, OPERATOR_SERIES
+from elastream.model.metrics import interval_rows as metric_interval_rows
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats, Snapshot
 
-TIMESERIES_COLUMNS = (
-    "t",
-    "operator",
-    "received",
-    "processed",
-    "queue",
-    "replicas",
-    "et_ms",
-    "utilization",
-    "target",
-    "dropped_timeout",
-    "dropped_overflow",
-    "emitted",
-    "min_replicas",
-    "max_replicas",
-    "reason",
-)
-
-INTERVAL_COLUMNS = (
-    "t",
-    "td",
-    "input",
-    "completed",
-    "sink_events",
-    "input_rate",
-    "output_rate",
-    "latency_ms_mean",
-    "replicas_total",
-)
+TIMESERIES_COLUMNS = tuple(m.name for m in OPERATOR_SERIES)
+INTERVAL_COLUMNS = tuple(m.name for m in INTERVAL_SERIES)
 
 Row = dict[str, Any]
 
@@ -126,20 +100,7 @@ def timeseries_rows(items: Sequence[Interval]) -> list[Row]:
 
 def interval_rows(items: Sequence[Interval]) -> list[Row]:
     """One row per interval with the system-level figures (columns: INTERVAL_COLUMNS)."""
-    return [
-        {
-            "t": s.t,
-            "td": s.td,
-            "input": s.lambda_g,
-            "completed": s.completed,
-            "sink_events": s.sink_events,
-            "input_rate": per_second(s.lambda_g, s.td),
-            "output_rate": per_second(s.completed, s.td),
-            "latency_ms_mean": s.latency_ms_mean,
-            "replicas_total": total_replicas(s),
-        }
-        for s in (item.snapshot for item in items)
-    ]
+    return metric_interval_rows([item.snapshot for item in items])
 
 
 def _mean(values: Sequence[float]) -> float | None:

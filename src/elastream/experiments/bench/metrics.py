@@ -1,4 +1,4 @@
-"""One results row per run: the four PSPS metrics, p99, SLA compliance, and per-interval series."""
+"""One results row per run: the metrics of the one table (model/metrics.py) and SLA compliance."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ from typing import Any
 import numpy as np
 
 from elastream.control.mape import RunResult
-from elastream.model.metrics import total_replicas
+from elastream.model.metrics import SLA_FACTORS
 from elastream.model.pipeline import Pipeline
-
-SLA_FACTORS = (1, 2, 5)  # seed 004 "Metrics": real-time, near real-time, relaxed
 
 
 def slowest_path_ms(pipeline: Pipeline) -> float:
@@ -77,22 +75,8 @@ def metrics_row(
         "r_over": s.r_over,
         "events_in": s.events_in,
         "events_completed": s.events_completed,
-        "dropped_timeout": s.events_dropped_timeout,
-        "dropped_overflow": s.events_dropped_overflow,
+        "events_dropped_timeout": s.events_dropped_timeout,
+        "events_dropped_overflow": s.events_dropped_overflow,
+        "events_dropped_restart": s.events_dropped_restart,
         "intervals": s.intervals,
     }
-
-
-def timeseries_rows(result: RunResult) -> list[dict[str, Any]]:
-    """Per interval: input and completed rates, Σ replicas, Σ queues, mean latency (Figs. 8-11)."""
-    return [
-        {
-            "t": snap.t,
-            "input_rate": snap.lambda_g / snap.td,
-            "output_rate": snap.completed / snap.td,
-            "replicas": total_replicas(snap),
-            "queue": sum(o.queue for o in snap.operators),
-            "latency_ms": snap.latency_ms_mean,
-        }
-        for snap in result.snapshots
-    ]

@@ -1,4 +1,5 @@
-"""The files a benchmark writes: results.csv (one row per run) and timeseries.csv (per interval)."""
+"""The files a benchmark writes: results.csv (one row per run) and intervals.csv (per run and
+interval, the same columns as a run's intervals.csv with the run_id first)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import pandas as pd
 
 from elastream.experiments.bench.runner import RunRecord
 from elastream.experiments.bench.scenario import BenchError
+from elastream.model.metrics import INTERVAL_SERIES
 
 RESULTS_FILE = "results.csv"
-TIMESERIES_FILE = "timeseries.csv"
+INTERVALS_FILE = "intervals.csv"
 REPORT_FILE = "report.html"
 
 # Leading columns in this order; grid columns (param_*) and anything else follow.
@@ -53,17 +55,17 @@ def results_frame(records: Sequence[RunRecord]) -> pd.DataFrame:
 
 def timeseries_frame(records: Sequence[RunRecord]) -> pd.DataFrame:
     points = [point for r in records for point in r.series]
-    columns = ["run_id", "t", "input_rate", "output_rate", "replicas", "queue", "latency_ms"]
+    columns = ["run_id", *(m.name for m in INTERVAL_SERIES)]
     return pd.DataFrame(points, columns=columns)
 
 
 def write_results(records: Sequence[RunRecord], out_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Write results.csv and timeseries.csv into `out_dir` (created); return both frames."""
+    """Write results.csv and intervals.csv into `out_dir` (created); return both frames."""
     out_dir.mkdir(parents=True, exist_ok=True)
     results = results_frame(records)
     series = timeseries_frame(records)
     results.to_csv(out_dir / RESULTS_FILE, index=False)
-    series.to_csv(out_dir / TIMESERIES_FILE, index=False)
+    series.to_csv(out_dir / INTERVALS_FILE, index=False)
     return results, series
 
 
@@ -82,8 +84,8 @@ def read_results(path: Path) -> pd.DataFrame:
 
 
 def read_timeseries(out_dir: Path) -> pd.DataFrame:
-    """timeseries.csv beside results.csv (an empty frame if it is absent)."""
-    path = out_dir / TIMESERIES_FILE
+    """intervals.csv beside results.csv (an empty frame if it is absent)."""
+    path = out_dir / INTERVALS_FILE
     if not path.is_file():
         return timeseries_frame([])
     return pd.read_csv(path)

@@ -17,32 +17,44 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from elastream.experiments.bench.tables import METRICS
+from elastream.model.metrics import METRICS as METRIC_TABLE
+from elastream.model.metrics import PAPER_METRICS, SLA_METRICS
 from elastream.report import formatting as fmt
-from elastream.report.html import CSS, figure_html
+from elastream.report.html import CSS, figure_html, formatter
 from elastream.report.plots import DPI, STYLE, WIDTH_IN, Plot
 
 MAX_SERIES = 8  # runs drawn in one time-series figure
-SHORT_TITLES = {
-    "saved_resources": "saved res. (↑)",
-    "throughput_degradation": "thr. degradation (↓)",
-    "processed_ratio": "processed (↑)",
-    "latency_ms_mean": "latency ms (↓)",
-}
+ARROWS = {"higher": " (↑)", "lower": " (↓)", "": ""}
+
+
+def short_title(name: str) -> str:
+    """A metric's short heading with the direction that is better."""
+    metric = METRIC_TABLE[name]
+    return metric.short + ARROWS[metric.better]
+
+
+def _metric_column(name: str) -> tuple[str, str, Any]:
+    """(results column, heading, formatter) of a metric of the one table."""
+    metric = METRIC_TABLE[name]
+    if metric.unit == "ratio" and not name.startswith("sla_"):
+        return name, metric.short, lambda v: fmt.number(v, metric.digits)
+    return name, metric.short, formatter(metric)
+
 
 # (results column, heading, formatter) of the per-scenario table.
 COLUMNS: tuple[tuple[str, str, Any], ...] = (
     ("policy", "policy", str),
     ("params", "parameters", str),
-    ("saved_resources", "saved res.", lambda v: fmt.number(v, 4)),
-    ("throughput_degradation", "thr. degr.", lambda v: fmt.number(v, 4)),
-    ("processed_ratio", "processed", lambda v: fmt.number(v, 4)),
-    ("latency_ms_mean", "latency mean", fmt.ms),
-    ("latency_ms_p99", "latency p99", fmt.ms),
-    ("sla_1x", "SLA 1×", fmt.pct),
-    ("sla_2x", "SLA 2×", fmt.pct),
-    ("sla_5x", "SLA 5×", fmt.pct),
-    ("reconfigurations", "reconf.", fmt.count),
-    ("replica_seconds", "replica-s", fmt.count),
+    *(
+        _metric_column(name)
+        for name in (
+            *PAPER_METRICS,
+            "latency_ms_p99",
+            *(m.name for m in SLA_METRICS),
+            "reconfigurations",
+            "replica_seconds",
+        )
+    ),
     ("wall_s", "wall", lambda v: f"{fmt.number(v, 1)} s"),
 )
 
@@ -82,7 +94,7 @@ def metrics_plot(scenario: str, runs: pd.DataFrame) -> Plot:
         for ax, (column, _, _) in zip(axes, METRICS, strict=True):
             values = [_value(v) for v in runs[column]]
             ax.barh(range(len(runs)), [math.nan if v is None else v for v in values])
-            ax.set_title(SHORT_TITLES[column])
+            ax.set_title(short_title(column))
             ax.set_yticks(range(len(runs)), labels if ax is axes[0] else [""] * len(runs))
             ax.invert_yaxis()
             if column == "latency_ms_mean" and any(v and v > 0 for v in values):
@@ -109,7 +121,7 @@ def series_plot(scenario: str, runs: pd.DataFrame, series: pd.DataFrame) -> Plot
         for run_id, label in zip(chosen["run_id"], _run_labels(chosen), strict=True):
             points = series[series["run_id"] == run_id]
             name = label.replace("\n", " ")
-            replicas_ax.step(points["t"], points["replicas"], where="post", label=name)
+            replicas_ax.step(points["t"], points["replicas_total"], where="post", label=name)
             rate_ax.plot(points["t"], points["output_rate"], lw=1.0, label=name)
         replicas_ax.set_ylabel("Σ active replicas")
         rate_ax.set_ylabel("events/s")
@@ -174,6 +186,6 @@ def render_report(
         f"{''.join(sections)}"
         "<p class='meta'>Metrics: PSPS Section V-A.3 (saved resources, throughput degradation, "
         "processed share, mean latency); SLA k×: share of events within k times the "
-        "processing-time SLO (seed 004, 'Metrics'). Data: results.csv and timeseries.csv "
+        "processing-time SLO (seed 004, 'Metrics'). Data: results.csv and intervals.csv "
         "beside this page.</p></main></body></html>\n"
     )

@@ -17,9 +17,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from elastream.config import ConfigError, RunConfig, make_config
 from elastream.config.files import load_pipeline
 from elastream.control.mape import RunResult
-from elastream.experiments.bench.metrics import Histogram, metrics_row, timeseries_rows
+from elastream.experiments.bench.metrics import Histogram, metrics_row
 from elastream.experiments.bench.scenario import BenchError, RunSpec
 from elastream.experiments.session import prepare_workload
+from elastream.model.metrics import interval_rows
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.workloads import Trace, resolve_trace
 
@@ -151,7 +152,7 @@ def execute(spec: RunSpec, backend: Backend) -> RunRecord:
         row = identity_columns(spec, config, pipeline) | metrics_row(
             outcome.result, outcome.latency_histogram_ms, pipeline, spec.slo_ms
         )
-        series = timeseries_rows(outcome.result) if spec.timeseries else []
+        series = interval_rows(outcome.result.snapshots) if spec.timeseries else []
     except Exception as exc:  # reported in the row and on the console, never swallowed
         detail = traceback.format_exception_only(exc)[-1].strip()
         return RunRecord(base | {"error": detail, "wall_s": time.perf_counter() - started})

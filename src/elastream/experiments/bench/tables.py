@@ -15,17 +15,23 @@ from typing import Any
 import pandas as pd
 
 from elastream.experiments.bench.scenario import BenchError, PaperTable
+from elastream.model.metrics import METRICS as METRIC_TABLE
+from elastream.model.metrics import PAPER_METRICS
 
-METRICS = (
-    ("saved_resources", "Saved resources", 4),
-    ("throughput_degradation", "Throughput degradation", 4),
-    ("processed_ratio", "Processed", 4),
-    ("latency_ms_mean", "Latency (ms)", 2),
-)
-EXTRA = (  # shown instead of the paper columns when a table has no paper figures
-    ("latency_ms_p99", "p99 (ms)", 0),
-    ("sla_5x", "SLA 5×", 3),
-    ("reconfigurations", "reconfigurations", 0),
+
+def _column(name: str, *, short: bool = False) -> tuple[str, str, int]:
+    """(results column, heading, digits) of a metric of the one table (model/metrics.py)."""
+    metric = METRIC_TABLE[name]
+    if short:
+        return name, metric.short, metric.digits
+    unit = f" ({metric.unit})" if metric.unit == "ms" else ""
+    return name, metric.label.removesuffix(" (mean)").removesuffix(" ratio") + unit, metric.digits
+
+
+METRICS = tuple(_column(name) for name in PAPER_METRICS)
+# shown instead of the paper columns when a table has no paper figures
+EXTRA = tuple(
+    _column(name, short=True) for name in ("latency_ms_p99", "sla_5x", "reconfigurations")
 )
 BLOCK = re.compile(
     r"(<!-- bench-table: (?P<id>[^>]+?) -->\n)(?P<body>.*?)(<!-- /bench-table -->)", re.DOTALL

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from elastream.model.events import Event, Outcome
+from elastream.model.events import Event, Outcome, OutcomeKind
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queues(
@@ -50,8 +50,6 @@ CREATE TABLE IF NOT EXISTS control(
     replica_et TEXT NOT NULL DEFAULT '[]');
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
 """
-
-TERMINAL = ("processed", "filtered", "timeout", "error")
 
 
 class QueueError(RuntimeError):
@@ -266,7 +264,7 @@ class SqliteQueueStore:
                     continue
                 fresh += 1
                 self._route(op, outcome.outputs, now)
-                if outcome.kind == "filtered":
+                if outcome.kind is OutcomeKind.FILTERED:
                     self._finish_roots([outcome.root], now)
             self.conn.executemany(
                 "INSERT OR IGNORE INTO errors VALUES (?, ?, ?, ?)",
@@ -369,8 +367,8 @@ class SqliteQueueStore:
         sink_roots = "SELECT e.root FROM events e JOIN queues q ON e.q = q.q WHERE q.sink = 1"
         fates = {
             "to_sink": f"SELECT DISTINCT root FROM ({sink_roots})",
-            "filtered": "SELECT DISTINCT root FROM outcomes WHERE kind = 'filtered'",
-            "timeout": "SELECT DISTINCT root FROM outcomes WHERE kind = 'timeout'",
+            "filtered": f"SELECT DISTINCT root FROM outcomes WHERE kind = '{OutcomeKind.FILTERED}'",
+            "timeout": f"SELECT DISTINCT root FROM outcomes WHERE kind = '{OutcomeKind.TIMEOUT}'",
             "overflow": "SELECT DISTINCT root FROM overflow",
             "failed": "SELECT DISTINCT root FROM outcomes WHERE kind = 'error'",
         }

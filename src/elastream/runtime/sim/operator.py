@@ -457,10 +457,8 @@ class Operator:
             rep.credit = 0.0
         self.size = 0
         self.dropped_restart += lost
-        self.dropped_timeout += lost
         counts = self.ledger.counts
         counts.dropped_restart += lost
-        counts.dropped_timeout += lost
         return lost
 
     # ------------------------------------------------------------------ monitor

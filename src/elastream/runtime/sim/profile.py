@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from elastream.model.events import Event
+from elastream.model.events import Event, OutcomeKind
 from elastream.model.pipeline import OperatorSpec, Pipeline, load_callable
+from elastream.runtime.operators import OUT_PLACEHOLDER, OperatorContext, apply_operator
 from elastream.runtime.sim.settings import SimSettings, SimSettingsError
-from elastream.runtime.spark.task import OUT_PLACEHOLDER, OperatorContext, apply_operator
 
 SAMPLE_BATCH = 200  # events per call of the operator function during profiling
 OVERRIDE_DENOMINATOR = 1_000_000  # resolution of ratios given in SimSettings.selectivity
@@ -135,7 +135,7 @@ def _run_operator(
             tally.error = errors[0][1]
         for outcome in outcomes:
             w = weights[outcome.event_id]
-            if outcome.kind == "error":
+            if outcome.kind is OutcomeKind.ERROR:
                 tally.failed += 1
                 continue
             if not outcome.outputs:

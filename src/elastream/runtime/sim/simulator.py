@@ -128,6 +128,7 @@ class SimEngine:
             filtered=c.filtered,
             dropped_timeout=c.dropped_timeout,
             dropped_overflow=c.dropped_overflow,
+            dropped_restart=c.dropped_restart,
             latency_ms_mean=c.latency_s_sum / c.sink_events * 1000.0 if c.sink_events else None,
             latency_ms_p99=self.ledger.latency_ms_p99(),
             failed=c.failed,
@@ -237,8 +238,5 @@ class SimEngine:
             completed=round(now.completed_w) - round(prev.completed_w),
             sink_events=sink_events,
             latency_ms_mean=latency / sink_events * 1000.0 if sink_events else None,
-            extra=(
-                ("dropped_restart", float(now.dropped_restart - prev.dropped_restart)),
-                ("failed", float(now.failed - prev.failed)),
-            ),
+            dropped_restart=now.dropped_restart - prev.dropped_restart,
         )

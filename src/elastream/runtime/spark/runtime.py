@@ -12,6 +12,7 @@ import numpy as np
 
 from elastream.config import RunConfig
 from elastream.control.policy import Decision
+from elastream.model.events import OutcomeKind
 from elastream.model.metrics import RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats, Snapshot
@@ -249,12 +250,12 @@ class SparkEngine:
             max_replicas=spec.replicas.max,
             received=sum(arrivals.values()),
             received_from=tuple((p, arrivals.get(p, 0)) for p in self.pipeline.predecessors(name)),
-            processed=kinds.get("processed", 0) + kinds.get("filtered", 0),
+            processed=kinds.get(OutcomeKind.PROCESSED, 0) + kinds.get(OutcomeKind.FILTERED, 0),
             emitted=emitted,
             queue=self.store.pending(name),
             et_s=et,
             busy_s=busy,
-            dropped_timeout=kinds.get("timeout", 0),
+            dropped_timeout=kinds.get(OutcomeKind.TIMEOUT, 0),
             dropped_overflow=self.store.overflow_count(name, t0, t1),
             replica_processed=tuple(per_replica),
             utilization=tuple(util),
