@@ -230,6 +230,8 @@ class Option:
 
 
 def _type_name(annotation: Any) -> str:
+    if annotation is type(None):
+        return "None"
     if isinstance(annotation, type) and not typing.get_args(annotation):
         return annotation.__name__
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
@@ -240,11 +242,13 @@ def _type_name(annotation: Any) -> str:
 def _default(info: Any) -> str:
     if info.default is not PydanticUndefined:
         value = info.default
-        return repr(value.model_dump() if isinstance(value, BaseModel) else value)
-    if info.default_factory is not None:
+    elif info.default_factory is not None:
         value = info.default_factory()
-        return repr(value.model_dump() if isinstance(value, BaseModel) else value)
-    return "(required)"
+    else:
+        return "(required)"
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    return str(value) if isinstance(value, Path) else repr(value)
 
 
 def describe(model: type[BaseModel], prefix: str = "") -> list[Option]:

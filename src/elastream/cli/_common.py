@@ -13,7 +13,6 @@ from elastream.config.files import load_pipeline
 from elastream.control.policies import POLICIES
 from elastream.model.metrics import PAPER_METRICS, Summary
 from elastream.model.pipeline import Pipeline
-from elastream.workloads import Trace
 
 HEADLINE = (
     *PAPER_METRICS,
@@ -102,7 +101,7 @@ def load_run_inputs(args: argparse.Namespace, **overrides: Any) -> tuple[Pipelin
     return pipeline, config_from_args(args, **overrides)
 
 
-def print_summary(summary: Summary, paths: dict[str, Path], trace: Trace | None = None) -> None:
+def print_summary(summary: Summary, paths: dict[str, Path]) -> None:
     values = summary.as_dict()
     print(json.dumps({k: values[k] for k in HEADLINE}, indent=2))
     for kind, path in paths.items():

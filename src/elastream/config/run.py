@@ -13,8 +13,6 @@ from elastream.control.guards import GuardConfig
 from elastream.control.policies import POLICIES
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 
-DEFAULT_DATA_DIR = Path("../shared/data")
-
 
 class ConfigError(ValueError):
     """A broken configuration; the message names the setting."""

@@ -16,12 +16,7 @@ def batch_gaps(engine: SparkEngine) -> list[BatchGap]:
     """For every non-empty micro-batch: its wall time minus its slowest replica's busy time, that
     is what the batch cost beyond the operator's own work (offsets, planning, WAL, scheduling,
     Python workers). Needs the queries' progress history, kept by `spark_session`."""
-    per_batch = {
-        (op, batch): (busy, n)
-        for op, batch, busy, n in engine.store.conn.execute(
-            "SELECT op, batch, MAX(busy), SUM(n) FROM tasks GROUP BY op, batch"
-        )
-    }
+    per_batch = {(op, batch): (busy, n) for op, batch, busy, n in engine.store.batch_work()}
     gaps: list[BatchGap] = []
     for name, query in engine.queries.items():
         for progress in query.recentProgress:

@@ -35,9 +35,9 @@ class _Frozen(BaseModel):
 class ReplicaPool(_Frozen):
     """The pre-allocated replica pool: `max` replicas exist, between `min` and `max` are active."""
 
-    min: int = Field(1, ge=1)
-    max: int = Field(1, ge=1)
-    initial: int | None = Field(None, ge=1)
+    min: int = Field(1, ge=1, description="fewest active replicas")
+    max: int = Field(1, ge=1, description="the pool's size: replicas that exist")
+    initial: int | None = Field(None, ge=1, description="active replicas at start (None: min)")
 
     @model_validator(mode="after")
     def _ordered(self) -> ReplicaPool:
@@ -56,9 +56,9 @@ class SourceSpec(_Frozen):
     """An input: events made by `generator` (import path of `fn(index, rng) -> (key, payload)`)
     at `rate` events/s unless a trace drives it."""
 
-    name: str
-    generator: str
-    rate: float = Field(10.0, gt=0)
+    name: str = Field(description="the source's name")
+    generator: str = Field(description="import path of fn(index, rng) -> (key, payload)")
+    rate: float = Field(10.0, gt=0, description="events/s (a trace rescales all sources)")
 
 
 DEFAULT_ET_S = 0.01  # et_i when nothing is declared or measured, s (one place for every engine)
@@ -71,12 +71,16 @@ class OperatorSpec(_Frozen):
     `service_time_ms` adds a fixed per-event delay inside the replica, emulating an external call
     so that replica counts matter on a small machine."""
 
-    name: str
-    function: str
-    grouping: Grouping = Grouping.LOAD_BALANCING
-    stateless: bool = True
-    replicas: ReplicaPool = ReplicaPool()
-    service_time_ms: float = Field(0.0, ge=0)
+    name: str = Field(description="the operator's name")
+    function: str = Field(description="import path of fn(list[Event], **params) -> Emits")
+    grouping: Grouping = Field(
+        Grouping.LOAD_BALANCING, description="how the input is divided among active replicas"
+    )
+    stateless: bool = Field(True, description="False: keyed state (key_hash grouping required)")
+    replicas: ReplicaPool = Field(default_factory=ReplicaPool, description="the replica pool")
+    service_time_ms: float = Field(
+        0.0, ge=0, description="emulated per-event delay inside a replica (an external call)"
+    )
     et_ms: float | None = Field(
         None, gt=0, description="seed for the mean execution time per event"
     )
@@ -108,15 +112,15 @@ class OperatorSpec(_Frozen):
 class SinkSpec(_Frozen):
     """A terminal queue: events that reach it have left the pipeline."""
 
-    name: str
+    name: str = Field(description="the sink's name")
 
 
 class StreamSpec(_Frozen):
     """An edge: output stream `name` of node `source` feeds node `target`."""
 
-    source: str = Field(alias="from")
-    target: str = Field(alias="to")
-    name: str = DEFAULT_STREAM
+    source: str = Field(alias="from", description="the node whose output this is")
+    target: str = Field(alias="to", description="the node it feeds")
+    name: str = Field(DEFAULT_STREAM, description="the output stream's name")
 
 
 def _unique(names: Iterable[str]) -> None:
@@ -130,11 +134,11 @@ def _unique(names: Iterable[str]) -> None:
 class Pipeline(_Frozen):
     """A validated DAG of sources, operators and sinks."""
 
-    name: str = "pipeline"
-    sources: tuple[SourceSpec, ...]
-    operators: tuple[OperatorSpec, ...]
-    sinks: tuple[SinkSpec, ...]
-    streams: tuple[StreamSpec, ...]
+    name: str = Field("pipeline", description="the pipeline's name")
+    sources: tuple[SourceSpec, ...] = Field(description="inputs")
+    operators: tuple[OperatorSpec, ...] = Field(description="operators, any order")
+    sinks: tuple[SinkSpec, ...] = Field(description="terminal queues")
+    streams: tuple[StreamSpec, ...] = Field(description="edges between the nodes")
 
     @field_validator("sources", "operators", "sinks", "streams")
     @classmethod

@@ -9,11 +9,11 @@ from elastream.workloads.generators import GENERATORS
 from elastream.workloads.loaders import LoadInfo, load_trace_info
 from elastream.workloads.trace import Trace, TraceError
 
+DEFAULT_DATA_DIR = Path("../shared/data")  # the real traces, read by path (never copied)
+
 
 def default_data_dir() -> Path | None:
     """`../shared/data` next to the current directory or next to the repository, if present."""
-    from elastream.config import DEFAULT_DATA_DIR  # lazy: config may come to import workloads
-
     repo_root = next(
         (p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file()), None
     )

@@ -33,15 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
     model_validator,
 )
 
-from elastream.base.settings import SettingsError, line_of, load_yaml
+from elastream.base.settings import Settings, SettingsError, line_of, load_yaml
 from elastream.config import RunConfig
 from elastream.model.pipeline import Grouping
 
@@ -53,8 +51,7 @@ class BenchError(ValueError):
 # ---------------------------------------------------------------------------- the schema
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+_Strict = Settings
 
 
 Grid = dict[str, list[Any]]
@@ -98,13 +95,13 @@ def _check_run(run: dict[str, Any]) -> dict[str, Any]:
 class PolicyEntry(_Strict):
     """One policy of a scenario: registry name, label in the results, settings and grid."""
 
-    policy: str
-    label: str | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
-    guards: dict[str, Any] = Field(default_factory=dict)
-    run: dict[str, Any] = Field(default_factory=dict)
-    sim: dict[str, Any] = Field(default_factory=dict)
-    grid: Grid = Field(default_factory=dict)
+    policy: str = Field(description="registered policy name")
+    label: str | None = Field(None, description="name in the results (default: the policy)")
+    options: dict[str, Any] = Field(default_factory=dict, description="policy options")
+    guards: dict[str, Any] = Field(default_factory=dict, description="guard settings")
+    run: dict[str, Any] = Field(default_factory=dict, description="run settings (RunConfig)")
+    sim: dict[str, Any] = Field(default_factory=dict, description="simulator settings")
+    grid: Grid = Field(default_factory=dict, description="key -> values, crossed")
 
     _grid = field_validator("grid")(_check_grid)
     _run = field_validator("run")(_check_run)
@@ -115,19 +112,19 @@ class PolicyEntry(_Strict):
 
 
 class Scenario(_Strict):
-    name: str = Field(min_length=1)
-    pipeline: str
-    trace: str
-    slice: str | None = None
-    peak_rate: float | None = Field(None, gt=0)
-    time_scale: float | None = Field(None, gt=0)
-    slo_ms: float | None = Field(None, gt=0)
-    run: dict[str, Any] = Field(default_factory=dict)
-    guards: dict[str, Any] = Field(default_factory=dict)
-    sim: dict[str, Any] = Field(default_factory=dict)
-    grid: Grid = Field(default_factory=dict)
-    policies: list[PolicyEntry] = Field(min_length=1)
-    timeseries: bool = True  # keep per-interval series for the report's plots
+    name: str = Field(min_length=1, description="the scenario's name")
+    pipeline: str = Field(description="pipeline file, as given or beside the scenario file")
+    trace: str = Field(description="trace file or generator spec")
+    slice: str | None = Field(None, description="trace seconds START:END, before rescaling")
+    peak_rate: float | None = Field(None, gt=0, description="rescale the slice's peak, events/s")
+    time_scale: float | None = Field(None, gt=0, description="play the trace this many × faster")
+    slo_ms: float | None = Field(None, gt=0, description="processing-time SLO, ms")
+    run: dict[str, Any] = Field(default_factory=dict, description="run settings (RunConfig)")
+    guards: dict[str, Any] = Field(default_factory=dict, description="guards of every policy")
+    sim: dict[str, Any] = Field(default_factory=dict, description="simulator settings")
+    grid: Grid = Field(default_factory=dict, description="key -> values, crossed")
+    policies: list[PolicyEntry] = Field(min_length=1, description="the policies to compare")
+    timeseries: bool = Field(True, description="keep per-interval series for the plots")
 
     _grid = field_validator("grid")(_check_grid)
     _run = field_validator("run")(_check_run)
@@ -144,24 +141,26 @@ class TableRow(_Strict):
     """A row of a paper table: which run it is (`select`: results column -> value) and the
     paper's four figures (saved resources, throughput degradation, processed, latency ms)."""
 
-    label: str
-    select: dict[str, Any] = Field(min_length=1)
-    paper: tuple[float, float, float, float] | None = None
+    label: str = Field(description="the row's label")
+    select: dict[str, Any] = Field(min_length=1, description="results column -> value")
+    paper: tuple[float, float, float, float] | None = Field(
+        None, description="the paper's four figures"
+    )
 
 
 class PaperTable(_Strict):
     """A table of a paper reproduced from one scenario's results (docs/reproduction/*.md)."""
 
-    id: str = Field(min_length=1)
-    title: str
-    scenario: str
-    rows: list[TableRow] = Field(min_length=1)
+    id: str = Field(min_length=1, description="the block id in the markdown file")
+    title: str = Field(description="the table's title")
+    scenario: str = Field(description="the scenario whose results fill it")
+    rows: list[TableRow] = Field(min_length=1, description="the rows")
 
 
 class BenchFile(_Strict):
-    data_dir: str | None = None
-    scenarios: list[Scenario] = Field(min_length=1)
-    tables: list[PaperTable] = Field(default_factory=list)
+    data_dir: str | None = Field(None, description="where trace files are looked up by name")
+    scenarios: list[Scenario] = Field(min_length=1, description="the scenarios")
+    tables: list[PaperTable] = Field(default_factory=list, description="paper tables")
 
     @model_validator(mode="after")
     def _tables_name_scenarios(self) -> BenchFile:

@@ -331,6 +331,13 @@ class SqliteQueueStore:
         )
         return {r: (n, busy) for r, n, busy in rows}
 
+    def batch_work(self) -> list[tuple[str, str, float, int]]:
+        """Per (operator, micro-batch): its slowest replica's busy seconds and events handled."""
+        rows = self.conn.execute(
+            "SELECT op, batch, MAX(busy), SUM(n) FROM tasks GROUP BY op, batch"
+        )
+        return [(op, batch, busy, n) for op, batch, busy, n in rows]
+
     def completed(self, t0: float, t1: float) -> int:
         return self.conn.execute(
             "SELECT COUNT(*) FROM roots WHERE at >= ? AND at < ?", (t0, t1)
