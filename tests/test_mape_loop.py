@@ -3,6 +3,7 @@ test_spark_runtime.py and the simulator's tests): decisions are enacted, or only
 
 from dataclasses import dataclass, field
 
+import pytest
 from helpers import linear_pipeline, snapshot, stats
 
 from elastream.control.controller import Controller
@@ -66,3 +67,32 @@ def test_latency_histogram_bins_exact_latencies():
         (3.0, 1),
         (7.0, 1),
     )
+
+
+def test_the_plan_is_applied_in_order_lease_place_then_replicas():
+    from elastream.control.plan import Lease, Placement, Plan, execute
+    from elastream.control.policy import Decision
+
+    calls: list[str] = []
+
+    class Hosts:
+        def lease(self, leases):
+            calls.append(f"lease {leases[0].count}")
+
+        def place(self, placement):
+            calls.append(f"place {placement[0].hosts}")
+
+        def enact(self, decision):
+            calls.append(f"replicas {decision.as_dict()}")
+
+    plan = Plan(Decision.of({"A": 2}), (Lease("vm", 1),), (Placement("A", ("h1", "h2")),))
+    execute(Hosts(), plan)
+    assert calls == ["lease 1", "place ('h1', 'h2')", "replicas {'A': 2}"]
+
+    class ReplicasOnly:
+        def enact(self, decision):
+            calls.append("enacted")
+
+    with pytest.raises(TypeError, match="cannot lease hosts"):
+        execute(ReplicasOnly(), plan)
+    assert calls[-1] != "enacted"  # nothing applied from a plan the engine cannot follow

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import linear_pipeline
 
 from elastream.base.settings import SettingsError, read_settings
 from elastream.cli import main
 from elastream.config import RunConfig
 from elastream.experiments.bench.scenario import BenchError, load_bench
-from tests.helpers import linear_pipeline
 
 MISPLACED_BENCH = """\
 scenarios:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from elastream.control.controller import Controller
+from elastream.control.plan import Plan, execute
 from elastream.control.policy import Decision
 from elastream.model.metrics import RunTotals, Summary, summarize
 from elastream.model.pipeline import Pipeline
@@ -25,7 +26,8 @@ class Engine(Protocol):
         """Monitor: wait for the end of the current interval and return its metrics."""
 
     def enact(self, decision: Decision) -> None:
-        """Execute: set every operator's active replicas (no restart)."""
+        """Execute's last step (control/plan.py): set every operator's active replicas (no
+        restart)."""
 
     def finished(self) -> bool:
         """True when the workload has ended and the pipeline has drained (or gave up draining)."""
@@ -67,7 +69,7 @@ def run_mape(
             snapshot = engine.collect()
             decision, state = controller.decide(snapshot, state)
             if not dry_run:
-                engine.enact(decision)
+                execute(engine, Plan(decision))
             snapshots.append(snapshot)
             decisions.append(decision)
             for observe in observers:

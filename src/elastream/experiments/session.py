@@ -79,22 +79,6 @@ def run_pipeline(
     """Run `pipeline` on `engine` (default: the config's) under the workload prepared from
     `trace` (None: the configured one)."""
     workload = prepare_workload(config, pipeline, trace)
-    return run_prepared(
-        pipeline, config, workload, engine=engine, sim=sim, resume=resume, observers=observers
-    )
-
-
-def run_prepared(
-    pipeline: Pipeline,
-    config: RunConfig,
-    workload: Trace,
-    *,
-    engine: str | None = None,
-    sim: SimSettings | None = None,
-    resume: bool = False,
-    observers: Sequence[Observer] = (),
-) -> RunResult:
-    """The MAPE loop over a fresh engine for an already prepared workload."""
     built = build_engine(pipeline, config, workload, engine=engine, sim=sim, resume=resume)
     return run_engine(built, config, observers)
 
@@ -142,7 +126,8 @@ def run_session(
     """A run as the CLI does it: the live table while it runs, then the output directory."""
     workload = prepare_workload(config, pipeline)
     with LiveTable(config.starting_pipeline(pipeline), quiet=quiet, title=title) as live:
-        result = run_prepared(pipeline, config, workload, sim=sim, resume=resume, observers=[live])
+        engine = build_engine(pipeline, config, workload, sim=sim, resume=resume)
+        result = run_engine(engine, config, [live])
     settings: dict[str, Any] = config.model_dump(mode="json") | {
         "trace_duration_s": workload.duration_s,
         "trace_peak_rate": workload.peak,

@@ -1,0 +1,5 @@
+"""`python -m elastream.cli`: the same as the `elastream` command."""
+
+from elastream.cli import main
+
+raise SystemExit(main())
