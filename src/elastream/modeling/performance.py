@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,12 +71,16 @@ def _service_stats(points: Sequence[MeasuredPoint]) -> tuple[float | None, float
 
 
 def fit_component(name: str, grouping: Grouping, points: Sequence[MeasuredPoint]) -> ComponentModel:
-    """Fit one component from per-replica points of any number of runs and parallelisms."""
+    """Fit one component from per-replica points of any number of runs and parallelisms.
+
+    A component never measured in saturation keeps SP = inf: its risk is "unknown" above the
+    highest source rate measured.
+    """
     service_time, scv = _service_stats(points)
     return ComponentModel(
         name=name,
         grouping=grouping,
-        instance=fit_instance(points, what=f"component {name!r}"),
+        instance=fit_instance(points, what=f"component {name!r}", require_saturation=False),
         psi=fit_psi(points, what=f"component {name!r}"),
         service_time=service_time,
         service_scv=scv,
@@ -131,7 +135,7 @@ class Prediction:
     source_rate: float
     saturation_point: float
     risk: str
-    bottleneck: str
+    bottleneck: str | None
     critical_path: tuple[str, ...]
     critical_path_output: float
     latency: float | None
@@ -206,24 +210,44 @@ def predict(
         for edge in graph.outgoing(comp):
             incoming[edge.target] += preds[comp].output_rates.get(edge.stream, 0.0)
     limits = {c: preds[c].saturation_point / g for c, g in gains.items() if g > 0}
-    bottleneck = min(limits, key=lambda c: limits[c])
+    bottleneck: str | None = min(limits, key=lambda c: limits[c])
     t0_sat = limits[bottleneck]
     cpu_per_t0 = sum(models[c].psi * g for c, g in gains.items() if models[c].psi is not None)
     if host.cores is not None and cpu_per_t0 > 0 and host.cores / cpu_per_t0 < t0_sat:
         t0_sat, bottleneck = host.cores / cpu_per_t0, "host"
+    if math.isinf(t0_sat):
+        bottleneck = None
     path = _critical_path(graph, bottleneck, limits)
     cpus = [p.cpu for p in preds.values()]
     return Prediction(
         components=preds,
         source_rate=source_rate,
         saturation_point=t0_sat,
-        risk=backpressure_risk(source_rate, t0_sat, host.headroom),
+        risk=_topology_risk(source_rate, t0_sat, host.headroom, preds.values()),
         bottleneck=bottleneck,
         critical_path=path,
         critical_path_output=_processed(preds[path[-1]]),
         latency=_path_latency(graph, preds),
         cpu=None if any(c is None for c in cpus) else float(sum(c or 0.0 for c in cpus)),
     )
+
+
+def _topology_risk(
+    t0: float, t0_sat: float, headroom: float, preds: Iterable[ComponentPrediction]
+) -> str:
+    """Eq. 14 at t'_0; "unknown" when it is low only for want of a measured saturation."""
+    risk = backpressure_risk(t0, t0_sat, headroom)
+    if risk == "low" and any(p.risk == "unknown" for p in preds):
+        return "unknown"
+    return risk
+
+
+def _component_risk(model: ComponentModel, p: int, source: float, sp: float, h: float) -> str:
+    """Eq. 14 for one component; beyond the measured range of an unsaturated one: unknown."""
+    if not model.instance.saturation_seen and math.isinf(sp):
+        shares, _ = model.shares(p)
+        return "low" if source * max(shares) <= model.instance.max_source else "unknown"
+    return backpressure_risk(source, sp, h)
 
 
 def _predict_component(
@@ -239,7 +263,7 @@ def _predict_component(
         output_rates={s: a * admitted for s, a in model.instance.alpha_streams.items()},
         saturation_point=sp,
         saturation_throughput=model.instance.alpha * sp,
-        risk=backpressure_risk(source, sp, host.headroom),
+        risk=_component_risk(model, p, source, sp, host.headroom),
         cpu=None if model.psi is None else predict_cpu(model.psi, admitted),
         latency=_latency(model, p, admitted, host.cores),
         basis=basis,
@@ -248,7 +272,7 @@ def _predict_component(
 
 
 def _critical_path(
-    graph: PipelineGraph, bottleneck: str, limits: Mapping[str, float]
+    graph: PipelineGraph, bottleneck: str | None, limits: Mapping[str, float]
 ) -> tuple[str, ...]:
     """The path through the bottleneck (IV-B3); for the host, the path with the lowest limit."""
     paths = graph.paths()

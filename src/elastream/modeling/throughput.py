@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -131,6 +132,8 @@ class InstanceFit:
     alpha_streams: Mapping[str, float]
     points_below: int
     points_above: int
+    saturation_seen: bool
+    max_source: float
     input_fit_error: float
     output_fit_error: float
     alpha_error: float
@@ -158,12 +161,25 @@ def _relative_rmse(predicted: np.ndarray, observed: np.ndarray) -> float:
     return rmse / scale if scale > 0 else rmse
 
 
+def _stream_alphas(points: Sequence[MeasuredPoint], inp: np.ndarray) -> dict[str, float]:
+    """Eq. 5: α_j per output stream, the slope of T_j over the input rate."""
+    streams = sorted({s for p in points for s in p.output_rates})
+    return {
+        s: _slope_through_origin(inp, np.array([p.output_rates.get(s, 0.0) for p in points]))
+        for s in streams
+    }
+
+
 def fit_instance(
     points: Sequence[MeasuredPoint],
     what: str = "component",
     tolerance: float = SATURATION_TOLERANCE,
+    require_saturation: bool = True,
 ) -> InstanceFit:
     """Fit Eq. 1 to per-replica points: needs ≥ 1 point below and ≥ 1 above saturation.
+
+    With `require_saturation=False` a component never seen saturated gets SP = ST = inf
+    (`saturation_seen` False): only its linear part is known.
 
     α is the least-squares slope of output over input through all points (the I/O ratio holds on
     both sides, Fig. 5); SP the mean admitted rate of the saturated points (below SP input equals
@@ -178,6 +194,8 @@ def fit_instance(
             f"{what}: no measured point below saturation (all {len(points)} replica-intervals "
             "saturated); measure at a lower source rate"
         )
+    if not above and not require_saturation:
+        return _linear_only(points, below)
     if not above:
         top = max(p.source_rate for p in points)
         raise ModelError(
@@ -189,11 +207,7 @@ def fit_instance(
     out = np.array([p.output_rate for p in points])
     alpha = _slope_through_origin(inp, out)
     sp = float(np.mean([p.input_rate for p in above]))
-    streams = sorted({s for p in points for s in p.output_rates})
-    alpha_streams = {
-        s: _slope_through_origin(inp, np.array([p.output_rates.get(s, 0.0) for p in points]))
-        for s in streams
-    }
+    alpha_streams = _stream_alphas(points, inp)
     model_in = np.minimum(src, sp)
     return InstanceFit(
         alpha=alpha,
@@ -202,7 +216,31 @@ def fit_instance(
         alpha_streams=alpha_streams,
         points_below=len(below),
         points_above=len(above),
+        saturation_seen=True,
+        max_source=float(src.max()),
         input_fit_error=_relative_rmse(model_in, inp),
         output_fit_error=_relative_rmse(alpha * model_in, out),
+        alpha_error=_relative_rmse(alpha * inp, out),
+    )
+
+
+def _linear_only(points: Sequence[MeasuredPoint], below: Sequence[MeasuredPoint]) -> InstanceFit:
+    """The linear part alone (α), for a component never measured in saturation."""
+    inp = np.array([p.input_rate for p in points])
+    out = np.array([p.output_rate for p in points])
+    alpha = _slope_through_origin(inp, out)
+    alpha_streams = _stream_alphas(points, inp)
+    src = np.array([p.source_rate for p in points])
+    return InstanceFit(
+        alpha=alpha,
+        sp=math.inf,
+        st=math.inf,
+        alpha_streams=alpha_streams,
+        points_below=len(below),
+        points_above=0,
+        saturation_seen=False,
+        max_source=float(src.max()),
+        input_fit_error=_relative_rmse(src, inp),
+        output_fit_error=_relative_rmse(alpha * src, out),
         alpha_error=_relative_rmse(alpha * inp, out),
     )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from fastapi import FastAPI, HTTPException, Response
@@ -89,15 +90,21 @@ def create_app(
     modeller: Modeller, planners: Mapping[str, Planner] | None = None, workers: int = 2
 ) -> FastAPI:
     """The app; `planners` mounts extra POST /plans/<name> job endpoints."""
+    jobs = JobManager(workers)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        jobs.shutdown()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="elastream modelling service",
         description="Caladrius-style traffic forecasts and what-if performance predictions. "
         "POST a request: 202 with a job id and Location; GET /jobs/{id} until done or failed.",
         version="1.0",
     )
-    jobs = JobManager(workers)
     app.state.jobs = jobs
-    app.add_event_handler("shutdown", jobs.shutdown)
 
     @app.get("/models", response_model=list[ModelInfo])
     def list_models() -> list[ModelInfo]:

@@ -100,10 +100,14 @@ class Modeller:
         return to_result(predict(graph, models, parallelism, rate, host), models)
 
 
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
 def to_result(pred: Prediction, models: dict[str, ComponentModel]) -> PredictionResult:
     return PredictionResult(
         source_rate=pred.source_rate,
-        saturation_point=pred.saturation_point,
+        saturation_point=_finite(pred.saturation_point),
         risk=pred.risk,  # type: ignore[arg-type]
         bottleneck=pred.bottleneck,
         critical_path=list(pred.critical_path),
@@ -117,8 +121,8 @@ def to_result(pred: Prediction, models: dict[str, ComponentModel]) -> Prediction
                 source_rate=c.source_rate,
                 input_rate=c.input_rate,
                 output_rates=dict(c.output_rates),
-                saturation_point=c.saturation_point,
-                saturation_throughput=c.saturation_throughput,
+                saturation_point=_finite(c.saturation_point),
+                saturation_throughput=_finite(c.saturation_throughput),
                 risk=c.risk,  # type: ignore[arg-type]
                 cpu=c.cpu,
                 latency_s=c.latency,

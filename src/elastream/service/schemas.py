@@ -116,9 +116,11 @@ class ComponentResult(BaseModel):
     source_rate: float = Field(..., description="offered events/s")
     input_rate: float = Field(..., description="admitted events/s")
     output_rates: dict[str, float] = Field(..., description="events/s per output stream")
-    saturation_point: float = Field(..., description="SP_c: source rate where it saturates")
-    saturation_throughput: float = Field(..., description="ST_c: its output rate there")
-    risk: Literal["low", "high"] = Field(..., description="Eq. 14 at this component")
+    saturation_point: float | None = Field(
+        ..., description="SP_c: source rate where it saturates; null if never measured"
+    )
+    saturation_throughput: float | None = Field(..., description="ST_c: its output rate there")
+    risk: Literal["low", "high", "unknown"] = Field(..., description="Eq. 14 here")
     cpu: float | None = Field(..., description="cores, ψ·input (V-E); null if not measured")
     latency_s: float | None = Field(..., description="sojourn time; null if unstable/unknown")
     basis: str = Field(..., description="which equation set the per-replica split")
@@ -130,9 +132,9 @@ class ComponentResult(BaseModel):
 class PredictionResult(BaseModel):
     model_config = _FROZEN
     source_rate: float = Field(..., description="t_0 predicted at")
-    saturation_point: float = Field(..., description="t'_0 (Eq. 13)")
-    risk: Literal["low", "high"] = Field(..., description="backpressure risk (Eq. 14)")
-    bottleneck: str = Field(..., description="component (or 'host') that saturates first")
+    saturation_point: float | None = Field(..., description="t'_0 (Eq. 13); null if unknown")
+    risk: Literal["low", "high", "unknown"] = Field(..., description="backpressure (Eq. 14)")
+    bottleneck: str | None = Field(..., description="component or 'host' saturating first")
     critical_path: list[str] = Field(..., description="path through the bottleneck")
     critical_path_output: float = Field(..., description="t_cp (Eq. 12), events/s")
     latency_s: float | None = Field(..., description="end-to-end latency; null if unstable")
