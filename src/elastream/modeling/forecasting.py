@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from elastream.modeling.graph import ModelError
 
 DAY_S = 86_400.0
 MAX_SEASON = 2_000  # samples; a longer daily season is not modelled (too many states)
+MAX_ESTIMATED = 200  # seasons up to this length get their initial states estimated
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,19 @@ class SeasonalParams(Params):
     damped: bool = Field(False, description="damp the trend (only with trend='add')")
 
 
+class ProfileParams(Params):
+    """A seasonal summary: the statistic of the same phase over the last `seasons` seasons."""
+
+    season_length: int | None = Field(
+        None, ge=2, description="samples per season (None: one day if ≥ 2 days of history)"
+    )
+    seasons: int = Field(7, ge=1, le=1000, description="past seasons summarised per phase")
+    statistic: Literal["mean", "median"] = Field("median", description="per-phase statistic")
+    level_shift: bool = Field(
+        True, description="shift the profile by the median deviation of the last season"
+    )
+
+
 class ProphetParams(Params):
     """Prophet's additive model; the interval is its own yhat_lower/yhat_upper."""
 
@@ -151,6 +166,7 @@ class _SeasonalFit:
 
 
 def _fit_seasonal(history: Series, params: SeasonalParams) -> _SeasonalFit:
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning
     from statsmodels.tsa.exponential_smoothing.ets import ETSModel
 
     season = season_for(history, params.season_length)
@@ -162,9 +178,46 @@ def _fit_seasonal(history: Series, params: SeasonalParams) -> _SeasonalFit:
         damped_trend=params.damped and trend is not None,
         seasonal="add" if season else None,
         seasonal_periods=season,
-        initialization_method="heuristic" if season else "estimated",
+        initialization_method="heuristic" if season and season > MAX_ESTIMATED else "estimated",
     )
-    return _SeasonalFit(history, params, model.fit(disp=False))
+    with warnings.catch_warnings():  # non-convergence still yields usable smoothing parameters
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return _SeasonalFit(history, params, model.fit(disp=False))
+
+
+@dataclass(frozen=True)
+class _ProfileFit:
+    history: Series
+    params: ProfileParams
+    season: int
+    profile: np.ndarray  # by phase, phase 0 = the sample right after the history
+    shift: float
+    deviations: np.ndarray
+
+    def forecast(self, horizon: int) -> Forecast:
+        start, h = _times(self.history, horizon)
+        point = np.resize(self.profile, h) + self.shift
+        tail = (1.0 - self.params.level) / 2.0
+        lo, hi = np.quantile(self.deviations, [tail, 1.0 - tail])
+        return Forecast(
+            point, point + lo, point + hi, self.params.level, self.history.step_s, start
+        )
+
+
+def _fit_profile(history: Series, params: ProfileParams) -> _ProfileFit:
+    season = season_for(history, params.season_length)
+    if season is None:
+        raise ModelError(
+            f"seasonal-profile: {history.values.size} samples of {history.step_s:g} s hold "
+            "fewer than 2 days; give season_length"
+        )
+    k = min(params.seasons, history.values.size // season)
+    block = history.values[-k * season :].reshape(k, season)  # rows: seasons, columns: phases
+    stat = np.median if params.statistic == "median" else np.mean
+    profile = stat(block, axis=0)
+    shift = float(np.median(block[-1] - profile)) if params.level_shift and k > 1 else 0.0
+    deviations = (block - profile).ravel()
+    return _ProfileFit(history, params, season, profile, shift, deviations)
 
 
 @dataclass(frozen=True)
@@ -233,6 +286,14 @@ FORECASTERS: dict[str, ForecasterSpec] = {
             "ETS(A,N/A,A) Holt-Winters with a daily season (statsmodels), analytic intervals",
             SeasonalParams,
             _fit_seasonal,  # type: ignore[arg-type]
+            _always,
+        ),
+        ForecasterSpec(
+            "seasonal-profile",
+            "per-phase median of the last seasons (default 7 days), shifted to the last "
+            "season's level; interval from the per-phase deviations",
+            ProfileParams,
+            _fit_profile,  # type: ignore[arg-type]
             _always,
         ),
         ForecasterSpec(
