@@ -159,7 +159,10 @@ def _admitted(model: ComponentModel, p: int, source: float, cores: float | None)
 
 
 def _latency(model: ComponentModel, p: int, input_rate: float, cores: float | None) -> float | None:
-    """Sojourn time of the component at its admitted rate: G/G/c if the SCV is known, else M/M/c."""
+    """Sojourn time at the admitted rate: G/G/c if the SCV is known, else M/M/c.
+
+    A saturated component (source above SP) has a growing backlog: no steady-state latency.
+    """
     if model.service_time is None:
         return None
     servers = effective_servers(p, model.psi, model.service_time, cores)
@@ -265,7 +268,7 @@ def _predict_component(
         saturation_throughput=model.instance.alpha * sp,
         risk=_component_risk(model, p, source, sp, host.headroom),
         cpu=None if model.psi is None else predict_cpu(model.psi, admitted),
-        latency=_latency(model, p, admitted, host.cores),
+        latency=None if source > sp else _latency(model, p, admitted, host.cores),
         basis=basis,
         core_limited=core_limited,
     )
