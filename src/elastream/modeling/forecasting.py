@@ -19,7 +19,6 @@ from elastream.modeling.graph import ModelError
 
 DAY_S = 86_400.0
 MAX_SEASON = 2_000  # samples; a longer daily season is not modelled (too many states)
-MAX_ESTIMATED = 200  # seasons up to this length get their initial states estimated
 
 
 @dataclass(frozen=True)
@@ -87,6 +86,9 @@ class SeasonalParams(Params):
     )
     trend: Literal["add", "none"] = Field("none", description="additive trend or none")
     damped: bool = Field(False, description="damp the trend (only with trend='add')")
+    initialization: Literal["heuristic", "estimated"] = Field(
+        "heuristic", description="initial seasonal states: heuristic (fast) or estimated (slow)"
+    )
 
 
 class ProfileParams(Params):
@@ -178,7 +180,7 @@ def _fit_seasonal(history: Series, params: SeasonalParams) -> _SeasonalFit:
         damped_trend=params.damped and trend is not None,
         seasonal="add" if season else None,
         seasonal_periods=season,
-        initialization_method="heuristic" if season and season > MAX_ESTIMATED else "estimated",
+        initialization_method=params.initialization if season else "estimated",
     )
     with warnings.catch_warnings():  # non-convergence still yields usable smoothing parameters
         warnings.simplefilter("ignore", ConvergenceWarning)
