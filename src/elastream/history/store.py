@@ -30,7 +30,7 @@ CREATE TABLE IF NOT EXISTS history (
     queue_length REAL NOT NULL,
     backpressure INTEGER NOT NULL,
     service_time_var REAL,
-    PRIMARY KEY (run_id, operator, replica, t)
+    PRIMARY KEY (pipeline, run_id, operator, replica, t)
 );
 CREATE INDEX IF NOT EXISTS history_pipeline ON history (pipeline, operator, t);
 """

@@ -63,7 +63,7 @@ def _accepted(jobs: JobManager, job_id: str, response: Response, cached: bool) -
     assert status is not None
     location = f"/jobs/{job_id}"
     response.headers["Location"] = location
-    return JobAccepted(job_id=job_id, status=status.status, location=location)
+    return JobAccepted(job_id=job_id, status=status.status, location=location, cached=cached)
 
 
 def _add_planner(app: FastAPI, modeller: Modeller, jobs: JobManager, planner: Planner) -> None:

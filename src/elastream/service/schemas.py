@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -82,7 +82,7 @@ class ForecastResult(BaseModel):
 class PredictionRequest(HistorySelection):
     """Predict the pipeline at a proposed parallelism and source rate, or at the forecast."""
 
-    parallelism: dict[str, int] = Field(
+    parallelism: dict[str, Annotated[int, Field(ge=1, le=10_000)]] = Field(
         ..., description="replicas per component; components left out keep their last one"
     )
     source_rate: float | None = Field(None, ge=0, le=1.0e12, description="t_0 in events/s")
@@ -93,14 +93,6 @@ class PredictionRequest(HistorySelection):
     headroom: float = Field(0.1, ge=0, lt=1, description="Eq. 14: high risk above (1-h)·t'_0")
     arrival_scv: float = Field(1.0, ge=0, le=1.0e6, description="SCV of inter-arrival times")
     graph: GraphSpec | None = Field(None, description="inline graph (None: look it up)")
-
-    @field_validator("parallelism")
-    @classmethod
-    def _positive(cls, value: dict[str, int]) -> dict[str, int]:
-        bad = {k: v for k, v in value.items() if not 1 <= v <= 10_000}
-        if bad:
-            raise ValueError(f"parallelism must be in 1..10000, got {bad}")
-        return value
 
     @model_validator(mode="after")
     def _one_rate(self) -> PredictionRequest:
@@ -147,6 +139,7 @@ class JobAccepted(BaseModel):
     job_id: str = Field(..., description="job identifier")
     status: Literal["pending", "done", "failed"] = Field(..., description="current state")
     location: str = Field(..., description="where to GET the job")
+    cached: bool = Field(False, description="an identical earlier request's job")
 
 
 class JobStatus(BaseModel):
