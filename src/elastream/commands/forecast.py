@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from elastream.modeling.backtest import BacktestResult, backtest
+from elastream.modeling.backtest import BacktestResult, backtest, origins_for
 from elastream.modeling.forecasting import FORECASTERS, FitCache, Series
+from elastream.modeling.graph import ModelError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,13 +59,19 @@ def load_series(spec: str, data_dir: Path | None, step: float | None) -> tuple[S
 
 def run_backtests(
     series: Series, models: list[str], history_s: float, horizon_s: float, origins: int
-) -> dict[str, BacktestResult]:
+) -> tuple[dict[str, BacktestResult], dict[str, str]]:
+    """Backtest each model; a model that cannot run on this series is reported, not fatal."""
     history = round(history_s / series.step_s)
     horizon = max(1, round(horizon_s / series.step_s))
+    origins_for(series.values.size, history, horizon, origins)  # a bad window fails for all
     cache = FitCache()
-    return {
-        m: backtest(series, m, history, horizon, origins, {"level": 0.9}, cache) for m in models
-    }
+    results, skipped = {}, {}
+    for m in models:
+        try:
+            results[m] = backtest(series, m, history, horizon, origins, {"level": 0.9}, cache)
+        except ModelError as exc:
+            skipped[m] = str(exc)
+    return results, skipped
 
 
 def scores(results: dict[str, BacktestResult]) -> dict[str, dict[str, float]]:
@@ -108,12 +116,16 @@ def handle(args: argparse.Namespace) -> int:
     if unknown:
         raise ValueError(f"--model: unknown {', '.join(unknown)}; known: {', '.join(FORECASTERS)}")
     series, name = load_series(args.trace, args.data_dir, args.step)
-    results = run_backtests(series, models, args.history, args.horizon, args.origins)
+    results, skipped = run_backtests(series, models, args.history, args.horizon, args.origins)
+    for model, reason in skipped.items():
+        print(f"{model}: skipped: {reason}", file=sys.stderr)
+    if not results:
+        raise ValueError("no model could be backtested on this trace")
     print(f"{name}: {series.values.size} samples of {series.step_s:g} s, "
           f"{len(next(iter(results.values())).origins)} origins")  # fmt: skip
-    print(f"{'model':<14} {'MASE':>8} {'sMAPE %':>8} {'cov90':>6}")
+    print(f"{'model':<16} {'MASE':>8} {'sMAPE %':>8} {'cov90':>6}")
     for model, r in results.items():
-        print(f"{model:<14} {r.mase:8.3f} {r.smape:8.2f} {r.coverage90:6.3f}")
+        print(f"{model:<16} {r.mase:8.3f} {r.smape:8.2f} {r.coverage90:6.3f}")
     png = args.plot or (args.out / "backtest.png" if args.out else None)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -111,6 +111,11 @@ class ProphetParams(Params):
     weekly: bool = Field(False, description="fit a weekly seasonality")
 
 
+def _rates(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Rates are never negative: clip point and bounds at 0."""
+    return tuple(np.maximum(np.asarray(a, dtype=float), 0.0) for a in arrays)
+
+
 def _times(history: Series, horizon: int) -> tuple[float, int]:
     if horizon < 1:
         raise ModelError(f"forecast horizon must be ≥ 1 step, got {horizon}")
@@ -161,10 +166,8 @@ class _SeasonalFit:
         frame = self.result.get_prediction(start=n, end=n + h - 1).summary_frame(  # type: ignore[attr-defined]
             alpha=1.0 - self.params.level
         )
-        return Forecast(
-            frame["mean"].to_numpy(), frame["pi_lower"].to_numpy(),
-            frame["pi_upper"].to_numpy(), self.params.level, self.history.step_s, start,
-        )  # fmt: skip
+        point, lower, upper = _rates(frame["mean"], frame["pi_lower"], frame["pi_upper"])
+        return Forecast(point, lower, upper, self.params.level, self.history.step_s, start)
 
 
 def _fit_seasonal(history: Series, params: SeasonalParams) -> _SeasonalFit:
@@ -201,9 +204,8 @@ class _ProfileFit:
         point = np.resize(self.profile, h) + self.shift
         tail = (1.0 - self.params.level) / 2.0
         lo, hi = np.quantile(self.deviations, [tail, 1.0 - tail])
-        return Forecast(
-            point, point + lo, point + hi, self.params.level, self.history.step_s, start
-        )
+        point, lower, upper = _rates(point, point + lo, point + hi)
+        return Forecast(point, lower, upper, self.params.level, self.history.step_s, start)
 
 
 def _fit_profile(history: Series, params: ProfileParams) -> _ProfileFit:
@@ -232,10 +234,8 @@ class _ProphetFit:
         start, h = _times(self.history, horizon)
         stamps = pd.to_datetime(start + np.arange(h) * self.history.step_s, unit="s")
         frame = self.model.predict(pd.DataFrame({"ds": stamps}))  # type: ignore[attr-defined]
-        return Forecast(
-            frame["yhat"].to_numpy(), frame["yhat_lower"].to_numpy(),
-            frame["yhat_upper"].to_numpy(), self.params.level, self.history.step_s, start,
-        )  # fmt: skip
+        point, lower, upper = _rates(frame["yhat"], frame["yhat_lower"], frame["yhat_upper"])
+        return Forecast(point, lower, upper, self.params.level, self.history.step_s, start)
 
 
 def _fit_prophet(history: Series, params: ProphetParams) -> _ProphetFit:

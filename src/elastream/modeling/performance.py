@@ -142,6 +142,11 @@ class Prediction:
     cpu: float | None
 
 
+def component_saturation_point(model: ComponentModel, p: int, cores: float | None) -> float:
+    """SP_c(p): the component's source rate at which its first replica (or the host) saturates."""
+    return _capacity(model, p, cores)[0]
+
+
 def _capacity(model: ComponentModel, p: int, cores: float | None) -> tuple[float, bool, str]:
     """Component saturation point SP_c(p) (source-rate units), whether cores cap it, basis."""
     shares, basis = model.shares(p)
@@ -171,7 +176,7 @@ def _latency(model: ComponentModel, p: int, input_rate: float, cores: float | No
     return float(value) if math.isfinite(value) else None
 
 
-def _gains(graph: PipelineGraph, models: Mapping[str, ComponentModel]) -> dict[str, float]:
+def linear_gains(graph: PipelineGraph, models: Mapping[str, ComponentModel]) -> dict[str, float]:
     """Source rate of each component per unit of t_0 in the linear regime (α products, Eq. 12)."""
     gains = dict.fromkeys(graph.components, 0.0)
     for src in graph.sources():
@@ -206,7 +211,7 @@ def predict(
     incoming: dict[str, float] = dict.fromkeys(graph.components, 0.0)
     for src in graph.sources():
         incoming[src] = source_rate
-    gains = _gains(graph, models)
+    gains = linear_gains(graph, models)
     preds: dict[str, ComponentPrediction] = {}
     for comp in graph.topological_order():
         preds[comp] = _predict_component(models[comp], parallelism[comp], incoming[comp], host)

@@ -1,0 +1,77 @@
+"""The forecast-driven policy's pure core: smallest parallelism with low backpressure risk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from elastream.history.rows import points_by_operator
+from elastream.history.synthetic import wordcount_history
+from elastream.modeling.forecasting import Forecast
+from elastream.modeling.graph import Edge, Grouping, ModelError, PipelineGraph
+from elastream.modeling.performance import Host, fit_pipeline, predict
+from elastream.modeling.proactive import plan_parallelism, provisioning_rate
+
+GRAPH = PipelineGraph(
+    "wordcount",
+    ("spout", "splitter", "counter"),
+    (
+        Edge("spout", "splitter", Grouping.SHUFFLE, "sentences"),
+        Edge("splitter", "counter", Grouping.KEY, "words"),
+    ),
+)
+MAX_P = {"spout": 1, "splitter": 16, "counter": 16}
+
+
+@pytest.fixture(scope="module")
+def models():
+    rows = wordcount_history(
+        "fit", np.linspace(30, 700, 45), {"spout": 1, "splitter": 3, "counter": 1}, seed=4
+    )
+    return fit_pipeline(GRAPH, points_by_operator(rows))
+
+
+def test_plan_is_the_smallest_low_risk_parallelism(models):
+    # splitter: 100/s per replica, headroom 10 %: 460/s needs p with 0.9·100·p > 460 → p = 6
+    plan = plan_parallelism(GRAPH, models, 460.0, MAX_P)
+    assert plan.parallelism["splitter"] == 6
+    # counter: 900/s per replica, it sees 7.6·460 = 3496/s → 0.9·900·p > 3496 → p = 5
+    assert plan.parallelism["counter"] == 5
+    assert plan.prediction.risk == "low"
+    assert all(c.feasible for c in plan.components.values())
+    for comp in ("splitter", "counter"):
+        fewer = dict(plan.parallelism, **{comp: plan.parallelism[comp] - 1})
+        assert predict(GRAPH, models, fewer, 460.0).components[comp].risk == "high"
+
+
+def test_scales_out_before_a_forecast_spike(models):
+    steps = 12
+    point = np.full(steps, 150.0)
+    point[8:] = 600.0  # a spike 8 steps ahead
+    forecast = Forecast(point, point * 0.9, point * 1.1, 0.9, 60.0, 0.0)
+    calm = plan_parallelism(GRAPH, models, provisioning_rate(forecast, lead_steps=4), MAX_P)
+    ahead = plan_parallelism(GRAPH, models, provisioning_rate(forecast), MAX_P)
+    assert provisioning_rate(forecast, lead_steps=4) == pytest.approx(165.0)
+    assert provisioning_rate(forecast, bound="point") == pytest.approx(600.0)
+    assert calm.parallelism["splitter"] == 2  # 165/s < 0.9·200
+    assert ahead.parallelism["splitter"] == 8  # 660/s < 0.9·800
+    with pytest.raises(ModelError, match="lead_steps"):
+        provisioning_rate(forecast, lead_steps=0)
+
+
+def test_infeasible_plans_say_why(models):
+    plan = plan_parallelism(GRAPH, models, 5000.0, MAX_P)
+    split = plan.components["splitter"]
+    assert not split.feasible
+    assert split.parallelism == 16
+    assert "more than 16 replicas" in split.reason
+    on_two_cores = plan_parallelism(GRAPH, models, 400.0, MAX_P, Host(cores=2))
+    assert not on_two_cores.components["splitter"].feasible
+    assert on_two_cores.prediction.bottleneck in {"host", "splitter"}
+
+
+def test_bad_inputs(models):
+    with pytest.raises(ModelError, match="max parallelism missing or < 1 for: counter"):
+        plan_parallelism(GRAPH, models, 10.0, {"spout": 1, "splitter": 2})
+    with pytest.raises(ModelError, match="finite rate"):
+        plan_parallelism(GRAPH, models, float("nan"), MAX_P)
