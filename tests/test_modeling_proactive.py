@@ -75,3 +75,12 @@ def test_bad_inputs(models):
         plan_parallelism(GRAPH, models, 10.0, {"spout": 1, "splitter": 2})
     with pytest.raises(ModelError, match="finite rate"):
         plan_parallelism(GRAPH, models, float("nan"), MAX_P)
+
+
+def test_a_never_saturated_component_beyond_its_measured_range_is_flagged(models):
+    # the spout was measured up to 700/s and never saturated: at 800/s nothing is known
+    plan = plan_parallelism(GRAPH, models, 800.0, MAX_P)
+    spout = plan.components["spout"]
+    assert not spout.feasible
+    assert "beyond the measured range" in spout.reason
+    assert plan.prediction.risk in {"unknown", "high"}

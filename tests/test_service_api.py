@@ -15,6 +15,7 @@ from elastream.history.synthetic import WORDCOUNT_GRAPH, wordcount_history
 from elastream.service.app import Planner, create_app
 from elastream.service.graphs import GraphDirectory
 from elastream.service.operations import Modeller
+from elastream.service.planners import PLANNERS
 from elastream.service.schemas import HistorySelection
 from elastream.service.server import BackgroundServer
 
@@ -55,7 +56,8 @@ def server(tmp_path_factory):
     store.record(wordcount_history("r1", rates, par, interval_s=1800.0, seed=1))
     store.record(wordcount_history("r1", rates, par, interval_s=1800.0, seed=1, pipeline="ghosted"))
     planners = {
-        "fit": Planner("fit", "report one component's fit", FitRequest, FitResult, fit_planner)
+        "fit": Planner("fit", "report one component's fit", FitRequest, FitResult, fit_planner),
+        **PLANNERS,
     }
     app = create_app(Modeller(store, GraphDirectory(graphs)), planners)
     with BackgroundServer(app) as srv:
@@ -196,3 +198,20 @@ def test_planner_is_mounted_as_a_job_endpoint(client):
     assert job["result"]["sp"] == pytest.approx(100.0, rel=0.02)
     assert client.post("/plans/fit", json={"pipeline": "wordcount"}).status_code == 422
     assert "/plans/fit" in client.get("/openapi.json").json()["paths"]
+
+
+def test_proactive_planner_sizes_for_the_forecast_peak(client):
+    body = {
+        "pipeline": "wordcount",
+        "forecast": {"model": "seasonal-profile", "horizon_s": 86400},
+        "max_parallelism": {"spout": 1, "splitter": 16, "counter": 16},
+    }
+    job = wait(client, client.post("/plans/proactive", json=body).json()["location"])
+    assert job["status"] == "done", job["error"]
+    res = job["result"]
+    # three identical synthetic days: the profile's peak is the sampled peak, 300 + 250
+    assert res["rate"] == pytest.approx(550, rel=1e-6)
+    split = next(c for c in res["components"] if c["name"] == "splitter")
+    assert split["parallelism"] == int(res["rate"] // (0.9 * 100)) + 1
+    assert split["feasible"] is True
+    assert res["risk"] == "low", res

@@ -26,12 +26,14 @@ def handle(args: argparse.Namespace) -> int:
     from elastream.service.app import create_app
     from elastream.service.graphs import GraphDirectory
     from elastream.service.operations import Modeller
+    from elastream.service.planners import PLANNERS
     from elastream.service.server import serve
 
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be in 0..65535, got {args.port}")
     with HistoryStore(args.history) as store:
-        app = create_app(Modeller(store, GraphDirectory(args.graphs)), workers=args.workers)
+        modeller = Modeller(store, GraphDirectory(args.graphs))
+        app = create_app(modeller, PLANNERS, workers=args.workers)
         print(f"history {args.history}; OpenAPI at http://{args.host}:{args.port}/openapi.json")
         serve(app, args.host, args.port)
     return 0

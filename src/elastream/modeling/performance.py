@@ -20,6 +20,9 @@ from elastream.modeling.throughput import (
 )
 
 
+RANGE_TOLERANCE = 1e-9  # relative: a rate equal to the highest measured one is within range
+
+
 @dataclass(frozen=True)
 class ComponentModel:
     """A component fitted from its replicas' history: curve, ψ, service time, key bias."""
@@ -250,11 +253,12 @@ def _topology_risk(
     return risk
 
 
-def _component_risk(model: ComponentModel, p: int, source: float, sp: float, h: float) -> str:
+def component_risk(model: ComponentModel, p: int, source: float, sp: float, h: float) -> str:
     """Eq. 14 for one component; beyond the measured range of an unsaturated one: unknown."""
     if not model.instance.saturation_seen and math.isinf(sp):
         shares, _ = model.shares(p)
-        return "low" if source * max(shares) <= model.instance.max_source else "unknown"
+        within = source * max(shares) <= model.instance.max_source * (1 + RANGE_TOLERANCE)
+        return "low" if within else "unknown"
     return backpressure_risk(source, sp, h)
 
 
@@ -271,7 +275,7 @@ def _predict_component(
         output_rates={s: a * admitted for s, a in model.instance.alpha_streams.items()},
         saturation_point=sp,
         saturation_throughput=model.instance.alpha * sp,
-        risk=_component_risk(model, p, source, sp, host.headroom),
+        risk=component_risk(model, p, source, sp, host.headroom),
         cpu=None if model.psi is None else predict_cpu(model.psi, admitted),
         latency=None if source > sp else _latency(model, p, admitted, host.cores),
         basis=basis,

@@ -15,11 +15,11 @@ from elastream.modeling.performance import (
     ComponentModel,
     Host,
     Prediction,
+    component_risk,
     component_saturation_point,
     linear_gains,
     predict,
 )
-from elastream.modeling.throughput import backpressure_risk
 
 UNBOUNDED_HOST = Host()
 
@@ -66,13 +66,18 @@ def _smallest_parallelism(
     model: ComponentModel, source: float, max_p: int, host: Host
 ) -> ComponentPlan:
     """Scan p = 1..max_p for the first one whose saturation point keeps the risk low."""
-    sp = 0.0
+    sp, risk = 0.0, "high"
     for p in range(1, max_p + 1):
         sp = component_saturation_point(model, p, host.cores)
-        if backpressure_risk(source, sp, host.headroom) == "low":
+        risk = component_risk(model, p, source, sp, host.headroom)
+        if risk == "low":
             return ComponentPlan(model.name, p, source, sp, True, "low risk")
-    capped = component_saturation_point(model, max_p, None) > sp
-    reason = "host cores cap it" if capped else f"needs more than {max_p} replicas"
+    if risk == "unknown":
+        reason = "never measured in saturation, and this rate is beyond the measured range"
+    elif component_saturation_point(model, max_p, None) > sp:
+        reason = "host cores cap it"
+    else:
+        reason = f"needs more than {max_p} replicas"
     return ComponentPlan(model.name, max_p, source, sp, False, reason)
 
 

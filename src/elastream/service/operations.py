@@ -60,9 +60,9 @@ class Modeller:
 
     def forecast(self, req: ForecastRequest) -> ForecastResult:
         sources = req.sources or list(self.graph(req.pipeline, req.graph).sources())
-        return self._forecast(req, sources, req.forecast)
+        return self.forecast_sources(req, sources, req.forecast)
 
-    def _forecast(
+    def forecast_sources(
         self, sel: HistorySelection, sources: list[str], spec: ForecastSpec
     ) -> ForecastResult:
         series = source_series(self.rows(sel, sources), sources)
@@ -94,7 +94,7 @@ class Modeller:
         rate = req.source_rate
         if rate is None:
             assert req.forecast is not None  # the request's validator guarantees one of them
-            fc = self._forecast(req, list(graph.sources()), req.forecast)
+            fc = self.forecast_sources(req, list(graph.sources()), req.forecast)
             rate = max(0.0, max(fc.upper))
         host = Host(cores=req.cores, arrival_scv=req.arrival_scv, headroom=req.headroom)
         return to_result(predict(graph, models, parallelism, rate, host), models)
