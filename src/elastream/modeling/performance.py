@@ -19,7 +19,6 @@ from elastream.modeling.throughput import (
     keyed_source_rates,
 )
 
-
 RANGE_TOLERANCE = 1e-9  # relative: a rate equal to the highest measured one is within range
 
 
