@@ -19,7 +19,7 @@ GRAPH = PipelineGraph(
     ("spout", "splitter", "counter"),
     (
         Edge("spout", "splitter", Grouping.SHUFFLE, "sentences"),
-        Edge("splitter", "counter", Grouping.KEY, "words"),
+        Edge("splitter", "counter", Grouping.KEY_HASH, "words"),
     ),
 )
 

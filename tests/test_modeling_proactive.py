@@ -17,7 +17,7 @@ GRAPH = PipelineGraph(
     ("spout", "splitter", "counter"),
     (
         Edge("spout", "splitter", Grouping.SHUFFLE, "sentences"),
-        Edge("splitter", "counter", Grouping.KEY, "words"),
+        Edge("splitter", "counter", Grouping.KEY_HASH, "words"),
     ),
 )
 MAX_P = {"spout": 1, "splitter": 16, "counter": 16}

@@ -30,7 +30,7 @@ WORDCOUNT_GRAPH = {
     "components": ["spout", "splitter", "counter"],
     "edges": [
         {"source": "spout", "target": "splitter", "grouping": "shuffle", "stream": "sentences"},
-        {"source": "splitter", "target": "counter", "grouping": "key", "stream": "words"},
+        {"source": "splitter", "target": "counter", "grouping": "key_hash", "stream": "words"},
     ],
 }
 

@@ -16,13 +16,13 @@ class Grouping(StrEnum):
 
     SHUFFLE = "shuffle"
     ROUND_ROBIN = "round_robin"
-    LOAD_BALANCE = "load_balance"
-    KEY = "key"
+    LOAD_BALANCING = "load_balancing"
+    KEY_HASH = "key_hash"
 
     @property
     def even(self) -> bool:
         """Groupings that split evenly across replicas (Eq. 8)."""
-        return self is not Grouping.KEY
+        return self is not Grouping.KEY_HASH
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class PipelineGraph:
     def grouping_into(self, comp: str) -> Grouping:
         """The grouping of the edges into `comp` (key if any of them is key-grouped)."""
         kinds = {e.grouping for e in self.incoming(comp)}
-        return Grouping.KEY if Grouping.KEY in kinds else Grouping.SHUFFLE
+        return Grouping.KEY_HASH if Grouping.KEY_HASH in kinds else Grouping.SHUFFLE
 
     def topological_order(self) -> tuple[str, ...]:
         indegree = {c: len(self.incoming(c)) for c in self.components}

@@ -86,7 +86,7 @@ def fit_component(name: str, grouping: Grouping, points: Sequence[MeasuredPoint]
         psi=fit_psi(points, what=f"component {name!r}"),
         service_time=service_time,
         service_scv=scv,
-        key_shares=_key_shares(points) if grouping is Grouping.KEY else {},
+        key_shares=_key_shares(points) if grouping is Grouping.KEY_HASH else {},
     )
 
 
