@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
 from elastream.history import HistoryRow, HistoryStore, points_by_operator, source_series
 from elastream.modeling.forecasting import FitCache
@@ -41,18 +44,53 @@ def _window(rows: list[HistoryRow], history_s: float | None) -> list[HistoryRow]
     return [r for r in rows if r.t >= ends[r.run_id] - history_s]
 
 
+class _Lru:
+    """A small thread-safe least-recently-used map (values are computed outside the lock)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = make()
+        with self._lock:
+            self._items[key] = value
+            if len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return value
+
+
 @dataclass
 class Modeller:
-    """Fits models from the history store and answers forecast and prediction requests."""
+    """Fits models from the history store and answers forecast and prediction requests.
+
+    History reads and fitted pipeline models are cached by the store's version and the
+    selection, so new rows invalidate them and repeated what-ifs do not refit.
+    """
 
     store: HistoryStore
     graphs: GraphResolver = field(default_factory=lambda: GraphDirectory(None))
     cache: FitCache = field(default_factory=FitCache)
+    _rows: _Lru = field(default_factory=lambda: _Lru(8), repr=False)
+    _fits: _Lru = field(default_factory=lambda: _Lru(16), repr=False)
 
     def graph(self, pipeline: str, inline: GraphSpec | None) -> PipelineGraph:
         return graph_from_spec(pipeline, inline) if inline else self.graphs(pipeline)
 
+    def _key(self, sel: HistorySelection, extra: Hashable) -> tuple:
+        runs = None if sel.run_ids is None else tuple(sel.run_ids)
+        return (self.store.version(), sel.pipeline, runs, sel.history_s, extra)
+
     def rows(self, sel: HistorySelection, operators: list[str] | None = None) -> list[HistoryRow]:
+        key = self._key(sel, None if operators is None else tuple(operators))
+        return self._rows.get(key, lambda: self._read(sel, operators))
+
+    def _read(self, sel: HistorySelection, operators: list[str] | None) -> list[HistoryRow]:
         rows = self.store.rows(sel.pipeline, sel.run_ids, operators)
         if not rows:
             raise ModelError(f"history: no rows for pipeline {sel.pipeline!r} in this selection")
@@ -79,17 +117,26 @@ class Modeller:
         )
 
     def fit(self, sel: HistorySelection, graph: PipelineGraph) -> dict[str, ComponentModel]:
-        rows = self.rows(sel, list(graph.components))
-        return fit_pipeline(graph, points_by_operator(rows))
+        return self._fitted(sel, graph)[0]
+
+    def _fitted(
+        self, sel: HistorySelection, graph: PipelineGraph
+    ) -> tuple[dict[str, ComponentModel], dict[str, int]]:
+        """The fitted components and each one's last measured parallelism."""
+
+        def make() -> tuple[dict[str, ComponentModel], dict[str, int]]:
+            rows = self.rows(sel, list(graph.components))
+            last = {r.operator: r.parallelism for r in sorted(rows, key=lambda r: r.t)}
+            return fit_pipeline(graph, points_by_operator(rows)), last
+
+        return self._fits.get(self._key(sel, graph), make)
 
     def predict(self, req: PredictionRequest) -> PredictionResult:
         graph = self.graph(req.pipeline, req.graph)
         unknown = sorted(set(req.parallelism) - set(graph.components))
         if unknown:
             raise ModelError(f"parallelism names unknown component(s): {', '.join(unknown)}")
-        rows = self.rows(req, list(graph.components))
-        models = fit_pipeline(graph, points_by_operator(rows))
-        last = {r.operator: r.parallelism for r in sorted(rows, key=lambda r: r.t)}
+        models, last = self._fitted(req, graph)
         parallelism = {c: req.parallelism.get(c, last.get(c, 1)) for c in graph.components}
         rate = req.source_rate
         if rate is None:
