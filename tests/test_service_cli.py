@@ -86,6 +86,19 @@ def test_whatif_prints_the_prediction(history, capsys):
     assert "splitter" in table
 
 
+def test_whatif_at_the_forecast(history, capsys):
+    db, graph = history
+    # counter=10 keeps each counter replica within the rates it was measured at (never saturated)
+    code = main(["whatif", str(graph), "--history", str(db), "--parallelism",
+                 "splitter=8,counter=10", "--forecast-model", "summary", "--horizon", "600",
+                 "--json"])  # fmt: skip
+    assert code == 0
+    res = json.loads(capsys.readouterr().out)
+    # summary forecast of the linear ramp 30..700: its 95 % quantile
+    assert 600 < res["source_rate"] < 700
+    assert res["risk"] == "low"
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [

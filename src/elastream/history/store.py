@@ -52,11 +52,14 @@ def _values(row: HistoryRow) -> tuple:
 
 
 def _row(record: sqlite3.Row) -> HistoryRow:
+    """A stored row, rebuilt without re-validation: `record` validated it when it was written."""
     data = dict(record)
     data.pop("output_rate")
     data["output_rates"] = json.loads(data["output_rates"])
     data["backpressure"] = bool(data["backpressure"])
-    return HistoryRow(**data)
+    row = object.__new__(HistoryRow)
+    row.__dict__.update(data)  # a frozen dataclass: fill its fields without __setattr__
+    return row
 
 
 class HistoryStore:

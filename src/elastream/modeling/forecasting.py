@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
@@ -241,6 +242,7 @@ class _ProphetFit:
 def _fit_prophet(history: Series, params: ProphetParams) -> _ProphetFit:
     from prophet import Prophet
 
+    logging.getLogger("cmdstanpy").setLevel(logging.WARNING)  # one INFO line per chain otherwise
     stamps = pd.to_datetime(
         history.start_s + np.arange(history.values.size) * history.step_s, unit="s"
     )
