@@ -14,6 +14,7 @@ from elastream.history import HistoryStore
 from elastream.history.synthetic import WORDCOUNT_GRAPH, wordcount_history
 from elastream.service.app import Planner, create_app
 from elastream.service.graphs import GraphDirectory
+from elastream.service.jobs import JobManager
 from elastream.service.operations import Modeller
 from elastream.service.planners import PLANNERS
 from elastream.service.schemas import HistorySelection
@@ -215,3 +216,21 @@ def test_proactive_planner_sizes_for_the_forecast_peak(client):
     assert split["parallelism"] == int(res["rate"] // (0.9 * 100)) + 1
     assert split["feasible"] is True
     assert res["risk"] == "low", res
+
+
+def test_job_manager_forgets_the_oldest_finished_jobs():
+    manager = JobManager(workers=1, keep=3)
+    ids = []
+    for k in range(5):
+        job, hit = manager.submit(
+            "t", FitResult(alpha=k, sp=1), 0, lambda k=k: FitResult(alpha=k, sp=1)
+        )
+        assert not hit
+        ids.append(job.job_id)
+        deadline = time.monotonic() + 5
+        while manager.status(job.job_id).status == "pending":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    assert [manager.status(i) is None for i in ids] == [True, True, False, False, False]
+    assert manager.status(ids[-1]).result == {"alpha": 4.0, "sp": 1.0}
+    manager.shutdown()

@@ -25,13 +25,14 @@ class _Job:
 
 class JobManager:
     """Jobs keyed by (kind, request, history version): a repeat of a pending or done job gets
-    the same job back; a failed one is run again."""
+    the same job back; a failed one is run again. The oldest finished jobs are forgotten beyond
+    `keep` jobs."""
 
-    def __init__(self, workers: int = 2) -> None:
+    def __init__(self, workers: int = 2, keep: int = 1000) -> None:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="model-job")
         self._lock = threading.Lock()
-        self._by_id: dict[str, _Job] = {}
-        self._by_key: dict[str, str] = {}
+        self._by_id: dict[str, _Job] = {}  # insertion order: oldest first
+        self._keep = keep
 
     @staticmethod
     def key(kind: str, request: BaseModel, version: Hashable) -> str:
@@ -44,14 +45,21 @@ class JobManager:
         """Start (or find) the job; returns it and whether it was a cache hit."""
         key = self.key(kind, request, version)
         with self._lock:
-            known = self._by_id.get(self._by_key.get(key, ""))
+            known = self._by_id.get(key)
             if known is not None and known.status != "failed":
                 return known, True
+            self._by_id.pop(key, None)
             job = _Job(job_id=key, kind=kind)
             self._by_id[key] = job
-            self._by_key[key] = key
+            self._forget_old()
         self._pool.submit(self._run, job, run)
         return job, False
+
+    def _forget_old(self) -> None:
+        """Drop the oldest finished jobs beyond `keep` (pending ones are never dropped)."""
+        excess = len(self._by_id) - self._keep
+        for job_id in [j for j, job in self._by_id.items() if job.status != "pending"][:excess]:
+            del self._by_id[job_id]
 
     def _run(self, job: _Job, run: Callable[[], BaseModel]) -> None:
         try:
