@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--runs", help="comma-separated run ids to fit from (default: all)")
     parser.add_argument("--window", type=float, help="use the last S seconds of each run")
     parser.add_argument("--cores", type=float, help="host cores (default: unbounded)")
+    parser.add_argument(
+        "--headroom", type=float, default=0.1, help="Eq. 14: high risk above (1-h)·t'_0"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(handler=handle)
 
@@ -88,6 +91,7 @@ def handle(args: argparse.Namespace) -> int:
         if args.forecast_model
         else None,
         cores=args.cores,
+        headroom=args.headroom,
     )
     with HistoryStore(args.history) as store:
         result = Modeller(store, graphs=lambda _: graph).predict(request)

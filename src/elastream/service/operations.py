@@ -151,6 +151,19 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _fit_fields(model: ComponentModel) -> dict:
+    fit = model.instance
+    return {
+        "alpha": fit.alpha,
+        "fit_error": fit.output_fit_error,
+        "instance_sp": _finite(fit.sp),
+        "instance_st": _finite(fit.st),
+        "input_fit_error": fit.input_fit_error,
+        "points_below": fit.points_below,
+        "points_above": fit.points_above,
+    }
+
+
 def to_result(pred: Prediction, models: dict[str, ComponentModel]) -> PredictionResult:
     return PredictionResult(
         source_rate=pred.source_rate,
@@ -175,8 +188,7 @@ def to_result(pred: Prediction, models: dict[str, ComponentModel]) -> Prediction
                 latency_s=c.latency,
                 basis=c.basis,
                 core_limited=c.core_limited,
-                alpha=models[c.name].instance.alpha,
-                fit_error=models[c.name].instance.output_fit_error,
+                **_fit_fields(models[c.name]),
             )
             for c in pred.components.values()
         ],

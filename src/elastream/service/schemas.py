@@ -119,6 +119,13 @@ class ComponentResult(BaseModel):
     core_limited: bool = Field(..., description="the host's cores cap this component")
     alpha: float = Field(..., description="fitted I/O coefficient α")
     fit_error: float = Field(..., description="relative RMSE of the fitted output curve")
+    instance_sp: float | None = Field(
+        ..., description="fitted per-replica SP (events/s); null if never saturated"
+    )
+    instance_st: float | None = Field(..., description="fitted per-replica ST = α·SP")
+    input_fit_error: float = Field(..., description="relative RMSE of the fitted input curve")
+    points_below: int = Field(..., description="replica-intervals below saturation in the fit")
+    points_above: int = Field(..., description="replica-intervals above saturation in the fit")
 
 
 class PredictionResult(BaseModel):
