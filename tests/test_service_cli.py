@@ -53,7 +53,8 @@ def test_forecast_errors_are_named(trace, capsys):
         main(["forecast", str(trace), "--model", "nope", "--history", "1", "--horizon", "1"]) == 2
     )
     assert "--model: unknown nope" in capsys.readouterr().err
-    code = main(["forecast", str(trace), "--history", str(30 * 86400), "--horizon", "3600"])
+    code = main(["forecast", str(trace), "--history", str(30 * 86400), "--horizon", "3600",
+                 "--no-plot"])  # fmt: skip
     assert code == 2
     assert "cannot hold" in capsys.readouterr().err
 

@@ -35,7 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--origins", type=int, default=10, help="number of forecast origins")
     parser.add_argument("--out", type=Path, help="write backtest.json and backtest.png here")
-    parser.add_argument("--plot", type=Path, help="PNG to write (default: DIR/backtest.png)")
+    parser.add_argument(
+        "--plot", type=Path, help="PNG to write (default: DIR/backtest.png, else forecast-NAME.png)"
+    )
+    parser.add_argument("--no-plot", action="store_true", help="print the scores only")
     parser.add_argument("--data-dir", type=Path, help="folder of real traces (../shared/data)")
     parser.set_defaults(handler=handle)
 
@@ -126,7 +129,8 @@ def handle(args: argparse.Namespace) -> int:
     print(f"{'model':<16} {'MASE':>8} {'sMAPE %':>8} {'cov90':>6}")
     for model, r in results.items():
         print(f"{model:<16} {r.mase:8.3f} {r.smape:8.2f} {r.coverage90:6.3f}")
-    png = args.plot or (args.out / "backtest.png" if args.out else None)
+    default = args.out / "backtest.png" if args.out else Path(f"forecast-{Path(name).stem}.png")
+    png = None if args.no_plot else (args.plot or default)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "backtest.json").write_text(json.dumps(scores(results), indent=2) + "\n")
