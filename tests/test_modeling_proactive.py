@@ -7,10 +7,10 @@ import pytest
 
 from elastream.history.rows import points_by_operator
 from elastream.history.synthetic import wordcount_history
-from elastream.modeling.forecasting import Forecast
+from elastream.modeling.forecasting import FitCache, Forecast, Series
 from elastream.modeling.graph import Edge, Grouping, ModelError, PipelineGraph
 from elastream.modeling.performance import Host, fit_pipeline, predict
-from elastream.modeling.proactive import plan_parallelism, provisioning_rate
+from elastream.modeling.proactive import plan_from_history, plan_parallelism, provisioning_rate
 
 GRAPH = PipelineGraph(
     "wordcount",
@@ -84,3 +84,24 @@ def test_a_never_saturated_component_beyond_its_measured_range_is_flagged(models
     assert not spout.feasible
     assert "beyond the measured range" in spout.reason
     assert plan.prediction.risk in {"unknown", "high"}
+
+
+def test_plan_from_history_scales_out_before_the_daily_peak(models):
+    # two days of a daily cycle at 30-min steps, peak 460/s at 06:00 (phase 12 of 48)
+    t = np.arange(96)
+    rates = 260 + 200 * np.sin(2 * np.pi * t / 48)
+    cache = FitCache()
+    # the last sample (23:30) is 234/s, but the next 8 h hold the 460/s peak
+    ahead = plan_from_history(
+        Series(rates, 1800.0), GRAPH, models, MAX_P, horizon=16, lead_steps=16, cache=cache
+    )
+    now_only = plan_parallelism(GRAPH, models, float(rates[-1]), MAX_P)
+    assert ahead.rate == pytest.approx(460.0, rel=1e-6)
+    assert ahead.parallelism["splitter"] == 6  # 0.9·100·5 = 450 < 460 < 0.9·100·6
+    assert now_only.parallelism["splitter"] == 3  # 234/s: 0.9·100·2 = 180 < 234 < 270
+    # a short lead window sees only the coming hour: no early scale-out
+    soon = plan_from_history(
+        Series(rates, 1800.0), GRAPH, models, MAX_P, horizon=16, lead_steps=1, cache=cache
+    )
+    assert soon.parallelism["splitter"] == 3
+    assert cache.hits == 1

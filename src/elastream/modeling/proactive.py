@@ -9,7 +9,7 @@ from typing import Literal
 
 import numpy as np
 
-from elastream.modeling.forecasting import Forecast
+from elastream.modeling.forecasting import FitCache, Forecast, Series
 from elastream.modeling.graph import ModelError, PipelineGraph
 from elastream.modeling.performance import (
     ComponentModel,
@@ -118,3 +118,27 @@ def plan_parallelism(
             for c, p in plans.items()
         }
     return ProactivePlan(rate, plans, prediction)
+
+
+def plan_from_history(
+    history: Series,
+    graph: PipelineGraph,
+    models: Mapping[str, ComponentModel],
+    max_parallelism: Mapping[str, int],
+    horizon: int,
+    lead_steps: int | None = None,
+    forecaster: str = "seasonal-profile",
+    params: dict | None = None,
+    host: Host = UNBOUNDED_HOST,
+    cache: FitCache | None = None,
+) -> ProactivePlan:
+    """The policy's whole pure step: forecast the source rate from its recent history, provision
+    for max(last measured rate, forecast peak over the lead window), and size each component.
+
+    `cache` keeps fitted forecasters across calls (the history hash is the key); time is only
+    the series' own sample index, never a clock.
+    """
+    fitted = (cache or FitCache(size=1)).fit(history, forecaster, params)
+    peak = provisioning_rate(fitted.forecast(horizon), lead_steps)
+    rate = max(float(history.values[-1]), peak)
+    return plan_parallelism(graph, models, rate, max_parallelism, host)
