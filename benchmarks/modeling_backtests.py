@@ -1,0 +1,67 @@
+"""Backtest every forecaster on every real trace of ../shared/data/traces (docs/modeling.md).
+
+Usage: python benchmarks/modeling_backtests.py [--data-dir ../shared/data] [--out DIR]
+Prints the Markdown table of docs/modeling.md; writes DIR/<trace>/backtest.json and .png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from elastream.commands.forecast import load_series, plot, run_backtests, scores
+
+from elastream.modeling.forecasting import FORECASTERS
+
+DAY, HOUR = 86_400.0, 3_600.0
+# trace file: (resampling step s, history s, horizon s)
+SETTINGS = {
+    "twitter_sample_per_second_3days.txt": (60.0, 2 * DAY, HOUR),
+    "nab_twitter_volume_aapl_5min.csv": (300.0, 7 * DAY, HOUR),
+    "nab_twitter_volume_amzn_5min.csv": (300.0, 7 * DAY, HOUR),
+    "nab_elb_request_count_5min.csv": (300.0, 7 * DAY, HOUR),
+    "nab_nyc_taxi_passengers_30min.csv": (1800.0, 14 * DAY, DAY),
+    "covid19_tweets_per_hour.csv": (3600.0, 14 * DAY, DAY),
+    "azure_llm_inference_code_arrivals.csv": (60.0, 1800.0, 300.0),
+}
+
+
+def span(seconds: float) -> str:
+    for unit, size in (("d", DAY), ("h", HOUR), ("min", 60.0)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g} {unit}"
+    return f"{seconds:g} s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--out", type=Path, default=Path("runs/modeling-backtests"))
+    parser.add_argument("--origins", type=int, default=10)
+    args = parser.parse_args()
+    models = [n for n, s in FORECASTERS.items() if s.available()]
+    print("| trace | step | history | horizon | model | MASE | sMAPE % | coverage 90 % |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, (step, history, horizon) in SETTINGS.items():
+        started = time.process_time()
+        series, title = load_series(str(args.data_dir / "traces" / name), None, step)
+        results, skipped = run_backtests(series, models, history, horizon, args.origins)
+        out = args.out / Path(name).stem
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "backtest.json").write_text(json.dumps(scores(results), indent=2) + "\n")
+        plot(series, results, title, out / "backtest.png")
+        for model in models:
+            cells = [name, span(step), span(history), span(horizon), model]
+            if model in results:
+                r = results[model]
+                cells += [f"{r.mase:.2f}", f"{r.smape:.1f}", f"{r.coverage90:.2f}"]
+            else:
+                cells += ["n/a", "n/a", skipped.get(model, "not installed")[:60]]
+            print("| " + " | ".join(cells) + " |")
+        print(f"<!-- {name}: {time.process_time() - started:.1f} CPU-s -->")
+
+
+if __name__ == "__main__":
+    main()

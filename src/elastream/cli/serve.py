@@ -1,0 +1,39 @@
+"""`elastream serve`: the modelling service (forecasts, what-if predictions) on uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "serve",
+        help="start the modelling REST service (OpenAPI at /openapi.json, docs at /docs)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument(
+        "--history", type=Path, default=Path("runs/history.db"), help="metrics history (SQLite)"
+    )
+    parser.add_argument("--graphs", type=Path, help="folder of <pipeline>.yaml graph files")
+    parser.add_argument("--workers", type=int, default=2, help="modelling job threads")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from elastream.history import HistoryStore
+    from elastream.service.app import create_app
+    from elastream.service.graphs import GraphDirectory
+    from elastream.service.operations import Modeller
+    from elastream.service.planners import PLANNERS
+    from elastream.service.server import serve
+
+    if not 0 <= args.port <= 65535:
+        raise ValueError(f"--port must be in 0..65535, got {args.port}")
+    with HistoryStore(args.history) as store:
+        modeller = Modeller(store, GraphDirectory(args.graphs))
+        app = create_app(modeller, PLANNERS, workers=args.workers)
+        print(f"history {args.history}; OpenAPI at http://{args.host}:{args.port}/openapi.json")
+        serve(app, args.host, args.port)
+    return 0

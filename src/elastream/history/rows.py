@@ -1,0 +1,99 @@
+"""One history row per interval, operator and replica; conversion to the models' inputs."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from elastream.modeling.forecasting import Series
+from elastream.modeling.graph import MeasuredPoint, ModelError
+
+
+class HistoryError(ValueError):
+    """A bad history row or query: the message names the run, operator and field."""
+
+
+def backpressure(admission_cap_hit: bool, queue_before: float, queue_after: float) -> bool:
+    """Our runtime's backpressure flag: the admission cap was hit, or the queue grew."""
+    return admission_cap_hit or queue_after > queue_before
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """Measured over [t, t + interval_s) for one replica; rates in events/s, cpu in cores.
+
+    source_rate: offered to the replica (admitted or left queued); input_rate: admitted;
+    output_rates: per output stream; busy: busy seconds per second; queue_length at the end.
+    """
+
+    run_id: str
+    pipeline: str
+    operator: str
+    replica: int
+    parallelism: int
+    t: float
+    interval_s: float
+    source_rate: float
+    input_rate: float
+    output_rates: Mapping[str, float] = field(default_factory=dict)
+    busy: float | None = None
+    cpu: float | None = None
+    queue_length: float = 0.0
+    backpressure: bool = False
+    service_time_var: float | None = None
+
+    def __post_init__(self) -> None:
+        where = f"history row (run {self.run_id!r}, operator {self.operator!r}, t={self.t})"
+        for name in ("run_id", "pipeline", "operator"):
+            if not getattr(self, name):
+                raise HistoryError(f"{where}: {name} must not be empty")
+        if self.interval_s <= 0:
+            raise HistoryError(f"{where}: interval_s must be > 0, got {self.interval_s}")
+        try:
+            self.point()
+        except ModelError as exc:
+            raise HistoryError(f"{where}: {exc}") from None
+        if not self.queue_length >= 0:
+            raise HistoryError(f"{where}: queue_length must be ≥ 0, got {self.queue_length}")
+
+    def point(self) -> MeasuredPoint:
+        return MeasuredPoint(
+            parallelism=self.parallelism,
+            source_rate=self.source_rate,
+            input_rate=self.input_rate,
+            output_rates=dict(self.output_rates),
+            replica=self.replica,
+            backpressure=self.backpressure,
+            cpu=self.cpu,
+            busy=self.busy,
+            service_time_var=self.service_time_var,
+        )
+
+
+def points_by_operator(rows: Iterable[HistoryRow]) -> dict[str, list[MeasuredPoint]]:
+    """The models' per-replica points, grouped by operator, from any number of runs."""
+    grouped: dict[str, list[MeasuredPoint]] = defaultdict(list)
+    for row in rows:
+        grouped[row.operator].append(row.point())
+    return dict(grouped)
+
+
+def source_series(rows: Sequence[HistoryRow], operators: Sequence[str]) -> Series:
+    """Source rate offered to `operators` (summed over replicas) per interval, runs in order."""
+    totals: dict[tuple[str, float], float] = defaultdict(float)
+    first_seen: dict[str, float] = {}
+    steps = []
+    for row in rows:
+        if row.operator in operators:
+            totals[(row.run_id, row.t)] += row.source_rate
+            first_seen.setdefault(row.run_id, row.t)
+            steps.append(row.interval_s)
+    if len(totals) < 2:
+        raise HistoryError(
+            f"history holds fewer than 2 intervals for source operator(s) {', '.join(operators)}"
+        )
+    keys = sorted(totals, key=lambda k: (first_seen[k[0]], k[0], k[1]))
+    return Series(np.array([totals[k] for k in keys]), float(np.median(steps)))

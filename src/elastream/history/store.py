@@ -1,0 +1,166 @@
+"""The durable metrics history: one embedded SQLite file (WAL), written by runs, read by models."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from elastream.history.rows import HistoryError, HistoryRow
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS history (
+    run_id TEXT NOT NULL,
+    pipeline TEXT NOT NULL,
+    operator TEXT NOT NULL,
+    replica INTEGER NOT NULL,
+    parallelism INTEGER NOT NULL,
+    t REAL NOT NULL,
+    interval_s REAL NOT NULL,
+    source_rate REAL NOT NULL,
+    input_rate REAL NOT NULL,
+    output_rate REAL NOT NULL,
+    output_rates TEXT NOT NULL,
+    busy REAL,
+    cpu REAL,
+    queue_length REAL NOT NULL,
+    backpressure INTEGER NOT NULL,
+    service_time_var REAL,
+    PRIMARY KEY (pipeline, run_id, operator, replica, t)
+);
+CREATE INDEX IF NOT EXISTS history_pipeline ON history (pipeline, operator, t);
+"""
+
+COLUMNS = (
+    "run_id", "pipeline", "operator", "replica", "parallelism", "t", "interval_s",
+    "source_rate", "input_rate", "output_rate", "output_rates", "busy", "cpu",
+    "queue_length", "backpressure", "service_time_var",
+)  # fmt: skip
+
+
+def _values(row: HistoryRow) -> tuple:
+    return (
+        row.run_id, row.pipeline, row.operator, row.replica, row.parallelism, row.t,
+        row.interval_s, row.source_rate, row.input_rate, sum(row.output_rates.values()),
+        json.dumps(dict(row.output_rates), sort_keys=True), row.busy, row.cpu,
+        row.queue_length, int(row.backpressure), row.service_time_var,
+    )  # fmt: skip
+
+
+def _row(record: sqlite3.Row) -> HistoryRow:
+    """A stored row, rebuilt without re-validation: `record` validated it when it was written."""
+    data = dict(record)
+    data.pop("output_rate")
+    data["output_rates"] = json.loads(data["output_rates"])
+    data["backpressure"] = bool(data["backpressure"])
+    row = object.__new__(HistoryRow)
+    row.__dict__.update(data)  # a frozen dataclass: fill its fields without __setattr__
+    return row
+
+
+class HistoryStore:
+    """`record(rows)` appends (a re-recorded interval replaces the old one); queries filter by
+    pipeline, runs, operators and a time window, and return rows or a pandas frame."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(self.path, check_same_thread=False)
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.executescript(SCHEMA)
+        self._lock = threading.Lock()  # one connection shared by the service's worker threads
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> HistoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def record(self, rows: Iterable[HistoryRow]) -> int:
+        """Write rows in one transaction; returns how many."""
+        values = [_values(r) for r in rows]
+        marks = ", ".join("?" * len(COLUMNS))
+        with self._lock, self._conn:
+            self._conn.executemany(
+                f"INSERT OR REPLACE INTO history ({', '.join(COLUMNS)}) VALUES ({marks})", values
+            )
+        return len(values)
+
+    def _select(
+        self,
+        pipeline: str | None,
+        run_ids: Sequence[str] | None,
+        operators: Sequence[str] | None,
+        since: float | None,
+        until: float | None,
+    ) -> tuple[str, list]:
+        clauses, args = [], []
+        if pipeline is not None:
+            clauses.append("pipeline = ?")
+            args.append(pipeline)
+        for column, values in (("run_id", run_ids), ("operator", operators)):
+            if values is not None:
+                clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
+                args.extend(values)
+        if since is not None:
+            clauses.append("t >= ?")
+            args.append(since)
+        if until is not None:
+            clauses.append("t < ?")
+            args.append(until)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        return f"SELECT * FROM history{where} ORDER BY run_id, t, operator, replica", args
+
+    def rows(
+        self,
+        pipeline: str | None = None,
+        run_ids: Sequence[str] | None = None,
+        operators: Sequence[str] | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[HistoryRow]:
+        sql, args = self._select(pipeline, run_ids, operators, since, until)
+        with self._lock:
+            return [_row(r) for r in self._conn.execute(sql, args)]
+
+    def frame(
+        self,
+        pipeline: str | None = None,
+        run_ids: Sequence[str] | None = None,
+        operators: Sequence[str] | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> pd.DataFrame:
+        """The same selection as a frame (output_rates left as JSON text)."""
+        sql, args = self._select(pipeline, run_ids, operators, since, until)
+        with self._lock:
+            return pd.read_sql_query(sql, self._conn, params=args)
+
+    def version(self) -> tuple[int, int]:
+        """Changes whenever rows are recorded: (row count, largest rowid); part of cache keys."""
+        with self._lock:
+            count, top = self._conn.execute("SELECT count(*), max(rowid) FROM history").fetchone()
+        return int(count), int(top or 0)
+
+    def runs(self, pipeline: str | None = None) -> list[str]:
+        sql = "SELECT DISTINCT run_id FROM history" + (" WHERE pipeline = ?" if pipeline else "")
+        with self._lock:
+            found = self._conn.execute(sql + " ORDER BY run_id", [pipeline] if pipeline else [])
+            return [r[0] for r in found]
+
+    def require(self, pipeline: str) -> None:
+        """Raise naming the pipeline when the history holds nothing for it."""
+        with self._lock:
+            hit = self._conn.execute(
+                "SELECT 1 FROM history WHERE pipeline = ? LIMIT 1", [pipeline]
+            ).fetchone()
+        if not hit:
+            raise HistoryError(f"history {self.path}: no rows for pipeline {pipeline!r}")

@@ -1,0 +1,354 @@
+"""Traffic forecasters (Caladrius IV-A) behind a registry: fit(history) → forecast(horizon)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from elastream.modeling.graph import ModelError
+
+DAY_S = 86_400.0
+MAX_SEASON = 2_000  # samples; a longer daily season is not modelled (too many states)
+
+
+@dataclass(frozen=True)
+class Series:
+    """Source rate (events/s) sampled every `step_s` seconds, starting at `start_s`."""
+
+    values: np.ndarray
+    step_s: float = 1.0
+    start_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        values = np.asarray(self.values, dtype=float)
+        if values.ndim != 1 or values.size < 2:
+            raise ModelError("history: a forecast needs at least 2 samples")
+        if not np.all(np.isfinite(values)):
+            raise ModelError("history: rates must be finite")
+        if self.step_s <= 0:
+            raise ModelError(f"history: step must be > 0 s, got {self.step_s}")
+        object.__setattr__(self, "values", values)
+
+    def digest(self) -> str:
+        """A stable hash of the history: the cache key's first part."""
+        h = hashlib.sha256(self.values.tobytes())
+        h.update(f"{self.step_s}:{self.start_s}".encode())
+        return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """Point forecast and the `level` prediction interval for the next `len(point)` steps."""
+
+    point: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    level: float
+    step_s: float
+    start_s: float
+
+
+class Fitted(Protocol):
+    def forecast(self, horizon: int) -> Forecast: ...
+
+
+class Params(BaseModel):
+    """Settings shared by every forecaster."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    level: float = Field(0.9, gt=0, lt=1, description="coverage of the prediction interval")
+
+
+class SummaryParams(Params):
+    """The paper's simple model: a statistic of the last `window` samples."""
+
+    window: int | None = Field(
+        None, ge=1, description="samples summarised (None: the whole history)"
+    )
+    statistic: Literal["mean", "median"] = Field("median", description="the point forecast")
+
+
+class SeasonalParams(Params):
+    """Holt-Winters / ETS with additive error and season."""
+
+    season_length: int | None = Field(
+        None, ge=2, description="samples per season (None: one day if ≥ 2 days of history)"
+    )
+    trend: Literal["add", "none"] = Field("none", description="additive trend or none")
+    damped: bool = Field(False, description="damp the trend (only with trend='add')")
+    initialization: Literal["heuristic", "estimated"] = Field(
+        "heuristic", description="initial seasonal states: heuristic (fast) or estimated (slow)"
+    )
+
+
+class ProfileParams(Params):
+    """A seasonal summary: the statistic of the same phase over the last `seasons` seasons."""
+
+    season_length: int | None = Field(
+        None, ge=2, description="samples per season (None: one day if ≥ 2 days of history)"
+    )
+    seasons: int = Field(7, ge=1, le=1000, description="past seasons summarised per phase")
+    statistic: Literal["mean", "median"] = Field("median", description="per-phase statistic")
+    level_shift: bool = Field(
+        True, description="shift the profile by the median deviation of the last season"
+    )
+
+
+class ProphetParams(Params):
+    """Prophet's additive model; the interval is its own yhat_lower/yhat_upper."""
+
+    daily: bool = Field(True, description="fit a daily seasonality")
+    weekly: bool = Field(False, description="fit a weekly seasonality")
+
+
+def _rates(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Rates are never negative: clip point and bounds at 0."""
+    return tuple(np.maximum(np.asarray(a, dtype=float), 0.0) for a in arrays)
+
+
+def _times(history: Series, horizon: int) -> tuple[float, int]:
+    if horizon < 1:
+        raise ModelError(f"forecast horizon must be ≥ 1 step, got {horizon}")
+    return history.start_s + history.values.size * history.step_s, horizon
+
+
+@dataclass(frozen=True)
+class _SummaryFit:
+    history: Series
+    params: SummaryParams
+
+    def forecast(self, horizon: int) -> Forecast:
+        start, h = _times(self.history, horizon)
+        window = self.history.values[-(self.params.window or self.history.values.size) :]
+        point = float(np.mean(window) if self.params.statistic == "mean" else np.median(window))
+        tail = (1.0 - self.params.level) / 2.0
+        lo, hi = np.quantile(window, [tail, 1.0 - tail])
+        return Forecast(
+            np.full(h, point), np.full(h, lo), np.full(h, hi), self.params.level,
+            self.history.step_s, start,
+        )  # fmt: skip
+
+
+def season_for(history: Series, requested: int | None) -> int | None:
+    """The season in samples: as requested, else one day when ≥ 2 days are in the history."""
+    if requested is not None:
+        if history.values.size < 2 * requested:
+            raise ModelError(
+                f"season_length {requested} needs ≥ {2 * requested} samples of history, "
+                f"got {history.values.size}"
+            )
+        return requested
+    per_day = round(DAY_S / history.step_s)
+    if 2 <= per_day <= MAX_SEASON and history.values.size >= 2 * per_day:
+        return per_day
+    return None
+
+
+@dataclass(frozen=True)
+class _SeasonalFit:
+    history: Series
+    params: SeasonalParams
+    result: object
+
+    def forecast(self, horizon: int) -> Forecast:
+        start, h = _times(self.history, horizon)
+        n = self.history.values.size
+        frame = self.result.get_prediction(start=n, end=n + h - 1).summary_frame(  # type: ignore[attr-defined]
+            alpha=1.0 - self.params.level
+        )
+        point, lower, upper = _rates(frame["mean"], frame["pi_lower"], frame["pi_upper"])
+        return Forecast(point, lower, upper, self.params.level, self.history.step_s, start)
+
+
+def _fit_seasonal(history: Series, params: SeasonalParams) -> _SeasonalFit:
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning
+    from statsmodels.tsa.exponential_smoothing.ets import ETSModel
+
+    season = season_for(history, params.season_length)
+    trend = None if params.trend == "none" else "add"
+    model = ETSModel(
+        pd.Series(history.values),
+        error="add",
+        trend=trend,
+        damped_trend=params.damped and trend is not None,
+        seasonal="add" if season else None,
+        seasonal_periods=season,
+        initialization_method=params.initialization if season else "estimated",
+    )
+    with warnings.catch_warnings():  # non-convergence still yields usable smoothing parameters
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return _SeasonalFit(history, params, model.fit(disp=False))
+
+
+@dataclass(frozen=True)
+class _ProfileFit:
+    history: Series
+    params: ProfileParams
+    season: int
+    profile: np.ndarray  # by phase, phase 0 = the sample right after the history
+    shift: float
+    deviations: np.ndarray
+
+    def forecast(self, horizon: int) -> Forecast:
+        start, h = _times(self.history, horizon)
+        point = np.resize(self.profile, h) + self.shift
+        tail = (1.0 - self.params.level) / 2.0
+        lo, hi = np.quantile(self.deviations, [tail, 1.0 - tail])
+        point, lower, upper = _rates(point, point + lo, point + hi)
+        return Forecast(point, lower, upper, self.params.level, self.history.step_s, start)
+
+
+def _fit_profile(history: Series, params: ProfileParams) -> _ProfileFit:
+    season = season_for(history, params.season_length)
+    if season is None:
+        raise ModelError(
+            f"seasonal-profile: {history.values.size} samples of {history.step_s:g} s hold "
+            "fewer than 2 days; give season_length"
+        )
+    k = min(params.seasons, history.values.size // season)
+    block = history.values[-k * season :].reshape(k, season)  # rows: seasons, columns: phases
+    stat = np.median if params.statistic == "median" else np.mean
+    profile = stat(block, axis=0)
+    shift = float(np.median(block[-1] - profile)) if params.level_shift and k > 1 else 0.0
+    deviations = (block - profile).ravel()
+    return _ProfileFit(history, params, season, profile, shift, deviations)
+
+
+@dataclass(frozen=True)
+class _ProphetFit:
+    history: Series
+    params: ProphetParams
+    model: object
+
+    def forecast(self, horizon: int) -> Forecast:
+        start, h = _times(self.history, horizon)
+        stamps = pd.to_datetime(start + np.arange(h) * self.history.step_s, unit="s")
+        frame = self.model.predict(pd.DataFrame({"ds": stamps}))  # type: ignore[attr-defined]
+        point, lower, upper = _rates(frame["yhat"], frame["yhat_lower"], frame["yhat_upper"])
+        return Forecast(point, lower, upper, self.params.level, self.history.step_s, start)
+
+
+def _fit_prophet(history: Series, params: ProphetParams) -> _ProphetFit:
+    from prophet import Prophet
+
+    logging.getLogger("cmdstanpy").setLevel(logging.WARNING)  # one INFO line per chain otherwise
+    stamps = pd.to_datetime(
+        history.start_s + np.arange(history.values.size) * history.step_s, unit="s"
+    )
+    model = Prophet(
+        interval_width=params.level,
+        daily_seasonality=params.daily,
+        weekly_seasonality=params.weekly,
+        yearly_seasonality=False,
+    )
+    model.fit(pd.DataFrame({"ds": stamps, "y": history.values}))
+    return _ProphetFit(history, params, model)
+
+
+@dataclass(frozen=True)
+class ForecasterSpec:
+    """A registered forecaster: its parameters' schema, how to fit it, whether it can run here."""
+
+    name: str
+    description: str
+    params: type[Params]
+    fit: Callable[[Series, Params], Fitted]
+    available: Callable[[], bool]
+
+
+def _always() -> bool:
+    return True
+
+
+def _has_prophet() -> bool:
+    return importlib.util.find_spec("prophet") is not None
+
+
+FORECASTERS: dict[str, ForecasterSpec] = {
+    spec.name: spec
+    for spec in (
+        ForecasterSpec(
+            "summary",
+            "Caladrius' simple model: median (or mean) of a window, interval from its quantiles",
+            SummaryParams,
+            lambda h, p: _SummaryFit(h, p),  # type: ignore[arg-type]
+            _always,
+        ),
+        ForecasterSpec(
+            "holt-winters",
+            "ETS(A,N/A,A) Holt-Winters with a daily season (statsmodels), analytic intervals",
+            SeasonalParams,
+            _fit_seasonal,  # type: ignore[arg-type]
+            _always,
+        ),
+        ForecasterSpec(
+            "seasonal-profile",
+            "per-phase median of the last seasons (default 7 days), shifted to the last "
+            "season's level; interval from the per-phase deviations",
+            ProfileParams,
+            _fit_profile,  # type: ignore[arg-type]
+            _always,
+        ),
+        ForecasterSpec(
+            "prophet",
+            "Prophet additive trend + seasonality; interval from its yhat_lower/yhat_upper "
+            "(optional extra: pip install elastream[prophet])",
+            ProphetParams,
+            _fit_prophet,  # type: ignore[arg-type]
+            _has_prophet,
+        ),
+    )
+}
+
+
+def get_forecaster(name: str) -> ForecasterSpec:
+    if name not in FORECASTERS:
+        raise ModelError(f"unknown forecast model {name!r}; known: {', '.join(FORECASTERS)}")
+    spec = FORECASTERS[name]
+    if not spec.available():
+        raise ModelError(f"forecast model {name!r} is not installed here")
+    return spec
+
+
+class FitCache:
+    """Fitted models by (history digest, model, parameters); least recently used evicted."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple[str, str, str], Fitted] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def fit(self, history: Series, model: str, params: dict | None = None) -> Fitted:
+        spec = get_forecaster(model)
+        checked = spec.params(**(params or {}))
+        key = (history.digest(), model, json.dumps(checked.model_dump(), sort_keys=True))
+        if key in self._items:
+            self.hits += 1
+            self._items.move_to_end(key)
+            return self._items[key]
+        self.misses += 1
+        fitted = spec.fit(history, checked)
+        self._items[key] = fitted
+        if len(self._items) > self._size:
+            self._items.popitem(last=False)
+        return fitted
+
+
+def forecast(
+    history: Series, model: str, horizon: int, params: dict | None = None,
+    cache: FitCache | None = None,
+) -> Forecast:  # fmt: skip
+    """Fit (or reuse) `model` on `history` and forecast `horizon` steps."""
+    return (cache or FitCache(size=1)).fit(history, model, params).forecast(horizon)

@@ -1,0 +1,78 @@
+"""Caladrius Section V as a function: fit at one parallelism, predict another, compare."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from elastream.modeling.graph import Grouping, MeasuredPoint, ModelError
+from elastream.modeling.performance import component_saturation_point, fit_component
+from elastream.modeling.throughput import fit_instance, is_saturated
+
+
+def relative_error(predicted: float, observed: float) -> float:
+    """|predicted − observed| / observed, the paper's error (V-C, V-D, V-E)."""
+    if observed == 0:
+        raise ModelError("relative error: the observed value is 0")
+    return abs(predicted - observed) / abs(observed)
+
+
+@dataclass(frozen=True)
+class ValidationRow:
+    """One predicted parallelism against its measured run (Fig. 8 and Fig. 12)."""
+
+    parallelism: int
+    predicted_st: float
+    observed_st: float
+    st_error: float
+    predicted_cpu: float | None
+    observed_cpu: float | None
+    cpu_error: float | None
+    alpha_fit: float
+    alpha_observed: float
+
+
+def _observed_saturated_cpu(points: Sequence[MeasuredPoint], p: int) -> float | None:
+    """Mean CPU of a saturated replica times p: the component's CPU at saturation."""
+    cpus = [pt.cpu for pt in points if pt.cpu is not None and is_saturated(pt)]
+    return float(np.mean(cpus)) * p if cpus else None
+
+
+def validate(
+    name: str,
+    grouping: Grouping,
+    fit_points: Sequence[MeasuredPoint],
+    test_points: Sequence[MeasuredPoint],
+    cores: float | None = None,
+) -> ValidationRow:
+    """Fit `name` on `fit_points`, predict its ST and CPU at the test run's parallelism, and
+    compare with the curve fitted on `test_points` (which must cross saturation too)."""
+    ps = {pt.parallelism for pt in test_points}
+    if len(ps) != 1:
+        raise ModelError(f"{name}: test points must share one parallelism, got {sorted(ps)}")
+    p = ps.pop()
+    model = fit_component(name, grouping, fit_points)
+    observed = fit_instance(test_points, what=f"{name} at p={p}")
+    sp = component_saturation_point(model, p, cores)
+    predicted_st = model.instance.alpha * sp
+    observed_st = observed.st * p
+    predicted_cpu = None if model.psi is None else model.psi * sp
+    observed_cpu = _observed_saturated_cpu(test_points, p)
+    cpu_error = (
+        relative_error(predicted_cpu, observed_cpu)
+        if predicted_cpu is not None and observed_cpu
+        else None
+    )
+    return ValidationRow(
+        parallelism=p,
+        predicted_st=predicted_st,
+        observed_st=observed_st,
+        st_error=relative_error(predicted_st, observed_st),
+        predicted_cpu=predicted_cpu,
+        observed_cpu=observed_cpu,
+        cpu_error=cpu_error,
+        alpha_fit=model.instance.alpha,
+        alpha_observed=observed.alpha,
+    )

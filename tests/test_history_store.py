@@ -1,0 +1,96 @@
+"""The durable metrics history: write, query (rows and frames), reopen, windows, bad rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from elastream.history import (
+    HistoryError,
+    HistoryRow,
+    HistoryStore,
+    backpressure,
+    points_by_operator,
+    source_series,
+)
+from elastream.history.synthetic import wordcount_history
+
+
+def row(**over) -> HistoryRow:
+    base = dict(
+        run_id="r1", pipeline="wc", operator="split", replica=0, parallelism=2, t=0.0,
+        interval_s=5.0, source_rate=10.0, input_rate=8.0, output_rates={"words": 60.0},
+        busy=0.5, cpu=0.4, queue_length=10.0, backpressure=True, service_time_var=1e-4,
+    )  # fmt: skip
+    base.update(over)
+    return HistoryRow(**base)
+
+
+def test_backpressure_definition():
+    assert backpressure(True, 5, 5)  # admission cap hit
+    assert backpressure(False, 5, 6)  # queue grew over the interval
+    assert not backpressure(False, 6, 5)
+
+
+def test_record_query_and_reopen(tmp_path):
+    path = tmp_path / "h" / "history.db"
+    with HistoryStore(path) as store:
+        assert store.record([row(), row(replica=1, backpressure=False), row(t=5.0)]) == 3
+        assert store.record([row(run_id="r2", pipeline="other")]) == 1
+    with HistoryStore(path) as store:  # durable: a new connection sees everything
+        rows = store.rows(pipeline="wc")
+        assert len(rows) == 3
+        assert rows[0] == row()
+        assert store.runs() == ["r1", "r2"]
+        assert store.runs("other") == ["r2"]
+        assert len(store.rows(operators=["split"], since=5.0)) == 1
+        assert len(store.rows(run_ids=["r2"])) == 1
+        frame = store.frame(pipeline="wc")
+        assert list(frame["output_rate"]) == [60.0, 60.0, 60.0]
+        assert frame["backpressure"].sum() == 2
+
+
+def test_rerecorded_interval_replaces_and_changes_the_version(tmp_path):
+    with HistoryStore(tmp_path / "h.db") as store:
+        store.record([row()])
+        before = store.version()
+        store.record([row(input_rate=9.0)])
+        assert store.version() != before
+        assert [r.input_rate for r in store.rows()] == [9.0]
+
+
+def test_same_run_id_in_two_pipelines_does_not_collide(tmp_path):
+    with HistoryStore(tmp_path / "h.db") as store:
+        store.record([row(), row(pipeline="other")])
+        assert len(store.rows()) == 2
+
+
+def test_missing_pipeline_is_named(tmp_path):
+    with (
+        HistoryStore(tmp_path / "h.db") as store,
+        pytest.raises(HistoryError, match="no rows for pipeline 'ghost'"),
+    ):
+        store.require("ghost")
+
+
+def test_bad_rows_are_rejected_naming_the_field():
+    with pytest.raises(HistoryError, match="operator 'split'.*source_rate must be ≥ 0"):
+        row(source_rate=-1.0)
+    with pytest.raises(HistoryError, match="interval_s must be > 0"):
+        row(interval_s=0)
+    with pytest.raises(HistoryError, match="run_id must not be empty"):
+        row(run_id="")
+    with pytest.raises(HistoryError, match="queue_length"):
+        row(queue_length=-3)
+
+
+def test_rows_to_points_and_source_series():
+    rows = wordcount_history("a", [10, 20, 30], {"spout": 1, "splitter": 2, "counter": 1})
+    rows += wordcount_history("b", [40, 50], {"spout": 1, "splitter": 3, "counter": 1})
+    points = points_by_operator(rows)
+    assert len(points["splitter"]) == 3 * 2 + 2 * 3
+    assert {p.parallelism for p in points["splitter"]} == {2, 3}
+    series = source_series(rows, ["spout"])
+    assert list(series.values) == [10, 20, 30, 40, 50]  # runs in order
+    assert series.step_s == 60.0
+    with pytest.raises(HistoryError, match="fewer than 2 intervals"):
+        source_series(rows, ["nope"])
