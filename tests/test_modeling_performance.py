@@ -162,3 +162,42 @@ def test_graph_validation():
     with pytest.raises(ModelError, match="duplicate component"):
         PipelineGraph("d", ("a", "a"), ())
     assert GRAPH.paths() == (("spout", "splitter", "counter"),)
+
+
+def test_a_pipeline_file_is_read_as_the_models_graph(tmp_path):
+    import yaml
+
+    from elastream.model.pipeline import Grouping as PipelineGrouping
+    from elastream.service.graphs import load_graph_yaml
+
+    data = {
+        "name": "wc",
+        "sources": [{"name": "src", "generator": "elastream.examples.synthetic:generate"}],
+        "operators": [
+            {"name": "split", "function": "elastream.examples.synthetic:passthrough"},
+            {
+                "name": "count",
+                "function": "elastream.examples.synthetic:passthrough",
+                "grouping": "key_hash",
+                "stateless": False,
+            },
+        ],
+        "sinks": [{"name": "out"}],
+        "streams": [
+            {"from": "src", "to": "split"},
+            {"from": "split", "to": "count"},
+            {"from": "count", "to": "out"},
+        ],
+    }
+    path = tmp_path / "wc.yaml"
+    path.write_text(yaml.safe_dump(data))
+    graph = load_graph_yaml(path)
+    assert graph.name == "wc"
+    assert graph.components == ("split", "count")
+    assert graph.sources() == ("split",) and graph.sinks() == ("count",)
+    (edge,) = graph.edges
+    assert (edge.source, edge.target, edge.grouping) == (
+        "split",
+        "count",
+        PipelineGrouping.KEY_HASH,
+    )

@@ -1,4 +1,4 @@
-"""`elastream whatif GRAPH`: predict a pipeline at a proposed parallelism and rate, from history."""
+"""`elastream whatif PIPELINE`: predict a pipeline at a proposed parallelism and rate."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Fit the Caladrius models from the metrics history and predict the "
         "pipeline at --parallelism and --rate (or at the forecast's peak upper bound).",
     )
-    parser.add_argument("graph", type=Path, help="graph YAML (name, components, edges)")
+    parser.add_argument(
+        "graph", type=Path, help="pipeline YAML, or a graph YAML (name, components, edges)"
+    )
     parser.add_argument("--history", type=Path, required=True, help="metrics history (SQLite)")
     parser.add_argument(
         "--parallelism", default="", help="op=3,op2=2 (others keep their last measured one)"

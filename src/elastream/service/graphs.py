@@ -8,6 +8,8 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from elastream.config.files import load_pipeline
+from elastream.modeling.from_pipeline import graph_of
 from elastream.modeling.graph import Edge, ModelError, PipelineGraph
 from elastream.service.schemas import GraphSpec
 
@@ -21,7 +23,8 @@ def graph_from_spec(name: str, spec: GraphSpec) -> PipelineGraph:
 
 
 def load_graph_yaml(path: str | Path) -> PipelineGraph:
-    """`name:`, `components: [..]`, `edges: [{source, target, grouping, stream}]`."""
+    """A pipeline file (docs/pipeline-yaml.md: its operators and their streams), or the models'
+    own graph file: `name:`, `components: [..]`, `edges: [{source, target, grouping, stream}]`."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
@@ -29,6 +32,8 @@ def load_graph_yaml(path: str | Path) -> PipelineGraph:
         raise ModelError(f"graph {path}: cannot read: {exc}") from None
     if not isinstance(data, dict):
         raise ModelError(f"graph {path}: expected a mapping with components and edges")
+    if "operators" in data:  # a pipeline file
+        return graph_of(load_pipeline(path))
     name = str(data.pop("name", path.stem))
     try:
         spec = GraphSpec(**data)
