@@ -5,6 +5,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from elastream.cli import main
@@ -78,3 +79,27 @@ def test_the_docs_python_example_runs():
     assert blocks
     for block in blocks:
         exec(compile(block, "docs/simulator.md", "exec"), {})
+
+
+def test_every_run_adds_its_metrics_history_for_the_models(tmp_path):
+    from elastream.history import HistoryStore, points_by_operator
+
+    pipeline = write(tmp_path, "p.yaml", PIPELINE)
+    for k in (1, 2):
+        out = tmp_path / f"run{k}"
+        assert main(["simulate", str(pipeline), "--quiet", "--out", str(out)]) == 0
+    with HistoryStore(tmp_path / "history.sqlite") as store:  # beside the output directories
+        runs = store.runs()
+        first = store.rows(run_ids=[runs[0]])
+        rows = store.rows()
+    assert len(runs) == 2
+    operators = {op["name"] for op in PIPELINE["operators"]}
+    assert {row.operator for row in rows} == operators
+    intervals = load_summary(tmp_path / "run1")["intervals"]
+    # one row per interval and active replica of every operator
+    assert len({(row.t, row.operator) for row in first}) == intervals * len(operators)
+    processed = sum(row.input_rate * row.interval_s for row in first)
+    series = load_timeseries(tmp_path / "run1")
+    assert processed == pytest.approx(series["processed"].sum())  # the same counts, per replica
+    points = [p for ps in points_by_operator(rows).values() for p in ps]
+    assert all(p.source_rate >= p.input_rate - 1e-9 for p in points)

@@ -43,6 +43,9 @@ def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -
     parser.add_argument("--seed", type=int, help="random seed")
     parser.add_argument("--out", type=Path, help="output directory")
     parser.add_argument(
+        "--history", type=Path, help="metrics history database (default: beside --out)"
+    )
+    parser.add_argument(
         "--dry-run", action="store_true", default=None, help="decide and report, never enact"
     )
     parser.add_argument("--quiet", action="store_true", help="no live table")
@@ -76,6 +79,7 @@ FLAGS = (
     "drain_s",
     "seed",
     "out",
+    "history",
     "dry_run",
 )
 

@@ -61,6 +61,11 @@ class RunConfig(Settings):
         60.0, ge=0, description="time allowed to empty the queues after the load, s"
     )
     out: Path = Field(Path("runs/latest"), description="output directory")
+    history: Path | None = Field(
+        None,
+        description="metrics history database the run is added to, for the models "
+        "(None: history.sqlite beside the output directory)",
+    )
     dry_run: bool = Field(False, description="decide and report, never enact")
     seed: int = Field(0, description="random seed (generators, simulator)")
     engine: Literal["spark", "sim"] = Field("spark", description="where the pipeline runs")
@@ -95,6 +100,10 @@ class RunConfig(Settings):
             pool = op["replicas"]
             pool["initial"] = max(pool["min"], min(pool["max"], r))
         return pipeline_from_dict(data, f"{pipeline.name} starting at {r} replicas")
+
+    def history_path(self) -> Path:
+        """Where this run's metrics history is recorded."""
+        return self.history or self.out.parent / "history.sqlite"
 
     def effective_policy_options(self) -> dict[str, Any]:
         options = dict(self.policy_options)

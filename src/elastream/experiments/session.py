@@ -4,6 +4,7 @@ same `run_pipeline` in its worker processes."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from elastream.base.registry import Registry
 from elastream.config import RunConfig
 from elastream.control.mape import Engine, Observer, RunResult, run_mape
+from elastream.experiments.history import HistoryRecorder
 from elastream.model.pipeline import Pipeline
 from elastream.report import LiveTable, write_outputs
 from elastream.runtime.sim.settings import SimSettings
@@ -123,11 +125,16 @@ def run_session(
     sim: SimSettings | None = None,
     resume: bool = False,
 ) -> tuple[RunResult, dict[str, Path]]:
-    """A run as the CLI does it: the live table while it runs, then the output directory."""
+    """A run as the CLI does it: the live table while it runs, then the output directory and
+    the run's rows in the metrics history."""
     workload = prepare_workload(config, pipeline)
+    history = HistoryRecorder(
+        f"{Path(config.out).name}-{time.strftime('%Y%m%dT%H%M%S')}", pipeline.name
+    )
     with LiveTable(config.starting_pipeline(pipeline), quiet=quiet, title=title) as live:
         engine = build_engine(pipeline, config, workload, sim=sim, resume=resume)
-        result = run_engine(engine, config, [live])
+        result = run_engine(engine, config, [live, history])
+    history.save(config.history_path())
     settings: dict[str, Any] = config.model_dump(mode="json") | {
         "trace_duration_s": workload.duration_s,
         "trace_peak_rate": workload.peak,

@@ -1,0 +1,70 @@
+"""Recording every run's metrics history (per interval, operator and replica) for the models:
+the rows are derived from the same Snapshots on either engine (docs/modeling.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from elastream.control.policy import Decision
+from elastream.history import HistoryRow, HistoryStore, backpressure
+from elastream.model.snapshot import OperatorStats, Snapshot
+
+ALL_STREAMS = "*"  # the Snapshot counts an operator's outputs over all its streams together
+
+
+def replica_rows(
+    run_id: str, pipeline: str, snap: Snapshot, o: OperatorStats, queue_before: int
+) -> list[HistoryRow]:
+    """One row per active replica of `o` in interval `snap`: the operator's offered load
+    (received plus what was queued) and its outputs, each split by the replica's share of what
+    was processed; admitted rate, busy share, queue and backpressure (the queue grew)."""
+    r = max(o.replicas, 1)
+    td = snap.td
+    shares = list(o.replica_processed) or [o.processed / r] * r
+    total = sum(shares)
+    flag = backpressure(False, queue_before, o.queue)  # the queue grew over the interval
+    rows = []
+    for j, processed in enumerate(shares[:r]):
+        part = processed / total if total else 1.0 / r
+        busy = o.utilization[j] if j < len(o.utilization) else o.busy_s / (r * td)
+        rows.append(
+            HistoryRow(
+                run_id=run_id,
+                pipeline=pipeline,
+                operator=o.name,
+                replica=j,
+                parallelism=o.replicas,
+                t=snap.t - td,
+                interval_s=td,
+                source_rate=(o.received + queue_before) * part / td,
+                input_rate=processed / td,
+                output_rates={ALL_STREAMS: o.emitted * part / td},
+                busy=busy,
+                queue_length=o.queue / r,
+                backpressure=flag,
+            )
+        )
+    return rows
+
+
+@dataclass
+class HistoryRecorder:
+    """A MAPE-loop observer that keeps the history rows of one run."""
+
+    run_id: str
+    pipeline: str
+    rows: list[HistoryRow] = field(default_factory=list)
+    queues: dict[str, int] = field(default_factory=dict)
+
+    def __call__(self, snapshot: Snapshot, decision: Decision) -> None:
+        for o in snapshot.operators:
+            if o.replicas > 0:
+                before = self.queues.get(o.name, 0)
+                self.rows += replica_rows(self.run_id, self.pipeline, snapshot, o, before)
+            self.queues[o.name] = o.queue
+
+    def save(self, path: Path) -> int:
+        """Append this run's rows to the history database at `path` (created if absent)."""
+        with HistoryStore(path) as store:
+            return store.record(self.rows)
