@@ -1,4 +1,4 @@
-"""Settings of the BTU-based approach, the threshold baseline, our forecast policy and the simulator."""
+"""Settings of the BTU-based approach, the threshold baseline, our forecast policy, simulator."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Our simple forecaster: Holt's linear exponential smoothing, plus the peak of a look-back window."""
+"""Our simple forecaster: Holt's linear smoothing, plus the peak of a look-back window."""
 
 from __future__ import annotations
 

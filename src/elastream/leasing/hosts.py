@@ -1,4 +1,4 @@
-"""The host layer: leased hosts billed per BTU, operator instances on them, and plans applied in order."""
+"""The host layer: hosts billed per BTU, operator instances on them, plans applied in order."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ class LeasingError(ValueError):
 
 @dataclass(frozen=True)
 class Demand:
-    """What one instance of an operator type reserves on its host (paper Table 2: o_cpu, o_memory)."""
+    """What one instance of an operator type reserves on its host (Table 2: o_cpu, o_memory)."""
 
     cpu_shares: float
     memory_mb: float
@@ -147,7 +147,7 @@ class Cluster:
 
 @dataclass(frozen=True)
 class Placement:
-    """Put one instance of `operator` on `host_id`; `migrated_from` names the instance it replaces."""
+    """One instance of `operator` on `host_id`; `migrated_from` names the instance it replaces."""
 
     operator: str
     host_id: str

@@ -1,4 +1,4 @@
-"""The four data arrival patterns of the paper (Fig. 7): stepwise, two-level, random walks (Eq. 6)."""
+"""The paper's four data arrival patterns (Fig. 7): stepwise, two-level, random walks (Eq. 6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Leasing policies: the paper's BTU-based approach, its threshold baseline, and our forecast policy."""
+"""Leasing policies: the paper's BTU-based approach, its threshold baseline, our forecast policy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A seeded, pure, discrete-time simulation of the paper's evaluation (fluid queues, BTU billing)."""
+"""A seeded, pure, discrete-time simulation of the paper's evaluation (fluid queues, BTUs)."""
 
 from __future__ import annotations
 
