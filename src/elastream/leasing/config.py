@@ -56,14 +56,14 @@ class ForecastSettings(_Settings):
     """Our forecast-aware prolong-or-release policy (goes beyond the paper)."""
 
     alpha: float = Field(0.5, gt=0, le=1, description="Holt level smoothing")
-    beta: float = Field(0.2, ge=0, le=1, description="Holt trend smoothing")
-    utilisation: float = Field(0.8, gt=0, le=1, description="target instance utilisation")
-    lead_s: float = Field(90.0, ge=0, description="forecast horizon for upscaling (s)")
-    drain_s: float = Field(60.0, gt=0, description="time to drain a backlog when sizing (s)")
+    beta: float = Field(0.1, ge=0, le=1, description="Holt trend smoothing")
+    utilisation: float = Field(0.9, gt=0, le=1, description="target instance utilisation")
+    lead_s: float = Field(15.0, ge=0, description="forecast horizon for upscaling (s)")
+    drain_s: float = Field(600.0, gt=0, description="time to drain a backlog when sizing (s)")
     memory_s: float = Field(
         1800.0, ge=0, description="look-back of the observed peak kept when releasing (s)"
     )
-    max_step: int = Field(8, ge=1, description="most instances added to one operator per tick")
+    max_step: int = Field(4, ge=1, description="most instances added to one operator per tick")
 
 
 class SimSettings(_Settings):
@@ -82,7 +82,7 @@ class SimSettings(_Settings):
     start_cached_s: float = Field(7.5, ge=0, description="instance start with a cached image")
     pull_mb_per_s: float = Field(4.0, gt=0, description="image download speed (MB/s)")
     concurrency: float = Field(
-        3.0, gt=0, description="items one instance processes at once (our calibration)"
+        5.0, gt=0, description="items one instance processes at once (our calibration)"
     )
     service_sigma: float = Field(0.25, ge=0, description="log-sd of one item's processing time")
     noise_sigma: float = Field(0.1, ge=0, description="log-sd of per-interval interference")

@@ -20,6 +20,8 @@ from elastream.leasing.config import BTUSettings, ForecastSettings, ThresholdSet
 from elastream.leasing.forecast import forecast, window_peak
 from elastream.leasing.hosts import Cluster, Host, HostType, Instance, Placement, Plan
 
+HOLT_SAMPLES = 60  # Holt runs over the last 60 samples: older ones weigh < (1 - alpha)^60
+
 
 @dataclass(frozen=True)
 class Observation:
@@ -234,7 +236,7 @@ class ForecastPolicy:
         if obs.arrivals.shape[0] == 0:
             return draft.plan()
         s = self.settings
-        ahead = forecast(obs.arrivals, s.lead_s / obs.monitor_s, s.alpha, s.beta)
+        ahead = forecast(obs.arrivals[-HOLT_SAMPLES:], s.lead_s / obs.monitor_s, s.alpha, s.beta)
         rates = np.maximum(ahead, obs.arrivals[-1])
         for op, need in self._needed(obs, rates).items():
             for _ in range(min(s.max_step, need - draft.cluster.count(op))):
@@ -249,7 +251,7 @@ class ForecastPolicy:
         s = self.settings
         look = int(max(self.kind.btu_s, s.memory_s) / obs.monitor_s)
         horizon = self.kind.btu_s / obs.monitor_s
-        trend = forecast(obs.arrivals, horizon, s.alpha, s.beta)
+        trend = forecast(obs.arrivals[-HOLT_SAMPLES:], horizon, s.alpha, s.beta)
         keep = self._needed(obs, np.maximum(window_peak(obs.arrivals, look), trend))
         gone: frozenset[str] = frozenset()
         for hid in hosts:
