@@ -63,7 +63,8 @@ class ForecastSettings(_Settings):
     memory_s: float = Field(
         1800.0, ge=0, description="look-back of the observed peak kept when releasing (s)"
     )
-    max_step: int = Field(4, ge=1, description="most instances added to one operator per tick")
+    max_step: int = Field(2, ge=1, description="most instances added to one operator per tick")
+    reactive: bool = Field(True, description="also add one instance when Alg. 1 fires")
 
 
 class SimSettings(_Settings):

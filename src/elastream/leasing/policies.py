@@ -57,6 +57,7 @@ class Draft:
         self.place: list[Placement] = []
         self.release: list[str] = []
         self.prolong: list[str] = []
+        self.created: set[str] = set()  # placeholder ids of this plan's own placements
 
     def new_host(self) -> str:
         hid = f"h{int(self.now)}-{self.cluster.next_id}"
@@ -69,6 +70,7 @@ class Draft:
 
     def put(self, operator: str, host_id: str, migrated_from: str | None = None) -> None:
         inst = Instance(f"d{self.cluster.next_id}", operator, host_id, ready_at=math.inf)
+        self.created.add(inst.instance_id)
         self.cluster = replace(
             self.cluster,
             instances=(*self.cluster.instances, inst),
@@ -101,7 +103,7 @@ def _free_by_downscaling(
     d = draft.cluster.demand(operator)
     v = draft.cluster.demand(victim)
     for inst in reversed(draft.cluster.of_operator(victim)):
-        if inst.instance_id.startswith("d"):
+        if inst.instance_id in draft.created:
             continue  # never undo this plan's own placements
         cpu, mem = draft.cluster.free_raw(inst.host_id)
         if cpu + v.cpu_shares >= d.cpu_shares and mem + v.memory_mb >= d.memory_mb:
@@ -211,6 +213,29 @@ class ThresholdPolicy:
         return Plan()  # BTU-agnostic: hosts go as soon as they are empty, never in a window
 
 
+def _reuse_surplus(draft: Draft, operator: str, needs: Mapping[str, int]) -> bool:
+    """Make room for `operator` by stopping an instance another type has beyond its forecast
+    need (the type with the largest surplus first); True when it placed the instance."""
+    d = draft.cluster.demand(operator)
+    surplus = sorted(
+        ((draft.cluster.count(v) - n, v) for v, n in needs.items() if v != operator),
+        reverse=True,
+    )
+    for extra, victim in surplus:
+        if extra <= 0:
+            break
+        v = draft.cluster.demand(victim)
+        for inst in reversed(draft.cluster.of_operator(victim)):
+            if inst.instance_id in draft.created:
+                continue
+            cpu, mem = draft.cluster.free_raw(inst.host_id)
+            if cpu + v.cpu_shares >= d.cpu_shares and mem + v.memory_mb >= d.memory_mb:
+                draft.remove(inst.instance_id)
+                draft.put(operator, inst.host_id)
+                return True
+    return False
+
+
 @dataclass
 class ForecastPolicy:
     """Ours: size every operator for the Holt forecast of its arrival rate (plus its backlog) each
@@ -238,9 +263,19 @@ class ForecastPolicy:
         s = self.settings
         ahead = forecast(obs.arrivals[-HOLT_SAMPLES:], s.lead_s / obs.monitor_s, s.alpha, s.beta)
         rates = np.maximum(ahead, obs.arrivals[-1])
-        for op, need in self._needed(obs, rates).items():
+        needs = self._needed(obs, rates)
+        for op, need in needs.items():
+            st = obs.status[op]
+            hist = obs.history.get(op, ())[-self.btu.trend_window :]
+            fire = up_trigger(st.duration, hist, st.slo, st.queue, self.btu.scaling_threshold)
+            if s.reactive and fire:
+                need = max(need, draft.cluster.count(op) + 1)  # Alg. 1 still has its say
             for _ in range(min(s.max_step, need - draft.cluster.count(op))):
-                upscale(draft, op, obs.status, self.btu, reuse=False)
+                host = select_host(draft.cluster, op, self.btu)
+                if host is None and not _reuse_surplus(draft, op, needs):
+                    host = draft.new_host()
+                if host is not None:
+                    draft.put(op, host)
         return draft.plan()
 
     def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
