@@ -7,17 +7,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.leasing.config import SimSettings
+from elastream.leasing.config import BTUSettings, CacheFavours, SimSettings
 from elastream.leasing.hosts import HostType, LeasingError
 from elastream.leasing.metrics import RunMetrics
 from elastream.leasing.patterns import Pattern
 from elastream.leasing.policies import BTUPolicy, ForecastPolicy, LeasingPolicy, ThresholdPolicy
 from elastream.leasing.sim import Simulation
 
+
+def _btu_runtime_cf(kind: HostType) -> LeasingPolicy:
+    """The BTU-based approach with CF applied as the authors' runtime does (favours hosts
+    without the image) - an ablation of our CF decision."""
+    return BTUPolicy(kind, BTUSettings(cache_favours=CacheFavours.UNCACHED))
+
+
 APPROACHES: dict[str, Callable[[HostType], LeasingPolicy]] = {
     "btu": BTUPolicy,
     "threshold": ThresholdPolicy,
     "forecast": ForecastPolicy,
+    "btu_runtime_cf": _btu_runtime_cf,
 }
 BTUS = ((10, 1.0), (30, 3.0), (60, 6.0))  # minutes, price per BTU (linear pricing)
 

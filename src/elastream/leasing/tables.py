@@ -92,3 +92,39 @@ def trends_list(trends: list[Trend]) -> str:
     return "\n".join(
         f"- **{'holds' if t.holds else 'does not hold'}**: {t.claim} — {t.detail}" for t in trends
     )
+
+
+def ablation_table(grid: dict[Key, Cell], patterns: tuple[str, ...], a: str, b: str) -> str:
+    """Near real-time compliance, its total cost and time to adapt of approach `a` beside `b`."""
+    lines = [
+        _row(
+            "pattern / BTU",
+            [
+                f"2x compliance {a}",
+                f"… {b}",
+                f"2x total cost {a}",
+                f"… {b}",
+                f"time to adapt (s) {a}",
+                f"… {b}",
+            ],
+        ),
+        _row("---", ["---"] * 6),
+    ]
+    for p in patterns:
+        for m, _ in BTUS:
+            x, y = grid[(p, a, m)], grid[(p, b, m)]
+            tta = [c.stat(lambda r: r.time_to_adapt_s) for c in (x, y)]
+            lines.append(
+                _row(
+                    f"{p} / BTU{m}",
+                    [
+                        _pct(x.compliance(1)),
+                        _pct(y.compliance(1)),
+                        _num(x.total(1)),
+                        _num(y.total(1)),
+                        _num(tta[0]),
+                        _num(tta[1]),
+                    ],
+                )
+            )
+    return "\n".join(lines)
