@@ -135,3 +135,12 @@ def test_in_memory_provider_bills_per_started_btu():
     assert [x.host_id for x in p.hosts(650)] == ["b"]
     with pytest.raises(LeasingError, match="unknown host 'a'"):
         p.release("a", now=700)
+
+
+def test_prolong_names_a_leased_host_that_is_not_released():
+    c = apply_plan(_cluster(), Plan(lease=("h1",)), 0, KIND).cluster
+    assert apply_plan(c, Plan(prolong=("h1",)), 570, KIND).cluster.hosts == c.hosts
+    with pytest.raises(LeasingError, match="both released and prolonged"):
+        apply_plan(c, Plan(release=("h1",), prolong=("h1",)), 570, KIND)
+    with pytest.raises(LeasingError, match="unknown host 'h2'"):
+        apply_plan(c, Plan(prolong=("h2",)), 570, KIND)

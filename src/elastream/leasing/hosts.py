@@ -51,7 +51,6 @@ class Host:
     lease_start: float
     ready_at: float
     images: frozenset[str] = frozenset()
-    prolong: bool = False  # decided in the last part of the BTU: lease for another BTU
 
     def btus_started(self, now: float) -> int:
         """BTUs begun by `now` (at least 1: a lease pays its first BTU up front)."""
@@ -164,7 +163,7 @@ class Plan:
     place: tuple[Placement, ...] = ()
     counts: Mapping[str, int] = field(default_factory=dict)  # active instances per operator
     release: tuple[str, ...] = ()  # host ids; they must be empty once the plan is applied
-    prolong: tuple[str, ...] = ()  # host ids leased for another BTU
+    prolong: tuple[str, ...] = ()  # host ids decided to stay for another BTU (billed at its end)
 
     @property
     def empty(self) -> bool:
@@ -270,9 +269,12 @@ def _release(cluster: Cluster, plan: Plan):
         if cluster.on_host(hid):
             raise LeasingError(f"cannot release host {hid!r}: instances still run on it")
         released.append(host)
+    for hid in plan.prolong:
+        if hid in plan.release:
+            raise LeasingError(f"host {hid!r} cannot be both released and prolonged")
+        cluster.host(hid)  # must be leased
     ids = set(plan.release)
     hosts = tuple(h for h in cluster.hosts if h.host_id not in ids)
-    hosts = tuple(replace(h, prolong=True) if h.host_id in plan.prolong else h for h in hosts)
     return replace(cluster, hosts=hosts), tuple(released)
 
 

@@ -162,12 +162,10 @@ class BTUPolicy:
             if not decision.release:
                 draft.prolong.append(hid)
                 continue
-            moved = {m.migrated_from for m in decision.migrate}
             for iid in decision.stop:
                 draft.remove(iid)
             for m in decision.migrate:
                 draft.put(m.operator, m.host_id, m.migrated_from)
-            assert moved <= set(decision.stop)
             draft.release.append(hid)
             gone = gone | {hid}
         return draft.plan()

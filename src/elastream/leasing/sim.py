@@ -14,6 +14,7 @@ from elastream.leasing.hosts import (
     Applied,
     Cluster,
     HostType,
+    LeasingError,
     Placement,
     Plan,
     Timing,
@@ -66,6 +67,22 @@ class _Flow:
         z = np.zeros(n)
         return cls(z.copy(), z.copy(), z.copy(), z.copy(), z.copy())
 
+    def step(self, arrive: np.ndarray, rate: np.ndarray, dt: float, service: np.ndarray):
+        """One fluid FIFO step: process min(queue + arrivals, capacity); returns what was done,
+        the wait of the items done (the backlog ahead of them, plus the M/M/1 waiting
+        rho / ((1 - rho) * rate) of a stochastic stream) and the M/M/1 queue rho^2 / (1 - rho)
+        that a monitor would see on top of the backlog."""
+        safe = np.maximum(rate, 1e-12)
+        rho = np.minimum(arrive / dt / safe, MAX_RHO)
+        wait = np.where(rate > 0, self.queue / safe + rho / (1 - rho) / safe, np.inf)
+        done = np.minimum(self.queue + arrive, rate * dt)
+        self.queue = self.queue + arrive - done
+        self.last_out = done
+        self.processed += done
+        self.latency += done * (np.where(np.isfinite(wait), wait, 0.0) + service)
+        self.arrived += arrive
+        return done, wait, rho**2 / (1 - rho)
+
     def reset_interval(self) -> None:
         self.processed[:] = 0
         self.latency[:] = 0
@@ -103,7 +120,11 @@ class Simulation:
     def _apply(self, cluster: Cluster, plan: Plan, now: float) -> Cluster:
         if plan.empty:
             return cluster
-        boot = self.rng.uniform(self.settings.boot_min_s, self.settings.boot_max_s)
+        boot = (
+            self.rng.uniform(self.settings.boot_min_s, self.settings.boot_max_s)
+            if plan.lease
+            else 0
+        )
         timing = Timing(boot, self.timing.start_cached_s, self.timing.image_download_s)
         applied = apply_plan(cluster, plan, now, self.kind, timing)
         self._count(applied, plan, now)
@@ -149,7 +170,7 @@ class Simulation:
         for op in self.names:
             target = select_host(cluster, op, self.placement)
             if target is None:
-                raise ValueError(f"infeasible start: {op} fits on none of the initial hosts")
+                raise LeasingError(f"infeasible start: {op} fits on none of the initial hosts")
             cluster = apply_plan(cluster, Plan(place=(Placement(op, target),)), 0.0, self.kind, pre)
             cluster = cluster.cluster
         self.counters.vm_up += len(hosts)
@@ -166,7 +187,7 @@ class Simulation:
         self._ops = np.array([where[i.operator] for i in active], dtype=int)
         self._ready = np.array([i.ready_at for i in active], dtype=float)
 
-    def _capacity(self, cluster: Cluster, now: float) -> np.ndarray:
+    def _capacity(self, now: float) -> np.ndarray:
         """Instances of each operator type that are active and have started by `now`."""
         ready = self._ops[self._ready <= now]
         return np.bincount(ready, minlength=len(self.names)).astype(float)
@@ -220,22 +241,13 @@ class Simulation:
                 self._bill(cluster, now)
                 m = load[tick * s.substeps + sub]
                 arrive = self.sources * m * dt + self.routing_t @ flow.last_out
-                rate = self._capacity(cluster, now) * s.concurrency / service
-                wait = np.where(rate > 0, flow.queue / np.maximum(rate, 1e-12), np.inf)
-                rho = np.minimum(arrive / dt / np.maximum(rate, 1e-12), MAX_RHO)
-                wait = wait + rho / (1 - rho) / np.maximum(rate, 1e-12) * (rate > 0)
-                jitter = rho**2 / (1 - rho)
-                done = np.minimum(flow.queue + arrive, rate * dt)
+                rate = self._capacity(now) * s.concurrency / service
+                done, wait, jitter = flow.step(arrive, rate, dt, service)
                 limits = self._levels * self.slo - wait  # one row per compliance level
                 ok += within(limits, np.broadcast_to(service, limits.shape), s.service_sigma) @ done
                 total += float(done.sum())
-                flow.queue = flow.queue + arrive - done
-                flow.last_out = done
-                flow.processed += done
-                flow.latency += done * np.where(np.isfinite(wait), wait, 0.0) + done * service
-                flow.arrived += arrive
             now = t0 + s.monitor_s
-            od = self._durations(flow, cluster, now, service)
+            od = self._durations(flow, now, service)
             od_hist.append(od)
             arr_hist.append(flow.arrived / s.monitor_s)
             self.counters.track_delays(od, self.slo, flow.queue + jitter, s.monitor_s)
@@ -251,13 +263,13 @@ class Simulation:
             hosts_trace.append((now, len(cluster.hosts), len(cluster.instances), m))
         return finish_metrics(self.counters, ok, total, s, self.names, hosts_trace)
 
-    def _durations(self, flow: _Flow, cluster: Cluster, now: float, service) -> np.ndarray:
+    def _durations(self, flow: _Flow, now: float, service: np.ndarray) -> np.ndarray:
         """o_d of the interval: mean latency of what was processed; with nothing processed, the
         nominal duration plus the wait the queue implies (infinite capacity-less waits capped)."""
         od = np.array(service, dtype=float)
         got = flow.processed > 0
         od[got] = flow.latency[got] / flow.processed[got]
-        rate = self._capacity(cluster, now) * self.settings.concurrency / service
+        rate = self._capacity(now) * self.settings.concurrency / service
         idle = ~got & (flow.queue > 0)
         od[idle] = service[idle] + np.where(
             rate[idle] > 0,
