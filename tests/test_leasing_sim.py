@@ -160,3 +160,12 @@ def test_threshold_dynamics_do_not_depend_on_the_btu():
     assert runs[0].compliance == runs[1].compliance
     assert runs[0].instance_up == runs[1].instance_up
     assert runs[0].paid_btus > runs[1].paid_btus  # the same leases, billed in shorter units
+
+
+def test_settings_name_what_is_inconsistent():
+    with pytest.raises(ValueError, match="boot_min_s"):
+        SimSettings(boot_min_s=70, boot_max_s=60)
+    with pytest.raises(ValueError, match="provision_s .* not a multiple of monitor_s"):
+        SimSettings(provision_s=50)
+    with pytest.raises(ValueError, match="extra"):
+        SimSettings(btu=600)

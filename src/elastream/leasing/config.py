@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Settings(BaseModel):
@@ -91,3 +91,13 @@ class SimSettings(_Settings):
     spike_factor: float = Field(3.0, ge=1, description="slow-down during a spike")
     penalty: float = Field(0.0001, ge=0, description="penalty per delayed item")
     initial_hosts: int = Field(2, ge=1, description="hosts leased at the start")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SimSettings:
+        if self.boot_min_s > self.boot_max_s:
+            raise ValueError(f"boot_min_s ({self.boot_min_s}) > boot_max_s ({self.boot_max_s})")
+        for name in ("provision_s", "duration_s"):
+            ratio = getattr(self, name) / self.monitor_s
+            if abs(ratio - round(ratio)) > 1e-9:
+                raise ValueError(f"{name} ({getattr(self, name)}) is not a multiple of monitor_s")
+        return self
