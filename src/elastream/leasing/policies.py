@@ -93,18 +93,14 @@ class Draft:
         )
 
 
-def _free_by_downscaling(
-    draft: Draft, operator: str, status: Mapping[str, OperatorStatus], settings: BTUSettings
-) -> bool:
-    """Fig. 4, second branch: stop one instance of the Alg. 3 choice where that makes room."""
-    victim = best_downscale(status, settings, exclude=operator)
-    if victim is None:
-        return False
+def _swap(draft: Draft, victim: str, operator: str) -> bool:
+    """Stop one instance of `victim` (never one this plan placed) on a host where that makes
+    room for `operator`, and place `operator` there; False when no such instance exists."""
     d = draft.cluster.demand(operator)
     v = draft.cluster.demand(victim)
     for inst in reversed(draft.cluster.of_operator(victim)):
         if inst.instance_id in draft.created:
-            continue  # never undo this plan's own placements
+            continue
         cpu, mem = draft.cluster.free_raw(inst.host_id)
         if cpu + v.cpu_shares >= d.cpu_shares and mem + v.memory_mb >= d.memory_mb:
             draft.remove(inst.instance_id)
@@ -114,19 +110,16 @@ def _free_by_downscaling(
 
 
 def upscale(
-    draft: Draft,
-    operator: str,
-    status: Mapping[str, OperatorStatus],
-    settings: BTUSettings,
-    reuse: bool = True,
+    draft: Draft, operator: str, status: Mapping[str, OperatorStatus], settings: BTUSettings
 ) -> None:
-    """The upscaling procedure of Fig. 4: best Alg. 2 host; else room freed by an Alg. 3
-    downscaling (when `reuse`); else a new host."""
+    """The upscaling procedure of Fig. 4: the best Alg. 2 host; else room freed by scaling down
+    the type with the best positive Alg. 3 utility; else a new host."""
     host = select_host(draft.cluster, operator, settings)
     if host is not None:
         draft.put(operator, host)
         return
-    if reuse and _free_by_downscaling(draft, operator, status, settings):
+    victim = best_downscale(status, settings, exclude=operator)
+    if victim is not None and _swap(draft, victim, operator):
         return
     draft.put(operator, draft.new_host())
 
@@ -214,24 +207,11 @@ class ThresholdPolicy:
 def _reuse_surplus(draft: Draft, operator: str, needs: Mapping[str, int]) -> bool:
     """Make room for `operator` by stopping an instance another type has beyond its forecast
     need (the type with the largest surplus first); True when it placed the instance."""
-    d = draft.cluster.demand(operator)
     surplus = sorted(
         ((draft.cluster.count(v) - n, v) for v, n in needs.items() if v != operator),
         reverse=True,
     )
-    for extra, victim in surplus:
-        if extra <= 0:
-            break
-        v = draft.cluster.demand(victim)
-        for inst in reversed(draft.cluster.of_operator(victim)):
-            if inst.instance_id in draft.created:
-                continue
-            cpu, mem = draft.cluster.free_raw(inst.host_id)
-            if cpu + v.cpu_shares >= d.cpu_shares and mem + v.memory_mb >= d.memory_mb:
-                draft.remove(inst.instance_id)
-                draft.put(operator, inst.host_id)
-                return True
-    return False
+    return any(extra > 0 and _swap(draft, victim, operator) for extra, victim in surplus)
 
 
 @dataclass
