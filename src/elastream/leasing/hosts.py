@@ -123,12 +123,8 @@ class Cluster:
         """o#: the instances of `operator` (starting ones included)."""
         return sum(1 for i in self.instances if i.operator == operator)
 
-    def free(self, host_id: str) -> Demand | None:
-        """h_cpu*, h_memory*: what is left on a host; None when nothing is left of one of them."""
-        cpu, mem = self.free_raw(host_id)
-        return Demand(cpu, mem) if cpu > 0 and mem > 0 else None
-
     def free_raw(self, host_id: str) -> tuple[float, float]:
+        """h_cpu*, h_memory*: the CPU shares and memory not reserved by instances on the host."""
         h = self.host(host_id)
         cpu, mem = h.kind.cpu_shares, h.kind.memory_mb
         for inst in self.on_host(host_id):
