@@ -91,6 +91,10 @@ DISCUSSION = """## Where our numbers differ from the paper's, and why trends do 
 - **Fewer scaling operations for longer BTUs**: where it does not hold, either the pattern's
   phases leave btu's instance set unchanged between BTU ends (two-level: the count is flat in the
   BTU), or the reshuffle churn above dominates (random walks; σ of 20-60 operations).
+- **Identical BTU30 and BTU60 columns** (e.g. btu on two-level) are not a copying slip: when all
+  of a run's hosts stay full, every release procedure finds no room to migrate to and prolongs,
+  so the BTU length changes nothing in that run but the price of its hosts, which is linear
+  (5 hosts x 120 min cost 60 at both).
 - **Ours (forecast)**: the comparison count is under "Trends". Its parameters were tuned on seeds
   1 and 2 of the stepwise and two-level patterns and seeds 1-{seeds} are reported here; on two-level
   its margins over btu are a few points only: treat them as optimistic.
