@@ -26,6 +26,7 @@ from elastream.leasing.tables import (
     ablation_table,
     operations_table,
     pattern_table,
+    timeline_table,
     trends_list,
 )
 
@@ -184,6 +185,12 @@ def render(grid: dict[Key, Cell], seeds: int, seconds: float, minutes: float = 1
     ]
     for p in PATTERNS:
         parts += [pattern_table(p, grid, APPROACHES), "", operations_table(p, grid, APPROACHES), ""]
+        parts += [
+            "Hosts and instances over time, first seed (the paper's Figs. 8-11, as numbers):",
+            "",
+            timeline_table(grid, p, 30, APPROACHES, step_s=min(600.0, minutes * 60.0)),
+            "",
+        ]
     parts += [
         DISCUSSION.format(ranges=_ranges(grid), seeds=seeds),
         CF_TEXT,

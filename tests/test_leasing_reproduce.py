@@ -23,6 +23,7 @@ def test_reproduce_script_writes_the_whole_document(tmp_path):
     assert "Ablation: which hosts the image-cache factor CF favours" in text
     assert "forecast BTU60" in text and "threshold BTU10" in text
     assert "{ranges}" not in text  # the discussion's computed ranges were filled in
+    assert text.count("| machines |") == 4  # one timeline per pattern
 
 
 def test_script_is_importable_without_running():

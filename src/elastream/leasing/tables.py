@@ -128,3 +128,19 @@ def ablation_table(grid: dict[Key, Cell], patterns: tuple[str, ...], a: str, b: 
                 )
             )
     return "\n".join(lines)
+
+
+def timeline_table(
+    grid: dict[Key, Cell], pattern: str, minutes: int, approaches: tuple[str, ...], step_s: float
+) -> str:
+    """Machines, hosts and instances every `step_s` of the first seed's run (Figs. 8-11 as text)."""
+    runs = {a: grid[(pattern, a, minutes)].runs[0].trace for a in approaches}
+    first = next(iter(runs.values()))
+    picks = [k for k, (t, *_rest) in enumerate(first) if abs(t / step_s - round(t / step_s)) < 1e-9]
+    head = [f"{first[k][0] / 60:.0f}" for k in picks]
+    lines = [_row(f"minute (BTU{minutes})", head), _row("---", ["---"] * len(head))]
+    lines.append(_row("machines", [f"{first[k][3]:.0f}" for k in picks]))
+    for a, trace in runs.items():
+        lines.append(_row(f"{a} hosts", [str(trace[k][1]) for k in picks]))
+        lines.append(_row(f"{a} instances", [str(trace[k][2]) for k in picks]))
+    return "\n".join(lines)
