@@ -1,5 +1,7 @@
 """Our forecast policy: sizing from the forecast rate, and prolong-or-release by the forecast."""
 
+from dataclasses import replace
+
 import numpy as np
 
 from elastream.leasing.algorithms import OperatorStatus
@@ -55,3 +57,18 @@ def test_provision_sizes_for_the_forecast_at_most_two_per_interval():
     plan = ForecastPolicy(KIND).provision(_obs([20.0] * 39 + [60.0]), _cluster())
     # last rate 60/s -> 7 needed, 3 placed: +2 this interval (max_step), on h1 (room for 3)
     assert [p.host_id for p in plan.place] == ["h1", "h1"] and plan.lease == ()
+
+
+def test_static_peak_leases_for_the_peak_once_and_fills_the_hosts():
+    from elastream.leasing.policies import StaticPeakPolicy
+
+    policy = StaticPeakPolicy(KIND, {"a": 60.0})  # 60/s at 10/s each, 90 %: 7 instances
+    first = _obs([5.0])
+    c = Cluster(demands={"a": Demand(1024, 1000)})
+    c = apply_plan(c, Plan(lease=("h1",)), 0, KIND).cluster
+    plan = policy.provision(replace(first, now=60), c)
+    assert len(plan.lease) == 1  # 4 per host by CPU: h1 + one more host
+    assert len(plan.place) == 8  # 7 needed, and the eighth fills the paid room
+    later = apply_plan(c, plan, 60, KIND).cluster
+    assert policy.provision(replace(first, now=120), later).empty
+    assert policy.release(first, later, ("h1",)).prolong == ("h1",)

@@ -10,9 +10,16 @@ import numpy as np
 from elastream.leasing.config import BTUSettings, CacheFavours, SimSettings
 from elastream.leasing.hosts import HostType, LeasingError
 from elastream.leasing.metrics import RunMetrics
-from elastream.leasing.patterns import Pattern
-from elastream.leasing.policies import BTUPolicy, ForecastPolicy, LeasingPolicy, ThresholdPolicy
+from elastream.leasing.patterns import HIGH, Pattern
+from elastream.leasing.policies import (
+    BTUPolicy,
+    ForecastPolicy,
+    LeasingPolicy,
+    StaticPeakPolicy,
+    ThresholdPolicy,
+)
 from elastream.leasing.sim import Simulation
+from elastream.leasing.topology import manufacturing
 
 
 def _btu_runtime_cf(kind: HostType) -> LeasingPolicy:
@@ -21,11 +28,19 @@ def _btu_runtime_cf(kind: HostType) -> LeasingPolicy:
     return BTUPolicy(kind, BTUSettings(cache_favours=CacheFavours.UNCACHED))
 
 
+def _static_peak(kind: HostType) -> LeasingPolicy:
+    """The oracle reference: peak-sized static deployment (8 machines, the patterns' maximum)."""
+    topo = manufacturing()
+    rates = topo.steady_rates(float(HIGH))
+    return StaticPeakPolicy(kind, dict(zip(topo.names, rates, strict=True)))
+
+
 APPROACHES: dict[str, Callable[[HostType], LeasingPolicy]] = {
     "btu": BTUPolicy,
     "threshold": ThresholdPolicy,
     "forecast": ForecastPolicy,
     "btu_runtime_cf": _btu_runtime_cf,
+    "static_peak": _static_peak,
 }
 BTUS = ((10, 1.0), (30, 3.0), (60, 6.0))  # minutes, price per BTU (linear pricing)
 

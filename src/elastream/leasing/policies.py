@@ -294,3 +294,39 @@ class ForecastPolicy:
             trial.remove(inst.instance_id)
             trial.put(inst.operator, target, inst.instance_id)
         return True
+
+
+@dataclass
+class StaticPeakPolicy:
+    """A reference, not from the paper and not elastic: an oracle told the peak arrival rate of
+    every operator type leases, at the first provisioning, the hosts that the peak needs (at
+    `utilisation`), fills them with instances in the peak's mix, and never changes anything
+    after (every later plan is empty: the need is met and the hosts are full)."""
+
+    kind: HostType
+    peak_rates: Mapping[str, float]
+    utilisation: float = 0.9
+    btu: BTUSettings = field(default_factory=BTUSettings)
+    name: str = "static_peak"
+
+    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+        draft = Draft(cluster, self.kind, obs.now)  # idempotent: once set up, nothing to do
+        need = {
+            op: max(1, math.ceil(rate / (obs.service_rate[op] * self.utilisation)))
+            for op, rate in self.peak_rates.items()
+        }
+        for op, n in need.items():
+            for _ in range(n - draft.cluster.count(op)):
+                host = select_host(draft.cluster, op, self.btu)
+                draft.put(op, host if host is not None else draft.new_host())
+        while True:  # paid room is free: fill it in the peak's mix
+            for op in sorted(need, key=lambda o: draft.cluster.count(o) / need[o]):
+                host = select_host(draft.cluster, op, self.btu)
+                if host is not None:
+                    draft.put(op, host)
+                    break
+            else:
+                return draft.plan()
+
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
+        return Plan(prolong=hosts)

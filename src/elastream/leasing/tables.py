@@ -94,39 +94,23 @@ def trends_list(trends: list[Trend]) -> str:
     )
 
 
-def ablation_table(grid: dict[Key, Cell], patterns: tuple[str, ...], a: str, b: str) -> str:
-    """Near real-time compliance, its total cost and time to adapt of approach `a` beside `b`."""
-    lines = [
-        _row(
-            "pattern / BTU",
-            [
-                f"2x compliance {a}",
-                f"… {b}",
-                f"2x total cost {a}",
-                f"… {b}",
-                f"time to adapt (s) {a}",
-                f"… {b}",
-            ],
-        ),
-        _row("---", ["---"] * 6),
+def compare_table(
+    grid: dict[Key, Cell], patterns: tuple[str, ...], approaches: tuple[str, ...]
+) -> str:
+    """Near real-time compliance, its total cost and the time to adapt, approaches side by side."""
+    cols = [
+        (f"{title} {a}", a, pick)
+        for title, pick in (
+            ("2x compliance", lambda c: _pct(c.compliance(1))),
+            ("2x total cost", lambda c: _num(c.total(1))),
+            ("time to adapt (s)", lambda c: _num(c.stat(lambda r: r.time_to_adapt_s))),
+        )
+        for a in approaches
     ]
+    lines = [_row("pattern / BTU", [c[0] for c in cols]), _row("---", ["---"] * len(cols))]
     for p in patterns:
         for m, _ in BTUS:
-            x, y = grid[(p, a, m)], grid[(p, b, m)]
-            tta = [c.stat(lambda r: r.time_to_adapt_s) for c in (x, y)]
-            lines.append(
-                _row(
-                    f"{p} / BTU{m}",
-                    [
-                        _pct(x.compliance(1)),
-                        _pct(y.compliance(1)),
-                        _num(x.total(1)),
-                        _num(y.total(1)),
-                        _num(tta[0]),
-                        _num(tta[1]),
-                    ],
-                )
-            )
+            lines.append(_row(f"{p} / BTU{m}", [pick(grid[(p, a, m)]) for _, a, pick in cols]))
     return "\n".join(lines)
 
 
