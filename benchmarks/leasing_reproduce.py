@@ -53,17 +53,17 @@ authors' runtime does) and **static_peak** (a non-elastic oracle sized for the k
   30, 60 min at prices 1, 3, 6; penalty 0.0001 per delayed item; monitoring every 15 s,
   provisioning every 60 s; 120 min; scalingThreshold 50, W1-W4 = 1, QL = 100, CF = 0.01, P = 0.0001.
 - Ours (the paper does not give them): an instance serves `concurrency` = 5 items at a time, i.e.
-  `5 / o_slo` items/s — calibrated once, on the stepwise pattern, against the threshold
-  baseline's resource cost at BTU10 in Table 3 (58; the other values are not fitted); each item's processing time is log-normal around `o_slo`
-  (log-sd 0.25) and each operator is slowed by per-interval interference (log-sd 0.1, a 3x spike
-  with 1 % chance) — this is what caps real-time compliance near 50 % as on the paper's cloud;
-  queues are fluid FIFO queues plus the M/M/1 term rho^2/(1-rho) for the waiting of a stochastic
-  stream; VM boot uniform in 30-60 s; instance start 7.5 s plus image download at 4 MB/s when the
-  image is not cached on the host; a migration stops the instance and starts it on the target;
-  the random walks take one step a minute, and walks 1 and 2 are two fixed realisations (pattern
-  seeds 1 and 2); the run seed drives interference and boot times. N = 5 durations in Alg. 1's
-  trend. The release procedure is checked at every monitoring point (15 s), so the last 5 % of a
-  10-min BTU (30 s) is never missed by the 60 s provisioning cycle.
+  `5 / o_slo` items/s — calibrated once, on the stepwise pattern, against the threshold baseline's
+  resource cost at BTU10 in Table 3 (58; the other values are not fitted); each item's processing
+  time is log-normal around `o_slo` (log-sd 0.25) and each operator is slowed by per-interval
+  interference (log-sd 0.1, a 3x spike with 1 % chance) — this is what caps real-time compliance
+  near 50 % as on the paper's cloud; queues are fluid FIFO queues plus the M/M/1 term rho^2/(1-rho)
+  for the waiting of a stochastic stream; VM boot uniform in 30-60 s; instance start 7.5 s plus
+  image download at 4 MB/s when the image is not cached on the host; a migration stops the instance
+  and starts it on the target; the random walks take one step a minute, and walks 1 and 2 are two
+  fixed realisations (pattern seeds 1 and 2); the run seed drives interference and boot times. N =
+  5 durations in Alg. 1's trend. The release procedure is checked at every monitoring point (15 s),
+  so the last 5 % of a 10-min BTU (30 s) is never missed by the 60 s provisioning cycle.
 - Compliance counts every item each operator processes (the paper samples every 10th); an item
   is delayed for a scenario when its waiting + processing time exceeds 1x, 2x or 5x its
   operator's `o_slo`. Total cost = paid BTUs x price + 0.0001 x delayed items of that scenario.
