@@ -1,0 +1,272 @@
+"""Regenerate docs/reproduction/btu.md: the paper's Tables 3-6 (BTU-based leasing), paper vs ours.
+
+PYTHONPATH=src python benchmarks/leasing_reproduce.py [--seeds 3] [--out docs/reproduction/btu.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from elastream.leasing.config import SimSettings
+from elastream.leasing.experiment import (
+    BTUS,
+    Cell,
+    Key,
+    Trend,
+    compliance_above,
+    cost_below,
+    fewer_ops_for_longer_btu,
+    run_grid,
+)
+from elastream.leasing.paper import TABLES
+from elastream.leasing.patterns import Pattern
+from elastream.leasing.tables import (
+    compare_table,
+    operations_table,
+    pattern_table,
+    timeline_table,
+    trends_list,
+)
+
+APPROACHES = ("btu", "threshold", "forecast")
+PATTERNS = tuple(p.value for p in Pattern)
+
+INTRO = """# Reproduction: cost-efficient enactment of stream topologies (BTU-based leasing)
+
+Paper: Hochreiner, Vögler, Schulte, Dustdar, *Cost-efficient enactment of stream processing
+topologies*, PeerJ CS 2017 (`../shared/seeds/004_4fb2fac3d9fb6413.txt`). Code:
+`src/elastream/leasing/`; this file is written by `benchmarks/leasing_reproduce.py` (one command,
+see the end). Approaches: **btu** = the paper's BTU-based approach (Alg. 1-3, release in the last
+5 % of a BTU), **threshold** = the paper's baseline (+1 above 50 queued items, +2 above 250, -1
+below 1, on-demand leasing), **forecast** = ours (goes beyond the paper, see `docs/leasing.md`).
+Two references at the end: **btu_runtime_cf** (btu with the image-cache factor applied as the
+authors' runtime does) and **static_peak** (a non-elastic oracle sized for the known peak).
+
+## Setting (simulated; what is the paper's and what is ours)
+
+- The paper's: the manufacturing topology of Table 2 (nine operator types: processing duration =
+  SLO, CPU shares, memory, image size, outgoing ratio) and Fig. 1; sensors of Table 1 replayed one
+  real-time minute every 480 ms; stepwise (2/5/8 machines, 4 min each), two-level (2/8, 8 min),
+  random walks of Eq. 6 between 1 and 8 machines; hosts of 4 cores (4096 shares) and 7 GB; BTU 10,
+  30, 60 min at prices 1, 3, 6; penalty 0.0001 per delayed item; monitoring every 15 s,
+  provisioning every 60 s; 120 min; scalingThreshold 50, W1-W4 = 1, QL = 100, CF = 0.01, P = 0.0001.
+- Ours (the paper does not give them): an instance serves `concurrency` = 5 items at a time, i.e.
+  `5 / o_slo` items/s — calibrated once, on the stepwise pattern, against the threshold baseline's
+  resource cost at BTU10 in Table 3 (58; the other values are not fitted); each item's processing
+  time is log-normal around `o_slo` (log-sd 0.25) and each operator is slowed by per-interval
+  interference (log-sd 0.1, a 3x spike with 1 % chance) — this is what caps real-time compliance
+  near 50 % as on the paper's cloud; queues are fluid FIFO queues plus the M/M/1 term rho^2/(1-rho)
+  for the waiting of a stochastic stream; VM boot uniform in 30-60 s; instance start 7.5 s plus
+  image download at 4 MB/s when the image is not cached on the host; a migration stops the instance
+  and starts it on the target; the random walks take one step a minute, and walks 1 and 2 are two
+  fixed realisations (pattern seeds 1 and 2); the run seed drives interference and boot times. N =
+  5 durations in Alg. 1's trend. The release procedure is checked at every monitoring point (15 s),
+  so the last 5 % of a 10-min BTU (30 s) is never missed by the 60 s provisioning cycle.
+- Compliance counts every item each operator processes (the paper samples every 10th); an item
+  is delayed for a scenario when its waiting + processing time exceeds 1x, 2x or 5x its
+  operator's `o_slo`. Total cost = paid BTUs x price + 0.0001 x delayed items of that scenario.
+  The threshold baseline does not look at the BTU, so its compliance is the same in its three
+  columns (as in the paper); only its bill differs.
+"""
+
+DISCUSSION = """## Where our numbers differ from the paper's, and why trends do not hold
+
+- **Absolute compliance is lower than the paper's** for both of its approaches (ranges over all
+  cells, ours vs the paper's: {ranges}). Three causes in our model: the spread of one item's
+  processing time alone caps real-time compliance near 55 %; an instance serves exactly its
+  reserved capacity, whereas the paper's operators could also use a host's unreserved CPU
+  ("first come first serve") to absorb a peak; and both approaches add at most one (btu) or two
+  (threshold) instances per operator and minute, so a step from 2 to 8 machines builds a backlog
+  that every later item waits behind.
+- **btu leases less than in the paper** (its resource cost is below the threshold's at BTU10
+  and BTU30 too, where the paper's was above). When hosts are full, Fig. 4 first frees room by
+  stopping an instance of the type with the best positive Alg. 3 utility — and every type whose
+  queue is empty scores QL = 100 — so btu keeps about five hosts and reshuffles instances among
+  types instead of leasing.
+- **Where btu's compliance or cost trend misses** (the cells are listed under "Trends" above),
+  it is on the random walks, which change every minute: the Fig. 4 reshuffle then stops
+  instances of types that are idle this minute and loaded the next (see btu's instance up/down
+  counts and their σ in the operations tables), while the baseline adds two instances at a time
+  above 250 queued items. btu's σ between seeds is large there (5-10 compliance points), so
+  several misses are within one σ.
+- **Fewer scaling operations for longer BTUs**: where it does not hold, either the pattern's
+  phases leave btu's instance set unchanged between BTU ends (two-level: the count is flat in the
+  BTU), or the reshuffle churn above dominates (random walks; σ of 20-60 operations).
+- **Identical BTU30 and BTU60 columns** (e.g. btu on two-level) are not a copying slip: when all
+  of a run's hosts stay full, every release procedure finds no room to migrate to and prolongs,
+  so the BTU length changes nothing in that run but the price of its hosts, which is linear
+  (5 hosts x 120 min cost 60 at both).
+- **Ours (forecast)**: the comparison count is under "Trends". Its parameters were tuned on seeds
+  1 and 2 of the stepwise and two-level patterns and seeds 1-{seeds} are reported here; on two-level
+  its margins over btu are a few points only: treat them as optimistic.
+"""
+
+CF_TEXT = """## Ablation: which hosts the image-cache factor CF favours
+
+The paper's text multiplies Alg. 2's suitability by CF = 0.01 for hosts that *have* the image
+(our default, `btu`); the authors' runtime divides it by 100 for hosts that do *not*
+(`btu_runtime_cf`). Near real-time compliance, its total cost and the time to adapt (mean over the
+same seeds):
+
+"""
+
+
+def _ours_beats_both(grid: dict[Key, Cell]) -> Trend:
+    misses = []
+    n = 0
+    for p in PATTERNS:
+        for m, _ in BTUS:
+            f = grid[(p, "forecast", m)]
+            for other in ("btu", "threshold"):
+                o = grid[(p, other, m)]
+                for k, lvl in enumerate(("1x", "2x", "5x")):
+                    n += 2
+                    if f.compliance(k).mean <= o.compliance(k).mean:
+                        misses.append(f"{p}/BTU{m}/{lvl} compliance vs {other}")
+                    if f.total(k).mean >= o.total(k).mean:
+                        misses.append(f"{p}/BTU{m}/{lvl} total cost vs {other}")
+    return Trend(
+        "forecast (ours): higher compliance AND lower total cost than btu and threshold in "
+        "every pattern x BTU x scenario",
+        not misses,
+        f"{n - len(misses)} of {n} comparisons hold"
+        + (f"; misses: {', '.join(misses)}" if misses else ""),
+    )
+
+
+STATIC_TEXT = """## A reference the paper does not have: a static deployment sized for the peak
+
+`static_peak` is told the peak (8 machines) in advance, leases at the start the hosts the peak
+needs at 90 % utilisation, fills them with instances in the peak's mix and never changes
+anything (not elastic, an oracle). In this setting the load never stays low for long and a few
+hosts carry the peak, so this is the bar any elastic policy has to clear:
+
+"""
+
+
+def _static_verdict(grid: dict[Key, Cell]) -> str:
+    """How often the oracle beats ours on near real-time compliance and total cost."""
+    n = len(PATTERNS) * len(BTUS)
+    wins = sum(
+        grid[(p, "static_peak", m)].compliance(1).mean > grid[(p, "forecast", m)].compliance(1).mean
+        and grid[(p, "static_peak", m)].total(1).mean < grid[(p, "forecast", m)].total(1).mean
+        for p in PATTERNS
+        for m, _ in BTUS
+    )
+    verdict = (
+        " Elastic leasing pays here only against the paper's two approaches; against a "
+        "well-sized static deployment it would need loads whose low phases last several BTUs "
+        "(or a peak that is not known in advance)."
+        if wins * 2 > n
+        else ""
+    )
+    return (
+        "static_peak has both higher near real-time compliance and lower total cost than ours "
+        f"in {wins} of {n} cells." + verdict
+    )
+
+
+def _ranges(grid: dict[Key, Cell]) -> str:
+    """Compliance ranges (min-max over patterns and BTUs) of btu and threshold, ours vs paper."""
+    out = []
+    for approach in ("threshold", "btu"):
+        for k, name in enumerate(("real-time", "near real-time", "relaxed")):
+            ours = [
+                grid[(p, approach, m)].compliance(k).mean * 100 for p in PATTERNS for m, _ in BTUS
+            ]
+            paper = [TABLES[p][(approach, m)].compliance[k].mean for p in PATTERNS for m, _ in BTUS]
+            out.append(
+                f"{approach} {name} {min(ours):.0f}-{max(ours):.0f} % vs "
+                f"{min(paper):.0f}-{max(paper):.0f} %"
+            )
+    return "; ".join(out)
+
+
+def _cf_verdict(grid: dict[Key, Cell]) -> str:
+    """How many cells the CF direction changes by more than one σ (near real-time)."""
+    apart = []
+    for p in PATTERNS:
+        for m, _ in BTUS:
+            a, b = grid[(p, "btu", m)].compliance(1), grid[(p, "btu_runtime_cf", m)].compliance(1)
+            if abs(a.mean - b.mean) > max(a.sd, b.sd):
+                better = "text" if a.mean > b.mean else "runtime"
+                apart.append(f"{p}/BTU{m} ({better} CF better)")
+    n = len(PATTERNS) * len(BTUS)
+    return (
+        f"Near real-time compliance differs by more than one σ in {len(apart)} of {n} cells"
+        + (f": {', '.join(apart)}." if apart else ".")
+        + " An image download takes 17-22 s here, short next to the 60 s provisioning interval"
+        " and the 30-60 s VM boot, so the direction of CF matters little in this setting; it would"
+        " matter where images are large or provisioning is faster. We keep the text's direction."
+    )
+
+
+def render(grid: dict[Key, Cell], seeds: int, seconds: float, minutes: float = 120.0) -> str:
+    trends = [
+        compliance_above(grid, "btu", "threshold", PATTERNS),
+        cost_below(grid, "btu", "threshold", PATTERNS, level=1, need=11),
+        cost_below(grid, "btu", "threshold", PATTERNS, level=2, need=11),
+        fewer_ops_for_longer_btu(grid, "btu", PATTERNS),
+        _ours_beats_both(grid),
+    ]
+    parts = [INTRO, "## Trends the issue asks for", "", trends_list(trends), ""]
+    parts += [f"## Tables 3-6, paper vs ours (mean and σ over {seeds} seeded runs)", ""]
+    parts += [
+        "Paper rows print the published numbers; the paper has no column for ours (–).",
+        "",
+    ]
+    for p in PATTERNS:
+        parts += [pattern_table(p, grid, APPROACHES), "", operations_table(p, grid, APPROACHES), ""]
+        parts += [
+            "Hosts and instances over time, first seed (the paper's Figs. 8-11, as numbers):",
+            "",
+            timeline_table(grid, p, 30, APPROACHES, step_s=min(600.0, minutes * 60.0)),
+            "",
+        ]
+    parts += [
+        DISCUSSION.format(ranges=_ranges(grid), seeds=seeds),
+        CF_TEXT,
+        compare_table(grid, PATTERNS, ("btu", "btu_runtime_cf")),
+        "",
+    ]
+    parts += [_cf_verdict(grid), ""]
+    parts += [STATIC_TEXT, compare_table(grid, PATTERNS, ("static_peak", "forecast", "btu")), ""]
+    parts += [_static_verdict(grid), ""]
+    parts += ["## Regenerate", ""]
+    parts += [
+        "```bash",
+        f"PYTHONPATH=src .venv/bin/python benchmarks/leasing_reproduce.py --seeds {seeds}",
+        "```",
+        "",
+        f"Last run: {len(grid) * seeds} simulations of {minutes:.0f} min in {seconds:.0f} s "
+        "(wall clock, one process).",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=5, help="seeded runs per cell (>= 3 for σ)")
+    ap.add_argument("--out", type=Path, default=Path("docs/reproduction/btu.md"))
+    ap.add_argument(
+        "--minutes",
+        type=float,
+        default=120.0,
+        help="run length (the paper: 120; less to smoke-test)",
+    )
+    args = ap.parse_args()
+    start = time.perf_counter()
+    approaches = (*APPROACHES, "btu_runtime_cf", "static_peak")
+    base = SimSettings(duration_s=args.minutes * 60.0)
+    grid = run_grid(range(1, args.seeds + 1), approaches=approaches, base=base)
+    seconds = time.perf_counter() - start
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(render(grid, args.seeds, seconds, args.minutes), encoding="utf-8")
+    print(f"wrote {args.out}: {len(grid)} cells x {args.seeds} seeds in {seconds:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

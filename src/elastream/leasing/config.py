@@ -1,0 +1,103 @@
+"""Settings of the BTU-based approach, the threshold baseline, our forecast policy, simulator."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CacheFavours(StrEnum):
+    """Which hosts the image-cache factor CF of Alg. 2 favours (see docs/leasing.md)."""
+
+    CACHED = "cached"  # the paper's text: suitability x CF when the image is cached (our default)
+    UNCACHED = "uncached"  # the authors' public runtime: suitability / 100 when it is not cached
+
+
+class BTUSettings(_Settings):
+    """Parameters of the paper's Algorithms 1-3 and its release procedure."""
+
+    scaling_threshold: int = Field(50, ge=0, description="Alg. 1 line 16: o_queue must exceed it")
+    trend_window: int = Field(5, ge=2, description="Alg. 1: N, the durations in the trend")
+    cache_factor: float = Field(0.01, gt=0, description="Alg. 2 lines 10-12: CF")
+    cache_favours: CacheFavours = Field(
+        CacheFavours.CACHED, description="hosts the CF multiplication favours (text vs runtime)"
+    )
+    w1: float = Field(1.0, ge=0, description="Alg. 3 line 13: weight of the instances term")
+    w2: float = Field(1.0, ge=0, description="Alg. 3 line 13: weight of the queueLoad term")
+    w3: float = Field(1.0, ge=0, description="Alg. 3 line 13: weight of the delay term")
+    w4: float = Field(1.0, ge=0, description="Alg. 3 line 13: weight of the scalings term")
+    penalty: float = Field(0.0001, ge=0, description="Alg. 3 line 6: P, penalty per delayed item")
+    queue_load: float = Field(100.0, ge=0, description="Alg. 3 line 9: QL")
+    release_window: float = Field(
+        0.05, gt=0, lt=1, description="release procedure: the last fraction of a BTU it runs in"
+    )
+    release_share: float = Field(
+        0.2,
+        gt=0,
+        le=1,
+        description="release procedure: most of an operator type's instances released at once",
+    )
+
+
+class ThresholdSettings(_Settings):
+    """The paper's threshold baseline (section Baseline)."""
+
+    up_one: int = Field(50, ge=0, description="one upscaling when o_queue exceeds it")
+    up_two: int = Field(250, ge=0, description="two upscalings when o_queue exceeds it")
+    down_below: int = Field(1, ge=0, description="one downscaling when o_queue is below it")
+
+
+class ForecastSettings(_Settings):
+    """Our forecast-aware prolong-or-release policy (goes beyond the paper)."""
+
+    alpha: float = Field(0.5, gt=0, le=1, description="Holt level smoothing")
+    beta: float = Field(0.1, ge=0, le=1, description="Holt trend smoothing")
+    utilisation: float = Field(0.9, gt=0, le=1, description="target instance utilisation")
+    lead_s: float = Field(15.0, ge=0, description="forecast horizon for upscaling (s)")
+    drain_s: float = Field(600.0, gt=0, description="time to drain a backlog when sizing (s)")
+    memory_s: float = Field(
+        1800.0, ge=0, description="look-back of the observed peak kept when releasing (s)"
+    )
+    max_step: int = Field(2, ge=1, description="most instances added to one operator per tick")
+    reactive: bool = Field(True, description="also add one instance when Alg. 1 fires")
+
+
+class SimSettings(_Settings):
+    """The simulated setting of the paper's evaluation."""
+
+    duration_s: float = Field(7200.0, gt=0, description="run length (120 min)")
+    monitor_s: float = Field(15.0, gt=0, description="monitoring interval")
+    provision_s: float = Field(60.0, gt=0, description="resource provisioning interval")
+    substeps: int = Field(3, ge=1, description="queue-model steps per monitoring interval")
+    btu_s: float = Field(600.0, gt=0, description="billing time unit (s)")
+    price: float = Field(1.0, ge=0, description="price per BTU")
+    cores: int = Field(4, ge=1, description="cores per host")
+    memory_mb: float = Field(7168.0, gt=0, description="memory per host (MB)")
+    boot_min_s: float = Field(30.0, ge=0, description="VM boot time, lower bound")
+    boot_max_s: float = Field(60.0, ge=0, description="VM boot time, upper bound")
+    start_cached_s: float = Field(7.5, ge=0, description="instance start with a cached image")
+    pull_mb_per_s: float = Field(4.0, gt=0, description="image download speed (MB/s)")
+    concurrency: float = Field(
+        5.0, gt=0, description="items one instance processes at once (our calibration)"
+    )
+    service_sigma: float = Field(0.25, ge=0, description="log-sd of one item's processing time")
+    noise_sigma: float = Field(0.1, ge=0, description="log-sd of per-interval interference")
+    spike_prob: float = Field(0.01, ge=0, le=1, description="chance of an interference spike")
+    spike_factor: float = Field(3.0, ge=1, description="slow-down during a spike")
+    penalty: float = Field(0.0001, ge=0, description="penalty per delayed item")
+    initial_hosts: int = Field(2, ge=1, description="hosts leased at the start")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SimSettings:
+        if self.boot_min_s > self.boot_max_s:
+            raise ValueError(f"boot_min_s ({self.boot_min_s}) > boot_max_s ({self.boot_max_s})")
+        for name in ("provision_s", "duration_s"):
+            ratio = getattr(self, name) / self.monitor_s
+            if abs(ratio - round(ratio)) > 1e-9:
+                raise ValueError(f"{name} ({getattr(self, name)}) is not a multiple of monitor_s")
+        return self

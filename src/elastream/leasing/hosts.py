@@ -1,0 +1,288 @@
+"""The host layer: hosts billed per BTU, operator instances on them, plans applied in order."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+
+class LeasingError(ValueError):
+    """An invalid host-layer request; the message names the host, instance or operator."""
+
+
+@dataclass(frozen=True)
+class Demand:
+    """What one instance of an operator type reserves on its host (Table 2: o_cpu, o_memory)."""
+
+    cpu_shares: float
+    memory_mb: float
+
+    def __post_init__(self) -> None:
+        if self.cpu_shares <= 0 or self.memory_mb <= 0:
+            raise LeasingError(f"demand must be positive, got {self}")
+
+
+@dataclass(frozen=True)
+class HostType:
+    """What a lease buys: h_cpu (cores x 1024 shares), h_memory, the BTU length and its price."""
+
+    cores: int = 4
+    memory_mb: float = 7168.0
+    btu_s: float = 3600.0
+    price: float = 6.0
+    shares_per_core: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.cores <= 0 or self.memory_mb <= 0 or self.btu_s <= 0 or self.price < 0:
+            raise LeasingError(f"invalid host type {self}")
+
+    @property
+    def cpu_shares(self) -> float:
+        return float(self.cores * self.shares_per_core)
+
+
+@dataclass(frozen=True)
+class Host:
+    """A leased host: its type, the lease start, when it is booted and the images it has cached."""
+
+    host_id: str
+    kind: HostType
+    lease_start: float
+    ready_at: float
+    images: frozenset[str] = frozenset()
+
+    def btus_started(self, now: float) -> int:
+        """BTUs begun by `now` (at least 1: a lease pays its first BTU up front)."""
+        return billed_btus(self.lease_start, now, self.kind.btu_s)
+
+    def btu_end(self, now: float) -> float:
+        """End of the BTU running at `now` (h_BTU* = btu_end - now is the paid time left)."""
+        return self.lease_start + self.btus_started(now) * self.kind.btu_s
+
+    def remaining_btu(self, now: float) -> float:
+        return self.btu_end(now) - now
+
+    def in_release_window(self, now: float, fraction: float) -> bool:
+        """True in the last `fraction` of the current BTU (paper: the last 5 %)."""
+        return self.remaining_btu(now) <= fraction * self.kind.btu_s
+
+
+def billed_btus(lease_start: float, end: float, btu_s: float) -> int:
+    """Started BTUs of a lease from `lease_start` to `end`: a started BTU is paid in full."""
+    if end < lease_start:
+        raise LeasingError(f"lease ends ({end}) before it starts ({lease_start})")
+    if btu_s <= 0:
+        raise LeasingError(f"BTU length must be positive, got {btu_s}")
+    return max(1, math.ceil((end - lease_start) / btu_s - 1e-9))
+
+
+def lease_cost(lease_start: float, end: float, kind: HostType) -> float:
+    """Resource cost of one lease: started BTUs x price per BTU."""
+    return billed_btus(lease_start, end, kind.btu_s) * kind.price
+
+
+@dataclass(frozen=True)
+class Instance:
+    """An operator instance (replica) placed on a host; it processes once `ready_at` has passed."""
+
+    instance_id: str
+    operator: str
+    host_id: str
+    ready_at: float
+    active: bool = True
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Leased hosts and the instances placed on them (a value: every change returns a new one)."""
+
+    hosts: tuple[Host, ...] = ()
+    instances: tuple[Instance, ...] = ()
+    demands: Mapping[str, Demand] = field(default_factory=dict)
+    next_id: int = 0
+
+    def host(self, host_id: str) -> Host:
+        for h in self.hosts:
+            if h.host_id == host_id:
+                return h
+        raise LeasingError(f"unknown host {host_id!r}")
+
+    def demand(self, operator: str) -> Demand:
+        if operator not in self.demands:
+            raise LeasingError(f"unknown operator {operator!r}: no resource demand declared")
+        return self.demands[operator]
+
+    def on_host(self, host_id: str) -> tuple[Instance, ...]:
+        return tuple(i for i in self.instances if i.host_id == host_id)
+
+    def of_operator(self, operator: str) -> tuple[Instance, ...]:
+        return tuple(i for i in self.instances if i.operator == operator)
+
+    def count(self, operator: str) -> int:
+        """o#: the instances of `operator` (starting ones included)."""
+        return sum(1 for i in self.instances if i.operator == operator)
+
+    def free_raw(self, host_id: str) -> tuple[float, float]:
+        """h_cpu*, h_memory*: the CPU shares and memory not reserved by instances on the host."""
+        h = self.host(host_id)
+        cpu, mem = h.kind.cpu_shares, h.kind.memory_mb
+        for inst in self.on_host(host_id):
+            d = self.demand(inst.operator)
+            cpu -= d.cpu_shares
+            mem -= d.memory_mb
+        return cpu, mem
+
+    def fits(self, host_id: str, operator: str) -> bool:
+        """The rule of the host layer: an instance runs only where a leased host has room for it."""
+        cpu, mem = self.free_raw(host_id)
+        d = self.demand(operator)
+        return cpu >= d.cpu_shares - 1e-9 and mem >= d.memory_mb - 1e-9
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One instance of `operator` on `host_id`; `migrated_from` names the instance it replaces."""
+
+    operator: str
+    host_id: str
+    migrated_from: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What Execute applies, in this order: lease hosts -> stop instances -> place instances ->
+    set instance counts -> release emptied hosts -> mark hosts to prolong."""
+
+    lease: tuple[str, ...] = ()  # ids of new hosts
+    stop: tuple[str, ...] = ()  # instance ids (scale-down; migrations stop their source here)
+    place: tuple[Placement, ...] = ()
+    counts: Mapping[str, int] = field(default_factory=dict)  # active instances per operator
+    release: tuple[str, ...] = ()  # host ids; they must be empty once the plan is applied
+    prolong: tuple[str, ...] = ()  # host ids decided to stay for another BTU (billed at its end)
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.lease or self.stop or self.place or self.counts or self.release or self.prolong
+        )
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Delays of the Execute step: VM boot, instance start with and without a cached image."""
+
+    host_boot_s: float = 45.0
+    start_cached_s: float = 7.5
+    image_download_s: Mapping[str, float] = field(default_factory=dict)  # per operator image
+
+    def instance_start(self, host: Host, operator: str) -> float:
+        pull = 0.0 if operator in host.images else self.image_download_s.get(operator, 0.0)
+        return self.start_cached_s + pull
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A plan's effect: the new cluster and what was done (for the metrics)."""
+
+    cluster: Cluster
+    leased: tuple[Host, ...] = ()
+    released: tuple[Host, ...] = ()
+    started: tuple[Instance, ...] = ()
+    stopped: tuple[Instance, ...] = ()
+    migrations: int = 0
+
+
+def _lease(cluster: Cluster, plan: Plan, kind: HostType, now: float, timing: Timing):
+    known = {h.host_id for h in cluster.hosts}
+    new = []
+    for hid in plan.lease:
+        if hid in known:
+            raise LeasingError(f"host {hid!r} is already leased")
+        known.add(hid)
+        new.append(Host(hid, kind, lease_start=now, ready_at=now + timing.host_boot_s))
+    return replace(cluster, hosts=cluster.hosts + tuple(new)), tuple(new)
+
+
+def _stop(cluster: Cluster, plan: Plan):
+    ids = set(plan.stop)
+    unknown = ids - {i.instance_id for i in cluster.instances}
+    if unknown:
+        raise LeasingError(f"cannot stop unknown instance(s) {sorted(unknown)}")
+    stopped = tuple(i for i in cluster.instances if i.instance_id in ids)
+    kept = tuple(i for i in cluster.instances if i.instance_id not in ids)
+    return replace(cluster, instances=kept), stopped
+
+
+def _place(cluster: Cluster, plan: Plan, now: float, timing: Timing, stopped_ids: set[str]):
+    started = []
+    migrations = 0
+    for p in plan.place:
+        host = cluster.host(p.host_id)
+        if p.host_id in plan.release:
+            raise LeasingError(f"cannot place {p.operator} on host {p.host_id!r}: it is released")
+        if not cluster.fits(p.host_id, p.operator):
+            raise LeasingError(
+                f"infeasible instance: host {p.host_id!r} has no room for {p.operator}"
+            )
+        if p.migrated_from is not None:
+            if p.migrated_from not in stopped_ids:
+                raise LeasingError(
+                    f"migration source {p.migrated_from!r} is not stopped by the plan"
+                )
+            migrations += 1
+        ready = max(now, host.ready_at) + timing.instance_start(host, p.operator)
+        inst = Instance(f"i{cluster.next_id}", p.operator, p.host_id, ready_at=ready)
+        new_host = replace(host, images=host.images | {p.operator})
+        cluster = replace(
+            cluster,
+            instances=(*cluster.instances, inst),
+            hosts=tuple(new_host if h.host_id == host.host_id else h for h in cluster.hosts),
+            next_id=cluster.next_id + 1,
+        )
+        started.append(inst)
+    return cluster, tuple(started), migrations
+
+
+def _set_counts(cluster: Cluster, counts: Mapping[str, int]) -> Cluster:
+    instances = list(cluster.instances)
+    for op, k in counts.items():
+        idx = [n for n, i in enumerate(instances) if i.operator == op]
+        if k < 0 or k > len(idx):
+            raise LeasingError(
+                f"operator {op!r}: {k} active instances requested, "
+                f"{len(idx)} placed on leased hosts with room"
+            )
+        for rank, n in enumerate(idx):
+            instances[n] = replace(instances[n], active=rank < k)
+    return replace(cluster, instances=tuple(instances))
+
+
+def _release(cluster: Cluster, plan: Plan):
+    released = []
+    for hid in plan.release:
+        host = cluster.host(hid)
+        if cluster.on_host(hid):
+            raise LeasingError(f"cannot release host {hid!r}: instances still run on it")
+        released.append(host)
+    for hid in plan.prolong:
+        if hid in plan.release:
+            raise LeasingError(f"host {hid!r} cannot be both released and prolonged")
+        cluster.host(hid)  # must be leased
+    ids = set(plan.release)
+    hosts = tuple(h for h in cluster.hosts if h.host_id not in ids)
+    return replace(cluster, hosts=hosts), tuple(released)
+
+
+def apply_plan(
+    cluster: Cluster, plan: Plan, now: float, kind: HostType, timing: Timing = Timing()
+) -> Applied:
+    """Execute a plan in order (lease -> stop -> place -> counts -> release); raise on any
+    infeasible step, leaving the caller's cluster untouched."""
+    cluster, leased = _lease(cluster, plan, kind, now, timing)
+    cluster, stopped = _stop(cluster, plan)
+    stopped_ids = {i.instance_id for i in stopped}
+    cluster, started, migrations = _place(cluster, plan, now, timing, stopped_ids)
+    cluster = _set_counts(cluster, plan.counts)
+    cluster, released = _release(cluster, plan)
+    return Applied(cluster, leased, released, started, stopped, migrations)

@@ -1,0 +1,332 @@
+"""Leasing policies: the paper's BTU-based approach, its threshold baseline, our forecast policy."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+import numpy as np
+
+from elastream.leasing.algorithms import (
+    OperatorStatus,
+    best_downscale,
+    release_procedure,
+    select_host,
+    up_trigger,
+)
+from elastream.leasing.config import BTUSettings, ForecastSettings, ThresholdSettings
+from elastream.leasing.forecast import forecast, window_peak
+from elastream.leasing.hosts import Cluster, Host, HostType, Instance, Placement, Plan
+
+HOLT_SAMPLES = 60  # Holt runs over the last 60 samples: older ones weigh < (1 - alpha)^60
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What Monitor hands to Analyze/Plan at time `now` (all per operator type)."""
+
+    now: float
+    monitor_s: float
+    status: Mapping[str, OperatorStatus]  # o#, o_d, o_slo, o_s, o_queue
+    history: Mapping[str, tuple[float, ...]]  # od_1..od_N, oldest first
+    arrivals: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # time x operator
+    service_rate: Mapping[str, float] = field(default_factory=dict)  # items/s of one instance
+
+
+class LeasingPolicy(Protocol):
+    """Analyze/Plan: a plan each provisioning interval, and one for hosts entering their window."""
+
+    name: str
+
+    def provision(self, obs: Observation, cluster: Cluster) -> Plan: ...
+
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan: ...
+
+
+class Draft:
+    """Builds one Plan while keeping a simulated cluster up to date (local to one decision)."""
+
+    def __init__(self, cluster: Cluster, kind: HostType, now: float) -> None:
+        self.cluster = cluster
+        self.kind = kind
+        self.now = now
+        self.lease: list[str] = []
+        self.stop: list[str] = []
+        self.place: list[Placement] = []
+        self.release: list[str] = []
+        self.prolong: list[str] = []
+        self.created: set[str] = set()  # placeholder ids of this plan's own placements
+
+    def new_host(self) -> str:
+        hid = f"h{int(self.now)}-{self.cluster.next_id}"
+        host = Host(hid, self.kind, self.now, ready_at=math.inf)
+        self.cluster = replace(
+            self.cluster, hosts=(*self.cluster.hosts, host), next_id=self.cluster.next_id + 1
+        )
+        self.lease.append(hid)
+        return hid
+
+    def put(self, operator: str, host_id: str, migrated_from: str | None = None) -> None:
+        inst = Instance(f"d{self.cluster.next_id}", operator, host_id, ready_at=math.inf)
+        self.created.add(inst.instance_id)
+        self.cluster = replace(
+            self.cluster,
+            instances=(*self.cluster.instances, inst),
+            next_id=self.cluster.next_id + 1,
+        )
+        self.place.append(Placement(operator, host_id, migrated_from))
+
+    def remove(self, instance_id: str) -> None:
+        kept = tuple(i for i in self.cluster.instances if i.instance_id != instance_id)
+        self.cluster = replace(self.cluster, instances=kept)
+        self.stop.append(instance_id)
+
+    def plan(self) -> Plan:
+        return Plan(
+            lease=tuple(self.lease),
+            stop=tuple(self.stop),
+            place=tuple(self.place),
+            release=tuple(self.release),
+            prolong=tuple(self.prolong),
+        )
+
+
+def _swap(draft: Draft, victim: str, operator: str) -> bool:
+    """Stop one instance of `victim` (never one this plan placed) on a host where that makes
+    room for `operator`, and place `operator` there; False when no such instance exists."""
+    d = draft.cluster.demand(operator)
+    v = draft.cluster.demand(victim)
+    for inst in reversed(draft.cluster.of_operator(victim)):
+        if inst.instance_id in draft.created:
+            continue
+        cpu, mem = draft.cluster.free_raw(inst.host_id)
+        if cpu + v.cpu_shares >= d.cpu_shares and mem + v.memory_mb >= d.memory_mb:
+            draft.remove(inst.instance_id)
+            draft.put(operator, inst.host_id)
+            return True
+    return False
+
+
+def upscale(
+    draft: Draft, operator: str, status: Mapping[str, OperatorStatus], settings: BTUSettings
+) -> None:
+    """The upscaling procedure of Fig. 4: the best Alg. 2 host; else room freed by scaling down
+    the type with the best positive Alg. 3 utility; else a new host."""
+    host = select_host(draft.cluster, operator, settings)
+    if host is not None:
+        draft.put(operator, host)
+        return
+    victim = best_downscale(status, settings, exclude=operator)
+    if victim is not None and _swap(draft, victim, operator):
+        return
+    draft.put(operator, draft.new_host())
+
+
+def _counts(status: Mapping[str, OperatorStatus], cluster: Cluster) -> dict[str, OperatorStatus]:
+    """Alg. 3 status with o# as it is in `cluster` (a draft may have changed it)."""
+    return {op: replace(s, instances=cluster.count(op)) for op, s in status.items()}
+
+
+@dataclass
+class BTUPolicy:
+    """The paper's BTU-based approach: Alg. 1 each provisioning interval, Fig. 4 to scale up,
+    Fig. 5 in the last 5 % of every host's BTU."""
+
+    kind: HostType
+    settings: BTUSettings = field(default_factory=BTUSettings)
+    name: str = "btu"
+
+    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+        draft = Draft(cluster, self.kind, obs.now)
+        for op, s in obs.status.items():
+            hist = obs.history.get(op, ())[-self.settings.trend_window :]
+            if up_trigger(s.duration, hist, s.slo, s.queue, self.settings.scaling_threshold):
+                upscale(draft, op, _counts(obs.status, draft.cluster), self.settings)
+        return draft.plan()
+
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
+        draft = Draft(cluster, self.kind, obs.now)
+        gone: frozenset[str] = frozenset()
+        for hid in hosts:
+            status = _counts(obs.status, draft.cluster)
+            decision = release_procedure(draft.cluster, hid, status, self.settings, gone)
+            if not decision.release:
+                draft.prolong.append(hid)
+                continue
+            for iid in decision.stop:
+                draft.remove(iid)
+            for m in decision.migrate:
+                draft.put(m.operator, m.host_id, m.migrated_from)
+            draft.release.append(hid)
+            gone = gone | {hid}
+        return draft.plan()
+
+
+@dataclass
+class ThresholdPolicy:
+    """The paper's baseline: +1 instance above 50 queued items, +2 above 250, -1 below 1;
+    on-demand leasing: a new host when all are full, release when a host's last instance stops."""
+
+    kind: HostType
+    settings: ThresholdSettings = field(default_factory=ThresholdSettings)
+    name: str = "threshold"
+
+    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+        draft = Draft(cluster, self.kind, obs.now)
+        for op, s in obs.status.items():
+            if s.queue > self.settings.up_two:
+                steps = 2
+            elif s.queue > self.settings.up_one:
+                steps = 1
+            elif s.queue < self.settings.down_below and draft.cluster.count(op) > 1:
+                steps = -1
+            else:
+                steps = 0
+            for _ in range(steps):
+                draft.put(op, self._first_fit(draft, op))
+            if steps < 0:
+                draft.remove(draft.cluster.of_operator(op)[-1].instance_id)  # the newest one
+        for h in draft.cluster.hosts:
+            if h.host_id not in draft.lease and not draft.cluster.on_host(h.host_id):
+                draft.release.append(h.host_id)
+        return draft.plan()
+
+    @staticmethod
+    def _first_fit(draft: Draft, op: str) -> str:
+        for h in draft.cluster.hosts:
+            if draft.cluster.fits(h.host_id, op):
+                return h.host_id
+        return draft.new_host()
+
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
+        return Plan()  # BTU-agnostic: hosts go as soon as they are empty, never in a window
+
+
+def _reuse_surplus(draft: Draft, operator: str, needs: Mapping[str, int]) -> bool:
+    """Make room for `operator` by stopping an instance another type has beyond its forecast
+    need (the type with the largest surplus first); True when it placed the instance."""
+    surplus = sorted(
+        ((draft.cluster.count(v) - n, v) for v, n in needs.items() if v != operator),
+        reverse=True,
+    )
+    return any(extra > 0 and _swap(draft, victim, operator) for extra, victim in surplus)
+
+
+@dataclass
+class ForecastPolicy:
+    """Ours: size every operator for the Holt forecast of its arrival rate (plus its backlog) each
+    provisioning interval; in a host's last 5 % keep it only when the capacity the next BTU is
+    forecast to need (the peak of the last BTU, or the trend if higher) does not fit elsewhere."""
+
+    kind: HostType
+    settings: ForecastSettings = field(default_factory=ForecastSettings)
+    btu: BTUSettings = field(default_factory=BTUSettings)
+    name: str = "forecast"
+
+    def _needed(self, obs: Observation, rates: np.ndarray) -> dict[str, int]:
+        out = {}
+        for k, (op, s) in enumerate(obs.status.items()):
+            mu = obs.service_rate[op]
+            load = rates[k] / (mu * self.settings.utilisation)
+            backlog = s.queue / (mu * self.settings.drain_s)
+            out[op] = max(1, math.ceil(load + backlog - 1e-9))
+        return out
+
+    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+        draft = Draft(cluster, self.kind, obs.now)
+        if obs.arrivals.shape[0] == 0:
+            return draft.plan()
+        s = self.settings
+        ahead = forecast(obs.arrivals[-HOLT_SAMPLES:], s.lead_s / obs.monitor_s, s.alpha, s.beta)
+        rates = np.maximum(ahead, obs.arrivals[-1])
+        needs = self._needed(obs, rates)
+        for op, need in needs.items():
+            st = obs.status[op]
+            hist = obs.history.get(op, ())[-self.btu.trend_window :]
+            fire = up_trigger(st.duration, hist, st.slo, st.queue, self.btu.scaling_threshold)
+            if s.reactive and fire:
+                need = max(need, draft.cluster.count(op) + 1)  # Alg. 1 still has its say
+            for _ in range(min(s.max_step, need - draft.cluster.count(op))):
+                host = select_host(draft.cluster, op, self.btu)
+                if host is None and not _reuse_surplus(draft, op, needs):
+                    host = draft.new_host()
+                if host is not None:
+                    draft.put(op, host)
+        return draft.plan()
+
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
+        draft = Draft(cluster, self.kind, obs.now)
+        if obs.arrivals.shape[0] == 0:
+            draft.prolong.extend(hosts)
+            return draft.plan()
+        s = self.settings
+        look = int(max(self.kind.btu_s, s.memory_s) / obs.monitor_s)
+        horizon = self.kind.btu_s / obs.monitor_s
+        trend = forecast(obs.arrivals[-HOLT_SAMPLES:], horizon, s.alpha, s.beta)
+        keep = self._needed(obs, np.maximum(window_peak(obs.arrivals, look), trend))
+        gone: frozenset[str] = frozenset()
+        for hid in hosts:
+            trial = Draft(draft.cluster, self.kind, obs.now)
+            if self._vacate(trial, hid, keep, gone):
+                draft.cluster = trial.cluster
+                draft.stop += trial.stop
+                draft.place += trial.place
+                draft.release.append(hid)
+                gone = gone | {hid}
+            else:
+                draft.prolong.append(hid)
+        return draft.plan()
+
+    def _vacate(
+        self, trial: Draft, hid: str, keep: Mapping[str, int], gone: frozenset[str]
+    ) -> bool:
+        """Stop the host's instances beyond the forecast need; migrate the rest (Alg. 2, the host
+        and hosts already released excluded). False when something needed fits nowhere."""
+        for inst in trial.cluster.on_host(hid):
+            if trial.cluster.count(inst.operator) > keep[inst.operator]:
+                trial.remove(inst.instance_id)
+                continue
+            target = select_host(trial.cluster, inst.operator, self.btu, gone | {hid})
+            if target is None:
+                return False
+            trial.remove(inst.instance_id)
+            trial.put(inst.operator, target, inst.instance_id)
+        return True
+
+
+@dataclass
+class StaticPeakPolicy:
+    """A reference, not from the paper and not elastic: an oracle told the peak arrival rate of
+    every operator type leases, at the first provisioning, the hosts that the peak needs (at
+    `utilisation`), fills them with instances in the peak's mix, and never changes anything
+    after (every later plan is empty: the need is met and the hosts are full)."""
+
+    kind: HostType
+    peak_rates: Mapping[str, float]
+    utilisation: float = 0.9
+    btu: BTUSettings = field(default_factory=BTUSettings)
+    name: str = "static_peak"
+
+    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+        draft = Draft(cluster, self.kind, obs.now)  # idempotent: once set up, nothing to do
+        need = {
+            op: max(1, math.ceil(rate / (obs.service_rate[op] * self.utilisation)))
+            for op, rate in self.peak_rates.items()
+        }
+        for op, n in need.items():
+            for _ in range(n - draft.cluster.count(op)):
+                host = select_host(draft.cluster, op, self.btu)
+                draft.put(op, host if host is not None else draft.new_host())
+        while True:  # paid room is free: fill it in the peak's mix
+            for op in sorted(need, key=lambda o: draft.cluster.count(o) / need[o]):
+                host = select_host(draft.cluster, op, self.btu)
+                if host is not None:
+                    draft.put(op, host)
+                    break
+            else:
+                return draft.plan()
+
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
+        return Plan(prolong=hosts)

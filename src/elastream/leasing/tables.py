@@ -1,0 +1,130 @@
+"""Markdown rendering of Tables 3-6, paper vs ours, and of the trend checks (pure: returns text)."""
+
+from __future__ import annotations
+
+from elastream.leasing.experiment import BTUS, Cell, Key, Stat, Trend
+from elastream.leasing.paper import TABLES, Reported
+
+LEVELS = ("Real-time", "Near real-time", "Relaxed")
+PATTERN_TITLES = {
+    "stepwise": "Table 3: stepwise",
+    "two_level": "Table 4: two-level",
+    "random_walk_1": "Table 5: random walk 1",
+    "random_walk_2": "Table 6: random walk 2",
+}
+
+
+def _pct(s: Stat | Reported) -> str:
+    scale = 100.0 if isinstance(s, Stat) else 1.0
+    return f"{s.mean * scale:.0f}% (σ {s.sd * scale:.0f})"
+
+
+def _num(s: Stat | Reported) -> str:
+    return f"{s.mean:.2f} (σ {s.sd:.2f})"
+
+
+def _row(label: str, values: list[str]) -> str:
+    return "| " + " | ".join([label, *values]) + " |"
+
+
+def pattern_table(pattern: str, grid: dict[Key, Cell], approaches: tuple[str, ...]) -> str:
+    """One of Tables 3-6: rows are metrics, columns approach x BTU, paper beside ours."""
+    paper = TABLES[pattern]
+    head = [f"{a} BTU{m}" for a in approaches for m, _ in BTUS]
+    lines = [
+        f"### {PATTERN_TITLES[pattern]}",
+        "",
+        _row("metric", head),
+        _row("---", ["---"] * len(head)),
+    ]
+
+    def cells(metric) -> tuple[list[str], list[str]]:
+        ours, theirs = [], []
+        for a in approaches:
+            for m, _ in BTUS:
+                o, p = metric(grid[(pattern, a, m)], paper.get((a, m)))
+                ours.append(o)
+                theirs.append(p)
+        return ours, theirs
+
+    for k, name in enumerate(LEVELS):
+        ours, theirs = cells(
+            lambda c, p, k=k: (_pct(c.compliance(k)), _pct(p.compliance[k]) if p else "–")
+        )
+        lines += [_row(f"{name} compliance, paper", theirs), _row("… ours", ours)]
+    ours, theirs = cells(lambda c, p: (_num(c.resource), _num(p.resource_cost) if p else "–"))
+    lines += [_row("Resource cost, paper", theirs), _row("… ours", ours)]
+    for k, name in enumerate(LEVELS):
+        ours, theirs = cells(
+            lambda c, p, k=k: (_num(c.total(k)), _num(p.total_cost[k]) if p else "–")
+        )
+        lines += [_row(f"{name} total cost, paper", theirs), _row("… ours", ours)]
+    return "\n".join(lines)
+
+
+def operations_table(pattern: str, grid: dict[Key, Cell], approaches: tuple[str, ...]) -> str:
+    """Paid BTUs, VM and instance operations and time to adapt (ours only: the paper's tables
+    do not print them)."""
+    head = [f"{a} BTU{m}" for a in approaches for m, _ in BTUS]
+    fields = (
+        ("Paid BTUs", lambda r: r.paid_btus),
+        ("VM up", lambda r: r.vm_up),
+        ("VM prolong", lambda r: r.vm_prolong),
+        ("VM down (before BTU end)", lambda r: r.vm_down),
+        ("Instance up", lambda r: r.instance_up),
+        ("Instance down", lambda r: r.instance_down),
+        ("Migrations", lambda r: r.migrations),
+        ("Time to adapt (s)", lambda r: r.time_to_adapt_s),
+        ("Peak hosts", lambda r: r.peak_hosts),
+    )
+    lines = [_row("operations, ours", head), _row("---", ["---"] * len(head))]
+    for name, pick in fields:
+        vals = []
+        for a in approaches:
+            for m, _ in BTUS:
+                s = grid[(pattern, a, m)].stat(pick)
+                vals.append(f"{s.mean:.1f} (σ {s.sd:.1f})")
+        lines.append(_row(name, vals))
+    return "\n".join(lines)
+
+
+def trends_list(trends: list[Trend]) -> str:
+    return "\n".join(
+        f"- **{'holds' if t.holds else 'does not hold'}**: {t.claim} — {t.detail}" for t in trends
+    )
+
+
+def compare_table(
+    grid: dict[Key, Cell], patterns: tuple[str, ...], approaches: tuple[str, ...]
+) -> str:
+    """Near real-time compliance, its total cost and the time to adapt, approaches side by side."""
+    cols = [
+        (f"{title} {a}", a, pick)
+        for title, pick in (
+            ("2x compliance", lambda c: _pct(c.compliance(1))),
+            ("2x total cost", lambda c: _num(c.total(1))),
+            ("time to adapt (s)", lambda c: _num(c.stat(lambda r: r.time_to_adapt_s))),
+        )
+        for a in approaches
+    ]
+    lines = [_row("pattern / BTU", [c[0] for c in cols]), _row("---", ["---"] * len(cols))]
+    for p in patterns:
+        for m, _ in BTUS:
+            lines.append(_row(f"{p} / BTU{m}", [pick(grid[(p, a, m)]) for _, a, pick in cols]))
+    return "\n".join(lines)
+
+
+def timeline_table(
+    grid: dict[Key, Cell], pattern: str, minutes: int, approaches: tuple[str, ...], step_s: float
+) -> str:
+    """Machines, hosts and instances every `step_s` of the first seed's run (Figs. 8-11 as text)."""
+    runs = {a: grid[(pattern, a, minutes)].runs[0].trace for a in approaches}
+    first = next(iter(runs.values()))
+    picks = [k for k, (t, *_rest) in enumerate(first) if abs(t / step_s - round(t / step_s)) < 1e-9]
+    head = [f"{first[k][0] / 60:.0f}" for k in picks]
+    lines = [_row(f"minute (BTU{minutes})", head), _row("---", ["---"] * len(head))]
+    lines.append(_row("machines", [f"{first[k][3]:.0f}" for k in picks]))
+    for a, trace in runs.items():
+        lines.append(_row(f"{a} hosts", [str(trace[k][1]) for k in picks]))
+        lines.append(_row(f"{a} instances", [str(trace[k][2]) for k in picks]))
+    return "\n".join(lines)
