@@ -51,6 +51,7 @@ class Cluster:
     nodes: dict[NodeId, Node]
     net: MemoryNetwork
     acks: bool = True
+    close: bool = True
     sent: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
     injected: int = 0
@@ -59,19 +60,26 @@ class Cluster:
 
     @classmethod
     def pipeline(
-        cls, sizes: Sequence[int], fifo: bool = True, acks: bool = True, keepers: bool = True
+        cls,
+        sizes: Sequence[int],
+        fifo: bool = True,
+        acks: bool = True,
+        keepers: bool = True,
+        close: bool = True,
     ) -> Cluster:
-        """A pipeline of len(sizes) operators with sizes[i] active instances; instance 0 keeps
-        (`keepers=False` is the broken variant without an operator keeper)."""
+        """A pipeline of len(sizes) operators with sizes[i] active instances; instance 0 keeps.
+        The switches off give the broken variants (no FIFO, no acks, no keeper, no Close)."""
         if not sizes or min(sizes) < 1:
             raise ValueError(f"every operator needs >= 1 initial instance, got sizes {sizes}")
         layers = [[NodeId(i, (j,)) for j in range(n)] for i, n in enumerate(sizes)]
         nodes = {
-            nid: Node.initial(nid, layers, keeper=keepers and nid.path == (0,), acks=acks)
+            nid: Node.initial(
+                nid, layers, keeper=keepers and nid.path == (0,), acks=acks, close=close
+            )
             for layer in layers
             for nid in layer
         }
-        return cls(nodes, MemoryNetwork(fifo), acks)
+        return cls(nodes, MemoryNetwork(fifo), acks, close)
 
     @property
     def n_ops(self) -> int:
@@ -92,7 +100,7 @@ class Cluster:
         for nid in fx.spawned:
             if nid in self.nodes:
                 raise ProtocolError(f"node id {nid} created twice")
-            self.nodes[nid] = Node.idle(nid, self.n_ops, self.acks)
+            self.nodes[nid] = Node.idle(nid, self.n_ops, self.acks, self.close)
         for env in fx.messages:
             if not isinstance(env.msg, Data):
                 self.sent[type(env.msg).__name__] += 1
@@ -135,7 +143,7 @@ class Cluster:
 
     def quiet(self) -> bool:
         return not self.net.in_flight() and not any(
-            n.busy or n.queue for n in self.nodes.values() if not n.terminated
+            n.busy or n.queue or n.awaiting_close for n in self.nodes.values() if not n.terminated
         )
 
     def drain(self, max_rounds: int = 100_000) -> None:
@@ -179,6 +187,9 @@ class Cluster:
             want_p = set(self.live(nid.op - 1)) if nid.op > 0 else set()
             if not node.active:
                 errors.append(f"{nid} never became active")
+            if node.awaiting_close:
+                waiting = sorted(map(str, node.awaiting_close))
+                errors.append(f"{nid} still awaits the Close of {waiting}")
             if node.succs != want_s:
                 errors.append(
                     f"{nid} succs {sorted(map(str, node.succs))} != {sorted(map(str, want_s))}"

@@ -47,10 +47,12 @@ class DuplicationAck:
 
 @dataclass(frozen=True, slots=True)
 class Start:
-    """Alg. 6 line 5: the initiator's neighbour sets, sent to each new sibling."""
+    """Alg. 6 line 5: the initiator's neighbour sets, sent to each new sibling. `leaving`
+    (beyond the paper, see `Close`): predecessors that learnt the new sibling and then left."""
 
     succs: frozenset[NodeId]
     preds: frozenset[NodeId]
+    leaving: frozenset[NodeId] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,14 +68,21 @@ class DeletionAck:
 
 
 @dataclass(frozen=True, slots=True)
+class Close:
+    """Beyond the paper: a leaving node's last message to each successor, after its flush (the
+    end-of-stream a TCP connection close gives). A node that acknowledged a predecessor's
+    deletion does not start its own deletion before that predecessor's Close has arrived."""
+
+
+@dataclass(frozen=True, slots=True)
 class Data:
     """One data record (tuple) travelling along the pipeline; `tid` identifies it."""
 
     tid: int
 
 
-Message = Duplication | DuplicationAck | Start | Deletion | DeletionAck | Data
-CONTROL_TYPES = (Duplication, DuplicationAck, Start, Deletion, DeletionAck)
+Message = Duplication | DuplicationAck | Start | Deletion | DeletionAck | Close | Data
+CONTROL_TYPES = (Duplication, DuplicationAck, Start, Deletion, DeletionAck, Close)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from elastream.decentral.messages import (
+    Close,
     Data,
     Deletion,
     DeletionAck,
@@ -54,11 +55,14 @@ class _Pending:
     expected: int
     new_addrs: tuple[NodeId, ...] = ()
     acked: int = 0
+    targets: frozenset[NodeId] = frozenset()  # who received the duplication
+    left: set[NodeId] = field(default_factory=set)  # targets that announced deletion meanwhile
 
 
 @dataclass(slots=True)
 class Node:
-    """Protocol state of one OI. `use_acks=False` is the broken variant of Section 4.3."""
+    """Protocol state of one OI. `use_acks=False` is the broken variant of Section 4.3;
+    `close_channels=False` is the paper's protocol as written, without the `Close` fix."""
 
     id: NodeId
     n_ops: int
@@ -66,12 +70,15 @@ class Node:
     active: bool = False
     terminated: bool = False
     use_acks: bool = True
+    close_channels: bool = True
     succs: set[NodeId] = field(default_factory=set)
     preds: set[NodeId] = field(default_factory=set)
     succs_to_add: set[NodeId] = field(default_factory=set)
     preds_to_add: set[NodeId] = field(default_factory=set)
     succs_to_delete: set[NodeId] = field(default_factory=set)
     preds_to_delete: set[NodeId] = field(default_factory=set)
+    awaiting_close: set[NodeId] = field(default_factory=set)  # leaving preds, not yet closed
+    closed_early: set[NodeId] = field(default_factory=set)  # Close received while idle
     queue: deque[int] = field(default_factory=deque)
     pending: _Pending | None = None
     children: int = 0
@@ -83,17 +90,26 @@ class Node:
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
-    def initial(cls, nid: NodeId, layers: list[list[NodeId]], keeper: bool, acks: bool) -> Node:
+    def initial(
+        cls,
+        nid: NodeId,
+        layers: list[list[NodeId]],
+        keeper: bool,
+        acks: bool = True,
+        close: bool = True,
+    ) -> Node:
         """An instance present at pipeline start, knowing the adjacent layers."""
         n_ops = len(layers)
         succs = set(layers[nid.op + 1]) if nid.op + 1 < n_ops else set()
         preds = set(layers[nid.op - 1]) if nid.op > 0 else set()
-        return cls(nid, n_ops, keeper, True, use_acks=acks, succs=succs, preds=preds)
+        return cls(
+            nid, n_ops, keeper, True, use_acks=acks, close_channels=close, succs=succs, preds=preds
+        )
 
     @classmethod
-    def idle(cls, nid: NodeId, n_ops: int, acks: bool = True) -> Node:
+    def idle(cls, nid: NodeId, n_ops: int, acks: bool = True, close: bool = True) -> Node:
         """A node just created by createNode(): not active until its `start` message."""
-        return cls(nid, n_ops, use_acks=acks)
+        return cls(nid, n_ops, use_acks=acks, close_channels=close)
 
     # ---- queries ------------------------------------------------------------------------------
     @property
@@ -106,6 +122,9 @@ class Node:
 
     def can_decide(self) -> bool:
         return self.active and not self.terminated and not self.busy
+
+    def can_scale_in(self) -> bool:
+        return self.can_decide() and not self.is_keeper and not self.awaiting_close
 
     def _side(self, other: NodeId, what: str) -> str:
         if other.op == self.id.op + 1:
@@ -127,7 +146,7 @@ class Node:
         self.children += count
         out = Effects(self._send_all(Duplication(frozenset(new))), spawned=new)
         expected = len(self.succs) + len(self.preds)
-        self.pending = _Pending(DuplicationAck, expected, new)
+        self.pending = _Pending(DuplicationAck, expected, new, targets=frozenset(self.preds))
         if expected == 0 or not self.use_acks:
             return out + self._start_siblings()
         return out
@@ -137,6 +156,9 @@ class Node:
         if self.is_keeper:
             raise ProtocolError(f"node {self.id} is its operator's keeper and cannot terminate")
         self._require_free("scale in")
+        if self.awaiting_close:
+            waiting = ", ".join(sorted(map(str, self.awaiting_close)))
+            raise ProtocolError(f"node {self.id} cannot scale in before the Close of {waiting}")
         out = Effects(self._send_all(Deletion(self.id)))
         expected = len(self.succs) + len(self.preds)
         self.pending = _Pending(DeletionAck, expected)
@@ -165,6 +187,8 @@ class Node:
             return self._on_deletion(env.src, msg)
         if isinstance(msg, Start):
             return self._on_start(env.src, msg)
+        if isinstance(msg, Close):
+            return self._on_close(env.src)
         return self._on_ack(env.src, msg)
 
     def _ack(self, to: NodeId, ack: Message) -> Effects:
@@ -190,7 +214,20 @@ class Node:
             target.discard(msg.addr)
         else:
             target.add(msg.addr)
+        if side == "pred" and self.close_channels:
+            self.awaiting_close.add(msg.addr)
+            if self.pending is not None and msg.addr in self.pending.targets:
+                self.pending.left.add(msg.addr)
         return self._ack(src, DeletionAck())
+
+    def _on_close(self, src: NodeId) -> Effects:
+        """Beyond the paper: a leaving predecessor's last message; its data all arrived before."""
+        if not self.active:  # `start` may still name src among the leaving predecessors
+            self.closed_early.add(src)
+        elif src not in self.awaiting_close:
+            raise ProtocolError(f"Close from {src} at {self.id}, which never saw it leave")
+        self.awaiting_close.discard(src)
+        return Effects()
 
     def _on_start(self, src: NodeId, msg: Start) -> Effects:
         """Alg. 7: initial views = initiator's views U *ToAdd minus *ToDelete; become active."""
@@ -198,8 +235,10 @@ class Node:
             raise ProtocolError(f"start from {src} at {self.id}, which is already active")
         self.succs = (set(msg.succs) | self.succs_to_add) - self.succs_to_delete
         self.preds = (set(msg.preds) | self.preds_to_add) - self.preds_to_delete
+        self.awaiting_close = (self.awaiting_close | msg.leaving) - self.closed_early
         for s in (self.succs_to_add, self.preds_to_add, self.succs_to_delete, self.preds_to_delete):
             s.clear()
+        self.closed_early.clear()
         self.active = True
         return Effects(activated=True)
 
@@ -216,7 +255,8 @@ class Node:
     def _start_siblings(self) -> Effects:
         """Alg. 6 lines 4-6."""
         assert self.pending is not None
-        start = Start(frozenset(self.succs), frozenset(self.preds))
+        leaving = frozenset(self.pending.left) if self.close_channels else frozenset()
+        start = Start(frozenset(self.succs), frozenset(self.preds), leaving)
         new = self.pending.new_addrs
         self.pending = None
         return Effects(tuple(Envelope(self.id, s, start) for s in new))
@@ -224,6 +264,8 @@ class Node:
     def _terminate(self) -> Effects:
         """Alg. 10 line 4-5: process (flush) every queued tuple, then leave."""
         out = self.flush()
+        if self.close_channels:
+            out += Effects(tuple(Envelope(self.id, s, Close()) for s in sorted(self.succs)))
         self.pending = None
         self.terminated = True
         self.active = False

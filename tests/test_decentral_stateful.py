@@ -1,0 +1,142 @@
+"""Property-based protocol tests: hypothesis drives thousands of interleavings of decisions,
+message deliveries and tuple movements on random pipelines and checks the invariants after every
+step; the same machine with FIFO, acks or the keeper removed must be caught breaking one."""
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+
+from elastream.decentral.memory import Cluster
+
+PICK = st.integers(min_value=0, max_value=10**6)
+
+
+class ProtocolMachine(RuleBasedStateMachine):
+    """Random schedules over one in-memory cluster; subclasses switch off one assumption."""
+
+    fifo, acks, keepers, close = True, True, True, True
+
+    @initialize(sizes=st.lists(st.integers(1, 3), min_size=1, max_size=4))
+    def setup(self, sizes):
+        self.c = Cluster.pipeline(sizes, self.fifo, self.acks, self.keepers, self.close)
+
+    def _pick(self, items, i):
+        return items[i % len(items)] if items else None
+
+    @rule(i=PICK, k=st.integers(1, 3))
+    def duplicate(self, i, k):
+        nid = self._pick([n for n in self.c.live() if self.c.nodes[n].can_decide()], i)
+        if nid is not None:
+            self.c.scale_out(nid, k)
+
+    @rule(i=PICK)
+    def delete(self, i):
+        nid = self._pick([n for n in self.c.live() if self.c.nodes[n].can_scale_in()], i)
+        if nid is not None:
+            self.c.scale_in(nid)
+
+    @rule(i=PICK, j=PICK)
+    def deliver(self, i, j):
+        ch = self._pick(self.c.net.busy_channels(), i)
+        if ch is not None:
+            self.c.deliver(ch, 0 if self.fifo else j)
+
+    @rule(i=PICK, j=PICK)
+    def deliver_again(self, i, j):  # deliveries twice as likely as other actions
+        self.deliver(i, j)
+
+    @rule(i=PICK, n=st.integers(1, 3))
+    def inject(self, i, n):
+        nid = self._pick([x for x in self.c.live(0) if self.c.nodes[x].active], i)
+        if nid is not None:
+            self.c.inject(nid, n)
+
+    @rule(i=PICK, choice=PICK)
+    def process(self, i, choice):
+        nid = self._pick([n for n in self.c.live() if self.c.nodes[n].queue], i)
+        if nid is not None:
+            self.c.process(nid, choice)
+
+    @invariant()
+    def safety(self):
+        assert self.c.violations == [], (
+            self.c.violations
+        )  # no message to a terminated/unknown node, idle never sends
+        assert self.c.tuples_accounted() == 0  # no tuple vanished
+        assert self.c.lost == []
+        assert self.c.keeper_alive() == [], (
+            self.c.keeper_alive()
+        )  # every operator keeps an active instance
+
+    def teardown(self):
+        if not hasattr(self, "c"):
+            return
+        self.c.drain()  # let the system become quiet: every message and tuple delivered
+        assert self.c.violations == [], self.c.violations
+        assert self.c.view_errors() == [], self.c.view_errors()  # views converge to the true graph
+        assert sorted(self.c.sunk) == list(range(self.c.injected))  # every tuple reached the end
+
+
+def run(machine, examples, steps=40, shrink=True):
+    phases = list(Phase) if shrink else [Phase.generate]
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=examples,
+            stateful_step_count=steps,
+            deadline=None,
+            database=None,
+            derandomize=True,
+            phases=phases,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
+
+
+def test_protocol_invariants_hold_on_random_schedules():
+    run(ProtocolMachine, examples=250, steps=50)  # 250 schedules, up to 12,500 steps
+
+
+@pytest.mark.slow
+def test_protocol_invariants_hold_on_many_more_schedules():
+    run(ProtocolMachine, examples=3000, steps=60)
+
+
+class NoFifo(ProtocolMachine):
+    fifo = False
+
+
+class NoAcks(ProtocolMachine):
+    acks = False
+
+
+class NoKeeper(ProtocolMachine):
+    keepers = False
+
+
+class PaperLiteral(ProtocolMachine):
+    """The protocol exactly as written: no Close, so adjacent concurrent deletions lose tuples."""
+
+    close = False
+
+
+@pytest.mark.parametrize(
+    ("machine", "broken"),
+    [
+        (NoFifo, r"reached terminated|succs|preds"),
+        (NoAcks, r"reached terminated|succs|preds"),
+        (NoKeeper, r"has no active instance"),
+        (PaperLiteral, r"Data from \S+ reached terminated"),
+    ],
+    ids=["no-fifo", "no-acks", "no-keeper", "paper-without-close"],
+)
+def test_removing_an_assumption_breaks_an_invariant(machine, broken):
+    with pytest.raises(AssertionError, match=broken):
+        run(machine, examples=600, shrink=False)
