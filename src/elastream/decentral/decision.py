@@ -31,8 +31,8 @@ class DecisionConfig(BaseModel):
     damping_age: int = Field(
         0,
         ge=0,
-        description="beyond the paper: scale p by min(1, age / damping_age), where age is the "
-        "number of steps the instance's view of n_t has been unchanged; 0 = the paper's rule",
+        description="beyond the paper: scale a scale-out factor p by min(1, age / damping_age), "
+        "age = steps the instance's view of n_t has been unchanged; 0 = the paper's rule",
     )
 
     @model_validator(mode="after")
@@ -102,7 +102,12 @@ def damping(age: int, damping_age: int) -> float:
 
 
 def decide(
-    config: DecisionConfig, load: float, n_t: int, is_keeper: bool, u: float, age: int = 0
+    config: DecisionConfig,
+    load: float,
+    n_t: int,
+    is_keeper: bool,
+    u: float,
+    age: int = 0,
 ) -> Decision:
     """Alg. 11 with Alg. 4 (scale-out count) and Alg. 8 (scale-in draw); the keeper never leaves.
 
@@ -112,8 +117,8 @@ def decide(
     _check_draw(u)
     ratio = load / config.capacity
     p = get_probability(config.capacity, config.target_ratio, load, n_t)
-    p *= damping(age, config.damping_age)
     if ratio >= config.thres_up:
+        p *= damping(age, config.damping_age)  # beyond the paper: only growth is damped
         count = duplication_count(p, u)
         return Decision(Action.SCALE_OUT, count, p) if count >= 1 else Decision.none(p)
     if ratio <= config.thres_down and not is_keeper and apply_proba(-p, u):
