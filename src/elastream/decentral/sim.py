@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from elastream.decentral.agent import Agent, AgentConfig
+from elastream.decentral.memory import Cluster, MemoryNetwork
 from elastream.decentral.messages import DeletionAck, DuplicationAck, Envelope, NodeId
 from elastream.decentral.node import Effects, Node
 
@@ -52,6 +53,7 @@ class SimResult:
     messages: np.ndarray  # control messages sent at t, attributed to the operator scaling
     capacity: float
     ratio: float
+    view_errors: tuple[str, ...]  # after the last step and every message delivered: none expected
 
     @property
     def ideal(self) -> np.ndarray:
@@ -134,5 +136,12 @@ def run(config: SimConfig) -> SimResult:
             per_instance = load[t - 1, op] / len(working)
             for a in working:
                 emit(a.observe(t, per_instance, n_view(a.node, agents)), t)
+    for _ in range(10 * steps):  # no more decisions: let the protocol finish, then check views
+        if not outbox:
+            break
+        inbox, outbox = outbox, []
+        for env in inbox:
+            emit(agents[env.dst].receive(env, steps + 1), steps)
+    final = Cluster({n: a.node for n, a in agents.items()}, MemoryNetwork())
     cap, ratio = config.agent.decision.capacity, config.agent.decision.target_ratio
-    return SimResult(load, instances, active, messages, cap, ratio)
+    return SimResult(load, instances, active, messages, cap, ratio, tuple(final.view_errors()))
