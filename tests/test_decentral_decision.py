@@ -79,3 +79,11 @@ def test_damping_scales_the_factor_by_view_age():
     old = decide(cfg, load=1400, n_t=3, is_keeper=False, u=0.0, age=50)
     assert fresh.action is Action.NONE
     assert half.count == 2 and old.count == 3  # p = 1.5 (1 + draw), then exactly 3
+
+
+def test_damping_leaves_scale_in_alone():
+    cfg = DecisionConfig(damping_age=10)
+    fresh = decide(cfg, load=100, n_t=7, is_keeper=False, u=0.5, age=0)
+    assert fresh.action is Action.SCALE_IN  # -p = 5/7 > 0.5 whatever the view's age
+    with pytest.raises(ValueError, match="age"):
+        decide(cfg, load=1400, n_t=3, is_keeper=False, u=0.0, age=-1)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from elastream.decentral.agent import AgentConfig
 from elastream.decentral.codec import decode, encode
 from elastream.decentral.memory import Cluster
 from elastream.decentral.messages import (
@@ -140,3 +141,35 @@ def test_scaling_over_tcp_between_processes():
         assert sorted(map(str, node.succs)) == sorted(child_live), nid
     for n in child_live:
         assert dump["views"][n]["preds"] == sorted(mids)
+
+
+async def agents_over_tcp():
+    layout = Cluster.pipeline([1, 2])
+    config = AgentConfig(seed=3)
+    hosts = [
+        TcpHost({n: s for n, s in layout.nodes.items() if n.op == op}, agents=config)
+        for op in (0, 1)
+    ]
+    for h in hosts:
+        await h.start()
+    for h in hosts:
+        for other in hosts:
+            h.learn(other.directory)
+    hosts[1].now = 5
+    # both operator-1 agents see 1,200 tuples/step each: L = 2,400 -> 7 needed, p = 2.5
+    for nid in [NodeId(1, (0,)), NodeId(1, (1,))]:
+        hosts[1].observe(nid, 1200.0, 2)
+    await quiescent(hosts)
+    for h in hosts:
+        await h.stop()
+    return hosts
+
+
+def test_agents_decide_and_scale_over_tcp():
+    hosts = asyncio.run(agents_over_tcp())
+    mids = [n for n, s in hosts[1].nodes.items() if s.active]
+    assert 2 + 4 <= len(mids) <= 2 + 6  # each agent adds 2 or 3 siblings
+    assert all(hosts[1].agents[n].phase == 5 for n in mids if len(n.path) > 1)
+    assert hosts[0].nodes[NodeId(0, (0,))].succs == set(mids)
+    with pytest.raises(KeyError, match="not driven by an agent"):
+        TcpHost({}).observe(NodeId(0, (0,)), 1.0, 1)

@@ -13,6 +13,7 @@ import contextlib
 from collections import Counter
 from collections.abc import Callable
 
+from elastream.decentral.agent import Agent, AgentConfig
 from elastream.decentral.codec import decode, encode
 from elastream.decentral.messages import Data, Duplication, NodeId
 from elastream.decentral.node import Effects, Node
@@ -23,8 +24,18 @@ Address = tuple[str, int]
 class TcpHost:
     """An asyncio server on 127.0.0.1 hosting some nodes of the pipeline."""
 
-    def __init__(self, nodes: dict[NodeId, Node], directory: dict[NodeId, Address] | None = None):
+    def __init__(
+        self,
+        nodes: dict[NodeId, Node],
+        directory: dict[NodeId, Address] | None = None,
+        agents: AgentConfig | None = None,
+    ):
+        """`agents`: when given, every node is driven by an `Agent` with that configuration
+        (`observe(nid, load, n_view)` runs its decision; `now` is the runtime's step)."""
         self.nodes = nodes
+        self.agent_config = agents
+        self.agents = {n: Agent(s, agents) for n, s in nodes.items()} if agents else {}
+        self.now = 0
         self.directory: dict[NodeId, Address] = dict(directory or {})
         self.addr: Address = ("127.0.0.1", 0)
         self.sent: Counter[str] = Counter()
@@ -60,7 +71,12 @@ class TcpHost:
 
     def apply(self, fx: Effects) -> Effects:
         for nid in fx.spawned:
-            self.nodes[nid] = Node.idle(nid, next(iter(self.nodes.values())).n_ops)
+            n_ops = next(iter(self.nodes.values())).n_ops
+            if self.agent_config is not None:
+                self.agents[nid] = Agent.spawn(nid, n_ops, self.agent_config)
+                self.nodes[nid] = self.agents[nid].node
+            else:
+                self.nodes[nid] = Node.idle(nid, n_ops)
             self.directory[nid] = self.addr
         for env in fx.messages:
             self.sent["Data" if isinstance(env.msg, Data) else type(env.msg).__name__] += 1
@@ -87,6 +103,12 @@ class TcpHost:
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
+    def observe(self, nid: NodeId, load: float, n_view: int) -> Effects:
+        """One step of one hosted agent: its own load and view of n_t in, effects sent."""
+        if nid not in self.agents:
+            raise KeyError(f"node {nid} is not driven by an agent on host {self.addr}")
+        return self.apply(self.agents[nid].observe(self.now, load, n_view))
+
     def pump(self) -> None:
         """Process every queued tuple of the active nodes (the data path)."""
         for node in list(self.nodes.values()):
@@ -107,7 +129,8 @@ class TcpHost:
                 if node is None or node.terminated:
                     self.errors.append(f"{type(env.msg).__name__} from {env.src} to gone {env.dst}")
                     continue
-                self.apply(node.receive(env))
+                agent = self.agents.get(env.dst)
+                self.apply(agent.receive(env, self.now) if agent else node.receive(env))
         finally:
             writer.close()
 
