@@ -2,6 +2,8 @@
 message deliveries and tuple movements on random pipelines and checks the invariants after every
 step; the same machine with FIFO, acks or the keeper removed must be caught breaking one."""
 
+import random
+
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
@@ -105,6 +107,34 @@ def run(machine, examples, steps=40, shrink=True):
 
 def test_protocol_invariants_hold_on_random_schedules():
     run(ProtocolMachine, examples=250, steps=50)  # 250 schedules, up to 12,500 steps
+
+
+def random_schedules(machine, count, steps, seed):
+    """The machine's rules driven by a seeded random walk (no shrinking, but cheap: thousands of
+    schedules in seconds); returns the number of steps run."""
+    rng = random.Random(seed)
+    done = 0
+    for _ in range(count):
+        m = machine()
+        m.setup([rng.randint(1, 3) for _ in range(rng.randint(1, 4))])
+        rules = [m.duplicate, m.delete, m.deliver, m.deliver, m.deliver, m.inject, m.process]
+        for _ in range(rng.randint(1, steps)):
+            rule = rng.choice(rules)
+            i = rng.randrange(10**6)
+            if rule == m.delete:
+                rule(i)
+            elif rule in (m.duplicate, m.inject):
+                rule(i, rng.randint(1, 3))
+            else:
+                rule(i, rng.randrange(10**6))
+            m.safety()
+            done += 1
+        m.teardown()
+    return done
+
+
+def test_protocol_invariants_hold_on_thousands_of_random_walks():
+    assert random_schedules(ProtocolMachine, count=1000, steps=60, seed=13) > 20_000
 
 
 @pytest.mark.slow
