@@ -139,7 +139,7 @@ def test_protocol_invariants_hold_on_thousands_of_random_walks():
 
 @pytest.mark.slow
 def test_protocol_invariants_hold_on_many_more_schedules():
-    run(ProtocolMachine, examples=3000, steps=60)
+    run(ProtocolMachine, examples=1500, steps=60)
 
 
 class NoFifo(ProtocolMachine):
