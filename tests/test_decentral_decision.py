@@ -87,3 +87,16 @@ def test_damping_leaves_scale_in_alone():
     assert fresh.action is Action.SCALE_IN  # -p = 5/7 > 0.5 whatever the view's age
     with pytest.raises(ValueError, match="age"):
         decide(cfg, load=1400, n_t=3, is_keeper=False, u=0.0, age=-1)
+
+
+def test_pending_siblings_do_not_inflate_the_load_estimate():
+    # 5 siblings in the view, but the load (450 each) was shared by the 3 that had started:
+    # L = 1350 -> 3.86 needed, n_diff = floor(3.86 - 5) = -2: no scale-out (the paper: L = 2250,
+    # n_diff = 1, p = 0.2)
+    assert get_probability(500, 0.7, 450, 5) == pytest.approx(1 / 5)
+    assert get_probability(500, 0.7, 450, 5, n_shared=3) == pytest.approx(-2 / 5)
+    cfg = DecisionConfig(pending_steps=2)
+    assert decide(cfg, load=450, n_t=5, is_keeper=False, u=0.0, n_shared=3).action is Action.NONE
+    assert decide(cfg, load=450, n_t=5, is_keeper=False, u=0.0).action is Action.SCALE_OUT
+    with pytest.raises(ValueError, match="n_shared <= n_t"):
+        get_probability(500, 0.7, 450, 5, n_shared=6)

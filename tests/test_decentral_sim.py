@@ -92,3 +92,19 @@ def test_agent_decides_every_period_from_activation():
     assert len(fx.spawned) in (1, 2) and agent.node.busy
     assert [e.dst for e in fx.messages] == [NodeId(0, (0,))]  # the duplication, to its pred
     assert agent.observe(15, 1000.0, 2).messages == ()  # busy until acknowledged
+
+
+def test_agent_uses_the_smallest_recent_view_as_the_load_share():
+    layers = [[NodeId(0, (0,))], [NodeId(1, (0,)), NodeId(1, (1,))]]
+
+    def after_growth(config):
+        agent = Agent(Node.initial(NodeId(1, (1,)), layers, keeper=False), config)
+        agent.observe(8, 800.0, 2)
+        agent.observe(9, 800.0, 5)  # three siblings just joined the predecessor's view
+        return agent.observe(10, 800.0, 5)
+
+    # the paper: L = 800 * 5 = 4000 -> 11.4 needed, n_diff = 6, p = 1.2: at least one sibling
+    assert len(after_growth(AgentConfig()).spawned) >= 1
+    # pending-aware: the load was shared by 2, L = 1600 -> 4.6 needed, n_diff = -1: none
+    pending = AgentConfig(decision=DecisionConfig(pending_steps=2))
+    assert after_growth(pending).spawned == ()

@@ -10,6 +10,7 @@ own Agent via `Agent.spawn`), and whether this instance became active or termina
 from __future__ import annotations
 
 import random
+from collections import deque
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -44,6 +45,7 @@ class Agent:
     rng: random.Random = field(init=False)
     _view: int | None = None
     _view_since: int = 0
+    _recent: deque[int] = field(default_factory=deque)  # own views of n_t, newest last
 
     def __post_init__(self) -> None:
         self.rng = random.Random(f"{self.config.seed}:{self.node.id}")
@@ -56,13 +58,18 @@ class Agent:
     def observe(self, now: int, load: float, n_view: int) -> Effects:
         if n_view != self._view:
             self._view, self._view_since = n_view, now
+        pending = self.config.decision.pending_steps
+        self._recent.append(n_view)
+        while len(self._recent) > pending + 1:
+            self._recent.popleft()
         node = self.node
         due = now > self.phase and (now - self.phase) % self.config.period == 0
         if not due or not node.can_decide():
             return Effects()
         stays = node.is_keeper or not node.can_scale_in()
         age = now - self._view_since
-        d = decide(self.config.decision, load, n_view, stays, self.rng.random(), age)
+        shared = min(self._recent) if pending else None
+        d = decide(self.config.decision, load, n_view, stays, self.rng.random(), age, shared)
         if d.action is Action.SCALE_OUT:
             return node.scale_out(d.count)
         if d.action is Action.SCALE_IN:

@@ -35,6 +35,15 @@ class DecisionConfig(BaseModel):
         "age = steps the instance's view of n_t has been unchanged; 0 = the paper's rule",
     )
 
+    pending_steps: int = Field(
+        0,
+        ge=0,
+        description="beyond the paper: siblings that joined the instance's view of n_t within "
+        "the last pending_steps steps have not shared the measured load yet, so L_t = l_t * "
+        "(smallest view over those steps) while n_diff still subtracts the current n_t; "
+        "0 = the paper's rule",
+    )
+
     @model_validator(mode="after")
     def _ordered(self) -> DecisionConfig:
         if not self.thres_down < self.target_ratio < self.thres_up:
@@ -69,13 +78,19 @@ def _check_draw(u: float) -> None:
         raise ValueError(f"random draw u must lie in [0, 1), got {u}")
 
 
-def get_probability(capacity: float, ratio: float, load: float, n_t: int) -> float:
-    """Alg. 2: L_t = l_t * n_t, n_diff = floor(L_t / (r C) - n_t), return n_diff / n_t."""
+def get_probability(
+    capacity: float, ratio: float, load: float, n_t: int, n_shared: int | None = None
+) -> float:
+    """Alg. 2: L_t = l_t * n_t, n_diff = floor(L_t / (r C) - n_t), return n_diff / n_t.
+
+    Beyond the paper: `n_shared` (<= n_t), when given, is the number of siblings the measured
+    load was shared by, and L_t = l_t * n_shared (see `DecisionConfig.pending_steps`)."""
     if load < 0:
         raise ValueError(f"load l_t must be >= 0, got {load}")
-    if n_t < 1:
-        raise ValueError(f"n_t (number of siblings) must be >= 1, got {n_t}")
-    total = load * n_t
+    shared = n_t if n_shared is None else n_shared
+    if not 1 <= shared <= n_t:
+        raise ValueError(f"need 1 <= n_shared <= n_t (siblings), got {shared} and {n_t}")
+    total = load * shared
     n_diff = math.floor(total / (ratio * capacity) - n_t)
     return n_diff / n_t
 
@@ -108,15 +123,17 @@ def decide(
     is_keeper: bool,
     u: float,
     age: int = 0,
+    n_shared: int | None = None,
 ) -> Decision:
     """Alg. 11 with Alg. 4 (scale-out count) and Alg. 8 (scale-in draw); the keeper never leaves.
 
     `load` is l_t in tuples per step, `n_t` the instance's view of its operator's instance count,
     `u` a uniform draw in [0, 1) (time and randomness are parameters), `age` how long the n_t
-    view has been unchanged (only used when `config.damping_age` > 0)."""
+    view has been unchanged (only used when `config.damping_age` > 0), `n_shared` the siblings
+    the load was shared by (None: n_t, the paper's rule)."""
     _check_draw(u)
     ratio = load / config.capacity
-    p = get_probability(config.capacity, config.target_ratio, load, n_t)
+    p = get_probability(config.capacity, config.target_ratio, load, n_t, n_shared)
     if ratio >= config.thres_up:
         p *= damping(age, config.damping_age)  # beyond the paper: only growth is damped
         count = duplication_count(p, u)
