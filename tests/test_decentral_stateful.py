@@ -116,7 +116,7 @@ def random_schedules(machine, count, steps, seed):
     done = 0
     for _ in range(count):
         m = machine()
-        m.setup([rng.randint(1, 3) for _ in range(rng.randint(1, 4))])
+        m.setup([rng.randint(1, 4) for _ in range(rng.randint(1, 5))])
         rules = [m.duplicate, m.delete, m.deliver, m.deliver, m.deliver, m.inject, m.process]
         for _ in range(rng.randint(1, steps)):
             rule = rng.choice(rules)
