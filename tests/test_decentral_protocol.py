@@ -168,13 +168,13 @@ def test_scale_in_costs_two_messages_per_neighbour():
     assert not any(isinstance(e.msg, Duplication | Data) for e in c.net.in_flight())
 
 
-def adjacent_deletions(close: bool) -> Cluster:
+def adjacent_deletions(guards: bool) -> Cluster:
     """Found by the property-based test: P leaves; its successor S acks, then leaves too."""
     p, s = NodeId(0, (1,)), NodeId(1, (1,))
-    c = Cluster.pipeline([2, 2], close=close)
+    c = Cluster.pipeline([2, 2], guards=guards)
     c.scale_in(p)
     c.deliver((p, s))  # S forgets P and acks; P still holds S as a successor
-    if not close:
+    if not guards:
         c.scale_in(s)  # S's deletion goes to its remaining neighbours only, not to P
         c.deliver((s, NodeId(0, (0,))))
         c.deliver((NodeId(0, (0,)), s))  # S has every ack it waits for: it terminates
@@ -184,7 +184,7 @@ def adjacent_deletions(close: bool) -> Cluster:
 
 
 def test_adjacent_deletions_lose_a_tuple_in_the_paper_protocol():
-    c = adjacent_deletions(close=False)
+    c = adjacent_deletions(guards=False)
     assert c.lost and any("reached terminated o1/1" in v for v in c.violations)
 
 
@@ -194,7 +194,7 @@ def test_close_defers_the_successor_deletion_until_the_predecessor_is_gone():
     c.scale_in(p)
     c.deliver((p, s))
     assert c.node(s).awaiting_close == {p}
-    with pytest.raises(ProtocolError, match="before the Close of o0/1"):
+    with pytest.raises(ProtocolError, match="before hearing from o0/1"):
         c.scale_in(s)
     c.inject(p, 2)
     c.drain()
@@ -203,3 +203,46 @@ def test_close_defers_the_successor_deletion_until_the_predecessor_is_gone():
     c.scale_in(s)
     c.drain()
     assert c.view_errors() == [] and c.lost == []
+
+
+def new_sibling_leaves_early(guards: bool) -> Cluster:
+    """Found by the random walks: S acks A's duplication, then announces its deletion to A and
+    to A's new sibling N; A starts N (without S) before S's Deletion reaches N."""
+    a, k, s = NodeId(0, (0,)), NodeId(1, (0,)), NodeId(1, (1,))
+    new = a.child(0)
+    c = Cluster.pipeline([1, 2], guards=guards)
+    c.scale_out(a, 1)
+    c.deliver((a, s))  # S learns N and acks
+    c.scale_in(s)  # S's Deletion goes to A and to N (Section 4.3, case 2)
+    c.deliver((s, a))  # the ack ...
+    c.deliver((s, a))  # ... then the deletion: A drops S before starting N
+    c.deliver((a, k))
+    c.deliver((k, a))  # last ack: A starts N without S
+    c.deliver((a, new))  # the start overtakes S's Deletion (another channel)
+    assert c.node(new).active and s not in c.node(new).succs
+    return c
+
+
+def test_a_new_sibling_that_leaves_early_strands_a_deletion_in_the_paper_protocol():
+    c = new_sibling_leaves_early(guards=False)
+    new = NodeId(0, (0, 0))
+    c.scale_in(new)  # it knows only K, so it leaves after K's ack
+    c.deliver((new, NodeId(1, (0,))))
+    c.deliver((NodeId(1, (0,)), new))
+    assert c.node(new).terminated
+    c.drain()  # S's Deletion finally reaches N
+    assert any(f"Deletion from o1/1 reached terminated {new}" in v for v in c.violations)
+    assert c.node(NodeId(1, (1,))).busy  # S waits forever for the ack of the terminated N
+
+
+def test_the_new_sibling_waits_for_the_announced_deletion():
+    c = new_sibling_leaves_early(guards=True)
+    new = NodeId(0, (0, 0))
+    assert c.node(new).awaiting_deletion == {NodeId(1, (1,))}
+    with pytest.raises(ProtocolError, match="before hearing from o1/1"):
+        c.scale_in(new)
+    c.deliver((NodeId(1, (1,)), new))  # S's Deletion arrives: N acks it and may leave now
+    c.scale_in(new)
+    c.drain()
+    assert c.violations == [] and c.view_errors() == []
+    assert c.live() == [NodeId(0, (0,)), NodeId(1, (0,))]

@@ -23,11 +23,13 @@ PICK = st.integers(min_value=0, max_value=10**6)
 class ProtocolMachine(RuleBasedStateMachine):
     """Random schedules over one in-memory cluster; subclasses switch off one assumption."""
 
-    fifo, acks, keepers, close = True, True, True, True
+    fifo, acks, keepers, guards = True, True, True, True
 
     @initialize(sizes=st.lists(st.integers(1, 3), min_size=1, max_size=4))
     def setup(self, sizes):
-        self.c = Cluster.pipeline(self.shape(sizes), self.fifo, self.acks, self.keepers, self.close)
+        self.c = Cluster.pipeline(
+            self.shape(sizes), self.fifo, self.acks, self.keepers, self.guards
+        )
 
     def shape(self, sizes):
         return sizes
@@ -157,7 +159,7 @@ class NoKeeper(ProtocolMachine):
 class PaperLiteral(ProtocolMachine):
     """The protocol exactly as written: no Close, so adjacent concurrent deletions lose tuples."""
 
-    close = False
+    guards = False
 
     def shape(self, sizes):  # the race needs two operators with a non-keeper instance each
         return [max(2, n) for n in [*sizes, 2][: max(2, len(sizes))]]

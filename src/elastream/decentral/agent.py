@@ -30,7 +30,7 @@ class AgentConfig(BaseModel):
     )
     period: int = Field(5, ge=1, description="steps between two decisions of one instance")
     seed: int = Field(0, description="seed of every agent's own random draws")
-    close_channels: bool = Field(
+    leave_guards: bool = Field(
         True, description="use the Close fix for adjacent concurrent deletions (False = paper)"
     )
 
@@ -53,7 +53,7 @@ class Agent:
     @classmethod
     def spawn(cls, nid: NodeId, n_ops: int, config: AgentConfig) -> Agent:
         """The agent of a sibling just created by createNode(): idle until its `start`."""
-        return cls(Node.idle(nid, n_ops, close=config.close_channels), config)
+        return cls(Node.idle(nid, n_ops, guards=config.leave_guards), config)
 
     def observe(self, now: int, load: float, n_view: int) -> Effects:
         if n_view != self._view:

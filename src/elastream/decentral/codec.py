@@ -33,9 +33,9 @@ def _body(msg: Message) -> dict[str, Any]:
     match msg:
         case Duplication(addrs):
             return {"type": "duplication", "addrs": _ids(addrs)}
-        case Start(succs, preds, leaving):
+        case Start(succs, preds, leaving, deleting):
             return {"type": "start", "succs": _ids(succs), "preds": _ids(preds),
-                    "leaving": _ids(leaving)}  # fmt: skip
+                    "leaving": _ids(leaving), "deleting": _ids(deleting)}  # fmt: skip
         case Deletion(addr):
             return {"type": "deletion", "addr": str(addr)}
         case Data(tid):
@@ -57,7 +57,7 @@ def decode(line: bytes) -> tuple[Envelope, tuple[str, int]]:
         if kind == "duplication":
             msg: Message = Duplication(_set(d["addrs"]))
         elif kind == "start":
-            msg = Start(_set(d["succs"]), _set(d["preds"]), _set(d["leaving"]))
+            msg = Start(*(_set(d[k]) for k in ("succs", "preds", "leaving", "deleting")))
         elif kind == "deletion":
             msg = Deletion(NodeId.parse(d["addr"]))
         elif kind == "data":

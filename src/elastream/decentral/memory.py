@@ -51,7 +51,7 @@ class Cluster:
     nodes: dict[NodeId, Node]
     net: MemoryNetwork
     acks: bool = True
-    close: bool = True
+    guards: bool = True
     sent: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
     injected: int = 0
@@ -65,7 +65,7 @@ class Cluster:
         fifo: bool = True,
         acks: bool = True,
         keepers: bool = True,
-        close: bool = True,
+        guards: bool = True,
     ) -> Cluster:
         """A pipeline of len(sizes) operators with sizes[i] active instances; instance 0 keeps.
         The switches off give the broken variants (no FIFO, no acks, no keeper, no Close)."""
@@ -74,12 +74,12 @@ class Cluster:
         layers = [[NodeId(i, (j,)) for j in range(n)] for i, n in enumerate(sizes)]
         nodes = {
             nid: Node.initial(
-                nid, layers, keeper=keepers and nid.path == (0,), acks=acks, close=close
+                nid, layers, keeper=keepers and nid.path == (0,), acks=acks, guards=guards
             )
             for layer in layers
             for nid in layer
         }
-        return cls(nodes, MemoryNetwork(fifo), acks, close)
+        return cls(nodes, MemoryNetwork(fifo), acks, guards)
 
     @property
     def n_ops(self) -> int:
@@ -100,7 +100,7 @@ class Cluster:
         for nid in fx.spawned:
             if nid in self.nodes:
                 raise ProtocolError(f"node id {nid} created twice")
-            self.nodes[nid] = Node.idle(nid, self.n_ops, self.acks, self.close)
+            self.nodes[nid] = Node.idle(nid, self.n_ops, self.acks, self.guards)
         for env in fx.messages:
             if not isinstance(env.msg, Data):
                 self.sent[type(env.msg).__name__] += 1
@@ -143,7 +143,7 @@ class Cluster:
 
     def quiet(self) -> bool:
         return not self.net.in_flight() and not any(
-            n.busy or n.queue or n.awaiting_close for n in self.nodes.values() if not n.terminated
+            n.busy or n.queue or n.waiting_for() for n in self.nodes.values() if not n.terminated
         )
 
     def drain(self, max_rounds: int = 100_000) -> None:
@@ -187,9 +187,9 @@ class Cluster:
             want_p = set(self.live(nid.op - 1)) if nid.op > 0 else set()
             if not node.active:
                 errors.append(f"{nid} never became active")
-            if node.awaiting_close:
-                waiting = sorted(map(str, node.awaiting_close))
-                errors.append(f"{nid} still awaits the Close of {waiting}")
+            if node.waiting_for():
+                waiting = sorted(map(str, node.waiting_for()))
+                errors.append(f"{nid} still waits to hear from {waiting}")
             if node.succs != want_s:
                 errors.append(
                     f"{nid} succs {sorted(map(str, node.succs))} != {sorted(map(str, want_s))}"

@@ -47,12 +47,15 @@ class DuplicationAck:
 
 @dataclass(frozen=True, slots=True)
 class Start:
-    """Alg. 6 line 5: the initiator's neighbour sets, sent to each new sibling. `leaving`
-    (beyond the paper, see `Close`): predecessors that learnt the new sibling and then left."""
+    """Alg. 6 line 5: the initiator's neighbour sets, sent to each new sibling. Beyond the paper
+    (the leave guards): `leaving`, predecessors that learnt the new sibling and then announced
+    their deletion (the sibling awaits their `Close`); `deleting`, neighbours whose `Deletion` is
+    on its way to the new sibling (they sent it after acknowledging the duplication)."""
 
     succs: frozenset[NodeId]
     preds: frozenset[NodeId]
     leaving: frozenset[NodeId] = frozenset()
+    deleting: frozenset[NodeId] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,13 +56,15 @@ class _Pending:
     new_addrs: tuple[NodeId, ...] = ()
     acked: int = 0
     targets: frozenset[NodeId] = frozenset()  # who received the duplication
-    left: set[NodeId] = field(default_factory=set)  # targets that announced deletion meanwhile
+    acked_by: set[NodeId] = field(default_factory=set)
+    left: set[NodeId] = field(default_factory=set)  # predecessors that announced deletion meanwhile
+    deleting: set[NodeId] = field(default_factory=set)  # ... after acking: they tell the siblings
 
 
 @dataclass(slots=True)
 class Node:
     """Protocol state of one OI. `use_acks=False` is the broken variant of Section 4.3;
-    `close_channels=False` is the paper's protocol as written, without the `Close` fix."""
+    `leave_guards=False` is the paper's protocol as written (no `Close`, no awaited deletions)."""
 
     id: NodeId
     n_ops: int
@@ -70,7 +72,7 @@ class Node:
     active: bool = False
     terminated: bool = False
     use_acks: bool = True
-    close_channels: bool = True
+    leave_guards: bool = True
     succs: set[NodeId] = field(default_factory=set)
     preds: set[NodeId] = field(default_factory=set)
     succs_to_add: set[NodeId] = field(default_factory=set)
@@ -79,6 +81,7 @@ class Node:
     preds_to_delete: set[NodeId] = field(default_factory=set)
     awaiting_close: set[NodeId] = field(default_factory=set)  # leaving preds, not yet closed
     closed_early: set[NodeId] = field(default_factory=set)  # Close received while idle
+    awaiting_deletion: set[NodeId] = field(default_factory=set)  # Deletions still on their way
     queue: deque[int] = field(default_factory=deque)
     pending: _Pending | None = None
     children: int = 0
@@ -96,20 +99,20 @@ class Node:
         layers: list[list[NodeId]],
         keeper: bool,
         acks: bool = True,
-        close: bool = True,
+        guards: bool = True,
     ) -> Node:
         """An instance present at pipeline start, knowing the adjacent layers."""
         n_ops = len(layers)
         succs = set(layers[nid.op + 1]) if nid.op + 1 < n_ops else set()
         preds = set(layers[nid.op - 1]) if nid.op > 0 else set()
         return cls(
-            nid, n_ops, keeper, True, use_acks=acks, close_channels=close, succs=succs, preds=preds
+            nid, n_ops, keeper, True, use_acks=acks, leave_guards=guards, succs=succs, preds=preds
         )
 
     @classmethod
-    def idle(cls, nid: NodeId, n_ops: int, acks: bool = True, close: bool = True) -> Node:
+    def idle(cls, nid: NodeId, n_ops: int, acks: bool = True, guards: bool = True) -> Node:
         """A node just created by createNode(): not active until its `start` message."""
-        return cls(nid, n_ops, use_acks=acks, close_channels=close)
+        return cls(nid, n_ops, use_acks=acks, leave_guards=guards)
 
     # ---- queries ------------------------------------------------------------------------------
     @property
@@ -124,7 +127,11 @@ class Node:
         return self.active and not self.terminated and not self.busy
 
     def can_scale_in(self) -> bool:
-        return self.can_decide() and not self.is_keeper and not self.awaiting_close
+        return self.can_decide() and not self.is_keeper and not self.waiting_for()
+
+    def waiting_for(self) -> set[NodeId]:
+        """Leave guards: neighbours whose Close or Deletion must arrive before this node leaves."""
+        return self.awaiting_close | self.awaiting_deletion
 
     def _side(self, other: NodeId, what: str) -> str:
         if other.op == self.id.op + 1:
@@ -146,7 +153,8 @@ class Node:
         self.children += count
         out = Effects(self._send_all(Duplication(frozenset(new))), spawned=new)
         expected = len(self.succs) + len(self.preds)
-        self.pending = _Pending(DuplicationAck, expected, new, targets=frozenset(self.preds))
+        targets = frozenset(self.succs | self.preds)
+        self.pending = _Pending(DuplicationAck, expected, new, targets=targets)
         if expected == 0 or not self.use_acks:
             return out + self._start_siblings()
         return out
@@ -156,9 +164,9 @@ class Node:
         if self.is_keeper:
             raise ProtocolError(f"node {self.id} is its operator's keeper and cannot terminate")
         self._require_free("scale in")
-        if self.awaiting_close:
-            waiting = ", ".join(sorted(map(str, self.awaiting_close)))
-            raise ProtocolError(f"node {self.id} cannot scale in before the Close of {waiting}")
+        if self.waiting_for():
+            waiting = ", ".join(sorted(map(str, self.waiting_for())))
+            raise ProtocolError(f"node {self.id} cannot scale in before hearing from {waiting}")
         out = Effects(self._send_all(Deletion(self.id)))
         expected = len(self.succs) + len(self.preds)
         self.pending = _Pending(DeletionAck, expected)
@@ -214,11 +222,25 @@ class Node:
             target.discard(msg.addr)
         else:
             target.add(msg.addr)
-        if side == "pred" and self.close_channels:
-            self.awaiting_close.add(msg.addr)
-            if self.pending is not None and msg.addr in self.pending.targets:
-                self.pending.left.add(msg.addr)
+        if self.leave_guards:
+            self._guard_deletion(side, msg.addr)
         return self._ack(src, DeletionAck())
+
+    def _guard_deletion(self, side: str, addr: NodeId) -> None:
+        """Beyond the paper. A leaving predecessor may still send tuples: await its Close. If a
+        duplication is pending and the leaver had received it, the new siblings are known to it:
+        a predecessor will send them a Close too; a leaver that had already acked it also sent
+        them its Deletion, which they must receive before they may leave themselves."""
+        self.awaiting_deletion.discard(addr)
+        if side == "pred":
+            self.awaiting_close.add(addr)
+        p = self.pending
+        if p is None or p.kind is not DuplicationAck or addr not in p.targets:
+            return
+        if side == "pred":
+            p.left.add(addr)
+        if addr in p.acked_by:
+            p.deleting.add(addr)
 
     def _on_close(self, src: NodeId) -> Effects:
         """Beyond the paper: a leaving predecessor's last message; its data all arrived before."""
@@ -236,6 +258,7 @@ class Node:
         self.succs = (set(msg.succs) | self.succs_to_add) - self.succs_to_delete
         self.preds = (set(msg.preds) | self.preds_to_add) - self.preds_to_delete
         self.awaiting_close = (self.awaiting_close | msg.leaving) - self.closed_early
+        self.awaiting_deletion = set(msg.deleting) - self.succs_to_delete - self.preds_to_delete
         for s in (self.succs_to_add, self.preds_to_add, self.succs_to_delete, self.preds_to_delete):
             s.clear()
         self.closed_early.clear()
@@ -248,6 +271,7 @@ class Node:
         if p is None or not isinstance(ack, p.kind):
             raise ProtocolError(f"unexpected {type(ack).__name__} from {src} at {self.id}")
         p.acked += 1
+        p.acked_by.add(src)
         if p.acked < p.expected:
             return Effects()
         return self._start_siblings() if p.kind is DuplicationAck else self._terminate()
@@ -255,8 +279,9 @@ class Node:
     def _start_siblings(self) -> Effects:
         """Alg. 6 lines 4-6."""
         assert self.pending is not None
-        leaving = frozenset(self.pending.left) if self.close_channels else frozenset()
-        start = Start(frozenset(self.succs), frozenset(self.preds), leaving)
+        p = self.pending
+        guards = (frozenset(p.left), frozenset(p.deleting)) if self.leave_guards else ()
+        start = Start(frozenset(self.succs), frozenset(self.preds), *guards)
         new = self.pending.new_addrs
         self.pending = None
         return Effects(tuple(Envelope(self.id, s, start) for s in new))
@@ -264,7 +289,7 @@ class Node:
     def _terminate(self) -> Effects:
         """Alg. 10 line 4-5: process (flush) every queued tuple, then leave."""
         out = self.flush()
-        if self.close_channels:
+        if self.leave_guards:
             out += Effects(tuple(Envelope(self.id, s, Close()) for s in sorted(self.succs)))
         self.pending = None
         self.terminated = True

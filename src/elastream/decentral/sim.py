@@ -107,9 +107,9 @@ def run(config: SimConfig) -> SimResult:
     load = loads(config)
     n_ops, steps = config.operators, config.steps
     layers = [[NodeId(i, (j,)) for j in range(config.instances)] for i in range(n_ops)]
-    close = config.agent.close_channels
+    guards = config.agent.leave_guards
     agents = {
-        nid: Agent(Node.initial(nid, layers, keeper=nid.path == (0,), close=close), config.agent)
+        nid: Agent(Node.initial(nid, layers, keeper=nid.path == (0,), guards=guards), config.agent)
         for layer in layers
         for nid in layer
     }

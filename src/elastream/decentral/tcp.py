@@ -143,7 +143,7 @@ async def quiescent(hosts: list[TcpHost], timeout: float = 10.0, poll: float = 0
     while True:
         sent = sum(sum(h.sent.values()) for h in hosts)
         received = sum(h.received for h in hosts)
-        busy = any(n.busy or n.awaiting_close for h in hosts for n in h.nodes.values()
+        busy = any(n.busy or n.waiting_for() for h in hosts for n in h.nodes.values()
                    if not n.terminated)  # fmt: skip
         if sent == received and not busy:
             return

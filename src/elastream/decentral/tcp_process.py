@@ -32,7 +32,7 @@ def _views(host: TcpHost) -> dict[str, dict[str, object]]:
 
 
 def _stats(host: TcpHost) -> dict[str, object]:
-    busy = any(n.busy or n.awaiting_close for n in host.nodes.values() if not n.terminated)
+    busy = any(n.busy or n.waiting_for() for n in host.nodes.values() if not n.terminated)
     return {"sent": sum(host.sent.values()), "received": host.received, "busy": busy,
             "sunk": len(host.sunk)}  # fmt: skip
 
