@@ -31,7 +31,9 @@ class AgentConfig(BaseModel):
     period: int = Field(5, ge=1, description="steps between two decisions of one instance")
     seed: int = Field(0, description="seed of every agent's own random draws")
     leave_guards: bool = Field(
-        True, description="use the Close fix for adjacent concurrent deletions (False = paper)"
+        True,
+        description="the leave guards (Close, awaited deletions) against the two deletion races "
+        "the paper misses; False = the protocol as written",
     )
 
 
