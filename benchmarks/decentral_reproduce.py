@@ -170,7 +170,11 @@ def main() -> None:
     print(
         f"largest burst (op)  paper 168 at 49       ours {local.max():.0f} at {local.argmax() + 1}"
     )
-    print(f"corr(load, instances) global {np.corrcoef(total, nodes)[0, 1]:.3f}")
+    per_op = [np.corrcoef(base.load[:, i], base.instances[:, i])[0, 1] for i in range(5)]
+    print(
+        f"corr(load, instances) global {np.corrcoef(total, nodes)[0, 1]:.3f}, per operator "
+        + " ".join(f"{c:.3f}" for c in per_op)
+    )
     print(f"lag of the instance peak after the load peak: {nodes.argmax() - total.argmax()} steps")
     print(
         f"fig6: cumulated messages vs instances: quadratic R^2 {f6['r2_quadratic']:.3f} "
