@@ -6,7 +6,7 @@ import pytest
 from elastream.decentral.agent import Agent, AgentConfig
 from elastream.decentral.decision import DecisionConfig
 from elastream.decentral.messages import NodeId
-from elastream.decentral.node import Node
+from elastream.decentral.node import Effects, Node
 from elastream.decentral.sim import SimConfig, loads, run
 
 
@@ -108,3 +108,18 @@ def test_agent_uses_the_smallest_recent_view_as_the_load_share():
     # pending-aware: the load was shared by 2, L = 1600 -> 4.6 needed, n_diff = -1: none
     pending = AgentConfig(decision=DecisionConfig(pending_steps=2))
     assert after_growth(pending).spawned == ()
+
+
+def test_agent_never_creates_more_siblings_than_free_slots():
+    layers = [[NodeId(0, (0,))], [NodeId(1, (0,)), NodeId(1, (1,))]]
+
+    def overloaded(free):
+        agent = Agent(Node.initial(NodeId(1, (1,)), layers, keeper=False), AgentConfig())
+        return agent, agent.observe(5, 2000.0, 2, free=free)  # n_diff = 9, p = 4.5: 4 or 5
+
+    assert len(overloaded(None)[1].spawned) in (4, 5)
+    assert len(overloaded(3)[1].spawned) == 3
+    agent, fx = overloaded(0)
+    assert fx == Effects() and not agent.node.busy  # pool full: no protocol round at all
+    with pytest.raises(ValueError, match="free replica slots"):
+        overloaded(-1)

@@ -57,7 +57,11 @@ class Agent:
         """The agent of a sibling just created by createNode(): idle until its `start`."""
         return cls(Node.idle(nid, n_ops, guards=config.leave_guards), config)
 
-    def observe(self, now: int, load: float, n_view: int) -> Effects:
+    def observe(self, now: int, load: float, n_view: int, free: int | None = None) -> Effects:
+        """One step: this instance's load l_t and view n_t in; `free` caps the siblings it may
+        create now (free replica slots on a bounded pool; None = unbounded, as in the paper)."""
+        if free is not None and free < 0:
+            raise ValueError(f"free replica slots must be >= 0, got {free} at {self.node.id}")
         if n_view != self._view:
             self._view, self._view_since = n_view, now
         pending = self.config.decision.pending_steps
@@ -73,7 +77,8 @@ class Agent:
         shared = min(self._recent) if pending else None
         d = decide(self.config.decision, load, n_view, stays, self.rng.random(), age, shared)
         if d.action is Action.SCALE_OUT:
-            return node.scale_out(d.count)
+            count = d.count if free is None else min(d.count, free)
+            return node.scale_out(count) if count else Effects()
         if d.action is Action.SCALE_IN:
             return node.scale_in()
         return Effects()

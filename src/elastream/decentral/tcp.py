@@ -103,11 +103,11 @@ class TcpHost:
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
-    def observe(self, nid: NodeId, load: float, n_view: int) -> Effects:
+    def observe(self, nid: NodeId, load: float, n_view: int, free: int | None = None) -> Effects:
         """One step of one hosted agent: its own load and view of n_t in, effects sent."""
         if nid not in self.agents:
             raise KeyError(f"node {nid} is not driven by an agent on host {self.addr}")
-        return self.apply(self.agents[nid].observe(self.now, load, n_view))
+        return self.apply(self.agents[nid].observe(self.now, load, n_view, free))
 
     def pump(self) -> None:
         """Process every queued tuple of the active nodes (the data path)."""
