@@ -1,0 +1,1 @@
+"""Decentralized scaling (Belkhiria & Tedeschi, seed 003): local decisions and a FIFO protocol."""
