@@ -1,0 +1,187 @@
+"""A compact exact ODRP ILP: x_{i,U} kept, y_{(i,j),(U,V)} replaced by O(|P_i| |V_res|) shares.
+
+Same optimum as Eq. 22-32 with far fewer variables:
+- the response time uses arrival times t_i (longest path on the DAG) instead of one Eq. 22 row
+  per source-sink path, and D_(i,j) >= d_(u,v) (o_{i,u} + o_{j,v} - 1) for Eq. 4 and 11, where
+  o_{i,u} = sum_{U contains u} x_{i,U} says whether i has a replica on u;
+- the stream terms (Eq. 5, 14, 18-20) are bilinear in the replica shares f_i(u) = U(u)/|U|;
+  p_{U,v} = x_{i,U} f_j(v) is linearized exactly by sum_v p_{U,v} = x_{i,U} and
+  sum_U p_{U,v} = f_j(v) (one x_{i,U} is 1), on the side with fewer columns;
+- z_u >= o_{i,u} and z_(u,v) >= o_{i,u} + o_{j,v} - 1 replace the big-M rows 24-25;
+- every block whose weight in F is zero is left out (it cannot change the optimum).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from elastream.placement.instance import Edge, Instance, Pattern
+from elastream.placement.milp import Expr, Milp, add
+from elastream.placement.solution import Solution, chosen_patterns
+
+
+class _Model:
+    """The columns shared by the blocks of the compact model."""
+
+    def __init__(self, inst: Instance) -> None:
+        self.inst = inst
+        self.m = Milp()
+        self.pats = [inst.patterns(i) for i in range(inst.n_ops)]
+        self.x = [[self.m.binary() for _ in p] for p in self.pats]
+
+    def on_node(self, i: int, u: int) -> Expr:
+        """o_{i,u}: 1 when operator i has at least one replica on node u."""
+        return {self.x[i][a]: 1.0 for a, pat in enumerate(self.pats[i]) if dict(pat).get(u)}
+
+    def share(self, i: int, u: int) -> Expr:
+        """f_i(u) = U(u) / |U|: the fraction of i's replicas on node u."""
+        out: Expr = {}
+        for a, pat in enumerate(self.pats[i]):
+            copies = dict(pat).get(u, 0)
+            if copies:
+                out[self.x[i][a]] = copies / sum(c for _, c in pat)
+        return out
+
+
+def _assignment(model: _Model) -> None:
+    """Eq. 26 (one deployment per operator) and Eq. 23 (node resources)."""
+    inst, m = model.inst, model.m
+    for cols in model.x:
+        m.row(dict.fromkeys(cols, 1.0), lower=1.0, upper=1.0)
+    for u in range(inst.n_nodes):
+        use: Expr = {}
+        for i in range(inst.n_ops):
+            for a, pat in enumerate(model.pats[i]):
+                copies = dict(pat).get(u, 0)
+                if copies:
+                    use[model.x[i][a]] = copies * inst.op_resources[i]
+        if use:
+            m.row(use, upper=inst.node_resources[u])
+
+
+def _response_time(model: _Model) -> None:
+    """Eq. 8-11 by arrival times: t_j >= t_i + D_(i,j) + R_j, r >= t_i."""
+    inst, m = model.inst, model.m
+    latency = [
+        {model.x[i][a]: inst.op_latency_ms(i, pat) for a, pat in enumerate(model.pats[i])}
+        for i in range(inst.n_ops)
+    ]
+    arrival = [m.var(0.0) for _ in range(inst.n_ops)]
+    r = m.var(0.0)
+    for i in range(inst.n_ops):
+        m.row(add({arrival[i]: 1.0}, latency[i].items(), -1.0), lower=0.0)
+        m.row({r: 1.0, arrival[i]: -1.0}, lower=0.0)
+    for ed in inst.edges:
+        delay = m.var(0.0)
+        for u, v in itertools.product(inst.candidates[ed.src], inst.candidates[ed.dst]):
+            d = float(inst.delay_ms[u, v])
+            if d > 0:  # D >= d (o_iu + o_jv - 1)
+                row = add(add({delay: 1.0}, model.on_node(ed.src, u).items(), -d),
+                          model.on_node(ed.dst, v).items(), -d)
+                m.row(row, lower=-d)
+        row = add({arrival[ed.dst]: 1.0, arrival[ed.src]: -1.0, delay: -1.0},
+                  latency[ed.dst].items(), -1.0)
+        m.row(row, lower=0.0)
+    m.objective({r: -inst.utility.r})
+
+
+def _availability(model: _Model) -> None:
+    """Eq. 15-16 with z_u >= o_{i,u} and z_(u,v) >= o_{i,u} + o_{j,v} - 1."""
+    inst, m = model.inst, model.m
+    for u in range(inst.n_nodes):
+        if inst.log_a_node[u] == 0.0:
+            continue
+        z = m.binary()
+        m.objective({z: inst.utility.a * inst.log_a_node[u]})
+        for i in range(inst.n_ops):
+            if u in inst.candidates[i]:
+                m.row(add({z: 1.0}, model.on_node(i, u).items(), -1.0), lower=0.0)
+    links: dict[tuple[int, int], int] = {}
+    for ed in inst.edges:
+        for u, v in itertools.product(inst.candidates[ed.src], inst.candidates[ed.dst]):
+            if u == v or inst.log_a_link[u, v] == 0.0:
+                continue
+            if (u, v) not in links:
+                links[(u, v)] = m.binary()
+                m.objective({links[(u, v)]: inst.utility.a * float(inst.log_a_link[u, v])})
+            row = add({links[(u, v)]: 1.0}, model.on_node(ed.src, u).items(), -1.0)
+            m.row(add(row, model.on_node(ed.dst, v).items(), -1.0), lower=-1.0)
+
+
+def _pair_weight(inst: Instance, ed: Edge, u: int, v: int) -> float:
+    """Objective weight of one tuple/s sent from u to v: Eq. 14 (cost) and Eq. 18-20 (Z)."""
+    util = inst.utility
+    weight = util.c * float(inst.link_cost[u, v])
+    if u != v:
+        d = float(inst.delay_ms[u, v])
+        weight += util.z * ed.bytes_per_tuple * {"T": 1.0, "N": d, "EE": d * d}[inst.metric]
+    return weight
+
+
+def _streams(model: _Model) -> None:
+    """Eq. 5, 14, 17-20: lambda sum_{u,v} f_i(u) f_j(v) w_(u,v), linearized through p_{U,v}."""
+    inst, m = model.inst, model.m
+    for ed in inst.edges:
+        weights = {
+            (u, v): _pair_weight(inst, ed, u, v)
+            for u, v in itertools.product(inst.candidates[ed.src], inst.candidates[ed.dst])
+        }
+        if not any(weights.values()):
+            continue
+        forward = len(model.pats[ed.src]) * len(inst.candidates[ed.dst]) <= len(
+            model.pats[ed.dst]
+        ) * len(inst.candidates[ed.src])
+        side, other = (ed.src, ed.dst) if forward else (ed.dst, ed.src)
+        by_node: dict[int, Expr] = {v: {} for v in inst.candidates[other]}
+        for a, pat in enumerate(model.pats[side]):
+            cols = {v: m.var(0.0, 1.0) for v in inst.candidates[other]}
+            m.row(add({model.x[side][a]: -1.0}, ((c, 1.0) for c in cols.values())),
+                  lower=0.0, upper=0.0)
+            for v, col in cols.items():
+                by_node[v][col] = 1.0
+                m.objective({col: -ed.rate * _pattern_weight(pat, v, weights, forward)})
+        for v, row in by_node.items():
+            m.row(add(row, model.share(other, v).items(), -1.0), lower=0.0, upper=0.0)
+
+
+def _pattern_weight(pat: Pattern, v: int, weights: dict[tuple[int, int], float], fwd: bool) -> float:
+    """sum_u f_U(u) w_(u,v) (or w_(v,u) when the pattern is downstream)."""
+    size = sum(c for _, c in pat)
+    return sum(c / size * weights[(u, v) if fwd else (v, u)] for u, c in pat)
+
+
+class CompactIlp:
+    """The compact formulation above; same optimum as PaperIlp, a fraction of its columns."""
+
+    name = "compact"
+
+    def solve(self, inst: Instance, time_limit_s: float, gap: float) -> Solution:
+        model = _Model(inst)
+        util = inst.utility
+        _assignment(model)
+        for i in range(inst.n_ops):  # Eq. 13
+            model.m.objective({
+                model.x[i][a]: -util.c * inst.op_deploy_cost(i, pat)
+                for a, pat in enumerate(model.pats[i])
+            })
+        if util.r:
+            _response_time(model)
+        if util.a:
+            _availability(model)
+        if util.c or util.z:
+            _streams(model)
+        model.m.offset = util.const
+        res = model.m.solve(time_limit_s, gap)
+        return Solution(
+            solver=self.name,
+            plan=chosen_patterns(model.pats, model.x, res.values),
+            objective=res.objective,
+            optimal=res.optimal,
+            status=res.status,
+            gap=res.gap,
+            bound=res.dual_bound,
+            solver_s=res.run_s,
+            n_vars=res.n_vars,
+            n_binaries=res.n_binaries,
+            n_rows=res.n_rows,
+        )
