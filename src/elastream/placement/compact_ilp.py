@@ -73,16 +73,49 @@ def _response_time(model: _Model) -> None:
         m.row({r: 1.0, arrival[i]: -1.0}, lower=0.0)
     for ed in inst.edges:
         delay = m.var(0.0)
-        for u, v in itertools.product(inst.candidates[ed.src], inst.candidates[ed.dst]):
-            d = float(inst.delay_ms[u, v])
-            if d > 0:  # D >= d (o_iu + o_jv - 1)
-                row = add(add({delay: 1.0}, model.on_node(ed.src, u).items(), -d),
-                          model.on_node(ed.dst, v).items(), -d)
-                m.row(row, lower=-d)
+        _max_delay(model, ed.src, ed.dst, delay, upstream=True)
+        _max_delay(model, ed.dst, ed.src, delay, upstream=False)
+        _leave_node(model, ed.src, ed.dst, delay, upstream=True)
+        _leave_node(model, ed.dst, ed.src, delay, upstream=False)
         row = add({arrival[ed.dst]: 1.0, arrival[ed.src]: -1.0, delay: -1.0},
                   latency[ed.dst].items(), -1.0)
         m.row(row, lower=0.0)
     m.objective({r: -inst.utility.r})
+
+
+def _max_delay(model: _Model, i: int, j: int, delay: int, *, upstream: bool) -> None:
+    """Eq. 4: D >= max_{u in U_i} d(u, v) - H_v (1 - o_{j,v}) for every node v of j."""
+    inst, m = model.inst, model.m
+    for v in inst.candidates[j]:
+        reach = {
+            model.x[i][a]: max(
+                float(inst.delay_ms[u, v] if upstream else inst.delay_ms[v, u]) for u, _ in pat
+            )
+            for a, pat in enumerate(model.pats[i])
+        }
+        big = max(reach.values())
+        if big <= 0:
+            continue
+        row = add(add({delay: 1.0}, reach.items(), -1.0), model.on_node(j, v).items(), -big)
+        m.row(row, lower=-big)
+
+
+def _leave_node(model: _Model, i: int, j: int, delay: int, *, upstream: bool) -> None:
+    """Valid cut: D >= m_u (o_{i,u} - [j only on u]), m_u the nearest other node of j."""
+    inst, m = model.inst, model.m
+    for u in inst.candidates[i]:
+        others = [
+            float(inst.delay_ms[u, v] if upstream else inst.delay_ms[v, u])
+            for v in inst.candidates[j]
+            if v != u
+        ]
+        nearest = min(others, default=0.0)
+        if nearest <= 0:
+            continue
+        only_u = {model.x[j][b]: nearest for b, pat in enumerate(model.pats[j]) if pat[0][0] == u
+                  and len(pat) == 1}
+        row = add(add({delay: 1.0}, model.on_node(i, u).items(), -nearest), only_u.items())
+        m.row(row, lower=0.0)
 
 
 def _availability(model: _Model) -> None:

@@ -99,11 +99,14 @@ class Milp:
         lp.sense_ = highspy.ObjSense.kMaximize
         lp.offset_ = self.offset
         highs = highspy.Highs()
-        highs.setOptionValue("output_flag", False)
+        highs.setOptionValue("output_flag", bool(__import__("os").environ.get("HIGHS_LOG")))
         highs.setOptionValue("time_limit", float(time_limit_s))
         highs.setOptionValue("mip_rel_gap", float(gap))
         highs.setOptionValue("threads", 1)
         highs.setOptionValue("random_seed", 0)
+        for item in filter(None, __import__("os").environ.get("HIGHS_OPTS", "").split(",")):
+            key, val = item.split("=")
+            highs.setOptionValue(key, type(highs.getOptionValue(key))(val) if val not in ("true", "false") else val == "true")
         highs.passModel(lp)
         highs.run()
         status = highs.modelStatusToString(highs.getModelStatus())
