@@ -14,6 +14,7 @@ Same optimum as Eq. 22-32 with far fewer variables:
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 from elastream.placement.instance import Edge, Instance, Pattern
 from elastream.placement.milp import Expr, Milp, add
@@ -77,8 +78,11 @@ def _response_time(model: _Model) -> None:
         _max_delay(model, ed.dst, ed.src, delay, upstream=False)
         _leave_node(model, ed.src, ed.dst, delay, upstream=True)
         _leave_node(model, ed.dst, ed.src, delay, upstream=False)
-        row = add({arrival[ed.dst]: 1.0, arrival[ed.src]: -1.0, delay: -1.0},
-                  latency[ed.dst].items(), -1.0)
+        row = add(
+            {arrival[ed.dst]: 1.0, arrival[ed.src]: -1.0, delay: -1.0},
+            latency[ed.dst].items(),
+            -1.0,
+        )
         m.row(row, lower=0.0)
     m.objective({r: -inst.utility.r})
 
@@ -112,8 +116,11 @@ def _leave_node(model: _Model, i: int, j: int, delay: int, *, upstream: bool) ->
         nearest = min(others, default=0.0)
         if nearest <= 0:
             continue
-        only_u = {model.x[j][b]: nearest for b, pat in enumerate(model.pats[j]) if pat[0][0] == u
-                  and len(pat) == 1}
+        only_u = {
+            model.x[j][b]: nearest
+            for b, pat in enumerate(model.pats[j])
+            if pat[0][0] == u and len(pat) == 1
+        }
         row = add(add({delay: 1.0}, model.on_node(i, u).items(), -nearest), only_u.items())
         m.row(row, lower=0.0)
 
@@ -168,8 +175,11 @@ def _streams(model: _Model) -> None:
         by_node: dict[int, Expr] = {v: {} for v in inst.candidates[other]}
         for a, pat in enumerate(model.pats[side]):
             cols = {v: m.var(0.0, 1.0) for v in inst.candidates[other]}
-            m.row(add({model.x[side][a]: -1.0}, ((c, 1.0) for c in cols.values())),
-                  lower=0.0, upper=0.0)
+            m.row(
+                add({model.x[side][a]: -1.0}, ((c, 1.0) for c in cols.values())),
+                lower=0.0,
+                upper=0.0,
+            )
             for v, col in cols.items():
                 by_node[v][col] = 1.0
                 m.objective({col: -ed.rate * _pattern_weight(pat, v, weights, forward)})
@@ -177,34 +187,69 @@ def _streams(model: _Model) -> None:
             m.row(add(row, model.share(other, v).items(), -1.0), lower=0.0, upper=0.0)
 
 
-def _pattern_weight(pat: Pattern, v: int, weights: dict[tuple[int, int], float], fwd: bool) -> float:
+def _pattern_weight(
+    pat: Pattern, v: int, weights: dict[tuple[int, int], float], fwd: bool
+) -> float:
     """sum_u f_U(u) w_(u,v) (or w_(v,u) when the pattern is downstream)."""
     size = sum(c for _, c in pat)
     return sum(c / size * weights[(u, v) if fwd else (v, u)] for u, c in pat)
 
 
+def build_compact(inst: Instance) -> _Model:
+    """The whole compact model; blocks with a zero weight in F are left out."""
+    model = _Model(inst)
+    util = inst.utility
+    _assignment(model)
+    for i in range(inst.n_ops):  # Eq. 13
+        model.m.objective(
+            {
+                model.x[i][a]: -util.c * inst.op_deploy_cost(i, pat)
+                for a, pat in enumerate(model.pats[i])
+            }
+        )
+    if util.r:
+        _response_time(model)
+    if util.a:
+        _availability(model)
+    if util.c or util.z:
+        _streams(model)
+    model.m.offset = util.const
+    return model
+
+
+def relaxed_choice(inst: Instance, time_limit_s: float) -> list[list[tuple[float, Pattern]]]:
+    """The LP relaxation of the compact model: per operator, (x_{i,U}, U) best first."""
+    model = build_compact(inst)
+    res = model.m.solve(time_limit_s, 0.0, relax=True)
+    return [
+        sorted(
+            ((float(res.values[c]), pat) for c, pat in zip(cols, pats, strict=True)),
+            key=lambda t: -t[0],
+        )
+        for cols, pats in zip(model.x, model.pats, strict=True)
+    ]
+
+
+@dataclass(frozen=True)
 class CompactIlp:
     """The compact formulation above; same optimum as PaperIlp, a fraction of its columns."""
 
-    name = "compact"
+    name: str = "compact"
+    warm_start: bool = True  # start HiGHS from the heuristic's plan
 
     def solve(self, inst: Instance, time_limit_s: float, gap: float) -> Solution:
-        model = _Model(inst)
-        util = inst.utility
-        _assignment(model)
-        for i in range(inst.n_ops):  # Eq. 13
-            model.m.objective({
-                model.x[i][a]: -util.c * inst.op_deploy_cost(i, pat)
-                for a, pat in enumerate(model.pats[i])
-            })
-        if util.r:
-            _response_time(model)
-        if util.a:
-            _availability(model)
-        if util.c or util.z:
-            _streams(model)
-        model.m.offset = util.const
-        res = model.m.solve(time_limit_s, gap)
+        model = build_compact(inst)
+        start = None
+        if self.warm_start:
+            from elastream.placement.heuristic import Heuristic
+
+            hint = Heuristic().solve(inst, time_limit_s, gap).plan
+            start = {
+                col: float(pat == hint.deployments[i])
+                for i, (cols, pats) in enumerate(zip(model.x, model.pats, strict=True))
+                for col, pat in zip(cols, pats, strict=True)
+            }
+        res = model.m.solve(time_limit_s, gap, start=start)
         return Solution(
             solver=self.name,
             plan=chosen_patterns(model.pats, model.x, res.values),

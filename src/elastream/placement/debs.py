@@ -49,14 +49,26 @@ STREAMS = (  # (from, to, rate per source tuple)
 )
 METRONOME_PULSES = 1.0  # tuples/s on metronome -> countByWindow
 TABLE2_BOUNDS = Bounds(
-    r_min_ms=5.0, r_max_ms=450.0, a_min=0.95, a_max=1.0, c_min=8.0, c_max=18.0, z_min=0.0,
+    r_min_ms=5.0,
+    r_max_ms=450.0,
+    a_min=0.95,
+    a_max=1.0,
+    c_min=8.0,
+    c_max=18.0,
+    z_min=0.0,
     z_max=3400.0,
 )
 # Table 3: replicas per operator chosen by S-ODRP_R for each source rate (S-ODP: all ones).
 PAPER_TABLE3 = {
     rate: {
-        "source": 1, "parser": p, "filterByCoordinates": f, "computeRouteID": c,
-        "metronome": 1, "countByWindow": w, "partialRank": r, "globalRank": 1,
+        "source": 1,
+        "parser": p,
+        "filterByCoordinates": f,
+        "computeRouteID": c,
+        "metronome": 1,
+        "countByWindow": w,
+        "partialRank": r,
+        "globalRank": 1,
     }
     for rates, (p, f, c, w, r) in (
         ((20, 40, 60), (1, 1, 1, 1, 1)),
@@ -67,7 +79,9 @@ PAPER_TABLE3 = {
 }
 
 
-def debs_application(source_rate: float, pinned_node: str = "n0", max_replicas: int = 3) -> Application:
+def debs_application(
+    source_rate: float, pinned_node: str = "n0", max_replicas: int = 3
+) -> Application:
     """The DEBS 2015 Q1 application of Fig. 3 with Table 2's service rates."""
     ops = tuple(
         OperatorSpec(

@@ -96,7 +96,8 @@ def check_plan(inst: Instance, plan: Plan) -> None:
     for u, amount in enumerate(used):
         if amount > inst.node_resources[u] + 1e-9:
             raise PlacementError(
-                f"node {inst.node_names[u]!r} over capacity: {amount:g} > {inst.node_resources[u]:g}"
+                f"node {inst.node_names[u]!r} over capacity: "
+                f"{amount:g} > {inst.node_resources[u]:g}"
             )
 
 

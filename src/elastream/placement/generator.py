@@ -15,8 +15,15 @@ from elastream.placement.model import (
     StreamSpec,
 )
 
-SPEC_KEYS = {"nodes": int, "operators": int, "seed": int, "candidates": int, "kmax": int,
-             "resources": int, "rate": float}
+SPEC_KEYS = {
+    "nodes": int,
+    "operators": int,
+    "seed": int,
+    "candidates": int,
+    "kmax": int,
+    "resources": int,
+    "rate": float,
+}
 
 
 def parse_spec(spec: str) -> dict[str, float]:
@@ -73,9 +80,7 @@ def random_instance(
         for u in range(nodes)
         for v in range(u + 1, nodes)
     )
-    infra = Infrastructure(
-        nodes=node_specs, default_link=LinkSpec(delay_ms=20.0), links=links
-    )
+    infra = Infrastructure(nodes=node_specs, default_link=LinkSpec(delay_ms=20.0), links=links)
     return _random_app(rng, operators, names, candidates, kmax, rate), infra
 
 
@@ -96,8 +101,14 @@ def _random_app(
         load = 0.0
         for i in sorted(parents):
             sel = float(np.round(rng.uniform(0.5, 1.5), 2))
-            streams.append(StreamSpec(src=f"op{i}", dst=f"op{j}", selectivity=sel,
-                                      bytes_per_tuple=float(rng.integers(1, 10))))
+            streams.append(
+                StreamSpec(
+                    src=f"op{i}",
+                    dst=f"op{j}",
+                    selectivity=sel,
+                    bytes_per_tuple=float(rng.integers(1, 10)),
+                )
+            )
             load += sel * loads[i]
         loads.append(load)
     ops = []
@@ -111,8 +122,13 @@ def _random_app(
         else:
             size = 1 if pinned else min(candidates or len(names), len(names))
             cand = tuple(str(n) for n in rng.choice(names, size=size, replace=False))
-        ops.append(OperatorSpec(
-            name=f"op{i}", service_rate=float(np.round(mu, 3)), max_replicas=k,
-            candidates=cand, source_rate=rate if i == 0 else None,
-        ))
+        ops.append(
+            OperatorSpec(
+                name=f"op{i}",
+                service_rate=float(np.round(mu, 3)),
+                max_replicas=k,
+                candidates=cand,
+                source_rate=rate if i == 0 else None,
+            )
+        )
     return Application(operators=tuple(ops), streams=tuple(streams))

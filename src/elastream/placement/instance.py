@@ -46,7 +46,9 @@ class EdgeTerms:
 
     def network(self, metric: Metric) -> float:
         """Z_(i,j) for the chosen network metric (Eq. 18, 19 or 20)."""
-        return {"T": self.traffic, "N": self.usage, "EE": self.energy}[metric]
+        if metric == "T":
+            return self.traffic
+        return self.usage if metric == "N" else self.energy
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,7 @@ class Solver(Protocol):
     def solve(self, inst: Instance, time_limit_s: float, gap: float) -> Solution: ...
 
 
-def chosen_patterns(
-    patterns: list[list[Pattern]], x: list[list[int]], values: np.ndarray
-) -> Plan:
+def chosen_patterns(patterns: list[list[Pattern]], x: list[list[int]], values: np.ndarray) -> Plan:
     """The plan encoded by binary x_{i,U} columns (one U per operator, Eq. 26)."""
     deps = []
     for pats, cols in zip(patterns, x, strict=True):
