@@ -4,7 +4,7 @@ The paper gives the service rates, k_i, the pinning, the slots, the delay range 
 normalization; it does not print Fig. 3's edges nor the per-stream rates. Assumed here:
 - edges: source -> parser -> filterByCoordinates -> {computeRouteID, metronome} ->
   countByWindow -> partialRank -> globalRank (8 streams: with k_i = 3 on 6 nodes and no pinning
-  this gives 55,818 variables, the paper's "about 55.8 K");
+  this gives 55,813 variables, the paper's "about 55.8 K");
 - rates, for a source rate s: s on every stream except metronome -> countByWindow (1 pulse/s)
   and countByWindow -> partialRank (31.25 s: "2500 tuples/s" at s = 80, Sec. 6.3);
 - one tuple is one data unit (b = 1), so T is in tuples/s like the paper's Z_max = 3400 tps;
