@@ -80,9 +80,15 @@ PAPER_TABLE3 = {
 
 
 def debs_application(
-    source_rate: float, pinned_node: str = "n0", max_replicas: int = 3
+    source_rate: float,
+    pinned_node: str = "n0",
+    max_replicas: int = 3,
+    metronome_share: float = 1.0,
 ) -> Application:
-    """The DEBS 2015 Q1 application of Fig. 3 with Table 2's service rates."""
+    """The DEBS 2015 Q1 application of Fig. 3 with Table 2's service rates.
+
+    `metronome_share`: fraction of the filtered tuples the metronome reads (1: all of them).
+    """
     ops = tuple(
         OperatorSpec(
             name=name,
@@ -93,7 +99,12 @@ def debs_application(
         )
         for name, mu in SERVICE_RATES.items()
     )
-    streams = [StreamSpec(src=a, dst=b, rate=k * source_rate) for a, b, k in STREAMS]
+    streams = [
+        StreamSpec(
+            src=a, dst=b, rate=k * source_rate * (metronome_share if b == "metronome" else 1.0)
+        )
+        for a, b, k in STREAMS
+    ]
     streams.append(StreamSpec(src="metronome", dst="countByWindow", rate=METRONOME_PULSES))
     return Application(operators=ops, streams=tuple(streams))
 
