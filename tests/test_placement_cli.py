@@ -11,6 +11,7 @@ from elastream.cli import main
 from elastream.placement.generator import random_instance
 from elastream.placement.model import PlanRequest, Weights
 from elastream.placement.service import plan
+from elastream.placement.yaml_io import load_request
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = ROOT / "src/elastream/examples/tweets.yaml"
@@ -89,3 +90,14 @@ def test_plan_accepts_the_json_form_of_a_request() -> None:
     assert result["solve_s"] == pytest.approx(0.25)
     assert result == {**plan(req), "solve_s": result["solve_s"]}
     json.dumps(result)  # JSON-ready
+
+
+def test_the_planning_file_example_in_the_docs_plans(tmp_path: Path) -> None:
+    text = (ROOT / "docs/placement.md").read_text()
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    infra = tmp_path / "infra.yaml"
+    infra.write_text(block)
+    request = load_request(str(infra), PIPELINE, Weights(r=0.5, c=0.5))
+    result = plan(request)
+    assert result["placement"]["tweets"] == ["n0"]
+    assert result["optimal"]
