@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from elastream.placement.instance import Edge, Instance, Pattern
 from elastream.placement.milp import Expr, Milp, add
-from elastream.placement.solution import Solution, chosen_patterns
+from elastream.placement.solution import Solution, chosen_patterns, milp_solution
 
 
 class _Model:
@@ -250,16 +250,5 @@ class CompactIlp:
                 for col, pat in zip(cols, pats, strict=True)
             }
         res = model.m.solve(time_limit_s, gap, start=start)
-        return Solution(
-            solver=self.name,
-            plan=chosen_patterns(model.pats, model.x, res.values),
-            objective=res.objective,
-            optimal=res.optimal,
-            status=res.status,
-            gap=res.gap,
-            bound=res.dual_bound,
-            solver_s=res.run_s,
-            n_vars=res.n_vars,
-            n_binaries=res.n_binaries,
-            n_rows=res.n_rows,
-        )
+        plan = chosen_patterns(model.pats, model.x, res.values)
+        return milp_solution(self.name, plan, res)

@@ -108,21 +108,13 @@ class Milp:
         lp.sense_ = highspy.ObjSense.kMaximize
         lp.offset_ = self.offset
         highs = highspy.Highs()
-        highs.setOptionValue("output_flag", bool(__import__("os").environ.get("HIGHS_LOG")))
+        highs.setOptionValue("output_flag", False)
         highs.setOptionValue("time_limit", float(time_limit_s))
         highs.setOptionValue("mip_rel_gap", float(gap))
         highs.setOptionValue("threads", 1)
         highs.setOptionValue("random_seed", 0)
         highs.setOptionValue("mip_heuristic_run_rins", False)  # measured: slower on ODRP
         highs.setOptionValue("mip_heuristic_run_rens", False)
-        for item in filter(None, __import__("os").environ.get("HIGHS_OPTS", "").split(",")):
-            key, val = item.split("=")
-            highs.setOptionValue(
-                key,
-                type(highs.getOptionValue(key))(val)
-                if val not in ("true", "false")
-                else val == "true",
-            )
         highs.passModel(lp)
         if start:  # a known plan: HiGHS completes the other columns and starts from it
             cols = np.array(sorted(start), dtype=np.int32)

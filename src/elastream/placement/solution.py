@@ -9,6 +9,7 @@ import numpy as np
 
 from elastream.placement.evaluator import Plan
 from elastream.placement.instance import Instance, Pattern
+from elastream.placement.milp import MilpResult
 
 
 @dataclass(frozen=True)
@@ -44,3 +45,20 @@ def chosen_patterns(patterns: list[list[Pattern]], x: list[list[int]], values: n
         best = max(range(len(cols)), key=lambda k: values[cols[k]])
         deps.append(pats[best])
     return Plan(tuple(deps))
+
+
+def milp_solution(solver: str, plan: Plan, res: MilpResult) -> Solution:
+    """A Solution from what HiGHS returned."""
+    return Solution(
+        solver=solver,
+        plan=plan,
+        objective=res.objective,
+        optimal=res.optimal,
+        status=res.status,
+        gap=res.gap,
+        bound=res.dual_bound,
+        solver_s=res.run_s,
+        n_vars=res.n_vars,
+        n_binaries=res.n_binaries,
+        n_rows=res.n_rows,
+    )
