@@ -89,6 +89,7 @@ def render(result: dict[str, Any]) -> str:
         f"R  = {m['R']:.3f} ms   C  = {m['C']:.4g}   A  = {m['A']:.6f}",
         f"T  = {m['T']:.4g}   N  = {m['N']:.4g}   EE = {m['EE']:.4g}",
         f"F  = {result['objective']:.6f}  ({result['solver']}, {result['status']}, "
-        f"{result['variables']} variables, solved in {result['solve_s']:.3f} s)",
+        + (f"{result['variables']} variables, " if result["variables"] else "")
+        + f"solved in {result['solve_s']:.3f} s)",
     ]
     return "\n".join(lines)

@@ -22,6 +22,7 @@ from elastream.placement.solution import Solution
 
 FRESH_NODES = 4  # unused candidate nodes offered to each operator, best static score first
 SMALL = 400  # operators x nodes up to which both starts are searched
+LP_PATTERNS = 20_000  # deployments x_{i,U} up to which the LP relaxation is solved
 
 
 def _pattern(counts: Counter) -> Pattern:
@@ -174,10 +175,14 @@ class Heuristic:
 
 
 def _starts(inst: Instance, time_limit_s: float) -> list[list[Pattern]]:
-    """The rounded LP relaxation of the compact model; also the greedy one on small instances."""
+    """The rounded LP relaxation of the compact model when it is not too big; also the greedy
+    start on small instances or when the LP is skipped."""
     starts = []
     small = inst.n_ops * inst.n_nodes <= SMALL
-    for make in (lambda i: _rounded_lp(i, time_limit_s), _greedy_start):
+    makers = [_greedy_start]
+    if sum(inst.pattern_count(i) for i in range(inst.n_ops)) <= LP_PATTERNS:
+        makers.insert(0, lambda i: _rounded_lp(i, time_limit_s))
+    for make in makers:
         if starts and not small:
             break
         try:

@@ -102,6 +102,12 @@ class Instance:
         """P(V_res^i; k_i) without the deployments that overload i or cannot fit a node."""
         return list(iter_patterns(self, i))
 
+    def pattern_count(self, i: int) -> int:
+        """|P(V_res^i; k_i)| restricted to stable sizes, before the resource filter."""
+        n = len(self.candidates[i])
+        sizes = range(self.min_replicas[i], self.max_replicas[i] + 1)
+        return sum(math.comb(n + s - 1, s) for s in sizes)
+
     def op_latency_ms(self, i: int, pattern: Pattern) -> float:
         """Eq. 1 with the M/M/1 latency of Sec. 6.1: R_i(lambda_i/|U|) / min S_u."""
         replicas = sum(c for _, c in pattern)
@@ -275,8 +281,12 @@ def _check_fits(inst: Instance) -> None:
                 f"{kind} {name!r} needs {need:g} resource units "
                 f"({inst.min_replicas[i]} replica(s)) but node(s) {where} offer {room:g}"
             )
-        if not inst.patterns(i):
-            raise InfeasibleError(f"operator {name!r}: no deployment fits its candidate nodes")
+        slots = sum(inst.node_resources[u] // inst.op_resources[i] for u in inst.candidates[i])
+        if slots < inst.min_replicas[i]:
+            raise InfeasibleError(
+                f"operator {name!r}: its candidate nodes hold {slots:g} replica(s), "
+                f"it needs {inst.min_replicas[i]}"
+            )
     need = sum(m * r for m, r in zip(inst.min_replicas, inst.op_resources, strict=True))
     total = sum(inst.node_resources)
     if need > total:
