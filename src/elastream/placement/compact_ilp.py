@@ -2,8 +2,10 @@
 
 Same optimum as Eq. 22-32 with far fewer variables:
 - the response time uses arrival times t_i (longest path on the DAG) instead of one Eq. 22 row
-  per source-sink path, and D_(i,j) >= d_(u,v) (o_{i,u} + o_{j,v} - 1) for Eq. 4 and 11, where
-  o_{i,u} = sum_{U contains u} x_{i,U} says whether i has a replica on u;
+  per source-sink path; the max delay D_(i,j) of Eq. 4 and 11 is bounded below, for every node
+  v of j, by sum_U x_{i,U} max_{u in U} d_(u,v) - H_v (1 - o_{j,v}) (and the mirror), where
+  o_{j,v} = sum_{V contains v} x_{j,V} says whether j has a replica on v, plus the valid cut
+  D_(i,j) >= d_min(u) (o_{i,u} - [j only on u]) that makes the LP see the network delays;
 - the stream terms (Eq. 5, 14, 18-20) are bilinear in the replica shares f_i(u) = U(u)/|U|;
   p_{U,v} = x_{i,U} f_j(v) is linearized exactly by sum_v p_{U,v} = x_{i,U} and
   sum_U p_{U,v} = f_j(v) (one x_{i,U} is 1), on the side with fewer columns;

@@ -203,6 +203,7 @@ def build_instance(request: PlanRequest) -> Instance:
         edges=tuple(edges),
         metric=request.metric,
         weights=request.weights,
+        # placeholder until the bounds are known (derive_bounds needs the instance)
         bounds=request.bounds or Bounds(r_min_ms=0, r_max_ms=1, a_min=1, c_min=0, c_max=1, z_max=1),
         utility=Utility(0, 0, 0, 0, 0),
     )
