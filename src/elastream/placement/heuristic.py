@@ -275,9 +275,43 @@ def _moves(state: _State, i: int) -> list[Pattern]:
 def _improve(state: _State, max_rounds: int) -> int:
     """Local search, then node evacuations, until neither improves F."""
     scored = _descend(state, max_rounds)
-    while _evacuate(state):
+    while _evacuate(state) or _swap(state):
         scored += _descend(state, max_rounds)
     return scored
+
+
+def _swap(state: _State) -> bool:
+    """Exchange the nodes of two operators that each sit on one node, if that raises F."""
+    inst = state.inst
+    single = [i for i, dep in enumerate(state.deps) if len(dep) == 1]
+    for a, i in enumerate(single):
+        for j in single[a + 1 :]:
+            (u, cu), (v, cv) = state.deps[i][0], state.deps[j][0]
+            if u == v or v not in inst.candidates[i] or u not in inst.candidates[j]:
+                continue
+            old_i, old_j, before = state.deps[i], state.deps[j], state.value
+            new_i, new_j = ((v, cu),), ((u, cv),)
+            if not _room_after_swap(state, i, j, new_i, new_j):
+                continue
+            state.apply(i, new_i)
+            if state.score(j, new_j) > before + 1e-12:
+                state.apply(j, new_j)
+                return True
+            state.apply(i, old_i)
+            state.deps[j] = old_j
+    return False
+
+
+def _room_after_swap(state: _State, i: int, j: int, new_i: Pattern, new_j: Pattern) -> bool:
+    """Eq. 23 after operators i and j trade nodes."""
+    inst = state.inst
+    used = list(state.used)
+    for op, old, new in ((i, state.deps[i], new_i), (j, state.deps[j], new_j)):
+        for u, c in old:
+            used[u] -= c * inst.op_resources[op]
+        for u, c in new:
+            used[u] += c * inst.op_resources[op]
+    return all(used[u] <= inst.node_resources[u] + 1e-9 for u in range(inst.n_nodes))
 
 
 def _descend(state: _State, max_rounds: int) -> int:
