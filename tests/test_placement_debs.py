@@ -63,3 +63,13 @@ def test_placement_only_s_odp_needs_replication_at_80() -> None:
     ones = dict.fromkeys(SERVICE_RATES, 1)
     with pytest.raises(InfeasibleError, match=r"'partialRank': 1 replica\(s\) cannot serve 2500"):
         build_instance(request(80, fixed_replicas=ones))
+
+
+def test_time_limit_returns_the_incumbent_with_its_bound() -> None:
+    from elastream.placement.service import plan
+
+    result = plan(request(80, solver="exact", time_limit_s=1.0))
+    assert not result["optimal"]
+    assert result["status"] == "Time limit reached"
+    assert result["bound"] >= result["objective"] - 1e-9
+    assert result["replicas"]["partialRank"] >= 2

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from dataclasses import dataclass
 
+from elastream.placement.evaluator import Plan
 from elastream.placement.instance import Instance
 from elastream.placement.milp import Expr, Milp, add
 from elastream.placement.model import PlacementError
@@ -134,16 +136,42 @@ def _streams(p: _Paper) -> None:
         p.m.row(row, lower=0.0)
 
 
+def _start(p: _Paper, plan: Plan) -> dict[int, float]:
+    """Columns x, y and z of a known plan (a MIP start)."""
+    chosen = [pats.index(dep) for pats, dep in zip(p.pats, plan.deployments, strict=True)]
+    start = {col: float(a == chosen[i]) for i, cols in enumerate(p.x) for a, col in enumerate(cols)}
+    for e, ed in enumerate(p.inst.edges):
+        for (a, b), col in p.y[e].items():
+            start[col] = float(a == chosen[ed.src] and b == chosen[ed.dst])
+    used = {u for dep in plan.deployments for u, _ in dep}
+    start.update({col: float(u in used) for u, col in enumerate(p.z_node)})
+    links = {
+        (u, v)
+        for ed in p.inst.edges
+        for u, _ in plan.deployments[ed.src]
+        for v, _ in plan.deployments[ed.dst]
+    }
+    start.update({col: float(uv in links) for uv, col in p.z_link.items()})
+    return start
+
+
+@dataclass(frozen=True)
 class PaperIlp:
     """Eq. 22-32 as written, with Eq. 24-25 summed over the deployments that use u (and v)."""
 
-    name = "exact"
+    name: str = "exact"
+    warm_start: bool = True  # start HiGHS from the heuristic's plan
 
     def solve(self, inst: Instance, time_limit_s: float, gap: float) -> Solution:
         model = _Paper(inst)
         for block in (_objective, _paths, _nodes, _streams):
             block(model)
-        res = model.m.solve(time_limit_s, gap)
+        start = None
+        if self.warm_start:
+            from elastream.placement.heuristic import Heuristic
+
+            start = _start(model, Heuristic().solve(inst, time_limit_s, gap).plan)
+        res = model.m.solve(time_limit_s, gap, start=start)
         return milp_solution(self.name, chosen_patterns(model.pats, model.x, res.values), res)
 
 
