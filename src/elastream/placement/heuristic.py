@@ -8,6 +8,7 @@ local search) for a fixed number of rounds: pure and deterministic (no clock).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -275,9 +276,72 @@ def _moves(state: _State, i: int) -> list[Pattern]:
 def _improve(state: _State, max_rounds: int) -> int:
     """Local search, then node evacuations, until neither improves F."""
     scored = _descend(state, max_rounds)
-    while _evacuate(state) or _swap(state):
+    while _evacuate(state) or _swap(state) or _merge(state):
         scored += _descend(state, max_rounds)
     return scored
+
+
+def _merge(state: _State) -> bool:
+    """Move everything on node u to node h; operators that no longer fit on h go to u."""
+    inst = state.inst
+    active = sorted(u for u, n in state.node_ops.items() if n > 0)
+    for u, h in itertools.permutations(active, 2):
+        deps = _merged(state, u, h)
+        if deps is None:
+            continue
+        trial = _State(inst, deps)
+        if trial.value > state.value + 1e-12:
+            for i in range(inst.n_ops):
+                if deps[i] != state.deps[i]:
+                    state.apply(i, deps[i])
+            return True
+    return False
+
+
+def _merged(state: _State, u: int, h: int) -> list[Pattern] | None:
+    """The deployments after merging node u into h with ejections to u; None if impossible."""
+    inst = state.inst
+    deps = list(state.deps)
+    used = list(state.used)
+    moved = set()
+    for i, dep in enumerate(deps):
+        copies = dict(dep).get(u, 0)
+        if not copies:
+            continue
+        if h not in inst.candidates[i]:
+            return None
+        counts = Counter(dict(dep))
+        del counts[u]
+        counts[h] += copies
+        deps[i] = _pattern(counts)
+        used[u] -= copies * inst.op_resources[i]
+        used[h] += copies * inst.op_resources[i]
+        moved.add(i)
+    if not moved:
+        return None
+    ejectable = sorted(
+        (
+            i
+            for i, dep in enumerate(deps)
+            if i not in moved
+            and dep == state.deps[i]
+            and len(dep) == 1
+            and dep[0][0] == h
+            and u in inst.candidates[i]
+        ),
+        key=lambda i: deps[i][0][1] * inst.op_resources[i],
+    )
+    for i in ejectable:
+        if used[h] <= inst.node_resources[h] + 1e-9:
+            break
+        need = deps[i][0][1] * inst.op_resources[i]
+        if used[u] + need > inst.node_resources[u] + 1e-9:
+            continue
+        deps[i] = ((u, deps[i][0][1]),)
+        used[h] -= need
+        used[u] += need
+    fits = used[h] <= inst.node_resources[h] + 1e-9
+    return deps if fits else None
 
 
 def _swap(state: _State) -> bool:
