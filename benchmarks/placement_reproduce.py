@@ -325,7 +325,7 @@ def plots(qos: dict[str, list[QoS]], extra: dict) -> None:
         ax.bar(keys, values, color="#4C72B0")
         ax.set_title(title, fontsize=9)
         ax.tick_params(labelsize=8)
-    axes[1].set_ylim(98.0, 100.05)
+    axes[1].set_ylim(min(panels[1][1]) - 0.5, 100.05)
     fig.tight_layout()
     fig.savefig(OUT / "odrp_fig6.png")
     plt.close(fig)
