@@ -11,8 +11,7 @@ import json
 import time
 from pathlib import Path
 
-from elastream.commands.forecast import load_series, plot, run_backtests, scores
-
+from elastream.cli.forecast import load_series, plot, run_backtests, scores
 from elastream.modeling.forecasting import FORECASTERS
 
 DAY, HOUR = 86_400.0, 3_600.0

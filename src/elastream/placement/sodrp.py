@@ -1,0 +1,86 @@
+"""S-ODRP (paper Alg. 1) as pure functions: plan, measure what the plan runs, re-plan."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from elastream.placement.model import Application, PlacementError, PlanRequest, Weights
+from elastream.placement.service import Clock, plan
+
+
+class Measurements(BaseModel):
+    """Rates measured over a window while a plan runs (Alg. 1 line 6)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stream_rates: dict[str, float] = Field(
+        {}, description="'src->dst' -> measured tuples/s on that stream"
+    )
+    service_rates: dict[str, float] = Field(
+        {}, description="operator -> measured tuples/s one replica serves"
+    )
+    source_rates: dict[str, float] = Field({}, description="source operator -> tuples/s emitted")
+
+
+def minimum_cost(request: PlanRequest) -> PlanRequest:
+    """Alg. 1 line 4: the early assignment minimizes the deployment cost (w_c = 1)."""
+    return request.model_copy(update={"weights": Weights(c=1.0)})
+
+
+def with_measurements(request: PlanRequest, measured: Measurements) -> PlanRequest:
+    """The request with its stream, service and source rates replaced by measured ones."""
+    app = request.application
+    ops = {o.name: o for o in app.operators}
+    for name in [*measured.service_rates, *measured.source_rates]:
+        if name not in ops:
+            raise PlacementError(f"measurements: unknown operator {name!r}")
+    streams = {f"{s.src}->{s.dst}": s for s in app.streams}
+    for key in measured.stream_rates:
+        if key not in streams:
+            raise PlacementError(f"measurements: unknown stream {key!r} (use 'src->dst')")
+    new_ops = tuple(
+        o.model_copy(
+            update={
+                "service_rate": measured.service_rates.get(o.name, o.service_rate),
+                "source_rate": measured.source_rates.get(o.name, o.source_rate),
+            }
+        )
+        for o in app.operators
+    )
+    new_streams = tuple(
+        s.model_copy(update={"rate": measured.stream_rates[key]})
+        if key in measured.stream_rates
+        else s
+        for key, s in streams.items()
+    )
+    updated = Application(operators=new_ops, streams=new_streams)
+    return request.model_copy(update={"application": updated})
+
+
+def replan(
+    request: PlanRequest, measured: Measurements, clock: Clock | None = None
+) -> dict[str, Any]:
+    """Alg. 1 line 8: solve ODRP again with what was measured."""
+    return plan(with_measurements(request, measured), clock)
+
+
+def schedule(
+    request: PlanRequest,
+    enact_and_measure: Callable[[dict[str, Any]], Measurements],
+    rates_known: bool = False,
+    clock: Clock | None = None,
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """Alg. 1: without known rates, enact the minimum-cost plan and measure it; then re-plan.
+
+    `enact_and_measure(plan)` is the runtime's: it enacts a plan, runs it for a window and
+    returns the measured rates. Returns (the early plan or None, the final plan); the caller
+    enacts the final one (Alg. 1 line 9).
+    """
+    if rates_known:
+        return None, plan(request, clock)
+    early = plan(minimum_cost(request), clock)
+    measured = enact_and_measure(early)
+    return early, replan(request, measured, clock)
