@@ -237,3 +237,26 @@ def test_job_manager_forgets_the_oldest_finished_jobs():
     assert [manager.status(i) is None for i in ids] == [True, True, False, False, False]
     assert manager.status(ids[-1]).result == {"alpha": 4.0, "sp": 1.0}
     manager.shutdown()
+
+
+def test_odrp_planner_answers_like_elastream_plan(client):
+    from elastream.placement.generator import random_instance
+    from elastream.placement.service import plan
+
+    app, infra = random_instance(nodes=3, operators=3, seed=4)
+    body = {
+        "application": app.model_dump(mode="json", by_alias=True),
+        "infrastructure": infra.model_dump(mode="json", by_alias=True),
+        "weights": {"r": 0.25, "a": 0.25, "c": 0.25, "z": 0.25},
+        "solver": "compact",
+    }
+    resp = client.post("/plans/odrp", json=body)
+    assert resp.status_code == 202
+    job = wait(client, resp.json()["location"])
+    assert job["status"] == "done", job
+    direct = plan(body)
+    assert job["result"]["replicas"] == direct["replicas"]
+    assert job["result"]["objective"] == pytest.approx(direct["objective"], rel=1e-6)
+    bad = client.post("/plans/odrp", json={**body, "weights": {"r": 2.0, "a": 0, "c": 0, "z": 0}})
+    assert bad.status_code == 422
+    assert "odrp" in str(client.get("/openapi.json").json()["paths"])

@@ -1,4 +1,5 @@
-"""Planners mounted on the service: the forecast-driven (proactive) parallelism plan."""
+"""Planners mounted on the service (POST /plans/<name>): the forecast-driven (proactive)
+parallelism plan and ODRP's joint replication and placement."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from elastream.modeling.performance import Host
 from elastream.modeling.proactive import plan_parallelism, provisioning_rate
 from elastream.service.app import Planner
 from elastream.service.operations import Modeller
+from elastream.service.placement_planner import ODRP
 from elastream.service.schemas import ForecastSpec, GraphSpec, HistorySelection
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
@@ -82,4 +84,4 @@ PROACTIVE = Planner(
     response=ProactiveResult,
     run=run_proactive,
 )
-PLANNERS = {PROACTIVE.name: PROACTIVE}
+PLANNERS = {planner.name: planner for planner in (PROACTIVE, ODRP)}
