@@ -105,13 +105,17 @@ def main() -> None:
     parser.add_argument("--drain", type=float, default=60.0)
     parser.add_argument("--overhead-events", type=int, default=3000)
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="bench-")))
+    parser.add_argument(
+        "--overhead-only", action="store_true", help="skip the policy runs: per-event overhead only"
+    )
     args = parser.parse_args()
     pipeline = load_pipeline(demo_pipeline_path())
     spark_session(f"local[{pipeline.r_over}]")
 
-    results = policy_runs(pipeline, args)
-    print(f"\n{'metric':<24}" + "".join(f"{label:>16}" for label in results))
-    for metric in (*METRICS, "wall_s"):
+    results = {} if args.overhead_only else policy_runs(pipeline, args)
+    if results:
+        print(f"\n{'metric':<24}" + "".join(f"{label:>16}" for label in results))
+    for metric in (*METRICS, "wall_s") if results else ():
         row = "".join(f"{_fmt(results[label][metric]):>16}" for label in results)
         print(f"{metric:<24}{row}")
 
