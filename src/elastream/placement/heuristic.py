@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.placement.compact_ilp import relaxed_choice
+from elastream.placement.compact_model import relaxed_choice
 from elastream.placement.evaluator import Plan, evaluate
 from elastream.placement.instance import Instance, Pattern, longest_path
 from elastream.placement.model import InfeasibleError
