@@ -1,9 +1,5 @@
 """The simulator agrees with the Spark runtime on the same workload (integration test on local
-Spark): where this test passes is where the simulator's figures are trusted. Mean latency must
-agree within 40 % or within Spark's own difference between two runs of the same workload
-measured here, whichever is larger: on a busy or slow machine one Spark run's latency can move
-by more than 40 % (measured: 4.5 s to 6.9 s for the same code on this machine), and the simulator
-cannot be held to a closer agreement than Spark has with itself."""
+Spark): where this test passes is where the simulator's figures are trusted."""
 
 from pathlib import Path
 
@@ -28,9 +24,6 @@ def test_calibrated_simulator_tracks_the_spark_runtime(tmp_path):
     engine = build_engine(pipeline, config, trace)
     spark = run_engine(engine, config)
     settings = calibrated_settings(engine, seed=0)
-    again_config = config.model_copy(update={"out": tmp_path / "spark-again"})
-    again = run_engine(build_engine(pipeline, again_config, trace), again_config)
-    spread = compare(spark, again).metrics["latency_ms_mean"][2]
     assert 0.05 < settings.batch_overhead_s < 1.0  # Spark's fixed cost per micro-batch
 
     sim_config = config.model_copy(update={"engine": "sim"})
@@ -42,7 +35,7 @@ def test_calibrated_simulator_tracks_the_spark_runtime(tmp_path):
     for metric, tolerance in (
         ("saved_resources", 0.05),
         ("processed_ratio", 0.01),
-        ("latency_ms_mean", max(0.4, spread)),
+        ("latency_ms_mean", 0.4),
     ):
         assert calibrated.metrics[metric][2] < tolerance, (metric, calibrated.metrics[metric])
     # Without the micro-batch model the simulator's latency is far off: calibration matters.
