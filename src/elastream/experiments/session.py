@@ -128,10 +128,10 @@ def run_session(
     """A run as the CLI does it: the live table while it runs, then the output directory and
     the run's rows in the metrics history."""
     workload = prepare_workload(config, pipeline)
-    history = HistoryRecorder(
-        f"{Path(config.out).name}-{time.strftime('%Y%m%dT%H%M%S')}", pipeline.name
-    )
-    with LiveTable(config.starting_pipeline(pipeline), quiet=quiet, title=title) as live:
+    started = config.starting_pipeline(pipeline)
+    run_id = f"{Path(config.out).name}-{time.strftime('%Y%m%dT%H%M%S')}"
+    history = HistoryRecorder(run_id, pipeline.name)
+    with LiveTable(started, quiet=quiet, title=title) as live:
         engine = build_engine(pipeline, config, workload, sim=sim, resume=resume)
         result = run_engine(engine, config, [live, history])
     history.save(config.history_path())
@@ -139,6 +139,5 @@ def run_session(
         "trace_duration_s": workload.duration_s,
         "trace_peak_rate": workload.peak,
     }
-    started = config.starting_pipeline(pipeline)
     paths = write_outputs(result, started, Path(config.out), title=title, settings=settings)
     return result, paths

@@ -51,9 +51,6 @@ class BenchError(ValueError):
 # ---------------------------------------------------------------------------- the schema
 
 
-_Strict = Settings
-
-
 Grid = dict[str, list[Any]]
 
 
@@ -92,7 +89,7 @@ def _check_run(run: dict[str, Any]) -> dict[str, Any]:
     return run
 
 
-class PolicyEntry(_Strict):
+class PolicyEntry(Settings):
     """One policy of a scenario: registry name, label in the results, settings and grid."""
 
     policy: str = Field(description="registered policy name")
@@ -111,7 +108,7 @@ class PolicyEntry(_Strict):
         return self.label or self.policy
 
 
-class Scenario(_Strict):
+class Scenario(Settings):
     name: str = Field(min_length=1, description="the scenario's name")
     pipeline: str = Field(description="pipeline file, as given or beside the scenario file")
     trace: str = Field(description="trace file or generator spec")
@@ -137,7 +134,7 @@ class Scenario(_Strict):
         return value
 
 
-class TableRow(_Strict):
+class TableRow(Settings):
     """A row of a paper table: which run it is (`select`: results column -> value) and the
     paper's four figures (saved resources, throughput degradation, processed, latency ms)."""
 
@@ -148,7 +145,7 @@ class TableRow(_Strict):
     )
 
 
-class PaperTable(_Strict):
+class PaperTable(Settings):
     """A table of a paper reproduced from one scenario's results (docs/reproduction/*.md)."""
 
     id: str = Field(min_length=1, description="the block id in the markdown file")
@@ -157,7 +154,7 @@ class PaperTable(_Strict):
     rows: list[TableRow] = Field(min_length=1, description="the rows")
 
 
-class BenchFile(_Strict):
+class BenchFile(Settings):
     data_dir: str | None = Field(None, description="where trace files are looked up by name")
     scenarios: list[Scenario] = Field(min_length=1, description="the scenarios")
     tables: list[PaperTable] = Field(default_factory=list, description="paper tables")

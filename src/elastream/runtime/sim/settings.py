@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, ValidationError, field_validator
 
 from elastream.base.settings import Settings, line_of, requirement
 
-QUEUE_MODELS = ("per_replica", "micro_batch")
-RECONFIGURATIONS = ("pool", "restart", "delayed")
+QueueModel = Literal["per_replica", "micro_batch"]
+Reconfiguration = Literal["pool", "restart", "delayed"]
+QUEUE_MODELS = get_args(QueueModel)
+RECONFIGURATIONS = get_args(Reconfiguration)
 
 
 class SimSettingsError(ValueError):
@@ -35,12 +37,12 @@ class SimSettings(Settings):
     step_s: Positive = Field(
         0.1, description="simulated time step, s; td is rounded to a whole number of steps"
     )
-    queue_model: Literal["per_replica", "micro_batch"] = Field(
+    queue_model: QueueModel = Field(
         "per_replica",
         description="per_replica: a queue per replica fed by the grouping (Storm, PSPS); "
         "micro_batch: one queue per operator drained in micro-batches (the Spark runtime)",
     )
-    reconfiguration: Literal["pool", "restart", "delayed"] = Field(
+    reconfiguration: Reconfiguration = Field(
         "pool",
         description="pool: instant activation (PSPS); restart: the topology stops for "
         "restart_downtime_s and loses its queues (Storm rebalance, DABS); delayed: a new "
