@@ -18,7 +18,7 @@ from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats, Snapshot
 from elastream.runtime.queues.sqlite import SqliteQueueStore
 from elastream.runtime.spark.feeder import Feeder
-from elastream.runtime.spark.session import spark_session
+from elastream.runtime.spark.session import spark_session, warm_python_workers
 from elastream.runtime.spark.source import SOURCE_NAME
 from elastream.workloads.trace import Trace
 
@@ -71,6 +71,7 @@ class SparkEngine:
         self._prepare_store()
         # local[n, 4]: up to 4 attempts per task, as on a cluster (plain local[n] never retries).
         self.spark = spark_session(self.config.spark.master or f"local[{self._slots()},4]")
+        warm_python_workers(self.spark, self._slots())
         for name in self.pipeline.topological_order:
             self._start_query(name)
         self._await_first_batches()
