@@ -17,6 +17,7 @@ from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
+from elastream.runtime.queues import SqliteQueueStore
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads import Trace
 
@@ -104,8 +105,6 @@ def test_killed_run_resumes_from_checkpoints_exactly_once(tmp_path):
     assert second.returncode == 0, output
 
     conn = sqlite3.connect(out / "queues.db")
-    from elastream.runtime.queues import SqliteQueueStore
-
     audit = SqliteQueueStore(out / "queues.db").audit()
     assert_conserved(audit, 1600)
     assert audit.timeout == audit.overflow == audit.failed == 0
@@ -113,4 +112,42 @@ def test_killed_run_resumes_from_checkpoints_exactly_once(tmp_path):
     sink_ids = conn.execute("SELECT COUNT(*), COUNT(DISTINCT id) FROM events WHERE q = 'out'")
     assert sink_ids.fetchone() == (800, 800)
     summary = json.loads((out / "summary.json").read_text())
+    assert summary["processed_ratio"] == 1.0
+
+
+def descendants(pid: int, marker: str) -> list[int]:
+    """Processes below `pid` whose command line contains `marker`."""
+    table = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True)
+    children: dict[int, list[tuple[int, str]]] = {}
+    for line in table.stdout.splitlines():
+        child, parent, args = line.split(None, 2)
+        children.setdefault(int(parent), []).append((int(child), args))
+    found, todo = [], [pid]
+    while todo:
+        for child, args in children.get(todo.pop(), []):
+            todo.append(child)
+            if marker in args:
+                found.append(child)
+    return found
+
+
+def test_a_query_whose_plan_time_helper_is_killed_restarts_and_loses_nothing(tmp_path):
+    out = tmp_path / "run"
+    run = run_cli(out)
+    deadline = time.time() + 180
+    while outcomes_so_far(out / "queues.db") < 150 and time.time() < deadline:
+        assert run.poll() is None, run.stdout.read()
+        time.sleep(1)
+    helpers = descendants(run.pid, "python_streaming_source_runner")
+    assert len(helpers) == 3, helpers  # one per operator query
+    os.kill(helpers[0], signal.SIGKILL)
+    output, _ = run.communicate(timeout=600)
+    assert run.returncode == 0, output
+    assert "restarting it from its checkpoint" in output
+
+    audit = SqliteQueueStore(out / "queues.db").audit()
+    assert_conserved(audit, 1600)
+    assert audit.filtered == 800
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["query_restarts"] >= 1
     assert summary["processed_ratio"] == 1.0

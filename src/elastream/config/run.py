@@ -30,6 +30,17 @@ class SparkSettings(Settings):
     trigger_s: float = Field(
         0.2, ge=0, description="processing-time trigger, s; bounds idle polling (0: none)"
     )
+    max_restarts: int = Field(
+        5,
+        ge=0,
+        description="restarts of a failed operator query in a row (no batch completed between "
+        "them) before the run stops with the query's error",
+    )
+    restart_backoff_s: float = Field(
+        1.0,
+        ge=0,
+        description="wait before restarting a failed query, s; doubles with each failure in a row",
+    )
 
 
 class RunConfig(Settings):

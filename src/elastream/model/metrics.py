@@ -149,6 +149,16 @@ RUN_METRICS: tuple[Metric, ...] = (
         "lower",
     ),
     Metric(
+        "query_restarts",
+        "Query restarts",
+        "restarts",
+        "restarts",
+        "failed operator queries restarted from their checkpoints (Spark runtime)",
+        "exact end-of-run count",
+        "lower",
+        digits=0,
+    ),
+    Metric(
         "replicas_mean",
         "Replicas (mean)",
         "replicas",
@@ -353,6 +363,7 @@ class RunTotals:
     failed: int = 0  # events whose operator function raised (isolated, kept in the error log)
     duplicates: int = 0  # events delivered twice to the same queue (must stay 0)
     dropped_restart: int = 0  # queued events lost by restart reconfigurations (simulator)
+    query_restarts: int = 0  # failed operator queries restarted from their checkpoints (Spark)
     # (latency ms, events) pairs of the sink events: SLA compliance at any SLO, for any engine
     latency_histogram_ms: tuple[tuple[float, int], ...] = ()
 
@@ -383,6 +394,7 @@ class Summary:
     events_dropped_overflow: int
     events_dropped_restart: int
     events_failed: int
+    query_restarts: int
     replicas_mean: float
     replicas_max: int
     r_over: int
@@ -455,6 +467,7 @@ def summarize(snapshots: Sequence[Snapshot], totals: RunTotals, r_over: int) -> 
         events_dropped_overflow=totals.dropped_overflow,
         events_dropped_restart=totals.dropped_restart,
         events_failed=totals.failed,
+        query_restarts=totals.query_restarts,
         replicas_mean=mean,
         replicas_max=max(sums),
         r_over=r_over,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,12 +31,26 @@ class RuntimeFailure(RuntimeError):
 
 
 @dataclass
+class Failing:
+    """A query that failed: how many times in a row, and its last batch before the failure."""
+
+    in_a_row: int
+    last_batch: int
+
+
+@dataclass
 class OperatorState:
     """What the driver remembers of one operator between intervals."""
 
     replicas: int
     et_s: float
     replica_et: list[float] = field(default_factory=list)
+
+
+def _last_batch(query: Any) -> int:
+    """The id of the query's latest reported micro-batch (-1 before the first)."""
+    progress = query.lastProgress
+    return int(progress["batchId"]) if progress else -1
 
 
 def admission_cap(replicas: int, et_s: float, batch_s: float) -> int:
@@ -65,6 +80,8 @@ class SparkEngine:
         self.queries: dict[str, Any] = {}
         self.run_ids: dict[str, set[str]] = {}
         self.ops: dict[str, OperatorState] = {}
+        self.restarts: dict[str, int] = {}  # per operator, over the run
+        self.failing: dict[str, Failing] = {}  # operators whose query failed and has not recovered
 
     # -- Engine protocol ---------------------------------------------------------------------
     def start(self) -> None:
@@ -135,6 +152,7 @@ class SparkEngine:
             latency_ms_mean=float(latencies.mean()) if latencies.size else None,
             latency_ms_p99=float(np.percentile(latencies, 99)) if latencies.size else None,
             duplicates=audit.duplicate_sink_roots,
+            query_restarts=sum(self.restarts.values()),
             latency_histogram_ms=latency_histogram(latencies),
         )
 
@@ -189,7 +207,7 @@ class SparkEngine:
         cap = admission_cap(st.replicas, st.et_s, self.config.spark.batch_s)
         self.store.set_control(name, st.replicas, cap, st.et_s, st.replica_et)
 
-    def _start_query(self, name: str) -> None:
+    def _start_query(self, name: str, new_run: bool = True) -> None:
         sc = self.spark.sparkContext
         sc.setLocalProperty("spark.scheduler.pool", name)
         reader = (
@@ -207,7 +225,9 @@ class SparkEngine:
             writer = writer.trigger(processingTime=f"{self.config.spark.trigger_s} seconds")
         query = writer.start()
         self.queries[name] = query
-        self.run_ids[name] = {str(query.runId)}
+        if new_run:
+            self.run_ids[name] = set()
+        self.run_ids[name].add(str(query.runId))
 
     def _await_first_batches(self, timeout_s: float = 120.0) -> None:
         """Wait until every query has planned and run its first (empty) micro-batch, so the
@@ -221,14 +241,46 @@ class SparkEngine:
         raise RuntimeFailure(f"the operator queries did not start within {timeout_s:.0f} s")
 
     def _check_health(self) -> None:
-        for name, query in self.queries.items():
+        for name, query in list(self.queries.items()):
             error = query.exception()
             if error is not None or not query.isActive:
-                raise RuntimeFailure(f"the query of operator {name!r} stopped: {error}")
-            self.run_ids[name].add(str(query.runId))
+                self._heal(name, error)
+            else:
+                self._note_recovery(name, query)
+            self.run_ids[name].add(str(self.queries[name].runId))
         feeder = getattr(self, "feeder", None)
         if feeder is not None and feeder.error is not None:
             raise RuntimeFailure(f"the source feeder failed: {self.feeder.error}")
+
+    def _heal(self, name: str, error: Any) -> None:
+        """Restart a failed query from its checkpoint (the store's bookkeeping keeps it
+        exactly-once), after a backoff that doubles with each failure in a row; a query that
+        fails `max_restarts` times in a row without completing a batch ends the run."""
+        spark = self.config.spark
+        query = self.queries[name]
+        failing = self.failing.get(name) or Failing(0, _last_batch(query))
+        if failing.in_a_row >= spark.max_restarts:
+            raise RuntimeFailure(
+                f"the query of operator {name!r} stopped {failing.in_a_row + 1} times in a row "
+                f"(restarts: {spark.max_restarts}): {error}"
+            )
+        first_line = str(error).strip().splitlines()[0] if error is not None else "not active"
+        print(
+            f"elastream: the query of operator {name!r} failed ({first_line}); restarting it "
+            f"from its checkpoint ({failing.in_a_row + 1}/{spark.max_restarts})",
+            file=sys.stderr,
+        )
+        query.stop()
+        time.sleep(spark.restart_backoff_s * 2**failing.in_a_row)
+        self._start_query(name, new_run=False)
+        self.failing[name] = Failing(failing.in_a_row + 1, failing.last_batch)
+        self.restarts[name] = self.restarts.get(name, 0) + 1
+
+    def _note_recovery(self, name: str, query: Any) -> None:
+        """A restarted query that has completed a batch since its failure is healthy again."""
+        failing = self.failing.get(name)
+        if failing is not None and _last_batch(query) > failing.last_batch:
+            del self.failing[name]
 
     def _operator_stats(
         self, name: str, t0: float, t1: float, tasks: dict[int, tuple[int, float]]
