@@ -15,6 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="continue a killed run from its queues and checkpoints in --out",
     )
+    parser.add_argument(
+        "--master", help="Spark master URL, e.g. spark://127.0.0.1:7077 (`elastream cluster up`)"
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -22,6 +25,9 @@ def handle(args: argparse.Namespace) -> int:
     from elastream.experiments.session import run_session
 
     pipeline, config = load_run_inputs(args, engine="spark")
+    if args.master:
+        spark = config.spark.model_copy(update={"master": args.master})
+        config = config.model_copy(update={"spark": spark})
     result, paths = run_session(
         pipeline, config, title=f"{pipeline.name} on Spark", quiet=args.quiet, resume=args.resume
     )

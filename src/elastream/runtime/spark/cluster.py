@@ -1,0 +1,184 @@
+"""A Spark standalone cluster on this machine, from the pip-installed PySpark: a master and N
+workers started with `spark-class`, their process ids kept in a state file so that `down` stops
+exactly what `up` started."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pyspark
+
+MASTER_CLASS = "org.apache.spark.deploy.master.Master"
+WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+HOST = "127.0.0.1"
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be started, found or stopped; the message says which part."""
+
+
+@dataclass(frozen=True)
+class Process:
+    """One process the launcher started: its role, id, the class it runs and its log."""
+
+    role: str  # "master" or "worker-<k>"
+    pid: int
+    java_class: str
+    log: str
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """What `up` started, as written to the state file."""
+
+    master_url: str
+    webui_url: str
+    workers: int
+    cores: int
+    memory: str
+    processes: tuple[Process, ...]
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, path: Path) -> ClusterState:
+        if not path.exists():
+            raise ClusterError(f"no cluster state at {path}: nothing was started with it")
+        data = json.loads(path.read_text())
+        processes = tuple(Process(**p) for p in data.pop("processes"))
+        return cls(processes=processes, **data)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def spark_class() -> Path:
+    """The `spark-class` launcher inside the installed pyspark package."""
+    path = Path(pyspark.__file__).parent / "bin" / "spark-class"
+    if not path.exists():
+        raise ClusterError(f"spark-class not found at {path}: is pyspark installed with its jars?")
+    return path
+
+
+def _launch(args: list[str], log: Path, work_dir: Path) -> int:
+    env = dict(os.environ, SPARK_LOCAL_IP=HOST, SPARK_HOME=str(spark_class().parents[1]))
+    env.setdefault("SPARK_WORKER_DIR", str(work_dir))
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            ["bash", str(spark_class()), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # a Ctrl-C in the terminal that ran `up` leaves it running
+        )
+    return proc.pid
+
+
+def up(
+    workers: int, cores: int, memory: str, state_path: Path, timeout_s: float = 180.0
+) -> ClusterState:
+    """Start a master and `workers` workers, wait until all are registered, save the state."""
+    if workers < 1 or cores < 1:
+        raise ClusterError(f"--workers and --cores must be >= 1, got {workers} and {cores}")
+    if state_path.exists() and _alive(ClusterState.load(state_path)):
+        raise ClusterError(f"a cluster from {state_path} is still running: `cluster down` first")
+    logs = state_path.parent / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    port, webui = free_port(), free_port()
+    master_log = logs / "master.log"
+    started = [
+        Process(
+            "master",
+            _launch(
+                [MASTER_CLASS, "--host", HOST, "--port", str(port), "--webui-port", str(webui)],
+                master_log,
+                logs,
+            ),
+            MASTER_CLASS,
+            str(master_log),
+        )
+    ]
+    url = f"spark://{HOST}:{port}"
+    webui_url = f"http://{HOST}:{webui}"
+    for k in range(workers):
+        log = logs / f"worker-{k}.log"
+        args = [WORKER_CLASS, url, "--host", HOST, "--cores", str(cores), "--memory", memory]
+        args += ["--webui-port", str(free_port()), "--work-dir", str(logs / f"work-{k}")]
+        started.append(Process(f"worker-{k}", _launch(args, log, logs), WORKER_CLASS, str(log)))
+    state = ClusterState(url, webui_url, workers, cores, memory, tuple(started))
+    state.save(state_path)  # saved before waiting: `down` can stop a cluster that never came up
+    wait_for_workers(state, timeout_s)
+    return state
+
+
+def wait_for_workers(state: ClusterState, timeout_s: float) -> None:
+    """Poll the master's JSON status until every worker is ALIVE."""
+    deadline = time.monotonic() + timeout_s
+    alive = 0
+    while time.monotonic() < deadline:
+        dead = [p.role for p in state.processes if not running(p)]
+        if dead:
+            raise ClusterError(f"cluster process(es) exited at start: {', '.join(dead)} (see logs)")
+        alive = _alive_workers(state.webui_url)
+        if alive >= state.workers:
+            return
+        time.sleep(0.5)
+    raise ClusterError(
+        f"{alive} of {state.workers} workers registered with {state.master_url} within "
+        f"{timeout_s:.0f} s (logs: {Path(state.processes[0].log).parent})"
+    )
+
+
+def _alive_workers(webui_url: str) -> int:
+    try:
+        with urllib.request.urlopen(f"{webui_url}/json/", timeout=2) as response:
+            status = json.load(response)
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return 0  # the master's web UI is not up yet
+    return sum(1 for w in status.get("workers", []) if w.get("state") == "ALIVE")
+
+
+def running(process: Process) -> bool:
+    """True if `process.pid` is alive and still the Spark process we started (not a reused id)."""
+    try:
+        cmdline = Path(f"/proc/{process.pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return False
+    return process.java_class.encode() in cmdline
+
+
+def _alive(state: ClusterState) -> bool:
+    return any(running(p) for p in state.processes)
+
+
+def down(state_path: Path, timeout_s: float = 30.0) -> list[str]:
+    """Stop the processes `up` started (workers first), then delete the state file. Returns the
+    roles stopped; processes already gone are skipped."""
+    state = ClusterState.load(state_path)
+    stopped = []
+    for process in reversed(state.processes):
+        if running(process):
+            os.killpg(process.pid, signal.SIGTERM)
+            stopped.append(process.role)
+    deadline = time.monotonic() + timeout_s
+    while any(running(p) for p in state.processes) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for process in state.processes:
+        if running(process):
+            os.killpg(process.pid, signal.SIGKILL)
+    state_path.unlink()
+    return stopped

@@ -1,0 +1,39 @@
+"""Adding and removing executors of a running Spark application (standalone cluster, dynamic
+allocation off): the small interface host leasing uses to turn leases into executors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+
+class Executors:
+    """The executors of `spark`'s application, through the SparkContext's JVM side."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._jvm = spark.sparkContext._jvm
+        self._sc = spark.sparkContext._jsc.sc()
+
+    def ids(self) -> list[str]:
+        """The live executors' ids (the driver is not an executor)."""
+        text = self._sc.getExecutorIds().mkString(",")
+        return [i for i in text.split(",") if i]
+
+    def set_total(self, n: int) -> bool:
+        """Ask the cluster manager for `n` executors in all (it starts or stops the difference).
+        Standalone starts with no target, so the absolute target must come first (spark-notes)."""
+        if n < 0:
+            raise ValueError(f"executor target must be >= 0, got {n}")
+        return bool(self._sc.requestTotalExecutors(n, 0, self._empty_map()))
+
+    def remove(self, ids: list[str]) -> list[str]:
+        """Stop the executors `ids` without a replacement; returns those the manager accepted."""
+        unknown = sorted(set(ids) - set(self.ids()))
+        if unknown:
+            raise ValueError(f"no live executor(s) {', '.join(unknown)} (live: {self.ids()})")
+        seq = self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(ids).toSeq()
+        return [str(i) for i in self._sc.killExecutors(seq).mkString(",").split(",") if i]
+
+    def _empty_map(self) -> Any:
+        return self._jvm.scala.collection.immutable.Map.empty()
