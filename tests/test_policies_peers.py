@@ -11,7 +11,10 @@ from elastream.control.policies.ds2 import Ds2Config, FlowState, propagate, upda
 from elastream.control.policies.ds2 import decide as ds2_decide
 from elastream.control.policies.lagaware import Holt, LagAwareConfig, LagAwareState
 from elastream.control.policies.lagaware import decide as lagaware_decide
+from elastream.control.policies.proactive import ProactiveConfig, ProactiveState
+from elastream.control.policies.proactive import decide as proactive_decide
 from elastream.control.policy import PolicyConfigError
+from elastream.modeling.forecasting import Series, forecast
 
 
 def chain(queue_a=0, queue_b=0, busy_a=8.0, busy_b=20.0, et_a=None):
@@ -224,3 +227,51 @@ def test_lagaware_rejects_bad_options():
         Controller.build("lagaware", {"alpha": 0})
     with pytest.raises(PolicyConfigError, match="drain_s"):
         Controller.build("lagaware", {"drain_s": -1})
+
+
+# ---------------------------------------------------------------- proactive
+
+
+def run_proactive(rates, config):
+    state, decision = ProactiveState(), None
+    for k, rate in enumerate(rates):
+        decision, state = proactive_decide(one_op(rate, 10.0 * (k + 1)), state, config)
+    return decision
+
+
+def test_holt_forecaster_by_hand():
+    fit = forecast(Series([100.0, 200.0, 150.0]), "holt", 2, {"alpha": 0.6, "beta": 0.3})
+    # start ℓ = 100, b = 100. x = 200: error 200 - 200 = 0; ℓ = 0.6·200 + 0.4·200 = 200,
+    # b = 0.3·100 + 0.7·100 = 100. x = 150: error 150 - 300 = -150; ℓ = 90 + 0.4·300 = 210,
+    # b = 0.3·10 + 0.7·100 = 73. Point: 283, 356. σ = std(0, -150) = 106.07;
+    # spread: σ·1 and σ·√(1 + (0.6·1.3)²) = σ·1.26823; z(0.95) = 1.64485.
+    assert fit.point == pytest.approx([283.0, 356.0])
+    assert fit.upper - fit.point == pytest.approx([174.47, 221.26], abs=0.01)
+    steady = forecast(Series([5.0, 7.0, 9.0, 11.0]), "holt", 3)
+    assert steady.point == pytest.approx([13.0, 15.0, 17.0])  # a line is continued exactly
+    assert steady.upper == pytest.approx(steady.point)  # no error seen: no spread
+
+
+def test_proactive_plans_the_forecast_peak_of_the_lead_before_it_arrives():
+    config = ProactiveConfig(min_history=3, lead_s=20, bound="point")
+    # src rises 100, 120, 140/s; A: ρ = 100/s. Holt (0.6, 0.3) from ℓ = 100, b = 20 follows the
+    # line exactly: ℓ = 140, b = 20; the lead of 2 intervals peaks at 180/s -> ⌈1.8⌉ = 2
+    decision = run_proactive([1000, 1200, 1400], config)
+    assert decision.reason("A").startswith("D=180.0/s")
+    assert decision.as_dict() == {"A": 2}
+    # ds2 (and psps) size for the 140/s just seen: also 2 replicas, but from D = 140
+    ds2, _ = ds2_decide(one_op(1400, 30.0), FlowState(), Ds2Config())
+    assert ds2.reason("A").startswith("D=140.0/s")
+
+
+def test_proactive_uses_the_observed_rate_until_it_has_history_and_never_plans_below_it():
+    config = ProactiveConfig(min_history=3)
+    assert run_proactive([1000, 3000], config).reason("A").startswith("D=300.0/s")
+    # falling: the forecast (below 50/s) never plans below the observed 50/s
+    decision = run_proactive([3000, 2000, 1000, 500], config)
+    assert decision.reason("A").startswith("D=50.0/s")
+
+
+def test_proactive_names_a_bad_forecaster():
+    with pytest.raises(PolicyConfigError, match="unknown forecast model 'nope'"):
+        Controller.build("proactive", {"forecaster": "nope"})

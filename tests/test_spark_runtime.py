@@ -88,13 +88,19 @@ def outcomes_so_far(db: Path) -> int:
             return 0
 
 
+def wait_for_outcomes(run: subprocess.Popen, db: Path, n: int, timeout_s: float = 300) -> None:
+    """Until the run's last operator has recorded `n` outcomes (Spark's start-up included)."""
+    deadline = time.time() + timeout_s
+    while outcomes_so_far(db) < n:
+        assert run.poll() is None, run.stdout.read()
+        assert time.time() < deadline, f"fewer than {n} outcomes after {timeout_s:.0f} s"
+        time.sleep(1)
+
+
 def test_killed_run_resumes_from_checkpoints_exactly_once(tmp_path):
     out = tmp_path / "run"
     first = run_cli(out)
-    deadline = time.time() + 180
-    while outcomes_so_far(out / "queues.db") < 150 and time.time() < deadline:
-        assert first.poll() is None, first.stdout.read()
-        time.sleep(1)
+    wait_for_outcomes(first, out / "queues.db", 150)
     os.killpg(first.pid, signal.SIGKILL)  # the driver, its JVM and Python workers at once
     first.wait(timeout=30)
     killed_at = outcomes_so_far(out / "queues.db")
@@ -134,10 +140,7 @@ def descendants(pid: int, marker: str) -> list[int]:
 def test_a_query_whose_plan_time_helper_is_killed_restarts_and_loses_nothing(tmp_path):
     out = tmp_path / "run"
     run = run_cli(out)
-    deadline = time.time() + 180
-    while outcomes_so_far(out / "queues.db") < 150 and time.time() < deadline:
-        assert run.poll() is None, run.stdout.read()
-        time.sleep(1)
+    wait_for_outcomes(run, out / "queues.db", 150)
     helpers = descendants(run.pid, "python_streaming_source_runner")
     assert len(helpers) == 3, helpers  # one per operator query
     os.kill(helpers[0], signal.SIGKILL)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from elastream.control.policy import ceil_eps
+from elastream.control.policy import Decision, ceil_eps
 from elastream.model.snapshot import OperatorStats, Snapshot
 
 Edge = tuple[str, str]
@@ -94,3 +94,23 @@ def catch_up(snapshot: Snapshot, horizon_s: float | None) -> dict[str, float]:
     if horizon_s is None:
         return {}
     return {o.name: o.queue / horizon_s for o in snapshot.operators}
+
+
+def size_operators(
+    snapshot: Snapshot,
+    flow: FlowState,
+    planned: Mapping[str, float],
+    drain_s: float,
+    utilization: float,
+    et_default_s: float,
+) -> Decision:
+    """r_i = ⌈D_i / (ρ_i·u)⌉ with D_i the planned source rates propagated downstream plus every
+    queue drained within `drain_s` (lagaware and proactive size operators this way)."""
+    demand = propagate(snapshot, flow, planned, catch_up(snapshot, drain_s))
+    targets: dict[str, int] = {}
+    reasons: dict[str, str] = {}
+    for o in snapshot.operators:
+        rho = true_rate(flow, o.name, et_default_s)
+        targets[o.name] = replicas_for(demand[o.name], rho, utilization)
+        reasons[o.name] = f"D={demand[o.name]:.1f}/s q={o.queue} ρ={rho:.1f}/s"
+    return Decision.of(targets, reasons)

@@ -10,6 +10,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal, Protocol
 
 import numpy as np
@@ -90,6 +91,13 @@ class SeasonalParams(Params):
     initialization: Literal["heuristic", "estimated"] = Field(
         "heuristic", description="initial seasonal states: heuristic (fast) or estimated (slow)"
     )
+
+
+class HoltParams(Params):
+    """Holt's linear trend with fixed smoothing: no fitting, cheap enough for a control loop."""
+
+    alpha: float = Field(0.6, gt=0, le=1, description="level smoothing α")
+    beta: float = Field(0.3, gt=0, le=1, description="trend smoothing β")
 
 
 class ProfileParams(Params):
@@ -192,6 +200,42 @@ def _fit_seasonal(history: Series, params: SeasonalParams) -> _SeasonalFit:
 
 
 @dataclass(frozen=True)
+class _HoltFit:
+    history: Series
+    params: HoltParams
+    level: float
+    trend: float
+    sigma: float  # standard deviation of the one-step-ahead errors
+
+    def forecast(self, horizon: int) -> Forecast:
+        start, h = _times(self.history, horizon)
+        a, b = self.params.alpha, self.params.beta
+        steps = np.arange(1, h + 1, dtype=float)
+        point = self.level + steps * self.trend
+        # ETS(A,A,N): Var(e_{t+k}) = σ²·(1 + Σ_{j<k} (α(1 + jβ))²)  (Hyndman et al. 2008, 6.3)
+        terms = (a * (1.0 + np.arange(1, h, dtype=float) * b)) ** 2
+        spread = self.sigma * np.sqrt(1.0 + np.concatenate(([0.0], np.cumsum(terms))))
+        z = NormalDist().inv_cdf(0.5 + self.params.level / 2.0)
+        point, lower, upper = _rates(point, point - z * spread, point + z * spread)
+        return Forecast(point, lower, upper, self.params.level, self.history.step_s, start)
+
+
+def _fit_holt(history: Series, params: HoltParams) -> _HoltFit:
+    """Run the smoother over the history: ℓ_t = αx_t + (1-α)(ℓ_{t-1} + b_{t-1}),
+    b_t = β(ℓ_t - ℓ_{t-1}) + (1-β)b_{t-1}, started at ℓ = x_0, b = x_1 - x_0."""
+    x = history.values
+    level, trend = float(x[0]), float(x[1] - x[0])
+    errors = []
+    for value in x[1:]:
+        errors.append(value - (level + trend))
+        previous = level
+        level = params.alpha * value + (1 - params.alpha) * (level + trend)
+        trend = params.beta * (level - previous) + (1 - params.beta) * trend
+    sigma = float(np.std(errors, ddof=1)) if len(errors) > 1 else abs(errors[0])
+    return _HoltFit(history, params, level, trend, sigma)
+
+
+@dataclass(frozen=True)
 class _ProfileFit:
     history: Series
     params: ProfileParams
@@ -283,6 +327,14 @@ FORECASTERS: dict[str, ForecasterSpec] = {
             "Caladrius' simple model: median (or mean) of a window, interval from its quantiles",
             SummaryParams,
             lambda h, p: _SummaryFit(h, p),  # type: ignore[arg-type]
+            _always,
+        ),
+        ForecasterSpec(
+            "holt",
+            "Holt's linear trend with fixed α, β (no fitting: fast enough for a control loop); "
+            "ETS(A,A,N) interval from the one-step errors",
+            HoltParams,
+            _fit_holt,  # type: ignore[arg-type]
             _always,
         ),
         ForecasterSpec(

@@ -46,15 +46,7 @@ from dataclasses import dataclass, field
 from pydantic import Field
 
 from elastream.base.settings import Settings
-from elastream.control.flow import (
-    FlowState,
-    catch_up,
-    propagate,
-    replicas_for,
-    source_rates,
-    true_rate,
-    update_flow,
-)
+from elastream.control.flow import FlowState, size_operators, source_rates, update_flow
 from elastream.control.policy import POLICIES, Decision, Policy
 from elastream.model.pipeline import DEFAULT_ET_S
 from elastream.model.snapshot import Snapshot
@@ -117,14 +109,10 @@ def decide(
     flow = update_flow(snapshot, state.flow)
     planned, holt = plan_sources(snapshot, dict(state.holt), config)
     horizon = config.drain_s if config.drain_s is not None else snapshot.td / 2
-    demand = propagate(snapshot, flow, planned, catch_up(snapshot, horizon))
-    targets: dict[str, int] = {}
-    reasons: dict[str, str] = {}
-    for o in snapshot.operators:
-        rho = true_rate(flow, o.name, config.et_default_s)
-        targets[o.name] = replicas_for(demand[o.name], rho, config.target_utilization)
-        reasons[o.name] = f"D={demand[o.name]:.1f}/s q={o.queue} ρ={rho:.1f}/s"
-    return Decision.of(targets, reasons), LagAwareState(flow, tuple(holt.items()))
+    decision = size_operators(
+        snapshot, flow, planned, horizon, config.target_utilization, config.et_default_s
+    )
+    return decision, LagAwareState(flow, tuple(holt.items()))
 
 
 POLICY = POLICIES.register(
