@@ -104,7 +104,12 @@ def start_swarm(snapshot: Snapshot, config: DecentralizedConfig) -> Swarm:
         Pool(o.name, max(o.min_replicas, o.replicas), o.min_replicas, o.max_replicas)
         for o in snapshot.operators
     ]
-    return Swarm(pools, make_transport(), config.agent_config())
+    transport = make_transport()
+    try:
+        return Swarm(pools, transport, config.agent_config())
+    except Exception:  # not started: release its connections and thread, then report
+        transport.close()
+        raise
 
 
 def decide(
