@@ -32,3 +32,8 @@ class Controller:
 
     def decide(self, snapshot: Snapshot, state: GuardedState) -> tuple[Decision, GuardedState]:
         return guarded_decide(self.policy, snapshot, state, self.policy_config, self.guards)
+
+    def release(self, state: GuardedState) -> None:
+        """Free what the policy's state holds (e.g. the decentralized agents' transport)."""
+        if self.policy.release is not None:
+            self.policy.release(state.policy)

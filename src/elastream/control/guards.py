@@ -101,7 +101,7 @@ def apply_guards(
             last_up[stats.name] = snapshot.t
         targets[stats.name] = target
     new_state = GuardState(tuple(histories.items()), tuple(last_up.items()))
-    return Decision(tuple(targets.items()), raw.reasons), new_state
+    return Decision(tuple(targets.items()), raw.reasons, raw.messages), new_state
 
 
 def guarded_decide(

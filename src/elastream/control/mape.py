@@ -76,7 +76,10 @@ def run_mape(
                 observe(snapshot, decision)
         totals = engine.totals()
     finally:
-        engine.stop()
-    return RunResult(
-        snapshots, decisions, totals, summarize(snapshots, totals, engine.pipeline.r_over)
-    )
+        try:
+            controller.release(state)
+        finally:
+            engine.stop()
+    messages = sum(d.messages for d in decisions)
+    summary = summarize(snapshots, totals, engine.pipeline.r_over, messages=messages)
+    return RunResult(snapshots, decisions, totals, summary)

@@ -12,6 +12,7 @@ from typing import Any
 from elastream.base.registry import Registry
 from elastream.config import RunConfig
 from elastream.control.mape import Engine, Observer, RunResult, run_mape
+from elastream.control.policies import POLICIES
 from elastream.experiments.history import HistoryRecorder
 from elastream.model.pipeline import Pipeline
 from elastream.report import LiveTable, write_outputs
@@ -21,6 +22,7 @@ from elastream.workloads.generators import constant
 from elastream.workloads.scaling import apply_scaling
 
 DEFAULT_DURATION_S = 60.0
+DEFAULT_MESSAGE_TRANSPORT = "memory"  # for an engine that declares no `message_transport`
 
 EngineFactory = Callable[[Pipeline, RunConfig, Trace, "SimSettings | None", bool], Engine]
 
@@ -102,7 +104,21 @@ def build_engine(
 def run_engine(engine: Engine, config: RunConfig, observers: Sequence[Observer] = ()) -> RunResult:
     """The MAPE loop of this run's guarded policy over `engine` (kept by the caller, e.g. to
     calibrate the simulator from a Spark run afterwards)."""
-    return run_mape(engine, config.controller(), dry_run=config.dry_run, observers=observers)
+    controller = with_message_transport(config, engine).controller()
+    return run_mape(engine, controller, dry_run=config.dry_run, observers=observers)
+
+
+def with_message_transport(config: RunConfig, engine: Engine) -> RunConfig:
+    """A policy with a `transport` option (decentralized) gets the engine's message transport
+    (`message_transport`: TCP in the Spark driver, in memory in the simulator) unless the run
+    names one. This is how the I/O transport is injected: the pure policy only knows a name."""
+    if "transport" not in POLICIES.get(config.policy).config_type.model_fields:
+        return config
+    if "transport" in config.policy_options:
+        return config
+    transport = getattr(engine, "message_transport", DEFAULT_MESSAGE_TRANSPORT)
+    options = {**config.policy_options, "transport": transport}
+    return config.model_copy(update={"policy_options": options})
 
 
 def simulate(

@@ -203,6 +203,17 @@ RUN_METRICS: tuple[Metric, ...] = (
         "lower",
     ),
     Metric(
+        "messages",
+        "Messages",
+        "messages",
+        "messages",
+        "control messages the scaling agents sent (decentralized policy, Belkhiria-Tedeschi "
+        "Section 5.4); 0 for a central policy",
+        "sum over intervals",
+        "lower",
+        digits=0,
+    ),
+    Metric(
         "intervals",
         "Intervals",
         "intervals",
@@ -401,6 +412,7 @@ class Summary:
     reconfigurations: int
     replica_seconds: float
     intervals: int
+    messages: int = 0
 
     def as_dict(self) -> dict[str, float | int | None]:
         return asdict(self)
@@ -447,8 +459,11 @@ def reconfigurations(snapshots: Sequence[Snapshot]) -> int:
     return changes
 
 
-def summarize(snapshots: Sequence[Snapshot], totals: RunTotals, r_over: int) -> Summary:
-    """Saved resources = 1 - mean(Σ r_i) / r_over; processed ratio = completed / events in."""
+def summarize(
+    snapshots: Sequence[Snapshot], totals: RunTotals, r_over: int, *, messages: int = 0
+) -> Summary:
+    """Saved resources = 1 - mean(Σ r_i) / r_over; processed ratio = completed / events in;
+    `messages`: what the policy's agents sent over the run (0 for a central policy)."""
     if r_over < 1:
         raise ValueError(f"r_over must be >= 1, got {r_over}")
     sums = [total_replicas(s) for s in snapshots] or [0]
@@ -474,4 +489,5 @@ def summarize(snapshots: Sequence[Snapshot], totals: RunTotals, r_over: int) -> 
         reconfigurations=reconfigurations(snapshots),
         replica_seconds=sum(total_replicas(s) * s.td for s in snapshots),
         intervals=len(snapshots),
+        messages=messages,
     )

@@ -79,4 +79,5 @@ def metrics_row(
         "events_dropped_overflow": s.events_dropped_overflow,
         "events_dropped_restart": s.events_dropped_restart,
         "intervals": s.intervals,
+        "messages": s.messages,
     }

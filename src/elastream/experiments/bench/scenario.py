@@ -41,6 +41,7 @@ from pydantic import (
 
 from elastream.base.settings import Settings, SettingsError, line_of, load_yaml
 from elastream.config import RunConfig
+from elastream.model.metrics import METRICS
 from elastream.model.pipeline import Grouping
 
 
@@ -152,6 +153,20 @@ class PaperTable(Settings):
     title: str = Field(description="the table's title")
     scenario: str = Field(description="the scenario whose results fill it")
     rows: list[TableRow] = Field(min_length=1, description="the rows")
+    extra_columns: list[str] = Field(
+        default_factory=list,
+        description="more metrics after the usual columns, e.g. [messages] (model/metrics.py)",
+    )
+
+    @field_validator("extra_columns")
+    @classmethod
+    def _known_metrics(cls, names: list[str]) -> list[str]:
+        unknown = [n for n in names if n not in METRICS]
+        if unknown:
+            raise ValueError(
+                f"unknown metric(s) {', '.join(unknown)} (known: {', '.join(sorted(METRICS))})"
+            )
+        return names
 
 
 class BenchFile(Settings):

@@ -81,7 +81,7 @@ def render_table(table: PaperTable, results: pd.DataFrame) -> str:
         for i, row in enumerate(table.rows)
     ]
     if not any(row.paper for row in table.rows):
-        columns = (*METRICS, *EXTRA)
+        columns = (*METRICS, *EXTRA, *(_column(n, short=True) for n in table.extra_columns))
         head = ["", *(name for _, name, _ in columns)]
         body = [
             [row.label, *(_fmt(run[c], digits) for c, _, digits in columns)]

@@ -41,6 +41,9 @@ def source_emissions(
 class SimEngine:
     """Simulated time in steps of Δ = td / round(td / step_s); one collect() runs one interval."""
 
+    # the decentralized policy's agents are simulated too: deterministic, in memory
+    message_transport = "memory"
+
     def __init__(
         self,
         pipeline: Pipeline,

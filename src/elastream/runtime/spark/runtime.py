@@ -13,6 +13,7 @@ import numpy as np
 
 from elastream.config import RunConfig
 from elastream.control.policy import Decision
+from elastream.decentral import tcp_transport
 from elastream.model.events import OutcomeKind
 from elastream.model.metrics import RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
@@ -60,6 +61,9 @@ def admission_cap(replicas: int, et_s: float, batch_s: float) -> int:
 
 class SparkEngine:
     """Implements the Engine protocol on a real (local or standalone) Spark cluster."""
+
+    # the decentralized policy's agents live in the driver and talk over TCP (docs/decentralized.md)
+    message_transport = tcp_transport.NAME
 
     def __init__(
         self,
