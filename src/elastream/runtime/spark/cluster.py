@@ -74,7 +74,7 @@ def spark_class() -> Path:
     return path
 
 
-def _launch(args: list[str], log: Path, work_dir: Path) -> int:
+def _launch(args: list[str], log: Path, work_dir: Path) -> subprocess.Popen:
     env = dict(os.environ, SPARK_LOCAL_IP=HOST, SPARK_HOME=str(spark_class().parents[1]))
     env.setdefault("SPARK_WORKER_DIR", str(work_dir))
     with log.open("ab") as out:
@@ -85,7 +85,7 @@ def _launch(args: list[str], log: Path, work_dir: Path) -> int:
             env=env,
             start_new_session=True,  # a Ctrl-C in the terminal that ran `up` leaves it running
         )
-    return proc.pid
+    return proc
 
 
 def up(
@@ -99,38 +99,39 @@ def up(
     logs = state_path.parent / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     port, webui = free_port(), free_port()
-    master_log = logs / "master.log"
-    started = [
-        Process(
-            "master",
-            _launch(
-                [MASTER_CLASS, "--host", HOST, "--port", str(port), "--webui-port", str(webui)],
-                master_log,
-                logs,
-            ),
-            MASTER_CLASS,
-            str(master_log),
-        )
-    ]
-    url = f"spark://{HOST}:{port}"
-    webui_url = f"http://{HOST}:{webui}"
-    for k in range(workers):
-        log = logs / f"worker-{k}.log"
-        args = [WORKER_CLASS, url, "--host", HOST, "--cores", str(cores), "--memory", memory]
-        args += ["--webui-port", str(free_port()), "--work-dir", str(logs / f"work-{k}")]
-        started.append(Process(f"worker-{k}", _launch(args, log, logs), WORKER_CLASS, str(log)))
-    state = ClusterState(url, webui_url, workers, cores, memory, tuple(started))
+    url, webui_url = f"spark://{HOST}:{port}", f"http://{HOST}:{webui}"
+    roles = ["master"] + [f"worker-{k}" for k in range(workers)]
+    commands = [[MASTER_CLASS, "--host", HOST, "--port", str(port), "--webui-port", str(webui)]]
+    commands += [_worker_command(url, cores, memory, logs) for _ in range(workers)]
+    started: dict[str, subprocess.Popen] = {}
+    processes = []
+    for role, command in zip(roles, commands, strict=True):
+        log = logs / f"{role}.log"
+        started[role] = _launch(command, log, logs)
+        processes.append(Process(role, started[role].pid, command[0], str(log)))
+    state = ClusterState(url, webui_url, workers, cores, memory, tuple(processes))
     state.save(state_path)  # saved before waiting: `down` can stop a cluster that never came up
-    wait_for_workers(state, timeout_s)
+    try:
+        wait_for_workers(state, started, timeout_s)
+    except ClusterError:
+        down(state_path)  # nothing of a failed start is left running
+        raise
     return state
 
 
-def wait_for_workers(state: ClusterState, timeout_s: float) -> None:
-    """Poll the master's JSON status until every worker is ALIVE."""
+def _worker_command(master_url: str, cores: int, memory: str, work_dir: Path) -> list[str]:
+    sizes = ["--cores", str(cores), "--memory", memory, "--webui-port", str(free_port())]
+    return [WORKER_CLASS, master_url, "--host", HOST, *sizes, "--work-dir", str(work_dir)]
+
+
+def wait_for_workers(
+    state: ClusterState, started: dict[str, subprocess.Popen], timeout_s: float
+) -> None:
+    """Poll the master's JSON status until every worker is ALIVE; fail if a process exits."""
     deadline = time.monotonic() + timeout_s
     alive = 0
     while time.monotonic() < deadline:
-        dead = [p.role for p in state.processes if not running(p)]
+        dead = [role for role, proc in started.items() if proc.poll() is not None]
         if dead:
             raise ClusterError(f"cluster process(es) exited at start: {', '.join(dead)} (see logs)")
         alive = _alive_workers(state.webui_url)
@@ -153,12 +154,16 @@ def _alive_workers(webui_url: str) -> int:
 
 
 def running(process: Process) -> bool:
-    """True if `process.pid` is alive and still the Spark process we started (not a reused id)."""
+    """True if `process.pid` is alive and still the Spark process we started (not a reused id).
+    A process caught inside exec() shows an empty command line for a moment: still ours."""
     try:
         cmdline = Path(f"/proc/{process.pid}/cmdline").read_bytes()
+        status = Path(f"/proc/{process.pid}/stat").read_text()
     except FileNotFoundError:
         return False
-    return process.java_class.encode() in cmdline
+    if status.split(") ", 1)[-1].startswith("Z"):
+        return False  # exited, not yet reaped
+    return not cmdline or process.java_class.encode() in cmdline
 
 
 def _alive(state: ClusterState) -> bool:

@@ -27,13 +27,16 @@ class Executors:
             raise ValueError(f"executor target must be >= 0, got {n}")
         return bool(self._sc.requestTotalExecutors(n, 0, self._empty_map()))
 
-    def remove(self, ids: list[str]) -> list[str]:
-        """Stop the executors `ids` without a replacement; returns those the manager accepted."""
+    def remove(self, ids: list[str]) -> bool:
+        """Stop the executors `ids` without a replacement; True if the cluster manager accepted
+        the request (the executors leave shortly after)."""
         unknown = sorted(set(ids) - set(self.ids()))
         if unknown:
             raise ValueError(f"no live executor(s) {', '.join(unknown)} (live: {self.ids()})")
         seq = self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(ids).toSeq()
-        return [str(i) for i in self._sc.killExecutors(seq).mkString(",").split(",") if i]
+        return bool(self._sc.killExecutors(seq))
 
     def _empty_map(self) -> Any:
-        return self._jvm.scala.collection.immutable.Map.empty()
+        """Scala's `Map.empty` (its companion object is `Map$.MODULE$` from the JVM side)."""
+        companion = getattr(self._jvm.scala.collection.immutable, "Map$")
+        return getattr(companion, "MODULE$").empty()
