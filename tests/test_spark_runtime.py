@@ -123,7 +123,8 @@ def test_killed_run_resumes_from_checkpoints_exactly_once(tmp_path):
 
 def descendants(pid: int, marker: str) -> list[int]:
     """Processes below `pid` whose command line contains `marker`."""
-    table = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True)
+    # -ww: full command lines (ps cuts them at the terminal's width, or 80 columns without one)
+    table = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True)
     children: dict[int, list[tuple[int, str]]] = {}
     for line in table.stdout.splitlines():
         child, parent, args = line.split(None, 2)
