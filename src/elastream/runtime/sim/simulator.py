@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 
@@ -38,6 +39,14 @@ def source_emissions(
     return np.diff(per_source, axis=1)
 
 
+def rate_changes(trace: Trace) -> list[float]:
+    """The times (s) at which the trace's rate changes, ending with +inf: the ends of its
+    constant stretches (fast-forward never skips across one)."""
+    rates = trace.rates
+    changes = np.flatnonzero(rates[1:] != rates[:-1]) + 1
+    return [*(changes * trace.step_s).tolist(), trace.duration_s, math.inf]
+
+
 class SimEngine:
     """Simulated time in steps of Δ = td / round(td / step_s); one collect() runs one interval."""
 
@@ -61,6 +70,9 @@ class SimEngine:
         total_rate = sum(src.rate for src in pipeline.sources)
         shares = [src.rate / total_rate for src in pipeline.sources]
         self.emissions = source_emissions(trace, self.load_steps, self.step_s, shares).tolist()
+        self.rate_change_s = rate_changes(trace)
+        per_replica = settings.queue_model == "per_replica"
+        self.can_skip = settings.fast_forward and per_replica and not settings.et_noise
         self.started = False
 
     # ------------------------------------------------------------------ Engine protocol
@@ -74,6 +86,7 @@ class SimEngine:
         self.down_until = 0
         self.pending: dict[str, int] = {}
         self.last_counts = Counts()
+        self.interval_counts = Counts()  # the counts when the last interval began
         self.interval_sources = [0] * len(self.pipeline.sources)
         self.ops = self._build_operators()
         self.order = [self.ops[name] for name in self.pipeline.topological_order]
@@ -137,6 +150,63 @@ class SimEngine:
 
     def stop(self) -> None:
         """Nothing to release: the simulator owns no process, file or thread."""
+
+    # ------------------------------------------------------------------ fast-forward
+    def steady_intervals(self) -> int:
+        """How many coming intervals can be skipped as a steady stretch: the last interval had
+        a constant input rate, nothing waited or was dropped and nothing is queued or changing;
+        the input stays at that rate and no step brings more events than one of the last
+        interval did. 0 unless `fast_forward` is on."""
+        if not self.can_skip or not self._was_steady():
+            return 0
+        spi, s = self.steps_per_interval, self.s
+        first = s - spi
+        change_s = self.rate_change_s[bisect.bisect_right(self.rate_change_s, first * self.step_s)]
+        last_step = min(math.floor(change_s / self.step_s + 1e-9), self.load_steps)
+        intervals = (last_step - s) // spi
+        if intervals < 1:
+            return 0
+        for per_step in self.emissions:
+            if max(per_step[s : s + intervals * spi]) > max(per_step[first:s], default=0):
+                return 0
+        return intervals
+
+    def _was_steady(self) -> bool:
+        if self.pending or self.s < self.down_until or self.s <= self.steps_per_interval:
+            return False
+        if any(op.size or op.inbox or op.starting or op.backlogged for op in self.order):
+            return False
+        before, now = self.interval_counts, self.last_counts
+        return (before.dropped_timeout, before.dropped_overflow, before.dropped_restart) == (
+            now.dropped_timeout,
+            now.dropped_overflow,
+            now.dropped_restart,
+        )
+
+    def skip(self, intervals: int) -> Snapshot:
+        """Run `intervals` steady intervals at once: the sources emit what the trace integrates
+        to, every operator serves all of it within the last step (no event waits in a steady
+        stretch), and the stretch is one snapshot (Snapshot.intervals)."""
+        spi = self.steps_per_interval
+        start, end = self.s, self.s + intervals * spi
+        self.ledger.s = end - 1
+        counts = self.ledger.counts
+        for i, (src, targets, weight) in enumerate(self.source_targets):
+            n = sum(self.emissions[i][start:end])
+            if n:
+                counts.events_in += n
+                self.interval_sources[i] += n
+                for target in targets:
+                    target.receive(src, {end - 1: n}, weight, 0.0)
+        for op in self.order:
+            op.serve_all()
+        idle = sum(
+            1
+            for j in range(start, end, spi)
+            if not any(sum(per_step[j : j + spi]) for per_step in self.emissions)
+        )
+        self.s = end
+        return self._snapshot(intervals, idle)
 
     def latency_histogram_ms(self) -> list[tuple[float, int]]:
         """End-to-end latencies so far: (ms, events) per cohort that reached a sink, ascending."""
@@ -222,21 +292,24 @@ class SimEngine:
             op.step(s)
         self.s = s + 1
 
-    def _snapshot(self) -> Snapshot:
+    def _snapshot(self, intervals: int = 1, idle_intervals: int = 0) -> Snapshot:
         now = self.ledger.counts.copy()
         prev = self.last_counts
-        self.last_counts = now
+        self.interval_counts, self.last_counts = prev, now
         sink_events = now.sink_events - prev.sink_events
         latency = now.latency_s_sum - prev.latency_s_sum
         sources = tuple(zip(self.pipeline.source_names, self.interval_sources, strict=True))
         self.interval_sources = [0] * len(sources)
+        span_s = intervals * self.steps_per_interval * self.step_s
         return Snapshot(
             t=self.s * self.step_s,
-            td=self.steps_per_interval * self.step_s,
+            td=span_s,
             sources=sources,
-            operators=tuple(op.stats() for op in self.order),
+            operators=tuple(op.stats(span_s if intervals > 1 else None) for op in self.order),
             completed=round(now.completed_w) - round(prev.completed_w),
             sink_events=sink_events,
             latency_ms_mean=latency / sink_events * 1000.0 if sink_events else None,
             dropped_restart=now.dropped_restart - prev.dropped_restart,
+            intervals=intervals,
+            idle_intervals=idle_intervals,
         )
