@@ -56,7 +56,7 @@ def _emitted_by(
 
 class Emissions:
     """The sources' emissions per step, computed a block of steps at a time, so that memory
-    does not grow with the run's length; totals over any range come from the integral."""
+    does not grow with the run's length (any range: `window`)."""
 
     BLOCK_STEPS = 36_000
 
@@ -101,11 +101,6 @@ class Emissions:
         """Emissions of steps start .. end-1 (sources × steps), the same as step by step."""
         emitted = _emitted_by(self.due_by, np.arange(start, end + 1), self.step_s, self.shares)
         return np.diff(emitted, axis=1)
-
-    def totals(self, start: int, end: int) -> list[int]:
-        """Events each source emits in steps start .. end-1."""
-        emitted = _emitted_by(self.due_by, np.array([start, end]), self.step_s, self.shares)
-        return (emitted[:, 1] - emitted[:, 0]).tolist()
 
 
 def rate_changes(trace: Trace) -> list[float]:
@@ -156,9 +151,11 @@ class SimEngine:
         self.down_until = 0
         self.pending: dict[str, int] = {}
         self.last_counts = Counts()
+        self.stretch: tuple[int, np.ndarray] = (-1, np.zeros((0, 0), dtype=np.int64))
         self.interval_counts = Counts()  # the counts when the last interval began
         self.backlogged = False  # an event waited past its step in the last interval
-        self.steady_peak: np.ndarray | None = None  # per source: steps of this many were steady
+        # replicas per operator -> per source: steps of this many events were steady with them
+        self.steady_peaks: dict[tuple[int, ...], np.ndarray] = {}
         self.interval_sources = [0] * len(self.pipeline.sources)
         self.ops = self._build_operators()
         self.order = [self.ops[name] for name in self.pipeline.topological_order]
@@ -170,9 +167,9 @@ class SimEngine:
         steady ones did under these replicas is run in one go (skip(1))."""
         self._reconfigure()
         end = self.s + self.steps_per_interval
-        peak = self._peak(self.s, end) if self.can_skip else None
-        if peak is not None and self._was_steady() and self._within_steady_peak(peak):
-            return self.skip(1)
+        coming = self.emissions.window(self.s, end) if self.can_skip else None
+        if coming is not None and self._was_steady() and self._within_steady_peak(coming):
+            return self.skip(1, coming)
         while self.s < end:
             quiet = self._quiet_steps(end)
             if quiet:
@@ -180,20 +177,21 @@ class SimEngine:
             else:
                 self._step()
         snapshot = self._snapshot()
-        if peak is not None and self._was_steady():
-            self.steady_peak = (
-                peak if self.steady_peak is None else np.maximum(self.steady_peak, peak)
-            )
+        if coming is not None and self._was_steady():
+            peak = coming.max(axis=1)
+            known = self.steady_peaks.get(self._replicas())
+            self.steady_peaks[self._replicas()] = peak if known is None else np.maximum(known, peak)
         return snapshot
 
-    def _peak(self, start: int, end: int) -> np.ndarray:
-        """The most events each source emits in one step of steps start .. end-1."""
-        return self.emissions.window(start, min(end, self.load_steps)).max(axis=1, initial=0)
+    def _replicas(self) -> tuple[int, ...]:
+        """The replicas serving now, per operator."""
+        return tuple(len(op.ready) for op in self.order)
 
-    def _within_steady_peak(self, peak: np.ndarray) -> bool:
-        """No source brings more events in a step than it did in a steady interval under the
-        current replicas (every event then went through in the step it arrived)."""
-        return self.steady_peak is not None and bool((peak <= self.steady_peak).all())
+    def _within_steady_peak(self, coming: np.ndarray) -> bool:
+        """No source brings more events in a step (columns of `coming`) than it did in a steady
+        interval under the current replicas (every event then went through in its step)."""
+        known = self.steady_peaks.get(self._replicas())
+        return known is not None and bool((coming.max(axis=1) <= known).all())
 
     def _quiet_steps(self, end: int) -> int:
         """Steps from now (up to `end`) in which nothing can happen: no source emits, nothing is
@@ -231,7 +229,6 @@ class SimEngine:
         changed, self.pending = self.pending, {}
         if not changed:
             return
-        self.steady_peak = None  # what was served at once is known for the old replicas only
         model = self.settings.reconfiguration
         if model == "restart" and self.s >= self.down_until:
             # Storm rebalance / DABS-Storm: stop everything, lose the queues, restart later. A
@@ -281,8 +278,12 @@ class SimEngine:
         change_s = self.rate_change_s[bisect.bisect_right(self.rate_change_s, first * self.step_s)]
         last_step = min(math.floor(change_s / self.step_s + 1e-9), self.load_steps)
         intervals = (last_step - s) // spi
-        if intervals < 1 or not self._within_steady_peak(self._peak(s, s + intervals * spi)):
+        if intervals < 1:
             return 0
+        coming = self.emissions.window(s, s + intervals * spi)
+        if not self._within_steady_peak(coming):
+            return 0
+        self.stretch = (s, coming)
         return intervals
 
     def _was_steady(self) -> bool:
@@ -297,15 +298,20 @@ class SimEngine:
             now.dropped_restart,
         )
 
-    def skip(self, intervals: int) -> Snapshot:
+    def skip(self, intervals: int, coming: np.ndarray | None = None) -> Snapshot:
         """Run `intervals` steady intervals at once: the sources emit what the trace integrates
         to, every operator serves all of it within the last step (no event waits in a steady
-        stretch), and the stretch is one snapshot (Snapshot.intervals)."""
+        stretch), and the stretch is one snapshot (Snapshot.intervals). `coming`: the
+        emissions of its steps, if known already."""
         spi = self.steps_per_interval
         start, end = self.s, self.s + intervals * spi
+        if coming is None or coming.shape[1] != end - start:
+            known_start, known = self.stretch
+            same = known_start == start and known.shape[1] == end - start
+            coming = known if same else self.emissions.window(start, end)
         self.ledger.s = end - 1
         counts = self.ledger.counts
-        emitted = self.emissions.totals(start, end)
+        emitted = coming.sum(axis=1).tolist()
         for i, (src, targets, weight) in enumerate(self.source_targets):
             n = emitted[i]
             if n:
@@ -315,8 +321,7 @@ class SimEngine:
                     target.receive(src, {end - 1: n}, weight, 0.0)
         for op in self.order:
             op.serve_all()
-        per_interval = self.emissions.window(start, end).sum(axis=0).reshape(intervals, spi)
-        idle = int((per_interval.sum(axis=1) == 0).sum())
+        idle = int((coming.sum(axis=0).reshape(intervals, spi).sum(axis=1) == 0).sum())
         self.s = end
         return self._snapshot(intervals, idle)
 
