@@ -7,9 +7,12 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from helpers import snapshot, stats
 from test_sim import EXACT, config, filter_split_pipeline, one_operator, replace
+from test_sim_command import PIPELINE
 
+from elastream.cli import main
 from elastream.control.policy import Decision
 from elastream.experiments import history as history_module
 from elastream.experiments import session
@@ -17,6 +20,7 @@ from elastream.experiments.history import HistoryRecorder
 from elastream.experiments.session import run_session, simulate
 from elastream.history import HistoryStore
 from elastream.model.metrics import summarize
+from elastream.report import load_intervals, load_summary
 from elastream.report.series import Interval
 from elastream.report.stream import PlotPoints
 from elastream.workloads.trace import Trace
@@ -152,3 +156,16 @@ def test_history_is_flushed_to_the_store_as_the_run_goes(tmp_path, monkeypatch):
     total = recorder.save()
     with HistoryStore(path) as store:
         assert len(store.rows()) == total > 10
+
+
+def test_the_simulate_command_takes_fast_forward_and_a_series_resolution(tmp_path):
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(yaml.safe_dump(PIPELINE))
+    out = tmp_path / "out"
+    flags = "--duration 120 --td 2 --policy psps --quiet --drain 0 --sample-events 50"
+    args = ["simulate", str(pipeline), "--out", str(out), *flags.split()]
+    assert main([*args, "--fast-forward", "--series-resolution", "30"]) == 0
+    intervals = load_intervals(out)
+    assert list(intervals["t"]) == [30.0, 60.0, 90.0, 120.0]
+    assert intervals["input"].sum() == 150 * 120
+    assert load_summary(out)["settings"]["series_resolution_s"] == 30.0
