@@ -81,7 +81,7 @@ def run_case(case: Case, days: float, args: argparse.Namespace, folder: Path) ->
         peak_rate=case.peak_rate,
         duration=days * DAY_S,
         out=out,
-        history=folder / "history.sqlite",
+        history=folder / f"{case.name}-history.sqlite",
         series_resolution_s=args.resolution,
     )
     pipeline = load_pipeline(TWEETS)
@@ -97,7 +97,7 @@ def run_case(case: Case, days: float, args: argparse.Namespace, folder: Path) ->
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "outputs_mb": sum(sizes.values()) / 1e6,
         "timeseries_mb": sizes["timeseries"] / 1e6,
-        "history_mb": (folder / "history.sqlite").stat().st_size / 1e6,
+        "history_mb": config.history_path().stat().st_size / 1e6,
         "intervals": result.summary.intervals,
         "events_in": result.summary.events_in,
         "processed_ratio": result.summary.processed_ratio,
