@@ -71,7 +71,8 @@ class RunConfig(Settings):
         50_000,
         ge=0,
         description="snapshots a run keeps in memory for its caller (tests, comparisons); a "
-        "longer run keeps none, its series go to disk as it runs (None: keep all)",
+        "longer run keeps none (run, simulate and demo write their series to disk as they go "
+        "and keep none at all; None: keep all)",
     )
     series_resolution_s: float | None = Field(
         None,

@@ -52,6 +52,7 @@ class FastForwardEngine(Engine, Protocol):
 
 
 def can_fast_forward(engine: Engine) -> TypeGuard[FastForwardEngine]:
+    """True for an engine that offers steady_intervals() and skip()."""
     return callable(getattr(engine, "steady_intervals", None))
 
 

@@ -27,7 +27,7 @@ class Metric:
     paper: bool = False  # one of PSPS V-A.3's four
     digits: int = 4  # digits in a paper table
     # A series column over several intervals (series_resolution_s): "sum", "last", "mean"
-    # (weighted by each interval's td), "max", or the name of the column that weights the mean.
+    # (weighted by each interval's td) or the name of the column that weights the mean.
     resample: str = "last"
 
 

@@ -39,8 +39,6 @@ def resample(rows: Sequence[Row], columns: Sequence[Metric], spans_s: Sequence[f
             out[metric.name] = values[-1]
         elif rule == "sum":
             out[metric.name] = sum(values)
-        elif rule == "max":
-            out[metric.name] = max(values)
         else:
             weights = spans_s if rule == "mean" else [row[rule] for row in rows]
             out[metric.name] = weighted_mean(values, weights)
