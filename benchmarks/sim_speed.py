@@ -108,7 +108,7 @@ def run_case(case: Case, n_ops: int, trace: Trace) -> None:
     result = simulate(pipeline, config, trace, settings)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     s = result.summary
-    simulated = len(result.snapshots) * config.td
+    simulated = result.summary.intervals * config.td
     print(
         f"{case.label:<28} {wall:6.2f} {cpu:6.2f} {simulated / wall:7.0f}x "
         f"{s.replicas_mean:6.1f} {s.processed_ratio:7.4f} {s.latency_ms_mean or 0:9.0f} "

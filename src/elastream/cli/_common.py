@@ -48,6 +48,12 @@ def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -
     parser.add_argument(
         "--dry-run", action="store_true", default=None, help="decide and report, never enact"
     )
+    parser.add_argument(
+        "--series-resolution",
+        type=float,
+        dest="series_resolution_s",
+        help="seconds per row of timeseries.csv and intervals.csv (default: one per interval)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no live table")
 
 
@@ -81,6 +87,7 @@ FLAGS = (
     "out",
     "history",
     "dry_run",
+    "series_resolution_s",
 )
 
 

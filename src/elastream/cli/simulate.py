@@ -24,6 +24,7 @@ SIM_FLAGS = {
     "batch_overhead": "batch_overhead_s",
     "et_noise": "et_noise",
     "sample_events": "sample_events",
+    "fast_forward": "fast_forward",
 }
 
 
@@ -42,6 +43,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     sim.add_argument("--batch-overhead", type=float, help="micro_batch model: cost per batch, s")
     sim.add_argument("--et-noise", type=float, help="coefficient of variation of service times")
     sim.add_argument("--sample-events", type=int, help="events per source in the profiling pass")
+    sim.add_argument(
+        "--fast-forward",
+        action="store_true",
+        default=None,
+        help="skip steady stretches in one go (long traces; docs/simulator.md)",
+    )
     parser.set_defaults(handler=handle)
 
 

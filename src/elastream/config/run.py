@@ -78,6 +78,19 @@ class RunConfig(Settings):
         "(None: history.sqlite beside the output directory)",
     )
     dry_run: bool = Field(False, description="decide and report, never enact")
+    keep_snapshots: int | None = Field(
+        50_000,
+        ge=0,
+        description="snapshots a run keeps in memory for its caller (tests, comparisons); a "
+        "longer run keeps none (run, simulate and demo write their series to disk as they go "
+        "and keep none at all; None: keep all)",
+    )
+    series_resolution_s: float | None = Field(
+        None,
+        gt=0,
+        description="time series (timeseries.csv, intervals.csv, report plots) aggregated to "
+        "rows of this many seconds, e.g. 3600 for a run of months (None: one row per interval)",
+    )
     seed: int = Field(0, description="random seed (generators, simulator)")
     engine: Literal["spark", "sim"] = Field("spark", description="where the pipeline runs")
     guards: GuardConfig = Field(

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, TypeGuard
 
 from elastream.control.controller import Controller
 from elastream.control.plan import Plan, execute
 from elastream.control.policy import Decision
-from elastream.model.metrics import RunTotals, Summary, summarize
+from elastream.model.metrics import RunningSummary, RunTotals, Summary
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import Snapshot
 
@@ -39,15 +39,57 @@ class Engine(Protocol):
         """Release everything the engine started."""
 
 
+class FastForwardEngine(Engine, Protocol):
+    """An engine that can skip a steady stretch in one go (the simulator): constant input, empty
+    queues, nothing changing. The MAPE loop asks for it only when the policy's decision changes
+    nothing, and the stretch's figures are reported as one snapshot (`Snapshot.intervals`)."""
+
+    def steady_intervals(self) -> int:
+        """How many of the coming intervals would repeat the last one (0: none or unsure)."""
+
+    def skip(self, intervals: int) -> Snapshot:
+        """Run `intervals` steady intervals at once; their metrics as one stretch snapshot."""
+
+
+def can_fast_forward(engine: Engine) -> TypeGuard[FastForwardEngine]:
+    """True for an engine that offers steady_intervals() and skip()."""
+    return callable(getattr(engine, "steady_intervals", None))
+
+
 Observer = Callable[[Snapshot, Decision], None]
 
 
 @dataclass(frozen=True)
 class RunResult:
+    """What a run returns. `snapshots` and `decisions` hold every interval's (a fast-forwarded
+    stretch is one entry) unless the run was longer than its `keep_snapshots` bound: then both
+    are empty and `snapshots_kept` is False (the series went to the observers, e.g. to disk)."""
+
     snapshots: Sequence[Snapshot]
     decisions: Sequence[Decision]
     totals: RunTotals
     summary: Summary
+    snapshots_kept: bool = True
+
+
+class IntervalLog:
+    """The snapshots and decisions a run keeps in memory: all of them up to `limit` entries
+    (None: no limit); past the limit it drops them all and keeps none from then on."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.snapshots: list[Snapshot] = []
+        self.decisions: list[Decision] = []
+        self.kept = True
+
+    def add(self, snapshot: Snapshot, decision: Decision) -> None:
+        if not self.kept:
+            return
+        if self.limit is not None and len(self.snapshots) >= self.limit:
+            self.snapshots, self.decisions, self.kept = [], [], False
+            return
+        self.snapshots.append(snapshot)
+        self.decisions.append(decision)
 
 
 def run_mape(
@@ -56,30 +98,63 @@ def run_mape(
     *,
     dry_run: bool = False,
     observers: Sequence[Observer] = (),
+    keep_snapshots: int | None = None,
 ) -> RunResult:
     """Monitor, Analyze/Plan (the guarded policy), Execute, every interval until the run ends.
 
-    With `dry_run` the decisions are made and reported but never enacted."""
-    snapshots: list[Snapshot] = []
-    decisions: list[Decision] = []
+    With `dry_run` the decisions are made and reported but never enacted. The summary comes from
+    running aggregates; at most `keep_snapshots` snapshots are kept (None: all of them). An
+    engine that can fast-forward skips the steady stretches after a decision that changes
+    nothing (see `steady_stretch`)."""
+    log = IntervalLog(keep_snapshots)
+    running = RunningSummary()
+
+    def record(snapshot: Snapshot, decision: Decision) -> None:
+        running.add(snapshot)
+        log.add(snapshot, decision)
+        for observe in observers:
+            observe(snapshot, decision)
+
     state = controller.initial_state()
+    messages = 0  # the policy's agents' messages, counted once per decision made
     engine.start()
     try:
         while not engine.finished():
             snapshot = engine.collect()
             decision, state = controller.decide(snapshot, state)
+            messages += decision.messages
             if not dry_run:
                 execute(engine, Plan(decision))
-            snapshots.append(snapshot)
-            decisions.append(decision)
-            for observe in observers:
-                observe(snapshot, decision)
+            record(snapshot, decision)
+            stretch = steady_stretch(engine, controller, snapshot, decision, state)
+            if stretch is not None:
+                record(stretch, decision)
         totals = engine.totals()
     finally:
         try:
             controller.release(state)
         finally:
             engine.stop()
-    messages = sum(d.messages for d in decisions)
-    summary = summarize(snapshots, totals, engine.pipeline.r_over, messages=messages)
-    return RunResult(snapshots, decisions, totals, summary)
+    summary = running.summary(totals, engine.pipeline.r_over, messages=messages)
+    return RunResult(log.snapshots, log.decisions, totals, summary, log.kept)
+
+
+def steady_stretch(
+    engine: Engine, controller: Controller, snapshot: Snapshot, decision: Decision, state: Any
+) -> Snapshot | None:
+    """Skip the coming steady intervals when the engine can and the policy would not act: its
+    decision changes no replica count, and it still changes none when shown the same snapshot
+    at the end of the stretch (a time-based guard, e.g. a scale-down delay, that would expire
+    within the stretch stops the skip). The policy's state is the one it had before."""
+    if not can_fast_forward(engine) or decision.as_dict() != snapshot.replicas():
+        return None
+    if controller.policy.release is not None:
+        return None  # live state (the decentralized agents): a probe would act, not look
+    intervals = engine.steady_intervals()
+    if intervals < 1:
+        return None
+    at_end = replace(snapshot, t=snapshot.t + intervals * snapshot.td)
+    probe, _ = controller.decide(at_end, state)
+    if probe.as_dict() != decision.as_dict():
+        return None
+    return engine.skip(intervals)

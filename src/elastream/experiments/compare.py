@@ -17,6 +17,9 @@ class Agreement:
 
 
 def total_replicas(result: RunResult) -> list[int]:
+    """Σ active replicas per interval; the run must have kept its snapshots."""
+    if not result.snapshots_kept:
+        raise ValueError("compare: a run kept no snapshots (longer than keep_snapshots)")
     return [sum(o.replicas for o in s.operators) for s in result.snapshots]
 
 

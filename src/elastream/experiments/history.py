@@ -48,14 +48,20 @@ def replica_rows(
     return rows
 
 
+FLUSH_ROWS = 20_000  # rows held in memory before they are appended to the history store
+
+
 @dataclass
 class HistoryRecorder:
-    """A MAPE-loop observer that keeps the history rows of one run."""
+    """A MAPE-loop observer that keeps the history rows of one run; with a `path` it appends
+    them to that history store every FLUSH_ROWS rows, so a long run holds few in memory."""
 
     run_id: str
     pipeline: str
+    path: Path | None = None
     rows: list[HistoryRow] = field(default_factory=list)
     queues: dict[str, int] = field(default_factory=dict)
+    saved: int = 0
 
     def __call__(self, snapshot: Snapshot, decision: Decision) -> None:
         for o in snapshot.operators:
@@ -63,8 +69,16 @@ class HistoryRecorder:
                 before = self.queues.get(o.name, 0)
                 self.rows += replica_rows(self.run_id, self.pipeline, snapshot, o, before)
             self.queues[o.name] = o.queue
+        if self.path is not None and len(self.rows) >= FLUSH_ROWS:
+            self.save()
 
-    def save(self, path: Path) -> int:
-        """Append this run's rows to the history database at `path` (created if absent)."""
-        with HistoryStore(path) as store:
-            return store.record(self.rows)
+    def save(self, path: Path | None = None) -> int:
+        """Append the rows not saved yet to the history database at `path` (default: the
+        recorder's; created if absent); returns how many rows this run has saved in all."""
+        target = path or self.path
+        if target is None:
+            raise ValueError("HistoryRecorder.save: no history path given")
+        with HistoryStore(target) as store:
+            self.saved += store.record(self.rows)
+        self.rows = []
+        return self.saved

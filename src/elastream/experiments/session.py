@@ -15,7 +15,7 @@ from elastream.control.mape import Engine, Observer, RunResult, run_mape
 from elastream.control.policies import POLICIES
 from elastream.experiments.history import HistoryRecorder
 from elastream.model.pipeline import Pipeline
-from elastream.report import LiveTable, write_outputs
+from elastream.report import LiveTable, open_series, write_outputs
 from elastream.runtime.sim.settings import SimSettings
 from elastream.workloads import Trace, resolve_trace
 from elastream.workloads.generators import constant
@@ -101,11 +101,23 @@ def build_engine(
     return make(config.starting_pipeline(pipeline), config, workload, sim, resume)
 
 
-def run_engine(engine: Engine, config: RunConfig, observers: Sequence[Observer] = ()) -> RunResult:
+def run_engine(
+    engine: Engine,
+    config: RunConfig,
+    observers: Sequence[Observer] = (),
+    keep_snapshots: int | None = None,
+) -> RunResult:
     """The MAPE loop of this run's guarded policy over `engine` (kept by the caller, e.g. to
-    calibrate the simulator from a Spark run afterwards)."""
+    calibrate the simulator from a Spark run afterwards); it keeps at most `keep_snapshots`
+    snapshots (default: the config's)."""
     controller = with_message_transport(config, engine).controller()
-    return run_mape(engine, controller, dry_run=config.dry_run, observers=observers)
+    return run_mape(
+        engine,
+        controller,
+        dry_run=config.dry_run,
+        observers=observers,
+        keep_snapshots=config.keep_snapshots if keep_snapshots is None else keep_snapshots,
+    )
 
 
 def with_message_transport(config: RunConfig, engine: Engine) -> RunConfig:
@@ -146,14 +158,17 @@ def run_session(
     workload = prepare_workload(config, pipeline)
     started = config.starting_pipeline(pipeline)
     run_id = f"{Path(config.out).name}-{time.strftime('%Y%m%dT%H%M%S')}"
-    history = HistoryRecorder(run_id, pipeline.name)
-    with LiveTable(started, quiet=quiet, title=title) as live:
+    history = HistoryRecorder(run_id, pipeline.name, config.history_path())
+    series = open_series(started, Path(config.out), config.series_resolution_s)
+    with LiveTable(started, quiet=quiet, title=title) as live, series:
         engine = build_engine(pipeline, config, workload, sim=sim, resume=resume)
-        result = run_engine(engine, config, [live, history])
-    history.save(config.history_path())
+        result = run_engine(engine, config, [live, history, series], keep_snapshots=0)
+    history.save()
     settings: dict[str, Any] = config.model_dump(mode="json") | {
         "trace_duration_s": workload.duration_s,
         "trace_peak_rate": workload.peak,
     }
-    paths = write_outputs(result, started, Path(config.out), title=title, settings=settings)
+    paths = write_outputs(
+        result, started, Path(config.out), title=title, settings=settings, series=series
+    )
     return result, paths

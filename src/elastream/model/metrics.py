@@ -26,6 +26,9 @@ class Metric:
     better: str = ""  # "higher", "lower" or "" (a count, no direction)
     paper: bool = False  # one of PSPS V-A.3's four
     digits: int = 4  # digits in a paper table
+    # A series column over several intervals (series_resolution_s): "sum", "last", "mean"
+    # (weighted by each interval's td) or the name of the column that weights the mean.
+    resample: str = "last"
 
 
 RUN_METRICS: tuple[Metric, ...] = (
@@ -248,6 +251,7 @@ OPERATOR_SERIES: tuple[Metric, ...] = (
         "events",
         "λ^r_i(t): events that arrived in the operator's queue (PSPS Table I)",
         "sum in t",
+        resample="sum",
     ),
     Metric(
         "processed",
@@ -256,6 +260,7 @@ OPERATOR_SERIES: tuple[Metric, ...] = (
         "events",
         "μ_i(t): events taken from the queue and handled, filtered ones included",
         "sum in t",
+        resample="sum",
     ),
     Metric(
         "queue",
@@ -272,6 +277,7 @@ OPERATOR_SERIES: tuple[Metric, ...] = (
         "replicas",
         "r_i(t): active replicas during t",
         "during t",
+        resample="mean",
     ),
     Metric(
         "et_ms",
@@ -280,6 +286,7 @@ OPERATOR_SERIES: tuple[Metric, ...] = (
         "ms",
         "et_i: mean execution time of one event on a replica",
         "mean in t (empty: nothing processed)",
+        resample="processed",
     ),
     Metric(
         "utilization",
@@ -288,6 +295,7 @@ OPERATOR_SERIES: tuple[Metric, ...] = (
         "ratio",
         "mean over active replicas of U_ij(t) = μ_ij(t)·et_i / td (PSPS Eq. 5)",
         "mean in t",
+        resample="mean",
     ),
     Metric(
         "target",
@@ -304,6 +312,7 @@ OPERATOR_SERIES: tuple[Metric, ...] = (
         "events",
         "events older than t_out when their turn came",
         "sum in t",
+        resample="sum",
     ),
     Metric(
         "dropped_overflow",
@@ -312,8 +321,17 @@ OPERATOR_SERIES: tuple[Metric, ...] = (
         "events",
         "events refused by the full queue (q_size)",
         "sum in t",
+        resample="sum",
     ),
-    Metric("emitted", "emitted", "emitted", "events", "output events sent downstream", "sum in t"),
+    Metric(
+        "emitted",
+        "emitted",
+        "emitted",
+        "events",
+        "output events sent downstream",
+        "sum in t",
+        resample="sum",
+    ),
     Metric("min_replicas", "pool min", "min", "replicas", "the pool's lower bound", "-"),
     Metric("max_replicas", "pool max", "max", "replicas", "the pool's size", "-"),
     Metric("reason", "reason", "reason", "", "the policy's one-line reason", "-"),
@@ -321,8 +339,16 @@ OPERATOR_SERIES: tuple[Metric, ...] = (
 # Per interval: intervals.csv of a run, and of every run of a benchmark (with its run_id).
 INTERVAL_SERIES: tuple[Metric, ...] = (
     Metric("t", "time", "t", "s", "end of the interval, seconds since the run started", "-"),
-    Metric("td", "interval", "td", "s", "the interval's length", "-"),
-    Metric("input", "input", "input", "events", "λ_G(t): events the sources sent", "sum in t"),
+    Metric("td", "interval", "td", "s", "the interval's length", "-", resample="sum"),
+    Metric(
+        "input",
+        "input",
+        "input",
+        "events",
+        "λ_G(t): events the sources sent",
+        "sum in t",
+        resample="sum",
+    ),
     Metric(
         "completed",
         "completed",
@@ -330,12 +356,29 @@ INTERVAL_SERIES: tuple[Metric, ...] = (
         "events",
         "source events whose processing completed in t",
         "sum in t",
+        resample="sum",
     ),
     Metric(
-        "sink_events", "sink events", "sink", "events", "events that reached a sink", "sum in t"
+        "sink_events",
+        "sink events",
+        "sink",
+        "events",
+        "events that reached a sink",
+        "sum in t",
+        resample="sum",
     ),
-    Metric("input_rate", "input rate", "in/s", "events/s", "input / td", "rate in t"),
-    Metric("output_rate", "output rate", "out/s", "events/s", "completed / td", "rate in t"),
+    Metric(
+        "input_rate", "input rate", "in/s", "events/s", "input / td", "rate in t", resample="mean"
+    ),
+    Metric(
+        "output_rate",
+        "output rate",
+        "out/s",
+        "events/s",
+        "completed / td",
+        "rate in t",
+        resample="mean",
+    ),
     Metric(
         "latency_ms_mean",
         "latency",
@@ -343,8 +386,17 @@ INTERVAL_SERIES: tuple[Metric, ...] = (
         "ms",
         "mean end-to-end latency of the events reaching sinks in t",
         "mean in t",
+        resample="sink_events",
     ),
-    Metric("replicas_total", "replicas", "Σ replicas", "replicas", "Σ_i r_i(t)", "during t"),
+    Metric(
+        "replicas_total",
+        "replicas",
+        "Σ replicas",
+        "replicas",
+        "Σ_i r_i(t)",
+        "during t",
+        resample="mean",
+    ),
     Metric(
         "queue_total",
         "queued",
@@ -422,13 +474,27 @@ def total_replicas(snapshot: Snapshot) -> int:
     return sum(o.replicas for o in snapshot.operators)
 
 
+def intervals_with_input(snapshot: Snapshot) -> int:
+    """How many of the intervals a snapshot stands for had source input (λ_G(t) > 0)."""
+    return snapshot.intervals - snapshot.idle_intervals if snapshot.lambda_g > 0 else 0
+
+
+def degradation(snapshot: Snapshot) -> float:
+    """|input − completed| / input of one snapshot (0 without input)."""
+    lam = snapshot.lambda_g
+    return abs(lam - snapshot.completed) / lam if lam > 0 else 0.0
+
+
 def throughput_degradation(snapshots: Sequence[Snapshot]) -> float:
     """Mean over intervals with input of |input_rate - output_rate| / input_rate (PSPS V-A.3).
 
     Input is λ_G(t); output is the number of source events whose processing completed in t, so a
-    filter does not count as degradation and a pipeline keeping pace scores 0."""
-    ratios = [abs(s.lambda_g - s.completed) / s.lambda_g for s in snapshots if s.lambda_g > 0]
-    return sum(ratios) / len(ratios) if ratios else 0.0
+    filter does not count as degradation and a pipeline keeping pace scores 0. A fast-forwarded
+    stretch counts once per interval of it that had input."""
+    weights = [intervals_with_input(s) for s in snapshots]
+    total = sum(weights)
+    ratios = [degradation(s) * w for s, w in zip(snapshots, weights, strict=True) if w]
+    return sum(ratios) / total if total else 0.0
 
 
 def interval_rows(snapshots: Sequence[Snapshot]) -> list[dict[str, float | int | None]]:
@@ -450,27 +516,56 @@ def interval_rows(snapshots: Sequence[Snapshot]) -> list[dict[str, float | int |
     ]
 
 
+def replica_changes(before: Snapshot, after: Snapshot) -> int:
+    """Operators whose active replica count differs between two consecutive snapshots."""
+    previous = before.replicas()
+    return sum(1 for o in after.operators if previous.get(o.name) != o.replicas)
+
+
 def reconfigurations(snapshots: Sequence[Snapshot]) -> int:
     """How many (interval, operator) pairs changed their active replica count."""
-    changes = 0
-    for prev, cur in pairwise(snapshots):
-        before = prev.replicas()
-        changes += sum(1 for o in cur.operators if before.get(o.name) != o.replicas)
-    return changes
+    return sum(replica_changes(prev, cur) for prev, cur in pairwise(snapshots))
 
 
 def summarize(
     snapshots: Sequence[Snapshot], totals: RunTotals, r_over: int, *, messages: int = 0
 ) -> Summary:
     """Saved resources = 1 - mean(Σ r_i) / r_over; processed ratio = completed / events in;
-    `messages`: what the policy's agents sent over the run (0 for a central policy)."""
+    `messages`: what the policy's agents sent over the run (0 for a central policy). Computed
+    from every snapshot of the run (RunningSummary gives the same in constant memory)."""
+    sums = [total_replicas(s) * s.intervals for s in snapshots]
+    return build_summary(
+        totals,
+        r_over,
+        replica_intervals=sum(sums),
+        intervals=sum(s.intervals for s in snapshots),
+        replicas_max=max((total_replicas(s) for s in snapshots), default=0),
+        throughput_degradation=throughput_degradation(snapshots),
+        reconfigurations=reconfigurations(snapshots),
+        replica_seconds=sum(total_replicas(s) * s.td for s in snapshots),
+        messages=messages,
+    )
+
+
+def build_summary(
+    totals: RunTotals,
+    r_over: int,
+    *,
+    replica_intervals: int,
+    intervals: int,
+    replicas_max: int,
+    throughput_degradation: float,
+    reconfigurations: int,
+    replica_seconds: float,
+    messages: int = 0,
+) -> Summary:
+    """The Summary from the exact end-of-run counts and the per-interval aggregates."""
     if r_over < 1:
         raise ValueError(f"r_over must be >= 1, got {r_over}")
-    sums = [total_replicas(s) for s in snapshots] or [0]
-    mean = sum(sums) / len(sums)
+    mean = replica_intervals / max(intervals, 1)
     return Summary(
         saved_resources=1.0 - mean / r_over,
-        throughput_degradation=throughput_degradation(snapshots),
+        throughput_degradation=throughput_degradation,
         processed_ratio=totals.completed / totals.events_in if totals.events_in else 1.0,
         latency_ms_mean=totals.latency_ms_mean,
         latency_ms_p99=totals.latency_ms_p99,
@@ -484,10 +579,57 @@ def summarize(
         events_failed=totals.failed,
         query_restarts=totals.query_restarts,
         replicas_mean=mean,
-        replicas_max=max(sums),
+        replicas_max=replicas_max,
         r_over=r_over,
-        reconfigurations=reconfigurations(snapshots),
-        replica_seconds=sum(total_replicas(s) * s.td for s in snapshots),
-        intervals=len(snapshots),
+        reconfigurations=reconfigurations,
+        replica_seconds=replica_seconds,
+        intervals=intervals,
         messages=messages,
     )
+
+
+class RunningSummary:
+    """The per-interval aggregates of the Summary, kept as the run goes: the same numbers as
+    summarize() over every snapshot, in memory that does not grow with the run's length."""
+
+    def __init__(self) -> None:
+        self.intervals = 0
+        self.replica_intervals = 0
+        self.replicas_max = 0
+        self.degradation_sum = 0.0
+        self.degradation_intervals = 0
+        self.reconfigurations = 0
+        self.replica_seconds: float = 0
+        self.last: Snapshot | None = None
+
+    def add(self, snapshot: Snapshot) -> None:
+        """Fold in one snapshot (one interval, or a fast-forwarded stretch)."""
+        replicas = total_replicas(snapshot)
+        self.intervals += snapshot.intervals
+        self.replica_intervals += replicas * snapshot.intervals
+        self.replicas_max = max(self.replicas_max, replicas)
+        weight = intervals_with_input(snapshot)
+        if weight:
+            self.degradation_sum += degradation(snapshot) * weight
+            self.degradation_intervals += weight
+        if self.last is not None:
+            self.reconfigurations += replica_changes(self.last, snapshot)
+        self.replica_seconds += replicas * snapshot.td
+        self.last = snapshot
+
+    def summary(self, totals: RunTotals, r_over: int, *, messages: int = 0) -> Summary:
+        """The run's Summary, given its exact end-of-run counts and the agents' messages."""
+        mean_degradation = (
+            self.degradation_sum / self.degradation_intervals if self.degradation_intervals else 0.0
+        )
+        return build_summary(
+            totals,
+            r_over,
+            replica_intervals=self.replica_intervals,
+            intervals=self.intervals,
+            replicas_max=self.replicas_max,
+            throughput_degradation=mean_degradation,
+            reconfigurations=self.reconfigurations,
+            replica_seconds=self.replica_seconds,
+            messages=messages,
+        )

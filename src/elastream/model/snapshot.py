@@ -43,6 +43,11 @@ class Snapshot:
     sink_events: int = 0  # events that reached a sink during t
     latency_ms_mean: float | None = None  # end-to-end latency of events reaching sinks during t
     dropped_restart: int = 0  # events lost by a restart reconfiguration during t (simulator)
+    # A simulator fast-forward reports a steady stretch of several intervals as one snapshot:
+    # `td` is then the stretch's length, `intervals` how many MAPE intervals it stands for and
+    # `idle_intervals` how many of those had no source input. Every other snapshot: 1 and 0.
+    intervals: int = 1
+    idle_intervals: int = 0
 
     @property
     def lambda_g(self) -> int:

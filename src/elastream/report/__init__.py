@@ -8,6 +8,7 @@ from elastream.report.files import (
     load_intervals,
     load_summary,
     load_timeseries,
+    open_series,
     write_outputs,
 )
 from elastream.report.live import LiveTable
@@ -24,5 +25,6 @@ __all__ = [
     "load_intervals",
     "load_summary",
     "load_timeseries",
+    "open_series",
     "write_outputs",
 ]

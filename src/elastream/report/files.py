@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,12 +17,10 @@ from elastream.report.plots import all_plots
 from elastream.report.series import (
     INTERVAL_COLUMNS,
     TIMESERIES_COLUMNS,
-    Row,
-    interval_rows,
     intervals,
     summary_document,
-    timeseries_rows,
 )
+from elastream.report.stream import SeriesWriter
 
 SUMMARY_FILE = "summary.json"
 TIMESERIES_FILE = "timeseries.csv"
@@ -44,37 +41,64 @@ SUMMARY_REQUIRED = (
 )
 
 
-def write_outputs(
-    result: RunResult, pipeline: Pipeline, out_dir: Path, *, title: str, settings: dict
-) -> dict[str, Path]:
-    """Write summary.json, timeseries.csv, intervals.csv and report.html into `out_dir`.
-
-    Returns the written paths by kind: summary, timeseries, intervals, report."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    items = intervals(result, pipeline)
-    document = summary_document(result, pipeline, items, title=title, settings=settings)
-    paths = {
+def output_paths(out_dir: Path) -> dict[str, Path]:
+    """The files of a run's output directory by kind: summary, timeseries, intervals, report."""
+    return {
         "summary": out_dir / SUMMARY_FILE,
         "timeseries": out_dir / TIMESERIES_FILE,
         "intervals": out_dir / INTERVALS_FILE,
         "report": out_dir / REPORT_FILE,
     }
+
+
+def open_series(
+    pipeline: Pipeline, out_dir: Path, resolution_s: float | None = None
+) -> SeriesWriter:
+    """The observer that writes timeseries.csv and intervals.csv into `out_dir` as a run goes."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = output_paths(out_dir)
+    return SeriesWriter(
+        pipeline, paths["timeseries"], paths["intervals"], resolution_s=resolution_s
+    )
+
+
+def write_outputs(
+    result: RunResult,
+    pipeline: Pipeline,
+    out_dir: Path,
+    *,
+    title: str,
+    settings: dict,
+    series: SeriesWriter | None = None,
+    resolution_s: float | None = None,
+) -> dict[str, Path]:
+    """Write summary.json, timeseries.csv, intervals.csv and report.html into `out_dir`.
+
+    `series` is the writer that observed the run (the CSVs are then written already); without
+    it, the result's snapshots are written now, aggregated to `resolution_s` if given.
+    Returns the written paths by kind: summary, timeseries, intervals, report."""
+    out_dir = Path(out_dir)
+    if series is None:
+        if not result.snapshots_kept:
+            raise ValueError(
+                "the run kept no snapshots (longer than keep_snapshots): pass the SeriesWriter "
+                "that observed it (open_series)"
+            )
+        items = intervals(result, pipeline)
+        series = open_series(pipeline, out_dir, resolution_s)
+        with series:
+            for item in items:
+                series(item.snapshot, item.decision)
+    series.close()
+    paths = output_paths(out_dir)
+    document = summary_document(
+        result, pipeline, series.operator_rows(), title=title, settings=settings
+    )
     paths["summary"].write_text(json.dumps(document, indent=2, allow_nan=False) + "\n")
-    _write_csv(paths["timeseries"], TIMESERIES_COLUMNS, timeseries_rows(items))
-    _write_csv(paths["intervals"], INTERVAL_COLUMNS, interval_rows(items))
-    plots = all_plots(items, pipeline, result.summary)
+    plots = all_plots(series.plot_items(), pipeline, result.summary)
     paths["report"].write_text(render_page(document, plots), encoding="utf-8")
     return paths
-
-
-def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[Row]) -> None:
-    """Unknown values (None) are written as empty cells (what csv.writer does with None)."""
-    with path.open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(columns)
-        for row in rows:
-            writer.writerow([row[c] for c in columns])
 
 
 def _existing(out_dir: Path | str, name: str) -> Path:

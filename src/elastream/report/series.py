@@ -103,39 +103,72 @@ def interval_rows(items: Sequence[Interval]) -> list[Row]:
     return metric_interval_rows([item.snapshot for item in items])
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+class OperatorTotals:
+    """Whole-run figures of one operator, folded in interval by interval (constant memory)."""
+
+    def __init__(self, name: str, pipeline: Pipeline) -> None:
+        pool = pipeline.operator(name).replicas
+        self.row: Row = {
+            "min_replicas": pool.min,
+            "max_replicas": pool.max,
+            "replicas_mean": None,
+            "replicas_max": None,
+            "replica_seconds": 0,
+            **dict.fromkeys(SUMMED_COUNTS, 0),
+            "dropped": 0,
+            "queue_max": None,
+            "utilization_mean": None,
+            "et_ms_mean": None,
+        }
+        self.intervals = 0
+        self.replicas_sum = 0
+        self.utilization_sum: float = 0
+        self.et_sum: float = 0
+        self.et_intervals = 0
+
+    def add(self, snap: Snapshot, o: OperatorStats) -> None:
+        row, weight = self.row, snap.intervals
+        self.intervals += weight
+        self.replicas_sum += o.replicas * weight
+        self.utilization_sum += utilization(o, snap.td) * weight
+        et = et_ms(o)
+        if et is not None:
+            self.et_sum += et * weight
+            self.et_intervals += weight
+        row["replicas_max"] = max(row["replicas_max"] or 0, o.replicas)
+        row["queue_max"] = max(row["queue_max"] or 0, o.queue)
+        row["replica_seconds"] += o.replicas * snap.td
+        for name in SUMMED_COUNTS:
+            row[name] += getattr(o, name)
+        row["dropped"] = row["dropped_timeout"] + row["dropped_overflow"]
+        row["replicas_mean"] = self.replicas_sum / self.intervals
+        row["utilization_mean"] = self.utilization_sum / self.intervals
+        row["et_ms_mean"] = self.et_sum / self.et_intervals if self.et_intervals else None
 
 
-def _aggregate(name: str, snaps: Sequence[Snapshot], pipeline: Pipeline) -> Row:
-    pool = pipeline.operator(name).replicas
-    seen = [(s, s.op(name)) for s in snaps if any(o.name == name for o in s.operators)]
-    replicas = [o.replicas for _, o in seen]
-    ets = [et for _, o in seen if (et := et_ms(o)) is not None]
-    timeout = sum(o.dropped_timeout for _, o in seen)
-    overflow = sum(o.dropped_overflow for _, o in seen)
-    return {
-        "min_replicas": pool.min,
-        "max_replicas": pool.max,
-        "replicas_mean": _mean(replicas),
-        "replicas_max": max(replicas, default=None),
-        "replica_seconds": sum(o.replicas * s.td for s, o in seen),
-        "received": sum(o.received for _, o in seen),
-        "processed": sum(o.processed for _, o in seen),
-        "emitted": sum(o.emitted for _, o in seen),
-        "dropped": timeout + overflow,
-        "dropped_timeout": timeout,
-        "dropped_overflow": overflow,
-        "queue_max": max((o.queue for _, o in seen), default=None),
-        "utilization_mean": _mean([utilization(o, s.td) for s, o in seen]),
-        "et_ms_mean": _mean(ets),
-    }
+SUMMED_COUNTS = ("received", "processed", "emitted", "dropped_timeout", "dropped_overflow")
+
+
+class OperatorAggregates:
+    """Every operator's whole-run figures, in topological order, updated per snapshot."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.totals = {name: OperatorTotals(name, pipeline) for name in pipeline.topological_order}
+
+    def add(self, snap: Snapshot) -> None:
+        for o in snap.operators:
+            self.totals[o.name].add(snap, o)
+
+    def rows(self) -> dict[str, Row]:
+        return {name: dict(totals.row) for name, totals in self.totals.items()}
 
 
 def operator_aggregates(items: Sequence[Interval], pipeline: Pipeline) -> dict[str, Row]:
     """Whole-run figures per operator, in topological order."""
-    snaps = [item.snapshot for item in items]
-    return {name: _aggregate(name, snaps, pipeline) for name in pipeline.topological_order}
+    aggregates = OperatorAggregates(pipeline)
+    for item in items:
+        aggregates.add(item.snapshot)
+    return aggregates.rows()
 
 
 def jsonable(value: Any, where: str = "value") -> Any:
@@ -160,7 +193,7 @@ def jsonable(value: Any, where: str = "value") -> Any:
 
 
 def summary_document(
-    result: RunResult, pipeline: Pipeline, items: Sequence[Interval], *, title: str, settings: dict
+    result: RunResult, pipeline: Pipeline, operators: dict[str, Row], *, title: str, settings: dict
 ) -> Row:
     """Everything summary.json holds: the run metrics, what ran, and per-operator aggregates."""
     return {
@@ -168,6 +201,57 @@ def summary_document(
         "pipeline": pipeline.name,
         "policy": settings.get("policy"),
         **jsonable(result.summary.as_dict()),
-        "operators": jsonable(operator_aggregates(items, pipeline)),
+        "operators": jsonable(operators),
         "settings": jsonable(settings, "settings"),
     }
+
+
+def _weighted(a: float | None, wa: float, b: float | None, wb: float) -> float | None:
+    """The mean of two optional values weighted by wa and wb (None where neither has weight)."""
+    parts = [(v, w) for v, w in ((a, wa), (b, wb)) if v is not None and w > 0]
+    total = sum(w for _, w in parts)
+    return sum(v * w for v, w in parts) / total if total else None
+
+
+def _merge_stats(a: OperatorStats, b: OperatorStats) -> OperatorStats:
+    """One operator over two consecutive spans: counts add up; replicas and queue keep the
+    larger (a downsampled plot shows the peaks); et is weighted by the events processed."""
+    return OperatorStats(
+        name=b.name,
+        replicas=max(a.replicas, b.replicas),
+        min_replicas=b.min_replicas,
+        max_replicas=b.max_replicas,
+        received=a.received + b.received,
+        received_from=b.received_from,
+        processed=a.processed + b.processed,
+        emitted=a.emitted + b.emitted,
+        queue=max(a.queue, b.queue),
+        et_s=_weighted(a.et_s, a.processed, b.et_s, b.processed),
+        busy_s=a.busy_s + b.busy_s,
+        dropped_timeout=a.dropped_timeout + b.dropped_timeout,
+        dropped_overflow=a.dropped_overflow + b.dropped_overflow,
+    )
+
+
+def merge_intervals(a: Interval, b: Interval) -> Interval:
+    """Two consecutive intervals as one point of a downsampled plot (b's decision)."""
+    sa, sb = a.snapshot, b.snapshot
+    before = {o.name: o for o in sa.operators}
+    sources = dict(sa.sources)
+    snapshot = Snapshot(
+        t=sb.t,
+        td=sa.td + sb.td,
+        sources=tuple((name, sources.get(name, 0) + n) for name, n in sb.sources),
+        operators=tuple(
+            _merge_stats(before[o.name], o) if o.name in before else o for o in sb.operators
+        ),
+        completed=sa.completed + sb.completed,
+        sink_events=sa.sink_events + sb.sink_events,
+        latency_ms_mean=_weighted(
+            sa.latency_ms_mean, sa.sink_events, sb.latency_ms_mean, sb.sink_events
+        ),
+        dropped_restart=sa.dropped_restart + sb.dropped_restart,
+        intervals=sa.intervals + sb.intervals,
+        idle_intervals=sa.idle_intervals + sb.idle_intervals,
+    )
+    return Interval(snapshot, b.decision)

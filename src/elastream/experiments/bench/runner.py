@@ -152,7 +152,7 @@ def execute(spec: RunSpec, backend: Backend) -> RunRecord:
         row = identity_columns(spec, config, pipeline) | metrics_row(
             outcome.result, outcome.latency_histogram_ms, pipeline, spec.slo_ms
         )
-        series = interval_rows(outcome.result.snapshots) if spec.timeseries else []
+        series = interval_series(outcome.result) if spec.timeseries else []
     except Exception as exc:  # reported in the row and on the console, never swallowed
         detail = traceback.format_exception_only(exc)[-1].strip()
         return RunRecord(base | {"error": detail, "wall_s": time.perf_counter() - started})
@@ -160,6 +160,16 @@ def execute(spec: RunSpec, backend: Backend) -> RunRecord:
     row["error"] = ""
     series = [{"run_id": spec.run_id, **point} for point in series]
     return RunRecord(row, series)
+
+
+def interval_series(result: RunResult) -> list[dict[str, Any]]:
+    """The run's per-interval rows (the scenario's `timeseries`), which need its snapshots."""
+    if not result.snapshots_kept:
+        raise BenchError(
+            "timeseries: the run was longer than keep_snapshots, so its snapshots were not kept "
+            "(raise keep_snapshots or leave timeseries off)"
+        )
+    return interval_rows(result.snapshots)
 
 
 # ---------------------------------------------------------------------------- the matrix

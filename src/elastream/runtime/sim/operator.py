@@ -149,6 +149,7 @@ class Operator:
             self.direct = (self.plan[0][1], self.plan[0][2])
 
     def reset_interval(self) -> None:
+        self.backlogged = False  # an event waited past the step it arrived in (steady_intervals)
         self.received = 0
         self.received_from = dict.fromkeys(self.predecessors, 0)
         self.processed = 0
@@ -220,6 +221,7 @@ class Operator:
         if arrivals is not None and self._served_at_once(s, *arrivals):
             return
         if self.down:
+            self.backlogged = self.backlogged or self.size > 0
             if arrivals is not None:
                 for rep, mine in zip(self.ready, self._shares(*arrivals), strict=True):
                     self._enqueue(rep, mine)
@@ -280,6 +282,8 @@ class Operator:
             rep.busy += done * rep.cost * factor
             processed += done
         self.size -= processed + timeouts
+        if self.size:
+            self.backlogged = True
         self.processed += processed
         if timeouts:
             self.dropped_timeout += timeouts
@@ -288,6 +292,19 @@ class Operator:
             self._overflow(counts)
         if out:
             self.emit(out)
+
+    def serve_all(self) -> None:
+        """Fast-forward (SimEngine.skip): serve everything in the inbox at once, as a steady
+        stretch does step by step, shared evenly among the ready replicas."""
+        inbox, self.inbox = self.inbox, {}
+        n = sum(inbox.values())
+        if not n:
+            return
+        for rep, mu in zip(self.ready, apportion(n, [1] * len(self.ready)), strict=True):
+            rep.mu += mu
+            rep.busy += mu * rep.cost
+        self.processed += n
+        self.emit(inbox)
 
     def _served_at_once(self, s: int, pieces: list[tuple[int, int]], counts: list[int]) -> bool:
         """The common case in one go: every queue was empty, nothing that arrived is older than
@@ -462,10 +479,11 @@ class Operator:
         return lost
 
     # ------------------------------------------------------------------ monitor
-    def stats(self) -> OperatorStats:
-        """This interval's OperatorStats; then Alg. 1 restarts from Eq. 5's U_ij."""
+    def stats(self, span_s: float | None = None) -> OperatorStats:
+        """This interval's OperatorStats (or a fast-forwarded stretch's, `span_s` long); then
+        Alg. 1 restarts from Eq. 5's U_ij."""
         self._ready_changed()  # fold in the one-go steps
-        td = self.setup.td
+        td = span_s or self.setup.td
         busy = sum(rep.busy for rep in self.pool)
         et = busy / self.processed if self.processed else None
         if et is not None:

@@ -79,6 +79,13 @@ class SimSettings(Settings):
     )
     measure_cpu: bool = Field(True, description="measure operator CPU time in the profiling pass")
     seed: int | None = Field(None, description="random seed (None: the run config's seed)")
+    fast_forward: bool = Field(
+        False,
+        description="skip steady stretches in one go: while the input rate is constant, every "
+        "event passes without waiting and the policy changes nothing, the coming intervals up "
+        "to the next rate change are reported as one snapshot (per_replica model, et_noise 0; "
+        "docs/simulator.md)",
+    )
 
     @field_validator("replica_speed", "selectivity")
     @classmethod

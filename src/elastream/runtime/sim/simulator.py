@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 
@@ -24,18 +25,90 @@ DEFAULT_SETTINGS = SimSettings()
 
 
 def source_emissions(
-    trace: Trace, steps: int, step_s: float, shares: Sequence[float]
+    trace: Trace, steps: int, step_s: float, shares: Sequence[float], start: int = 0
 ) -> np.ndarray:
-    """Events each source emits in each step: floor of the cumulative due count, so fractional
-    remainders carry over and totals are exact (as spark/feeder.py: ∫ rate, then its share).
+    """Events each source emits in each of the steps start .. start+steps-1: floor of the
+    cumulative due count, so fractional remainders carry over and totals are exact (as
+    spark/feeder.py: ∫ rate, then its share).
 
     The integral of a step-wise constant rate is piecewise linear in t, hence np.interp (which
     holds the total after the trace's end)."""
+    emitted = _emitted_by(integral(trace), np.arange(start, start + steps + 1), step_s, shares)
+    return np.diff(emitted, axis=1)
+
+
+def integral(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """The trace's bucket edges (s) and the events due by each."""
     edges = np.arange(trace.rates.size + 1) * trace.step_s
-    cumulative = np.concatenate(([0.0], np.cumsum(trace.rates * trace.step_s)))
-    due = np.interp(np.arange(steps + 1) * step_s, edges, cumulative)
-    per_source = np.floor(np.outer(np.asarray(shares), due) + 1e-9).astype(np.int64)
-    return np.diff(per_source, axis=1)
+    return edges, np.concatenate(([0.0], np.cumsum(trace.rates * trace.step_s)))
+
+
+def _emitted_by(
+    due_by: tuple[np.ndarray, np.ndarray],
+    steps: np.ndarray,
+    step_s: float,
+    shares: Sequence[float],
+) -> np.ndarray:
+    """Events each source has emitted before each of `steps` (sources × steps)."""
+    due = np.interp(steps * step_s, *due_by)
+    return np.floor(np.outer(np.asarray(shares), due) + 1e-9).astype(np.int64)
+
+
+class Emissions:
+    """The sources' emissions per step, computed a block of steps at a time, so that memory
+    does not grow with the run's length (any range: `window`)."""
+
+    BLOCK_STEPS = 36_000
+
+    def __init__(self, trace: Trace, steps: int, step_s: float, shares: Sequence[float]) -> None:
+        self.due_by = integral(trace)
+        self.steps, self.step_s, self.shares = steps, step_s, list(shares)
+        self.start = 0
+        self.rows: list[list[int]] = []
+        self.quiet_until: list[int] = []  # per step of the block: first step with an emission
+        self._load(0)
+
+    def _load(self, start: int) -> None:
+        self.start = start
+        count = min(self.BLOCK_STEPS, self.steps - start)
+        block = self.window(start, start + count)
+        self.rows = block.tolist()
+        busy = np.flatnonzero(block.sum(axis=0) > 0)
+        nxt = np.searchsorted(busy, np.arange(count))
+        ends = np.append(busy, count)[nxt] + start
+        self.quiet_until = ends.tolist()
+
+    def _ensure(self, s: int) -> int:
+        offset = s - self.start
+        if not 0 <= offset < len(self.quiet_until):
+            self._load(s)
+            offset = 0
+        return offset
+
+    def at(self, s: int) -> list[int]:
+        """Events of each source in step s (s < steps)."""
+        offset = self._ensure(s)
+        return [row[offset] for row in self.rows]
+
+    def quiet_steps(self, s: int, end: int) -> int:
+        """How many steps from s (up to `end`) no source emits anything."""
+        if s >= self.steps:
+            return end - s
+        offset = self._ensure(s)
+        return min(self.quiet_until[offset], end) - s
+
+    def window(self, start: int, end: int) -> np.ndarray:
+        """Emissions of steps start .. end-1 (sources × steps), the same as step by step."""
+        emitted = _emitted_by(self.due_by, np.arange(start, end + 1), self.step_s, self.shares)
+        return np.diff(emitted, axis=1)
+
+
+def rate_changes(trace: Trace) -> list[float]:
+    """The times (s) at which the trace's rate changes, ending with +inf: the ends of its
+    constant stretches (fast-forward never skips across one)."""
+    rates = trace.rates
+    changes = np.flatnonzero(rates[1:] != rates[:-1]) + 1
+    return [*(changes * trace.step_s).tolist(), trace.duration_s, math.inf]
 
 
 class SimEngine:
@@ -63,7 +136,11 @@ class SimEngine:
         self.load_steps = max(1, math.ceil(self.duration_s / self.step_s - 1e-9))
         total_rate = sum(src.rate for src in pipeline.sources)
         shares = [src.rate / total_rate for src in pipeline.sources]
-        self.emissions = source_emissions(trace, self.load_steps, self.step_s, shares).tolist()
+        self.emissions = Emissions(trace, self.load_steps, self.step_s, shares)
+        self.rate_change_s = rate_changes(trace)
+        per_replica = settings.queue_model == "per_replica"
+        self.noisy = settings.et_noise > 0
+        self.can_skip = settings.fast_forward and per_replica and not self.noisy
         self.started = False
 
     # ------------------------------------------------------------------ Engine protocol
@@ -77,17 +154,67 @@ class SimEngine:
         self.down_until = 0
         self.pending: dict[str, int] = {}
         self.last_counts = Counts()
+        self.stretch: tuple[int, np.ndarray] = (-1, np.zeros((0, 0), dtype=np.int64))
+        self.interval_counts = Counts()  # the counts when the last interval began
+        self.backlogged = False  # an event waited past its step in the last interval
+        # replicas per operator -> per source: steps of this many events were steady with them
+        self.steady_peaks: dict[tuple[int, ...], np.ndarray] = {}
         self.interval_sources = [0] * len(self.pipeline.sources)
         self.ops = self._build_operators()
         self.order = [self.ops[name] for name in self.pipeline.topological_order]
         self.source_targets = self._wire()
 
     def collect(self) -> Snapshot:
-        """Monitor: run one interval of td simulated seconds and return its metrics."""
+        """Monitor: run one interval of td simulated seconds and return its metrics. With
+        fast_forward, an interval that starts steady and whose steps bring no more events than
+        steady ones did under these replicas is run in one go (skip(1))."""
         self._reconfigure()
-        for _ in range(self.steps_per_interval):
-            self._step()
-        return self._snapshot()
+        end = self.s + self.steps_per_interval
+        coming = self.emissions.window(self.s, end) if self.can_skip else None
+        if coming is not None and self._was_steady() and self._within_steady_peak(coming):
+            return self.skip(1, coming)
+        while self.s < end:
+            quiet = self._quiet_steps(end)
+            if quiet:
+                self._idle(quiet)
+            else:
+                self._step()
+        snapshot = self._snapshot()
+        if coming is not None and self._was_steady():
+            peak = coming.max(axis=1)
+            known = self.steady_peaks.get(self._replicas())
+            self.steady_peaks[self._replicas()] = peak if known is None else np.maximum(known, peak)
+        return snapshot
+
+    def _replicas(self) -> tuple[int, ...]:
+        """The replicas serving now, per operator."""
+        return tuple(len(op.ready) for op in self.order)
+
+    def _within_steady_peak(self, coming: np.ndarray) -> bool:
+        """No source brings more events in a step (columns of `coming`) than it did in a steady
+        interval under the current replicas (every event then went through in its step)."""
+        known = self.steady_peaks.get(self._replicas())
+        return known is not None and bool((coming.max(axis=1) <= known).all())
+
+    def _quiet_steps(self, end: int) -> int:
+        """Steps from now (up to `end`) in which nothing can happen: no source emits, nothing is
+        queued, no replica is starting, no restart under way and no service-time noise drawn."""
+        if self.noisy or self.s < self.down_until:
+            return 0
+        if any(op.size or op.starting for op in self.order):
+            return 0
+        return self.emissions.quiet_steps(self.s, end)
+
+    def _idle(self, steps: int) -> None:
+        """Advance `steps` quiet steps: all an idle step changes is each replica's spare credit
+        (the fraction of an event it could serve, not banked), updated as step() does."""
+        for op in self.order:
+            for rep in op.ready:
+                credit, rate = rep.credit, rep.rate
+                for _ in range(steps):
+                    credit = (credit + rate) % 1.0
+                rep.credit = credit
+        self.s += steps
 
     def enact(self, decision: Decision) -> None:
         """Execute: set each operator's active replicas; the change takes effect when the
@@ -140,6 +267,66 @@ class SimEngine:
 
     def stop(self) -> None:
         """Nothing to release: the simulator owns no process, file or thread."""
+
+    # ------------------------------------------------------------------ fast-forward
+    def steady_intervals(self) -> int:
+        """How many coming intervals can be skipped as a steady stretch: the last interval had
+        a constant input rate, nothing waited or was dropped and nothing is queued or changing;
+        the input stays at that rate up to the stretch's end and no step brings more events
+        than a steady interval under the current replicas did. 0 unless `fast_forward` is on."""
+        if not self.can_skip or not self._was_steady():
+            return 0
+        spi, s = self.steps_per_interval, self.s
+        first = s - spi
+        change_s = self.rate_change_s[bisect.bisect_right(self.rate_change_s, first * self.step_s)]
+        last_step = min(math.floor(change_s / self.step_s + 1e-9), self.load_steps)
+        intervals = (last_step - s) // spi
+        if intervals < 1:
+            return 0
+        coming = self.emissions.window(s, s + intervals * spi)
+        if not self._within_steady_peak(coming):
+            return 0
+        self.stretch = (s, coming)
+        return intervals
+
+    def _was_steady(self) -> bool:
+        if self.pending or self.s < self.down_until or self.s <= self.steps_per_interval:
+            return False
+        if self.backlogged or any(op.size or op.inbox or op.starting for op in self.order):
+            return False
+        before, now = self.interval_counts, self.last_counts
+        return (before.dropped_timeout, before.dropped_overflow, before.dropped_restart) == (
+            now.dropped_timeout,
+            now.dropped_overflow,
+            now.dropped_restart,
+        )
+
+    def skip(self, intervals: int, coming: np.ndarray | None = None) -> Snapshot:
+        """Run `intervals` steady intervals at once: the sources emit what the trace integrates
+        to, every operator serves all of it within the last step (no event waits in a steady
+        stretch), and the stretch is one snapshot (Snapshot.intervals). `coming`: the
+        emissions of its steps, if known already."""
+        spi = self.steps_per_interval
+        start, end = self.s, self.s + intervals * spi
+        if coming is None or coming.shape[1] != end - start:
+            known_start, known = self.stretch
+            same = known_start == start and known.shape[1] == end - start
+            coming = known if same else self.emissions.window(start, end)
+        self.ledger.s = end - 1
+        counts = self.ledger.counts
+        emitted = coming.sum(axis=1).tolist()
+        for i, (src, targets, weight) in enumerate(self.source_targets):
+            n = emitted[i]
+            if n:
+                counts.events_in += n
+                self.interval_sources[i] += n
+                for target in targets:
+                    target.receive(src, {end - 1: n}, weight, 0.0)
+        for op in self.order:
+            op.serve_all()
+        idle = int((coming.sum(axis=0).reshape(intervals, spi).sum(axis=1) == 0).sum())
+        self.s = end
+        return self._snapshot(intervals, idle)
 
     def latency_histogram_ms(self) -> list[tuple[float, int]]:
         """End-to-end latencies so far: (ms, events) per cohort that reached a sink, ascending."""
@@ -209,9 +396,9 @@ class SimEngine:
         self.ledger.s = s
         if s < self.load_steps:
             counts = self.ledger.counts
-            for i, (src, targets, weight) in enumerate(self.source_targets):
-                n = self.emissions[i][s]
+            for i, n in enumerate(self.emissions.at(s)):
                 if n:
+                    src, targets, weight = self.source_targets[i]
                     counts.events_in += n
                     self.interval_sources[i] += n
                     for target in targets:
@@ -225,21 +412,25 @@ class SimEngine:
             op.step(s)
         self.s = s + 1
 
-    def _snapshot(self) -> Snapshot:
+    def _snapshot(self, intervals: int = 1, idle_intervals: int = 0) -> Snapshot:
+        self.backlogged = any(op.backlogged for op in self.order)
         now = self.ledger.counts.copy()
         prev = self.last_counts
-        self.last_counts = now
+        self.interval_counts, self.last_counts = prev, now
         sink_events = now.sink_events - prev.sink_events
         latency = now.latency_s_sum - prev.latency_s_sum
         sources = tuple(zip(self.pipeline.source_names, self.interval_sources, strict=True))
         self.interval_sources = [0] * len(sources)
+        span_s = intervals * self.steps_per_interval * self.step_s
         return Snapshot(
             t=self.s * self.step_s,
-            td=self.steps_per_interval * self.step_s,
+            td=span_s,
             sources=sources,
-            operators=tuple(op.stats() for op in self.order),
+            operators=tuple(op.stats(span_s if intervals > 1 else None) for op in self.order),
             completed=round(now.completed_w) - round(prev.completed_w),
             sink_events=sink_events,
             latency_ms_mean=latency / sink_events * 1000.0 if sink_events else None,
             dropped_restart=now.dropped_restart - prev.dropped_restart,
+            intervals=intervals,
+            idle_intervals=idle_intervals,
         )
