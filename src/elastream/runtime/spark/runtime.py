@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from elastream.model.events import OutcomeKind
 from elastream.model.metrics import RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats, Snapshot
+from elastream.runtime.queues.base import QueueStore
 from elastream.runtime.queues.sqlite import SqliteQueueStore
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.session import spark_session, warm_python_workers
@@ -23,6 +25,8 @@ from elastream.runtime.spark.source import SOURCE_NAME
 from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
+HELPER_TIMEOUT = "Python worker failed to connect back"  # Spark's message; nothing ran yet
+log = logging.getLogger(__name__)
 
 
 class RuntimeFailure(RuntimeError):
@@ -73,8 +77,7 @@ class SparkEngine:
         self.spark = spark_session(self.config.spark.master or f"local[{self._slots()},4]")
         warm_python_workers(self.spark, self._slots())
         for name in self.pipeline.topological_order:
-            self._start_query(name)
-        self._await_first_batches()
+            self._start_running(name)
         resume_at = float(self.store.meta("trace_elapsed", 0.0)) if self.resume else 0.0
         self.feeder = Feeder(
             self.pipeline, self.db_path, self.trace, self.config.seed, resume_at=resume_at
@@ -168,7 +171,7 @@ class SparkEngine:
             for suffix in ("-wal", "-shm"):
                 Path(f"{self.db_path}{suffix}").unlink(missing_ok=True)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.store = SqliteQueueStore(self.db_path)
+        self.store: QueueStore = SqliteQueueStore(self.db_path)
         self.store.set_meta("pipeline", self.pipeline.model_dump(mode="json", by_alias=True))
         self.store.set_meta("t_out", self.config.t_out)
         self.store.set_meta("td", self.config.td)
@@ -209,16 +212,36 @@ class SparkEngine:
         self.queries[name] = query
         self.run_ids[name] = {str(query.runId)}
 
-    def _await_first_batches(self, timeout_s: float = 120.0) -> None:
-        """Wait until every query has planned and run its first (empty) micro-batch, so the
-        feeder does not start the clock during Spark's cold start."""
+    def _start_running(self, name: str, attempts: int = 3) -> None:
+        """Start `name`'s query and wait for its first (empty) micro-batch, so the feeder does
+        not start the clock during Spark's cold start. Queries start one at a time: each forks a
+        Python helper that must connect back to the JVM within Spark's fixed timeout, which a
+        loaded machine can miss; a query that failed that way, before any batch, starts again."""
+        for attempt in range(1, attempts + 1):
+            self._start_query(name)
+            try:
+                self._await_first_batch(name)
+                return
+            except RuntimeFailure as failure:
+                if attempt == attempts or HELPER_TIMEOUT not in str(failure):
+                    raise
+                log.warning(
+                    "operator %r: query start failed (%s); attempt %d", name, failure, attempt + 1
+                )
+
+    def _await_first_batch(self, name: str, timeout_s: float = 120.0) -> None:
         deadline = time.time() + timeout_s
+        query = self.queries[name]
         while time.time() < deadline:
-            self._check_health()
-            if all(q.lastProgress is not None for q in self.queries.values()):
+            error = query.exception()
+            if error is not None or not query.isActive:
+                raise RuntimeFailure(f"the query of operator {name!r} stopped: {error}")
+            if query.lastProgress is not None:
                 return
             time.sleep(0.2)
-        raise RuntimeFailure(f"the operator queries did not start within {timeout_s:.0f} s")
+        raise RuntimeFailure(
+            f"the query of operator {name!r} did not start within {timeout_s:.0f} s"
+        )
 
     def _check_health(self) -> None:
         for name, query in self.queries.items():
