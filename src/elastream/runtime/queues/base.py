@@ -154,8 +154,9 @@ def decode_events(keys_blob: bytes, body_blob: bytes) -> list[Event]:
     """The inverse of `encode_events`."""
     keys = decode_keys(keys_blob)
     ids, roots, stamps, payloads = msgpack.unpackb(body_blob, raw=False, strict_map_key=False)
+    restore = Event.restore
     return [
-        Event(i, k, ts, p, r)
+        restore(i, k, ts, p, r)
         for i, k, ts, p, r in zip(ids, keys, stamps, payloads, roots, strict=True)
     ]
 
