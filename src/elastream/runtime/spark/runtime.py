@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -25,8 +24,6 @@ from elastream.runtime.spark.source import SOURCE_NAME
 from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
-HELPER_TIMEOUT = "Python worker failed to connect back"  # Spark's message; nothing ran yet
-log = logging.getLogger(__name__)
 
 
 class RuntimeFailure(RuntimeError):
@@ -77,7 +74,8 @@ class SparkEngine:
         self.spark = spark_session(self.config.spark.master or f"local[{self._slots()},4]")
         warm_python_workers(self.spark, self._slots())
         for name in self.pipeline.topological_order:
-            self._start_running(name)
+            self._start_query(name)
+        self._await_first_batches()
         resume_at = float(self.store.meta("trace_elapsed", 0.0)) if self.resume else 0.0
         self.feeder = Feeder(
             self.pipeline, self.db_path, self.trace, self.config.seed, resume_at=resume_at
@@ -212,36 +210,16 @@ class SparkEngine:
         self.queries[name] = query
         self.run_ids[name] = {str(query.runId)}
 
-    def _start_running(self, name: str, attempts: int = 3) -> None:
-        """Start `name`'s query and wait for its first (empty) micro-batch, so the feeder does
-        not start the clock during Spark's cold start. Queries start one at a time: each forks a
-        Python helper that must connect back to the JVM within Spark's fixed timeout, which a
-        loaded machine can miss; a query that failed that way, before any batch, starts again."""
-        for attempt in range(1, attempts + 1):
-            self._start_query(name)
-            try:
-                self._await_first_batch(name)
-                return
-            except RuntimeFailure as failure:
-                if attempt == attempts or HELPER_TIMEOUT not in str(failure):
-                    raise
-                log.warning(
-                    "operator %r: query start failed (%s); attempt %d", name, failure, attempt + 1
-                )
-
-    def _await_first_batch(self, name: str, timeout_s: float = 120.0) -> None:
+    def _await_first_batches(self, timeout_s: float = 120.0) -> None:
+        """Wait until every query has planned and run its first (empty) micro-batch, so the
+        feeder does not start the clock during Spark's cold start."""
         deadline = time.time() + timeout_s
-        query = self.queries[name]
         while time.time() < deadline:
-            error = query.exception()
-            if error is not None or not query.isActive:
-                raise RuntimeFailure(f"the query of operator {name!r} stopped: {error}")
-            if query.lastProgress is not None:
+            self._check_health()
+            if all(q.lastProgress is not None for q in self.queries.values()):
                 return
             time.sleep(0.2)
-        raise RuntimeFailure(
-            f"the query of operator {name!r} did not start within {timeout_s:.0f} s"
-        )
+        raise RuntimeFailure(f"the operator queries did not start within {timeout_s:.0f} s")
 
     def _check_health(self) -> None:
         for name, query in self.queries.items():
