@@ -74,8 +74,10 @@ class SparkEngine:
         self.spark = spark_session(self.config.spark.master or f"local[{self._slots()},4]")
         warm_python_workers(self.spark, self._slots())
         for name in self.pipeline.topological_order:
+            # One at a time: each query forks a Python helper that must connect back to the JVM
+            # within 10 s (fixed in Spark); forked together on a loaded machine they missed it.
             self._start_query(name)
-        self._await_first_batches()
+            self._await_first_batches()
         resume_at = float(self.store.meta("trace_elapsed", 0.0)) if self.resume else 0.0
         self.feeder = Feeder(
             self.pipeline, self.db_path, self.trace, self.config.seed, resume_at=resume_at

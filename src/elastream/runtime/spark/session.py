@@ -31,9 +31,6 @@ def spark_session(master: str, app_name: str = "elastream") -> SparkSession:
         .config("spark.ui.enabled", "false")
         .config("spark.scheduler.mode", "FAIR")
         .config("spark.python.worker.reuse", "true")
-        # A query's Python helper must connect back within this; the default 15 s was missed
-        # under load on a shared 2-core machine (the query then died before its first batch).
-        .config("spark.python.authenticate.socketTimeout", "120s")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.streaming.metricsEnabled", "false")
         .config("spark.sql.streaming.numRecentProgressUpdates", "2000")
