@@ -154,8 +154,11 @@ def test_a_replayed_batch_keeps_its_division_when_r_changed(open_store):
     assert [e.id for e in store.read_share(replay, 1)] == ["src-1", "src-3", "src-5", "src-7"]
     with pytest.raises(QueueError, match="planned up to 9, now asked up to 8"):
         store.plan_batch("a", 0, 8, 2, alternate)
-    with pytest.raises(QueueError, match="division of batch 9-9|invalid"):
-        store.plan_batch("a", 9, 9, 2, lambda keys: [5])
+    with pytest.raises(QueueError, match="the division of batch 0-9 is invalid"):
+        store.plan_batch("b", 0, 0, 2, alternate)  # empty: nothing recorded, nothing to check
+        store.append("b", events(9), "src", 0)
+        store.plan_batch("b", 0, 9, 2, lambda keys: [5] * len(keys))
+    assert store.plan_batch("a", 9, 9, 2, alternate).owners == b""  # an empty batch
 
 
 def test_a_failed_commit_writes_nothing(open_store):
@@ -226,7 +229,7 @@ def test_released_events_are_gone_and_counts_stay(open_store):
     assert store.release("a", 4) == 1
     with pytest.raises(QueueError, match=r"holds 0 of the events \[0, 4\)"):
         store.read("a", 0, 4)
-    with pytest.raises(QueueError, match="no recorded plan"):
-        store.plan("a", 0)
+    with pytest.raises(QueueError, match="no recorded plan for the batch 0-4"):
+        store.plan("a", 0, 4)
     assert [s.off for s in store.read("a", 4, 8)] == [4, 5, 6, 7]
     assert (store.latest("a"), store.pending("a"), store.audit().events_in) == (8, 4, 8)

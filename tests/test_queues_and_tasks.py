@@ -39,8 +39,9 @@ def events(n, start=0, ts=None):
 
 def run_all(store, op, replica=0):
     """Plan everything queued at `op` as one batch for one replica, and run `replica`'s share."""
-    store.plan_batch(op, 0, store.latest(op), 1, lambda keys: [0] * len(keys))
-    return task.run_share(str(store.path), op, 0, replica)
+    end = store.latest(op)
+    store.plan_batch(op, 0, end, 1, lambda keys: [0] * len(keys))
+    return task.run_share(str(store.path), op, 0, end, replica)
 
 
 def test_offsets_are_contiguous_and_appends_idempotent(tmp_path):

@@ -198,12 +198,13 @@ class QueueStore(Protocol):
     # -- consuming
     def latest(self, q: str) -> int: ...
     def plan_batch(self, op: str, start: int, end: int, replicas: int, divide: Divide) -> BatchPlan:
-        """The plan of `op`'s batch [start, end): recorded now, or the one recorded before."""
+        """The plan of `op`'s batch [start, end): recorded now, or the one recorded before (an
+        empty batch is not recorded)."""
         ...
 
     def read(self, q: str, start: int, end: int) -> list[Stored]: ...
-    def plan(self, op: str, start: int) -> BatchPlan:
-        """The recorded plan of `op`'s batch from offset `start` (QueueError if none)."""
+    def plan(self, op: str, start: int, end: int) -> BatchPlan:
+        """The recorded plan of `op`'s batch [start, end) (QueueError if none)."""
         ...
 
     def read_share(self, plan: BatchPlan, replica: int) -> list[Event]:

@@ -232,6 +232,8 @@ class SqliteQueueStore:
         return out
 
     def plan_batch(self, op: str, start: int, end: int, replicas: int, divide: Divide) -> BatchPlan:
+        if end == start:  # an empty batch (Spark plans one at start-up): nothing to record
+            return BatchPlan(op, start, end, replicas, b"")
         recorded = self._plan(op, start)
         if recorded is not None:
             if recorded.end != end:
@@ -258,10 +260,10 @@ class SqliteQueueStore:
         ).fetchone()
         return None if row is None else BatchPlan(op, start, row[0], row[1], bytes(row[2]))
 
-    def plan(self, op: str, start: int) -> BatchPlan:
+    def plan(self, op: str, start: int, end: int) -> BatchPlan:
         recorded = self._plan(op, start)
-        if recorded is None:
-            raise QueueError(f"operator {op!r}: no recorded plan for the batch from offset {start}")
+        if recorded is None or recorded.end != end:
+            raise QueueError(f"operator {op!r}: no recorded plan for the batch {start}-{end}")
         return recorded
 
     def read_share(self, plan: BatchPlan, replica: int) -> list[Event]:

@@ -8,6 +8,7 @@ driver objects.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -19,16 +20,18 @@ from elastream.model.grouping import assign
 from elastream.runtime.spark.task import context_for, run_share, store_for
 
 SOURCE_NAME = "elastream_queue"
+RELEASE_EVERY_S = 5.0
 SCHEMA = "replica INT, events INT, fresh INT, outputs INT, busy DOUBLE"
 
 
 @dataclass(frozen=True)
 class ReplicaPartition(InputPartition):
-    """Replica `replica`'s share of the micro-batch planned from offset `start` (the store holds
-    the plan, so a re-run of the batch divides it the same way)."""
+    """Replica `replica`'s share of the micro-batch [start, end) (the store holds the plan, so a
+    re-run of the batch divides it the same way)."""
 
     replica: int
     start: int
+    end: int
 
 
 def plan_partitions(db: str, op: str, start: int, end: int) -> list[ReplicaPartition]:
@@ -50,7 +53,7 @@ def plan_partitions(db: str, op: str, start: int, end: int) -> list[ReplicaParti
         return assign(grouping, keys, replicas, seed=start, et_s=ets, td_s=td)
 
     plan = store.plan_batch(op, start, end, replicas, divide)
-    return [ReplicaPartition(j, start) for j in range(plan.replicas)]
+    return [ReplicaPartition(j, start, end) for j in range(plan.replicas)]
 
 
 def admitted_end(db: str, op: str, start: int, limit: ReadLimit | None) -> int:
@@ -68,6 +71,7 @@ class QueueStreamReader(DataSourceStreamReader):
     def __init__(self, db: str, op: str) -> None:
         self.db = db
         self.op = op
+        self.released_at = time.monotonic()
 
     def initialOffset(self) -> dict:
         return {"off": 0}
@@ -84,12 +88,17 @@ class QueueStreamReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[tuple]:
         if not isinstance(partition, ReplicaPartition):
             raise TypeError(f"{SOURCE_NAME} source got a foreign partition: {partition!r}")
-        r = run_share(self.db, self.op, partition.start, partition.replica)
+        r = run_share(self.db, self.op, partition.start, partition.end, partition.replica)
         yield (r.replica, r.events, r.fresh, r.outputs, r.busy_s)
 
     def commit(self, end: dict) -> None:
-        """Retention: every share below `end` is committed, so its input events can go."""
-        store_for(self.db).release(self.op, int(end["off"]))
+        """Retention: every share below `end` is committed, so its input events can go. Done
+        at most every RELEASE_EVERY_S, so that a batch's commit does not wait for the store's
+        write lock."""
+        now = time.monotonic()
+        if now - self.released_at >= RELEASE_EVERY_S:
+            store_for(self.db).release(self.op, int(end["off"]))
+            self.released_at = now
 
 
 class QueueDataSource(DataSource):

@@ -46,13 +46,15 @@ def context_for(db_path: str, op: str) -> OperatorContext:
     return OperatorContext(spec, function, params, pipeline.routes(op), store.meta("t_out"))
 
 
-def run_share(db_path: str, op: str, start: int, replica: int) -> TaskResult:
-    """Process replica `replica`'s share of `op`'s batch planned from offset `start`, and commit
-    it in one transaction; a share committed before is not processed again."""
+def run_share(db_path: str, op: str, start: int, end: int, replica: int) -> TaskResult:
+    """Process replica `replica`'s share of `op`'s planned batch [start, end), and commit it in
+    one transaction; a share committed before is not processed again."""
+    if end == start:  # an empty batch
+        return TaskResult(replica, 0, 0, 0, 0.0)
     started = time.perf_counter()
     store = store_for(db_path)
     ctx = context_for(db_path, op)
-    plan = store.plan(op, start)
+    plan = store.plan(op, start, end)
     if store.share_done(op, plan.batch, replica):
         return TaskResult(replica, plan.owners.count(replica), 0, 0, 0.0)
     events = store.read_share(plan, replica)
