@@ -82,9 +82,7 @@ def elastream_per_event(pipeline: Pipeline, events: int, out: Path) -> float:
     )
     engine = SparkEngine(pipeline, config, trace, keep_session=True)
     run_engine(engine, config)
-    first, last = engine.store.conn.execute(
-        "SELECT MIN(ts), MAX(enq) FROM events e JOIN queues q ON e.q = q.q WHERE q.sink = 1"
-    ).fetchone()
+    first, last = engine.store.sink_span()
     return (last - first) / events
 
 

@@ -38,31 +38,33 @@ def events(n, start=0, ts=None):
 
 
 def run_all(store, op, replica=0):
+    """Plan everything queued at `op` as one batch for one replica, and run `replica`'s share."""
     end = store.latest(op)
-    return task.run_task(str(store.path), op, list(range(end)), replica, f"0-{end}")
+    store.plan_batch(op, 0, end, 1, lambda keys: [0] * len(keys))
+    return task.run_share(str(store.path), op, 0, end, replica)
 
 
 def test_offsets_are_contiguous_and_appends_idempotent(tmp_path):
     store = make_store(tmp_path)
-    assert store.append("op1", events(5), "src") == (5, 0)
-    assert store.append("op1", events(5), "src") == (0, 0)  # same ids: nothing twice
+    assert store.append("op1", events(5), "src", 0) == (5, 0)
+    assert store.append("op1", events(5), "src", 0) == (0, 0)  # offered before: nothing twice
     assert store.latest("op1") == 5
-    assert [s.off for s in store.read("op1", [0, 4])] == [0, 4]
+    assert [s.off for s in store.read("op1", 0, 5)][::4] == [0, 4]
     assert store.keys("op1", 0, 3) == ["k0", "k1", "k2"]
     with pytest.raises(QueueError, match="unknown queue 'nope'"):
-        store.append("nope", events(1), "src")
+        store.append("nope", events(1), "src", 0)
 
 
 def test_bounded_queue_drops_and_counts_overflow(tmp_path):
     store = make_store(tmp_path, q_size=3)
-    assert store.append("op1", events(5), "src") == (3, 2)
+    assert store.append("op1", events(5), "src", 0) == (3, 2)
     audit = store.audit()
     assert (audit.events_in, audit.overflow, audit.pending) == (5, 2, 3)
 
 
 def test_pipeline_conserves_events_with_a_filter(tmp_path):
     store = make_store(tmp_path, middle="elastream.examples.synthetic:drop_odd")
-    store.append("op1", events(10), "src")
+    store.append("op1", events(10), "src", 0)
     for op in ("op1", "op2", "op3"):
         run_all(store, op)
     audit = store.audit()
@@ -72,7 +74,7 @@ def test_pipeline_conserves_events_with_a_filter(tmp_path):
 
 def test_replayed_batch_changes_nothing(tmp_path):
     store = make_store(tmp_path)
-    store.append("op1", events(8), "src")
+    store.append("op1", events(8), "src", 0)
     first = run_all(store, "op1")
     again = run_all(store, "op1", replica=1)  # a retry, even on another replica
     assert (first.fresh, again.fresh) == (8, 0)
@@ -82,7 +84,7 @@ def test_replayed_batch_changes_nothing(tmp_path):
 
 def test_timeout_drops_old_events_when_their_turn_comes(tmp_path):
     store = make_store(tmp_path, t_out=5.0)
-    store.append("op1", events(3, ts=time.time() - 60) + events(2, start=3), "src")
+    store.append("op1", events(3, ts=time.time() - 60) + events(2, start=3), "src", 0)
     run_all(store, "op1")
     audit = store.audit()
     assert (audit.timeout, store.latest("op2")) == (3, 2)
@@ -90,7 +92,7 @@ def test_timeout_drops_old_events_when_their_turn_comes(tmp_path):
 
 def test_failing_event_is_isolated_and_logged(tmp_path):
     store = make_store(tmp_path, middle="tests_support_ops:fail_on_three")
-    store.append("op1", events(6), "src")
+    store.append("op1", events(6), "src", 0)
     run_all(store, "op1")
     run_all(store, "op2")
     audit = store.audit()
@@ -101,7 +103,7 @@ def test_failing_event_is_isolated_and_logged(tmp_path):
 
 def test_unknown_output_stream_is_an_error_naming_it(tmp_path):
     store = make_store(tmp_path, middle="elastream.examples.synthetic:split_by_value")
-    store.append("op1", events(2), "src")
+    store.append("op1", events(2), "src", 0)
     run_all(store, "op1")
     run_all(store, "op2")
     (message,) = {r[0] for r in store.conn.execute("SELECT message FROM errors LIMIT 1")}

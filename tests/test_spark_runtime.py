@@ -83,7 +83,8 @@ def outcomes_so_far(db: Path) -> int:
         return 0
     with sqlite3.connect(db, timeout=30) as conn:
         try:
-            return conn.execute("SELECT COUNT(*) FROM outcomes WHERE op = 'emit'").fetchone()[0]
+            row = conn.execute("SELECT SUM(n) FROM shares WHERE op = 'emit'").fetchone()
+            return row[0] or 0
         except sqlite3.OperationalError:  # tables not created yet
             return 0
 
@@ -110,13 +111,13 @@ def test_killed_run_resumes_from_checkpoints_exactly_once(tmp_path):
     output, _ = second.communicate(timeout=600)
     assert second.returncode == 0, output
 
-    conn = sqlite3.connect(out / "queues.db")
-    audit = SqliteQueueStore(out / "queues.db").audit()
+    store = SqliteQueueStore(out / "queues.db")
+    audit = store.audit()
     assert_conserved(audit, 1600)
     assert audit.timeout == audit.overflow == audit.failed == 0
     assert audit.filtered == 800
-    sink_ids = conn.execute("SELECT COUNT(*), COUNT(DISTINCT id) FROM events WHERE q = 'out'")
-    assert sink_ids.fetchone() == (800, 800)
+    sink_ids = store.sink_ids("out")
+    assert (len(sink_ids), len(set(sink_ids))) == (800, 800)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["processed_ratio"] == 1.0
 

@@ -32,6 +32,19 @@ class Event:
         if not self.root:
             object.__setattr__(self, "root", self.id)
 
+    @classmethod
+    def restore(cls, id: str, key: str, ts: float, payload: Any, root: str) -> Event:
+        """An event read back from a queue: its fields were checked when it was created, so
+        they are set without checking again (the hot path of every replica)."""
+        event = object.__new__(cls)
+        set_field = object.__setattr__
+        set_field(event, "id", id)
+        set_field(event, "key", key)
+        set_field(event, "ts", ts)
+        set_field(event, "payload", payload)
+        set_field(event, "root", root)
+        return event
+
     def emit(self, payload: Any, stream: str | None = None, key: str | None = None) -> Emit:
         """An output derived from this event, to `stream` (None: the operator's only output)."""
         return Emit(parent=self, payload=payload, stream=stream, key=key)

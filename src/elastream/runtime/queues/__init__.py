@@ -1,6 +1,15 @@
-"""Durable queues between pipeline nodes; the embedded default is SQLite (the batch-oriented
-queue interface that a second backend implements is the data-path issue's)."""
+"""Durable batch queues between pipeline nodes: the interface (`base.QueueStore`) and its embedded
+SQLite backend."""
 
-from elastream.runtime.queues.sqlite import Audit, QueueError, SqliteQueueStore, Stored
+from elastream.runtime.queues.base import Appended, Audit, BatchPlan, QueueError, QueueStore, Stored
+from elastream.runtime.queues.sqlite import SqliteQueueStore
 
-__all__ = ["Audit", "QueueError", "SqliteQueueStore", "Stored"]
+__all__ = [
+    "Appended",
+    "Audit",
+    "BatchPlan",
+    "QueueError",
+    "QueueStore",
+    "SqliteQueueStore",
+    "Stored",
+]

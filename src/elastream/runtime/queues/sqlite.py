@@ -1,9 +1,9 @@
-"""The embedded queue store: durable, offset-addressed queues in one SQLite file (WAL mode).
+"""The embedded queue store: durable batch queues of a run in one SQLite file (WAL mode).
 
-One file holds all queues of a run so that an operator's outcome for an input event and the
-outputs it sends to every successor queue commit in one transaction. Outcomes are keyed by
-(operator, event id) and outputs carry deterministic ids, so replaying a batch (a Spark task retry,
-or a query restarted from its checkpoint) changes nothing: processing is exactly-once per event.
+Events are stored a batch at a time: one `segments` row holds the events an append brought, as
+msgpack blobs, and covers the integer offsets [first_off, end_off). One file holds all queues of a
+run, so a replica's share — its outputs to every successor queue, its fates and its "share done"
+mark — commits in one transaction keyed by (operator, batch, replica); a replay adds nothing.
 """
 
 from __future__ import annotations
@@ -11,92 +11,80 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from elastream.model.events import Event, Outcome, OutcomeKind
+from elastream.model.events import Event, OutcomeKind
+from elastream.runtime.queues.base import (
+    Appended,
+    Audit,
+    BatchPlan,
+    Divide,
+    QueueError,
+    ShareCommit,
+    Stored,
+    decode_events,
+    decode_keys,
+    encode_events,
+    pack_roots,
+    unpack_roots,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queues(
     q TEXT PRIMARY KEY, next_off INTEGER NOT NULL, done INTEGER NOT NULL,
     bound INTEGER, sink INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS events(
-    q TEXT NOT NULL, off INTEGER NOT NULL, id TEXT NOT NULL, root TEXT NOT NULL, key TEXT NOT NULL,
-    ts REAL NOT NULL, enq REAL NOT NULL, producer TEXT NOT NULL, payload TEXT NOT NULL,
-    PRIMARY KEY(q, off));
-CREATE UNIQUE INDEX IF NOT EXISTS events_id ON events(q, id);
-CREATE INDEX IF NOT EXISTS events_enq ON events(enq);
-CREATE TABLE IF NOT EXISTS outcomes(
-    op TEXT NOT NULL, id TEXT NOT NULL, root TEXT NOT NULL, kind TEXT NOT NULL, at REAL NOT NULL,
-    replica INTEGER NOT NULL, n_out INTEGER NOT NULL, PRIMARY KEY(op, id));
-CREATE INDEX IF NOT EXISTS outcomes_at ON outcomes(at);
-CREATE TABLE IF NOT EXISTS overflow(
-    q TEXT NOT NULL, id TEXT NOT NULL, root TEXT NOT NULL, producer TEXT NOT NULL, at REAL NOT NULL,
-    PRIMARY KEY(q, id));
-CREATE INDEX IF NOT EXISTS overflow_at ON overflow(at);
+CREATE TABLE IF NOT EXISTS segments(
+    q TEXT NOT NULL, first_off INTEGER NOT NULL, end_off INTEGER NOT NULL, enq REAL NOT NULL,
+    keys BLOB NOT NULL, body BLOB NOT NULL, PRIMARY KEY(q, end_off));
+CREATE TABLE IF NOT EXISTS appends(
+    q TEXT NOT NULL, producer TEXT NOT NULL, at REAL NOT NULL, accepted INTEGER NOT NULL,
+    refused INTEGER NOT NULL, latency_sum REAL NOT NULL, refused_roots BLOB);
+CREATE INDEX IF NOT EXISTS appends_at ON appends(q, at);
+CREATE TABLE IF NOT EXISTS producers(
+    q TEXT NOT NULL, producer TEXT NOT NULL, offered INTEGER NOT NULL, PRIMARY KEY(q, producer));
+CREATE TABLE IF NOT EXISTS plans(
+    op TEXT NOT NULL, start INTEGER NOT NULL, end_off INTEGER NOT NULL,
+    replicas INTEGER NOT NULL, owners BLOB NOT NULL, at REAL NOT NULL, PRIMARY KEY(op, start));
+CREATE TABLE IF NOT EXISTS shares(
+    op TEXT NOT NULL, batch TEXT NOT NULL, replica INTEGER NOT NULL, at REAL NOT NULL,
+    n INTEGER NOT NULL, processed INTEGER NOT NULL, filtered INTEGER NOT NULL,
+    timeout INTEGER NOT NULL, failed INTEGER NOT NULL, n_out INTEGER NOT NULL, busy REAL NOT NULL,
+    filtered_roots BLOB, timeout_roots BLOB, PRIMARY KEY(op, batch, replica));
+CREATE INDEX IF NOT EXISTS shares_at ON shares(op, at);
 CREATE TABLE IF NOT EXISTS errors(
-    op TEXT NOT NULL, id TEXT NOT NULL, message TEXT NOT NULL, payload TEXT NOT NULL,
-    PRIMARY KEY(op, id));
-CREATE TABLE IF NOT EXISTS roots(root TEXT PRIMARY KEY, at REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS roots_at ON roots(at);
-CREATE TABLE IF NOT EXISTS tasks(
-    op TEXT NOT NULL, batch TEXT NOT NULL, replica INTEGER NOT NULL, n INTEGER NOT NULL,
-    busy REAL NOT NULL, at REAL NOT NULL, PRIMARY KEY(op, batch, replica));
-CREATE INDEX IF NOT EXISTS tasks_at ON tasks(at);
+    op TEXT NOT NULL, id TEXT NOT NULL, root TEXT NOT NULL, message TEXT NOT NULL,
+    payload BLOB NOT NULL, PRIMARY KEY(op, id));
 CREATE TABLE IF NOT EXISTS control(
     op TEXT PRIMARY KEY, replicas INTEGER NOT NULL, cap INTEGER NOT NULL, et REAL NOT NULL,
     replica_et TEXT NOT NULL DEFAULT '[]');
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
 """
 
-
-class QueueError(RuntimeError):
-    """A queue misuse: unknown queue, or an output routed to a stream that does not exist."""
-
-
-@dataclass(frozen=True, slots=True)
-class Stored:
-    """An event as stored in a queue, with its offset and arrival time."""
-
-    off: int
-    event: Event
-    enq: float
-
-
-@dataclass(frozen=True, slots=True)
-class Audit:
-    """End-of-run accounting by source event (root). For a pipeline without replicated streams,
-    every root has exactly one fate and `events_in == sum of the fates + pending`."""
-
-    events_in: int
-    to_sink: int
-    filtered: int
-    timeout: int
-    overflow: int
-    failed: int
-    pending: int
-    sink_events: int
-    duplicate_sink_roots: int
-    roots_with_two_fates: int
+MAX_REPLICAS = 255  # a plan stores each event's replica in one byte
+SHARE_KINDS = (OutcomeKind.PROCESSED, OutcomeKind.FILTERED, OutcomeKind.TIMEOUT, OutcomeKind.ERROR)
 
 
 def connect(path: str | Path, timeout_s: float = 30.0) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), WAL, NORMAL sync."""
     conn = sqlite3.connect(str(path), timeout=timeout_s, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA temp_store=MEMORY")
     conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
     return conn
 
 
 class SqliteQueueStore:
-    """Durable queues with offsets, bounded by q_size, exactly-once outcome bookkeeping."""
+    """The `QueueStore` of one SQLite file: batch segments, plans, share marks, counts."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.conn = connect(self.path)
         self.conn.executescript(SCHEMA)
+        self._sinks: dict[str, bool] = {}
 
     def close(self) -> None:
         self.conn.close()
@@ -135,10 +123,37 @@ class SqliteQueueStore:
         return row[0], row[1], row[2], json.loads(row[3])
 
     # -- producing ----------------------------------------------------------------------------
-    def _append(
-        self, q: str, events: Sequence[Event], producer: str, now: float
-    ) -> tuple[int, int]:
-        """Append inside the caller's transaction; returns (accepted, refused by q_size)."""
+    def append(self, q: str, events: Sequence[Event], producer: str, first: int) -> Appended:
+        """A source offers its events number `first`, `first + 1`, … to `q`, idempotently."""
+        now = time.time()
+        with _Transaction(self.conn):
+            row = self.conn.execute(
+                "SELECT offered FROM producers WHERE q = ? AND producer = ?", (q, producer)
+            ).fetchone()
+            offered = row[0] if row else 0
+            if first > offered:
+                raise QueueError(
+                    f"source {producer!r} appends events from #{first} to queue {q!r}, "
+                    f"but only {offered} were offered before: events would be missing"
+                )
+            fresh = events[offered - first :]
+            self.conn.execute(
+                "INSERT OR REPLACE INTO producers VALUES (?, ?, ?)",
+                (q, producer, max(offered, first + len(events))),
+            )
+            return self._append(q, fresh, producer, now)
+
+    def produced(self, q: str, producer: str) -> int:
+        row = self.conn.execute(
+            "SELECT offered FROM producers WHERE q = ? AND producer = ?", (q, producer)
+        ).fetchone()
+        return row[0] if row else 0
+
+    def _append(self, q: str, events: Sequence[Event], producer: str, now: float) -> Appended:
+        """Append one segment inside the caller's transaction; events beyond the queue's room
+        (q_size) are refused and their roots kept for the audit."""
+        if not events:
+            return Appended(0, 0)
         row = self.conn.execute(
             "SELECT next_off, done, bound FROM queues WHERE q = ?", (q,)
         ).fetchone()
@@ -146,49 +161,37 @@ class SqliteQueueStore:
             raise QueueError(f"unknown queue {q!r}")
         next_off, done, bound = row
         room = len(events) if bound is None else max(0, bound - (next_off - done))
-        accepted = overflow = 0
-        for event in events:
-            if accepted < room:
-                cur = self.conn.execute(
-                    "INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        q,
-                        next_off,
-                        event.id,
-                        event.root,
-                        event.key,
-                        event.ts,
-                        now,
-                        producer,
-                        event.to_json(),
-                    ),
-                )
-                if cur.rowcount:
-                    next_off += 1
-                    accepted += 1
-            else:
-                cur = self.conn.execute(
-                    "INSERT OR IGNORE INTO overflow VALUES (?, ?, ?, ?, ?)",
-                    (q, event.id, event.root, producer, now),
-                )
-                overflow += cur.rowcount
-        self.conn.execute("UPDATE queues SET next_off = ? WHERE q = ?", (next_off, q))
-        if accepted and self._is_sink(q):
-            self._finish_roots([e.root for e in events[:room]], now)
-        return accepted, overflow
+        accepted, refused = events[:room], events[room:]
+        if accepted:
+            keys, body = encode_events(accepted)
+            end = next_off + len(accepted)
+            self.conn.execute(
+                "INSERT INTO segments VALUES (?, ?, ?, ?, ?, ?)",
+                (q, next_off, end, now, keys, body),
+            )
+            self.conn.execute("UPDATE queues SET next_off = ? WHERE q = ?", (end, q))
+        latency = sum(now - e.ts for e in accepted) if self._is_sink(q) else 0.0
+        self.conn.execute(
+            "INSERT INTO appends VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                q,
+                producer,
+                now,
+                len(accepted),
+                len(refused),
+                latency,
+                pack_roots([e.root for e in refused]) if refused else None,
+            ),
+        )
+        return Appended(len(accepted), len(refused))
 
     def _is_sink(self, q: str) -> bool:
-        return bool(self.conn.execute("SELECT sink FROM queues WHERE q = ?", (q,)).fetchone()[0])
-
-    def _finish_roots(self, roots: Iterable[str], now: float) -> None:
-        self.conn.executemany(
-            "INSERT OR IGNORE INTO roots VALUES (?, ?)", [(r, now) for r in roots]
-        )
-
-    def append(self, q: str, events: Sequence[Event], producer: str) -> tuple[int, int]:
-        """A source offers events to queue `q`; returns (accepted, dropped for q_size)."""
-        with self._txn():
-            return self._append(q, events, producer, time.time())
+        if q not in self._sinks:
+            row = self.conn.execute("SELECT sink FROM queues WHERE q = ?", (q,)).fetchone()
+            if row is None:
+                raise QueueError(f"unknown queue {q!r}")
+            self._sinks[q] = bool(row[0])
+        return self._sinks[q]
 
     # -- consuming ----------------------------------------------------------------------------
     def latest(self, q: str) -> int:
@@ -197,135 +200,163 @@ class SqliteQueueStore:
             raise QueueError(f"unknown queue {q!r}")
         return row[0]
 
-    def keys(self, q: str, start: int, end: int) -> list[str]:
+    def _segments(self, q: str, start: int, end: int) -> Iterator[tuple[int, float, bytes, bytes]]:
+        """(first offset, arrival time, keys blob, body blob) of the segments overlapping
+        [start, end), in offset order."""
         rows = self.conn.execute(
-            "SELECT key FROM events WHERE q = ? AND off >= ? AND off < ? ORDER BY off",
-            (q, start, end),
+            "SELECT first_off, enq, keys, body FROM segments WHERE q = ? AND end_off > ? "
+            "ORDER BY end_off",
+            (q, start),
         )
-        return [r[0] for r in rows]
+        for first, enq, keys, body in rows:
+            if first >= end:
+                break
+            yield first, enq, keys, body
 
-    def read(self, q: str, offsets: Sequence[int]) -> list[Stored]:
-        out: list[Stored] = []
-        for chunk in _chunks(list(offsets), 500):
-            marks = ",".join("?" * len(chunk))
-            rows = self.conn.execute(
-                f"SELECT off, id, root, key, ts, enq, payload FROM events "
-                f"WHERE q = ? AND off IN ({marks}) ORDER BY off",
-                (q, *chunk),
-            )
-            out.extend(
-                Stored(off, Event(i, key, ts, json.loads(payload), root), enq)
-                for off, i, root, key, ts, enq, payload in rows
-            )
+    def keys(self, q: str, start: int, end: int) -> list[str]:
+        out: list[str] = []
+        for first, _, keys, _ in self._segments(q, start, end):
+            out.extend(decode_keys(keys)[max(0, start - first) : end - first])
+        if len(out) != end - start:
+            raise QueueError(f"queue {q!r} holds {len(out)} of the events [{start}, {end})")
         return out
 
-    def done_ids(self, op: str, ids: Sequence[str]) -> set[str]:
-        """The input events `op` has already handled (a replayed batch skips them)."""
-        done: set[str] = set()
-        for chunk in _chunks(list(ids), 500):
-            marks = ",".join("?" * len(chunk))
-            rows = self.conn.execute(
-                f"SELECT id FROM outcomes WHERE op = ? AND id IN ({marks})", (op, *chunk)
-            )
-            done.update(r[0] for r in rows)
-        return done
+    def read(self, q: str, start: int, end: int) -> list[Stored]:
+        out: list[Stored] = []
+        for first, enq, keys, body in self._segments(q, start, end):
+            events = decode_events(keys, body)
+            lo, hi = max(start, first), min(end, first + len(events))
+            out.extend(Stored(off, events[off - first], enq) for off in range(lo, hi))
+        if len(out) != end - start:
+            raise QueueError(f"queue {q!r} holds {len(out)} of the events [{start}, {end})")
+        return out
 
-    def complete(
-        self,
-        op: str,
-        q_in: str,
-        outcomes: Sequence[Outcome],
-        replica: int,
-        batch: str,
-        busy_s: float,
-        errors: Sequence[tuple[str, str, str]] = (),
-    ) -> int:
-        """Record what `op` did with each input event and append its outputs, atomically.
-
-        Outcomes already recorded (a replay) are skipped with their outputs. Returns how many
-        outcomes were new."""
-        now = time.time()
-        with self._txn():
-            fresh = 0
-            for outcome in outcomes:
-                cur = self.conn.execute(
-                    "INSERT OR IGNORE INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        op,
-                        outcome.event_id,
-                        outcome.root,
-                        outcome.kind,
-                        now,
-                        replica,
-                        len(outcome.outputs),
-                    ),
+    def plan_batch(self, op: str, start: int, end: int, replicas: int, divide: Divide) -> BatchPlan:
+        if end == start:  # an empty batch (Spark plans one at start-up): nothing to record
+            return BatchPlan(op, start, end, replicas, b"")
+        recorded = self._plan(op, start)
+        if recorded is not None:
+            if recorded.end != end:
+                raise QueueError(
+                    f"operator {op!r}: batch from offset {start} was planned up to {recorded.end}, "
+                    f"now asked up to {end}"
                 )
-                if not cur.rowcount:
-                    continue
-                fresh += 1
-                self._route(op, outcome.outputs, now)
-                if outcome.kind is OutcomeKind.FILTERED:
-                    self._finish_roots([outcome.root], now)
+            return recorded
+        if not 1 <= replicas <= MAX_REPLICAS:
+            raise QueueError(f"operator {op!r}: {replicas} replicas, expected 1..{MAX_REPLICAS}")
+        owners = divide(self.keys(op, start, end)) if replicas > 1 else [0] * (end - start)
+        if len(owners) != end - start or any(not 0 <= o < replicas for o in owners):
+            raise QueueError(f"operator {op!r}: the division of batch {start}-{end} is invalid")
+        plan = BatchPlan(op, start, end, replicas, bytes(owners))
+        self.conn.execute(
+            "INSERT OR IGNORE INTO plans VALUES (?, ?, ?, ?, ?, ?)",
+            (op, start, end, replicas, plan.owners, time.time()),
+        )
+        return self._plan(op, start) or plan
+
+    def _plan(self, op: str, start: int) -> BatchPlan | None:
+        row = self.conn.execute(
+            "SELECT end_off, replicas, owners FROM plans WHERE op = ? AND start = ?", (op, start)
+        ).fetchone()
+        return None if row is None else BatchPlan(op, start, row[0], row[1], bytes(row[2]))
+
+    def plan(self, op: str, start: int, end: int) -> BatchPlan:
+        recorded = self._plan(op, start)
+        if recorded is None or recorded.end != end:
+            raise QueueError(f"operator {op!r}: no recorded plan for the batch {start}-{end}")
+        return recorded
+
+    def read_share(self, plan: BatchPlan, replica: int) -> list[Event]:
+        events: list[Event] = []
+        for first, _, keys, body in self._segments(plan.op, plan.start, plan.end):
+            decoded = decode_events(keys, body)
+            lo = max(plan.start, first)
+            hi = min(plan.end, first + len(decoded))
+            owners = plan.owners[lo - plan.start : hi - plan.start]
+            events.extend(
+                decoded[lo - first + k] for k, owner in enumerate(owners) if owner == replica
+            )
+        return events
+
+    def share_done(self, op: str, batch: str, replica: int) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM shares WHERE op = ? AND batch = ? AND replica = ?", (op, batch, replica)
+        ).fetchone()
+        return row is not None
+
+    def commit_share(self, commit: ShareCommit) -> bool:
+        now = time.time()
+        with _Transaction(self.conn):
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO shares VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    commit.op,
+                    commit.batch,
+                    commit.replica,
+                    now,
+                    commit.events,
+                    *(commit.count(kind) for kind in SHARE_KINDS),
+                    commit.n_out,
+                    commit.busy_s,
+                    _roots_blob(commit, OutcomeKind.FILTERED),
+                    _roots_blob(commit, OutcomeKind.TIMEOUT),
+                ),
+            )
+            if not cur.rowcount:
+                return False
+            for target, events in commit.outputs.items():
+                self._append(target, events, commit.op, now)
             self.conn.executemany(
-                "INSERT OR IGNORE INTO errors VALUES (?, ?, ?, ?)",
-                [(op, i, m, p) for i, m, p in errors],
+                "INSERT OR IGNORE INTO errors VALUES (?, ?, ?, ?, ?)",
+                [(commit.op, f.id, f.root, f.message, f.payload) for f in commit.failures],
             )
-            self.conn.execute("UPDATE queues SET done = done + ? WHERE q = ?", (fresh, q_in))
             self.conn.execute(
-                "INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?)",
-                (op, batch, replica, len(outcomes), busy_s, now),
+                "UPDATE queues SET done = done + ? WHERE q = ?", (commit.events, commit.op)
             )
-        return fresh
+        return True
 
-    def _route(self, op: str, outputs: Sequence[tuple[str, Event]], now: float) -> None:
-        by_queue: dict[str, list[Event]] = {}
-        for q, event in outputs:
-            by_queue.setdefault(q, []).append(event)
-        for q, events in by_queue.items():
-            self._append(q, events, op, now)
-
-    def _txn(self) -> _Transaction:
-        return _Transaction(self.conn)
+    def release(self, op: str, end: int) -> int:
+        with _Transaction(self.conn):
+            cur = self.conn.execute("DELETE FROM segments WHERE q = ? AND end_off <= ?", (op, end))
+            self.conn.execute("DELETE FROM plans WHERE op = ? AND end_off <= ?", (op, end))
+        return cur.rowcount
 
     # -- monitoring ---------------------------------------------------------------------------
     def pending(self, q: str) -> int:
-        next_off, done = self.conn.execute(
-            "SELECT next_off, done FROM queues WHERE q = ?", (q,)
-        ).fetchone()
-        return next_off - done
+        row = self.conn.execute("SELECT next_off - done FROM queues WHERE q = ?", (q,)).fetchone()
+        if row is None:
+            raise QueueError(f"unknown queue {q!r}")
+        return row[0]
 
     def arrivals(self, q: str, t0: float, t1: float) -> dict[str, int]:
-        """Events that arrived at `q` in [t0, t1) per producer, refused ones included (λ^p_i)."""
-        counts: dict[str, int] = {}
-        for table in ("events", "overflow"):
-            col = "enq" if table == "events" else "at"
-            rows = self.conn.execute(
-                f"SELECT producer, COUNT(*) FROM {table} WHERE q = ? AND {col} >= ? AND {col} < ? "
-                f"GROUP BY producer",
-                (q, t0, t1),
-            )
-            for producer, n in rows:
-                counts[producer] = counts.get(producer, 0) + n
-        return counts
+        """Events offered to `q` in [t0, t1) per producer, refused ones included (λ^p_i)."""
+        rows = self.conn.execute(
+            "SELECT producer, SUM(accepted + refused) FROM appends "
+            "WHERE q = ? AND at >= ? AND at < ? GROUP BY producer",
+            (q, t0, t1),
+        )
+        return {producer: n for producer, n in rows}
 
     def overflow_count(self, q: str, t0: float, t1: float) -> int:
-        return self.conn.execute(
-            "SELECT COUNT(*) FROM overflow WHERE q = ? AND at >= ? AND at < ?", (q, t0, t1)
-        ).fetchone()[0]
+        row = self.conn.execute(
+            "SELECT SUM(refused) FROM appends WHERE q = ? AND at >= ? AND at < ?", (q, t0, t1)
+        ).fetchone()
+        return int(row[0] or 0)
 
     def outcome_counts(self, op: str, t0: float, t1: float) -> tuple[dict[str, int], int]:
         """Outcomes of `op` in [t0, t1) by kind, and the outputs they produced."""
-        rows = self.conn.execute(
-            "SELECT kind, COUNT(*), SUM(n_out) FROM outcomes WHERE op = ? AND at >= ? AND at < ? "
-            "GROUP BY kind",
+        row = self.conn.execute(
+            "SELECT SUM(processed), SUM(filtered), SUM(timeout), SUM(failed), SUM(n_out) "
+            "FROM shares WHERE op = ? AND at >= ? AND at < ?",
             (op, t0, t1),
-        ).fetchall()
-        return {k: n for k, n, _ in rows}, sum(o or 0 for _, _, o in rows)
+        ).fetchone()
+        counts = {kind: int(n) for kind, n in zip(SHARE_KINDS, row[:4], strict=True) if n}
+        return counts, int(row[4] or 0)
 
     def task_stats(self, op: str, t0: float, t1: float) -> dict[int, tuple[int, float]]:
-        """Per replica: (events handled, busy seconds) of tasks that ended in [t0, t1)."""
+        """Per replica: (events handled, busy seconds) of shares committed in [t0, t1)."""
         rows = self.conn.execute(
-            "SELECT replica, SUM(n), SUM(busy) FROM tasks WHERE op = ? AND at >= ? AND at < ? "
+            "SELECT replica, SUM(n), SUM(busy) FROM shares WHERE op = ? AND at >= ? AND at < ? "
             "GROUP BY replica",
             (op, t0, t1),
         )
@@ -334,66 +365,99 @@ class SqliteQueueStore:
     def batch_work(self) -> list[tuple[str, str, float, int]]:
         """Per (operator, micro-batch): its slowest replica's busy seconds and events handled."""
         rows = self.conn.execute(
-            "SELECT op, batch, MAX(busy), SUM(n) FROM tasks GROUP BY op, batch"
+            "SELECT op, batch, MAX(busy), SUM(n) FROM shares GROUP BY op, batch"
         )
         return [(op, batch, busy, n) for op, batch, busy, n in rows]
 
     def completed(self, t0: float, t1: float) -> int:
-        return self.conn.execute(
-            "SELECT COUNT(*) FROM roots WHERE at >= ? AND at < ?", (t0, t1)
+        """Events whose processing finished in [t0, t1): reached a sink, or filtered."""
+        sunk = self.conn.execute(
+            "SELECT SUM(a.accepted) FROM appends a JOIN queues q ON a.q = q.q "
+            "WHERE q.sink = 1 AND a.at >= ? AND a.at < ?",
+            (t0, t1),
         ).fetchone()[0]
+        filtered = self.conn.execute(
+            "SELECT SUM(filtered) FROM shares WHERE at >= ? AND at < ?", (t0, t1)
+        ).fetchone()[0]
+        return int(sunk or 0) + int(filtered or 0)
 
     def sink_latency(self, t0: float, t1: float | None = None) -> tuple[int, float | None]:
         """Events that reached any sink in [t0, t1), and their mean end-to-end latency in ms."""
         t1 = float("inf") if t1 is None else t1
-        n, mean = self.conn.execute(
-            "SELECT COUNT(*), AVG(e.enq - e.ts) * 1000 FROM events e JOIN queues q ON e.q = q.q "
-            "WHERE q.sink = 1 AND e.enq >= ? AND e.enq < ?",
+        n, total = self.conn.execute(
+            "SELECT SUM(a.accepted), SUM(a.latency_sum) FROM appends a JOIN queues q "
+            "ON a.q = q.q WHERE q.sink = 1 AND a.at >= ? AND a.at < ?",
             (t0, t1),
         ).fetchone()
-        return n, mean
+        n = int(n or 0)
+        return n, (total * 1000 / n if n else None)
+
+    def _sink_events(self) -> Iterator[tuple[str, float, Event]]:
+        """(sink, arrival time, event) of every event in a sink queue."""
+        rows = self.conn.execute(
+            "SELECT s.q, s.enq, s.keys, s.body FROM segments s JOIN queues q ON s.q = q.q "
+            "WHERE q.sink = 1 ORDER BY s.q, s.end_off"
+        )
+        for q, enq, keys, body in rows:
+            for event in decode_events(keys, body):
+                yield q, enq, event
 
     def sink_latencies_ms(self) -> list[float]:
-        rows = self.conn.execute(
-            "SELECT (e.enq - e.ts) * 1000 FROM events e JOIN queues q ON e.q = q.q WHERE q.sink = 1"
-        )
-        return [r[0] for r in rows]
+        return [(enq - e.ts) * 1000 for _, enq, e in self._sink_events()]
+
+    def sink_ids(self, q: str) -> list[str]:
+        return [e.id for sink, _, e in self._sink_events() if sink == q]
+
+    def sink_span(self) -> tuple[float, float]:
+        """The earliest source timestamp and the latest arrival of the events at the sinks."""
+        stamps = [(e.ts, enq) for _, enq, e in self._sink_events()]
+        if not stamps:
+            raise QueueError("no event reached a sink")
+        return min(ts for ts, _ in stamps), max(enq for _, enq in stamps)
 
     def audit(self) -> Audit:
-        """Account for every source event by its fate (see `Audit`). Source events are the ones
-        whose id is their own root."""
-        c = self.conn
-
-        def one(sql: str) -> int:
-            return int(c.execute(sql).fetchone()[0] or 0)
-
-        events_in = one(
-            "SELECT COUNT(DISTINCT root) FROM (SELECT root FROM events WHERE id = root "
-            "UNION ALL SELECT root FROM overflow WHERE id = root)"
-        )
-        sink_roots = "SELECT e.root FROM events e JOIN queues q ON e.q = q.q WHERE q.sink = 1"
-        fates = {
-            "to_sink": f"SELECT DISTINCT root FROM ({sink_roots})",
-            "filtered": f"SELECT DISTINCT root FROM outcomes WHERE kind = '{OutcomeKind.FILTERED}'",
-            "timeout": f"SELECT DISTINCT root FROM outcomes WHERE kind = '{OutcomeKind.TIMEOUT}'",
-            "overflow": "SELECT DISTINCT root FROM overflow",
-            "failed": "SELECT DISTINCT root FROM outcomes WHERE kind = 'error'",
+        """Account for every source event by its fate (see `Audit`), from the producers'
+        counts, the share rows' fate roots, the refused roots and the sink segments."""
+        sink_roots = [e.root for _, _, e in self._sink_events()]
+        fates: dict[str, set[str]] = {
+            "to_sink": set(sink_roots),
+            "filtered": self._share_roots("filtered_roots"),
+            "timeout": self._share_roots("timeout_roots"),
+            "overflow": self._blob_roots("SELECT refused_roots FROM appends"),
+            "failed": {r for (r,) in self.conn.execute("SELECT DISTINCT root FROM errors")},
         }
-        counts = {name: one(f"SELECT COUNT(*) FROM ({sql})") for name, sql in fates.items()}
-        union_all = " UNION ALL ".join(fates.values())
-        two_fates = one(
-            f"SELECT COUNT(*) FROM (SELECT root FROM ({union_all}) "
-            "GROUP BY root HAVING COUNT(*) > 1)"
-        )
-        sink_events = one(f"SELECT COUNT(*) FROM ({sink_roots})")
+        seen: dict[str, int] = defaultdict(int)
+        for roots in fates.values():
+            for root in roots:
+                seen[root] += 1
+        events_in = self.conn.execute(
+            "SELECT SUM(n) FROM (SELECT MAX(offered) AS n FROM producers GROUP BY producer)"
+        ).fetchone()[0]
+        pending = self.conn.execute(
+            "SELECT SUM(next_off - done) FROM queues WHERE sink = 0"
+        ).fetchone()[0]
         return Audit(
-            events_in=events_in,
-            pending=one("SELECT SUM(next_off - done) FROM queues WHERE sink = 0"),
-            sink_events=sink_events,
-            duplicate_sink_roots=sink_events - counts["to_sink"],
-            roots_with_two_fates=two_fates,
-            **counts,
+            events_in=int(events_in or 0),
+            pending=int(pending or 0),
+            sink_events=len(sink_roots),
+            duplicate_sink_roots=len(sink_roots) - len(fates["to_sink"]),
+            roots_with_two_fates=sum(1 for n in seen.values() if n > 1),
+            **{name: len(roots) for name, roots in fates.items()},
         )
+
+    def _share_roots(self, column: str) -> set[str]:
+        return self._blob_roots(f"SELECT {column} FROM shares")
+
+    def _blob_roots(self, sql: str) -> set[str]:
+        roots: set[str] = set()
+        for (blob,) in self.conn.execute(sql):
+            roots.update(unpack_roots(blob))
+        return roots
+
+
+def _roots_blob(commit: ShareCommit, kind: OutcomeKind) -> bytes | None:
+    roots = commit.fates.get(kind)
+    return pack_roots(roots) if roots else None
 
 
 class _Transaction:
@@ -408,8 +472,3 @@ class _Transaction:
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
-
-
-def _chunks(items: list[Any], size: int) -> Iterable[list[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]

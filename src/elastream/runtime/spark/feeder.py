@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from elastream.model.events import Event
-from elastream.model.pipeline import Pipeline, load_callable
+from elastream.model.pipeline import Pipeline, SourceSpec, load_callable
+from elastream.runtime.queues.base import QueueStore
 from elastream.runtime.queues.sqlite import SqliteQueueStore
 from elastream.workloads.trace import Trace
 
@@ -69,35 +70,46 @@ class Feeder:
 
     def _feed(self) -> None:
         store = SqliteQueueStore(self.db_path)
-        total_rate = sum(s.rate for s in self.pipeline.sources)
-        generators = {
-            s.name: load_callable(s.generator, f"source {s.name!r} generator")
-            for s in self.pipeline.sources
+        sources = {
+            s.name: SourceStream(s, self.pipeline, store, self.seed) for s in self.pipeline.sources
         }
-        rngs = {s.name: random.Random(f"{self.seed}-{s.name}") for s in self.pipeline.sources}
-        sent = {s.name: int(store.meta(f"fed:{s.name}", 0)) for s in self.pipeline.sources}
+        total_rate = sum(s.rate for s in self.pipeline.sources)
         due_by = TraceIntegral(self.trace)
         t0 = time.time() - self.resume_at
         while not self._stop.is_set():
             elapsed = min(time.time() - t0, self.trace.duration_s)
             due_total = due_by(elapsed)
             for src in self.pipeline.sources:
-                due = math.floor(due_total * src.rate / total_rate)
-                events = [
-                    self._event(src.name, i, generators[src.name], rngs[src.name])
-                    for i in range(sent[src.name], due)
-                ]
-                for target in self.pipeline.successors(src.name):
-                    store.append(target, events, src.name)
-                sent[src.name] = due
-                store.set_meta(f"fed:{src.name}", due)
+                sources[src.name].feed_until(math.floor(due_total * src.rate / total_rate))
             store.set_meta("trace_elapsed", elapsed)
             if elapsed >= self.trace.duration_s:
                 break
             time.sleep(self.tick_s)
         store.close()
 
-    @staticmethod
-    def _event(source: str, index: int, generator, rng: random.Random) -> Event:  # type: ignore[no-untyped-def]
-        key, payload = generator(index, rng)
-        return Event(f"{source}-{index}", str(key), time.time(), payload)
+
+class SourceStream:
+    """One source's events, numbered from 0, appended a batch at a time to its targets. It goes
+    on from what the store says it offered (so a resumed run appends nothing twice)."""
+
+    def __init__(self, spec: SourceSpec, pipeline: Pipeline, store: QueueStore, seed: int) -> None:
+        self.name = spec.name
+        self.store = store
+        self.targets = pipeline.successors(spec.name)
+        self.generate = load_callable(spec.generator, f"source {spec.name!r} generator")
+        self.rng = random.Random(f"{seed}-{spec.name}")
+        self.sent = min(store.produced(t, spec.name) for t in self.targets)
+
+    def feed_until(self, due: int) -> None:
+        """Generate and append the events number `sent` .. `due - 1`."""
+        if due <= self.sent:
+            return
+        now = time.time()
+        events = [self._event(i, now) for i in range(self.sent, due)]
+        for target in self.targets:
+            self.store.append(target, events, self.name, self.sent)
+        self.sent = due
+
+    def _event(self, index: int, now: float) -> Event:
+        key, payload = self.generate(index, self.rng)
+        return Event(f"{self.name}-{index}", str(key), now, payload)

@@ -18,6 +18,7 @@ from elastream.model.events import OutcomeKind
 from elastream.model.metrics import RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats, Snapshot
+from elastream.runtime.queues.base import QueueStore
 from elastream.runtime.queues.sqlite import SqliteQueueStore
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.session import spark_session, warm_python_workers
@@ -94,8 +95,10 @@ class SparkEngine:
         self.spark = spark_session(self.config.spark.master or f"local[{self._slots()},4]")
         warm_python_workers(self.spark, self._slots())
         for name in self.pipeline.topological_order:
+            # One at a time: each query forks a Python helper that must connect back to the JVM
+            # within 10 s (fixed in Spark); forked together on a loaded machine they missed it.
             self._start_query(name)
-        self._await_first_batches()
+            self._await_first_batches()
         resume_at = float(self.store.meta("trace_elapsed", 0.0)) if self.resume else 0.0
         self.feeder = Feeder(
             self.pipeline, self.db_path, self.trace, self.config.seed, resume_at=resume_at
@@ -190,7 +193,7 @@ class SparkEngine:
             for suffix in ("-wal", "-shm"):
                 Path(f"{self.db_path}{suffix}").unlink(missing_ok=True)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.store = SqliteQueueStore(self.db_path)
+        self.store: QueueStore = SqliteQueueStore(self.db_path)
         self.store.set_meta("pipeline", self.pipeline.model_dump(mode="json", by_alias=True))
         self.store.set_meta("t_out", self.config.t_out)
         self.store.set_meta("td", self.config.td)

@@ -8,6 +8,7 @@ driver objects.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -16,23 +17,26 @@ from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
 from elastream.model.grouping import assign
-from elastream.runtime.spark.task import context_for, run_task, store_for
+from elastream.runtime.spark.task import context_for, run_share, store_for
 
 SOURCE_NAME = "elastream_queue"
+RELEASE_EVERY_S = 5.0
 SCHEMA = "replica INT, events INT, fresh INT, outputs INT, busy DOUBLE"
 
 
 @dataclass(frozen=True)
 class ReplicaPartition(InputPartition):
-    """The offsets of one micro-batch that replica `replica` processes."""
+    """Replica `replica`'s share of the micro-batch [start, end) (the store holds the plan, so a
+    re-run of the batch divides it the same way)."""
 
     replica: int
-    offsets: tuple[int, ...]
-    batch: str
+    start: int
+    end: int
 
 
-def split_batch(db: str, op: str, start: int, end: int) -> list[ReplicaPartition]:
-    """Exactly r_i partitions, the batch's events divided by the operator's grouping.
+def plan_partitions(db: str, op: str, start: int, end: int) -> list[ReplicaPartition]:
+    """Exactly r_i partitions: the batch's plan (recorded now with the operator's grouping, or
+    the one recorded when Spark first planned this batch, whatever r_i is now).
 
     For load balancing (PSPS Alg. 1) every replica starts the batch with U = 0, since each has
     finished its share of the previous micro-batch; each event then costs that replica its own
@@ -40,17 +44,16 @@ def split_batch(db: str, op: str, start: int, end: int) -> list[ReplicaPartition
     store = store_for(db)
     replicas, _, et, replica_et = store.control(op)
     grouping = context_for(db, op).spec.grouping
-    keys = store.keys(op, start, end)
     td = float(store.meta("td", 1.0))
     ets = [
         replica_et[j] if j < len(replica_et) and replica_et[j] > 0 else et for j in range(replicas)
     ]
-    owners = assign(grouping, keys, replicas, seed=start, et_s=ets, td_s=td)
-    shares: list[list[int]] = [[] for _ in range(replicas)]
-    for k, owner in enumerate(owners):
-        shares[owner].append(start + k)
-    batch = f"{start}-{end}"
-    return [ReplicaPartition(j, tuple(offs), batch) for j, offs in enumerate(shares)]
+
+    def divide(keys: list[str]) -> list[int]:
+        return assign(grouping, keys, replicas, seed=start, et_s=ets, td_s=td)
+
+    plan = store.plan_batch(op, start, end, replicas, divide)
+    return [ReplicaPartition(j, start, end) for j in range(plan.replicas)]
 
 
 def admitted_end(db: str, op: str, start: int, limit: ReadLimit | None) -> int:
@@ -68,6 +71,7 @@ class QueueStreamReader(DataSourceStreamReader):
     def __init__(self, db: str, op: str) -> None:
         self.db = db
         self.op = op
+        self.released_at = time.monotonic()
 
     def initialOffset(self) -> dict:
         return {"off": 0}
@@ -79,15 +83,22 @@ class QueueStreamReader(DataSourceStreamReader):
         return {"off": store_for(self.db).latest(self.op)}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        return split_batch(self.db, self.op, int(start["off"]), int(end["off"]))
+        return plan_partitions(self.db, self.op, int(start["off"]), int(end["off"]))
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
-        assert isinstance(partition, ReplicaPartition)
-        r = run_task(self.db, self.op, partition.offsets, partition.replica, partition.batch)
+        if not isinstance(partition, ReplicaPartition):
+            raise TypeError(f"{SOURCE_NAME} source got a foreign partition: {partition!r}")
+        r = run_share(self.db, self.op, partition.start, partition.end, partition.replica)
         yield (r.replica, r.events, r.fresh, r.outputs, r.busy_s)
 
     def commit(self, end: dict) -> None:
-        """Nothing to do: outcomes were committed with the outputs, per event."""
+        """Retention: every share below `end` is committed, so its input events can go. Done
+        at most every RELEASE_EVERY_S, so that a batch's commit does not wait for the store's
+        write lock."""
+        now = time.monotonic()
+        if now - self.released_at >= RELEASE_EVERY_S:
+            store_for(self.db).release(self.op, int(end["off"]))
+            self.released_at = now
 
 
 class QueueDataSource(DataSource):

@@ -1,34 +1,34 @@
 """What one replica does with its share of a micro-batch, inside a Spark executor's Python worker.
 
-No Spark import here: the data source's `read()` calls `run_task`, and tests call it directly.
+No Spark import here: the data source's `read()` calls `run_share`, and tests call it directly.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from elastream.model.events import Outcome, OutcomeKind
+from elastream.model.events import Event, Outcome, OutcomeKind
 from elastream.model.pipeline import Pipeline, load_callable
 from elastream.runtime.operators import OUT_PLACEHOLDER, OperatorContext, apply_operator
+from elastream.runtime.queues.base import FailedEvent, QueueStore, encode_payload, share_commit
 from elastream.runtime.queues.sqlite import SqliteQueueStore
 
 
 @dataclass(frozen=True, slots=True)
 class TaskResult:
     replica: int
-    events: int  # events handed to this replica
-    fresh: int  # outcomes newly recorded (0 on a full replay)
+    events: int  # events in this replica's share
+    fresh: int  # events newly committed (0 when the share was committed before)
     outputs: int
     busy_s: float
 
 
 @cache
-def store_for(db_path: str) -> SqliteQueueStore:
-    """One connection per worker process and database (workers are reused between batches)."""
+def store_for(db_path: str) -> QueueStore:
+    """One connection per process and database (Python workers are reused between batches)."""
     return SqliteQueueStore(db_path)
 
 
@@ -46,24 +46,41 @@ def context_for(db_path: str, op: str) -> OperatorContext:
     return OperatorContext(spec, function, params, pipeline.routes(op), store.meta("t_out"))
 
 
-def run_task(db_path: str, op: str, offsets: Sequence[int], replica: int, batch: str) -> TaskResult:
-    """Process the events at `offsets` of `op`'s input queue, exactly once per event."""
+def run_share(db_path: str, op: str, start: int, end: int, replica: int) -> TaskResult:
+    """Process replica `replica`'s share of `op`'s planned batch [start, end), and commit it in
+    one transaction; a share committed before is not processed again."""
+    if end == start:  # an empty batch
+        return TaskResult(replica, 0, 0, 0, 0.0)
     started = time.perf_counter()
     store = store_for(db_path)
     ctx = context_for(db_path, op)
-    if not offsets:  # an active replica with nothing in this batch: no transaction at all
+    plan = store.plan(op, start, end)
+    if store.share_done(op, plan.batch, replica):
+        return TaskResult(replica, plan.owners.count(replica), 0, 0, 0.0)
+    events = store.read_share(plan, replica)
+    if not events:  # an active replica with nothing in this batch: no transaction at all
         return TaskResult(replica, 0, 0, 0, 0.0)
-    stored = store.read(op, offsets)
-    done = store.done_ids(op, [s.event.id for s in stored])
-    todo = [s.event for s in stored if s.event.id not in done]
+    outcomes, failures = process(ctx, events)
+    busy = time.perf_counter() - started
+    commit = share_commit(op, plan.batch, replica, outcomes, failures, busy)
+    fresh = store.commit_share(commit)
+    return TaskResult(replica, len(events), len(events) if fresh else 0, commit.n_out, busy)
+
+
+def process(ctx: OperatorContext, events: list[Event]) -> tuple[list[Outcome], list[FailedEvent]]:
+    """t_out first (an event older than t_out when its turn comes is not processed), then the
+    operator function on the rest, then the operator's declared service time."""
     now = time.time()
-    expired = [e for e in todo if ctx.t_out is not None and now - e.ts > ctx.t_out]
-    live = [e for e in todo if not (ctx.t_out is not None and now - e.ts > ctx.t_out)]
+    t_out = ctx.t_out
+    expired = [e for e in events if t_out is not None and now - e.ts > t_out]
+    live = [e for e in events if not (t_out is not None and now - e.ts > t_out)]
     outcomes, errors = apply_operator(ctx, live)
     outcomes += [Outcome(e.id, e.root, OutcomeKind.TIMEOUT) for e in expired]
     if ctx.spec.service_time_ms and live:
         time.sleep(len(live) * ctx.spec.service_time_ms / 1000.0)
-    busy = time.perf_counter() - started
-    fresh = store.complete(op, op, outcomes, replica, batch, busy, errors)
-    n_out = sum(len(o.outputs) for o in outcomes)
-    return TaskResult(replica, len(stored), fresh, n_out, busy)
+    by_id = {e.id: e for e in live} if errors else {}
+    failures = [
+        FailedEvent(i, by_id[i].root, message, encode_payload(by_id[i].payload))
+        for i, message, _ in errors
+    ]
+    return outcomes, failures

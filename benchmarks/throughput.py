@@ -1,0 +1,274 @@
+"""Data-path benchmark on real Spark: the highest constant rate a 3-operator pass-through pipeline
+sustains (processed ratio >= 0.999, p99 latency <= 5 s), next to a plain Structured Streaming query
+on the built-in `rate` source doing three pass-through `mapInPandas` steps; the mean latency per
+hop at low load and where it goes; the feeder's append rate.
+
+Prints figures (no asserts). Usage:
+    PYTHONPATH=src .venv/bin/python benchmarks/throughput.py [--quick] [--rates R1,R2] [--out D]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+from statistics import mean
+
+from elastream.config import make_config
+from elastream.experiments.session import run_engine
+from elastream.model.events import Event, Outcome, OutcomeKind
+from elastream.model.pipeline import Pipeline, pipeline_from_dict
+from elastream.runtime.queues.base import share_commit
+from elastream.runtime.queues.sqlite import SqliteQueueStore
+from elastream.runtime.spark.feeder import SourceStream
+from elastream.runtime.spark.runtime import SparkEngine
+from elastream.runtime.spark.session import spark_session
+from elastream.workloads.generators import constant
+
+OPERATORS = ("first", "second", "third")
+RATES = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000)
+QUICK_RATES = (1_000, 2_000, 5_000)
+MIN_PROCESSED = 0.999
+MAX_P99_S = 5.0
+PROGRESS_KEYS = ("latestOffset", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
+
+
+@dataclass(frozen=True)
+class RateStep:
+    """One constant-rate run of the pipeline."""
+
+    rate: int
+    processed_ratio: float
+    p99_s: float | None
+    mean_s: float | None
+
+    @property
+    def sustained(self) -> bool:
+        return self.processed_ratio >= MIN_PROCESSED and (self.p99_s or 0.0) <= MAX_P99_S
+
+
+def passthrough_pipeline(replicas: int) -> Pipeline:
+    """src -> first -> second -> third -> out, each operator a pass-through at `replicas`."""
+    chain = ["src", *OPERATORS, "out"]
+    return pipeline_from_dict(
+        {
+            "name": "passthrough3",
+            "sources": [{"name": "src", "generator": "elastream.examples.synthetic:generate"}],
+            "operators": [
+                {
+                    "name": name,
+                    "function": "elastream.examples.synthetic:passthrough",
+                    "et_ms": 0.01,  # a first admission cap that does not throttle the start
+                    "replicas": {"min": 1, "max": replicas},
+                }
+                for name in OPERATORS
+            ],
+            "sinks": [{"name": "out"}],
+            "streams": [{"from": a, "to": b} for a, b in pairwise(chain)],
+        }
+    )
+
+
+def run_rate(pipeline: Pipeline, rate: int, duration_s: float, out: Path) -> tuple[RateStep, dict]:
+    """One run at a constant `rate`; its result and the queries' mean progress durations."""
+    config = make_config(
+        policy="static", replicas=2, td=5.0, out=out, drain_s=15, t_out=30.0, q_size=None
+    )
+    engine = SparkEngine(
+        pipeline, config, constant(rate=float(rate), duration=duration_s), keep_session=True
+    )
+    result = run_engine(engine, config)
+    durations = progress_durations(engine.queries.values())
+    totals = result.totals
+    step = RateStep(
+        rate,
+        result.summary.processed_ratio,
+        None if totals.latency_ms_p99 is None else totals.latency_ms_p99 / 1000,
+        None if totals.latency_ms_mean is None else totals.latency_ms_mean / 1000,
+    )
+    return step, durations
+
+
+def progress_durations(queries) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Mean seconds per micro-batch that read events, by phase, over all queries."""
+    rows = [
+        p["durationMs"]
+        for q in queries
+        for p in q.recentProgress
+        if p["numInputRows"] and "durationMs" in p
+    ]
+    keys = ("triggerExecution", *PROGRESS_KEYS)
+    return {k: mean(r.get(k, 0) for r in rows) / 1000 for k in keys} if rows else {}
+
+
+def highest_sustained(
+    pipeline: Pipeline, rates: tuple[int, ...], duration_s: float, out: Path
+) -> list[RateStep]:
+    """Rising rates until one is not sustained."""
+    steps = []
+    for rate in rates:
+        step, _ = run_rate(pipeline, rate, duration_s, out / f"rate-{rate}")
+        steps.append(step)
+        p99 = "-" if step.p99_s is None else f"{step.p99_s:.2f}"
+        print(
+            f"  {rate:>8,} ev/s  processed {step.processed_ratio:.4f}  p99 {p99} s  "
+            f"{'sustained' if step.sustained else 'NOT sustained'}",
+            flush=True,
+        )
+        shutil.rmtree(out / f"rate-{rate}", ignore_errors=True)
+        if not step.sustained:
+            break
+    return steps
+
+
+def plain_spark_capacity(rate: int, batches: int, out: Path) -> tuple[float, float]:
+    """A plain query: `rate` source -> three pass-through mapInPandas -> noop, 1 s trigger, over
+    `batches` triggers after 3 of warm-up. Returns (rows per second of busy trigger time, mean
+    seconds of each 1 s trigger used)."""
+    spark = spark_session("local[2]")
+    frame = spark.readStream.format("rate").option("rowsPerSecond", rate).load()
+    for _ in range(3):
+        frame = frame.mapInPandas(_same_frames, frame.schema)
+    query = (
+        frame.writeStream.format("noop")
+        .trigger(processingTime="1 second")
+        .option("checkpointLocation", str(out / "plain-checkpoint"))
+        .start()
+    )
+    deadline = time.time() + 120 + 2 * batches
+    while len(_busy_batches(query)) < batches + 3 and time.time() < deadline:
+        time.sleep(1)
+    progress = _busy_batches(query)[3:]
+    spark.sparkContext.setLogLevel("FATAL")  # a stop mid-batch logs aborted writes
+    query.stop()
+    spark.sparkContext.setLogLevel("ERROR")
+    rows = sum(p["numInputRows"] for p in progress)
+    busy = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
+    return (rows / busy if busy else 0.0), (busy / len(progress) if progress else 0.0)
+
+
+def _busy_batches(query) -> list[dict]:  # type: ignore[no-untyped-def]
+    return [p for p in query.recentProgress if p["numInputRows"]]
+
+
+def _same_frames(frames: Iterator) -> Iterator:  # type: ignore[type-arg]
+    yield from frames
+
+
+def feeder_rate(pipeline: Pipeline, events: int, tick_events: int, out: Path) -> float:
+    """Events per second the feeder's generate-and-append path reaches, alone."""
+    store = SqliteQueueStore(out / "feeder.db")
+    for name in OPERATORS:
+        store.create_queue(name, None)
+    stream = SourceStream(pipeline.sources[0], pipeline, store, seed=0)
+    started = time.perf_counter()
+    for due in range(tick_events, events + 1, tick_events):
+        stream.feed_until(due)
+    elapsed = time.perf_counter() - started
+    store.close()
+    return events / elapsed
+
+
+def store_round_trip_s(out: Path, share: int = 10, rounds: int = 200) -> float:
+    """Seconds for one small batch's store work: append, plan, read, commit (with its outputs),
+    release."""
+    store = SqliteQueueStore(out / "store.db")
+    store.create_queue("a", None)
+    store.create_queue("b", None)
+    started = time.perf_counter()
+    for k in range(rounds):
+        now = time.time()
+        arrived = [Event(f"s-{i}", "k", now, {"i": i}) for i in range(k * share, (k + 1) * share)]
+        store.append("a", arrived, "src", k * share)
+        plan = store.plan_batch("a", k * share, (k + 1) * share, 1, lambda keys: [0] * len(keys))
+        events = store.read_share(plan, 0)
+        outcomes = [
+            Outcome(
+                e.id,
+                e.root,
+                OutcomeKind.PROCESSED,
+                (("b", Event(e.id + ">", e.key, e.ts, e.payload, e.root)),),
+            )
+            for e in events
+        ]
+        store.commit_share(share_commit("a", plan.batch, 0, outcomes, (), 0.0))
+        store.release("a", plan.end)
+    elapsed = time.perf_counter() - started
+    store.close()
+    return elapsed / rounds
+
+
+def low_load_latency(pipeline: Pipeline, duration_s: float, out: Path) -> None:
+    """Mean latency per hop at 10 events/s, and where a hop's time goes."""
+    step, phases = run_rate(pipeline, 10, duration_s, out / "low-load")
+    shutil.rmtree(out / "low-load", ignore_errors=True)
+    if step.mean_s is None:
+        print("  no event reached the sink")
+        return
+    hop = step.mean_s / len(OPERATORS)
+    print(f"  end to end {step.mean_s:.3f} s over {len(OPERATORS)} hops: {hop:.3f} s per hop")
+    if phases:
+        batch = phases["triggerExecution"]
+        print(f"  one micro-batch that read events: {batch:.3f} s, of which")
+        for key in PROGRESS_KEYS:
+            print(f"    {key:<14} {phases[key]:.3f} s")
+        print(
+            f"  waiting for the next trigger / batch start: {max(0.0, hop - batch):.3f} s per hop"
+        )
+    round_trip_ms = store_round_trip_s(out) * 1000
+    print(f"  store round trip of a 10-event share (plan, read, commit): {round_trip_ms:.2f} ms")
+
+
+def _rates(text: str) -> tuple[int, ...]:
+    try:
+        rates = tuple(int(r) for r in text.split(","))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"--rates: {text!r} is not a comma-separated list of integers"
+        ) from exc
+    if sorted(rates) != list(rates) or rates[0] <= 0:
+        raise argparse.ArgumentTypeError(f"--rates: {text!r} must rise and be positive")
+    return rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short runs and a short rate ladder")
+    parser.add_argument(
+        "--rates", type=_rates, default=None, help="rising rates to try, e.g. 5000,20000,50000"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="work directory (default: a temp dir)"
+    )
+    args = parser.parse_args()
+    out = args.out or Path(tempfile.mkdtemp(prefix="elastream-throughput-"))
+    out.mkdir(parents=True, exist_ok=True)
+    duration = 20.0 if args.quick else 60.0
+    pipeline = passthrough_pipeline(replicas=2)
+
+    print(f"feeder alone: {feeder_rate(pipeline, 200_000, 5_000, out):,.0f} events/s appended")
+    print("elastream, 3 pass-through operators, static r = 2 (rising constant rate):")
+    rates = args.rates or (QUICK_RATES if args.quick else RATES)
+    steps = highest_sustained(pipeline, rates, duration, out)
+    best = max((s.rate for s in steps if s.sustained), default=0)
+    plain_rate = 20_000 if args.quick else 50_000
+    capacity, used = plain_spark_capacity(plain_rate, 10 if args.quick else 40, out)
+    print(
+        f"plain Spark, rate source at {plain_rate:,} rows/s, 3 x mapInPandas: "
+        f"{used:.2f} s of each 1 s trigger used -> capacity {capacity:,.0f} rows/s"
+    )
+    ratio = f"{best / capacity:.3f}" if capacity else "n/a (plain Spark processed nothing)"
+    print(f"highest sustained rate: {best:,} ev/s; ratio to plain Spark capacity: {ratio}")
+    print("latency per hop at 10 events/s:")
+    low_load_latency(pipeline, duration, out)
+    if args.out is None:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""The batch-oriented queue interface the Spark runtime uses, and the records it moves.
+
+A backend keeps durable, offset-addressed queues. Producers append whole batches; the consumer of
+a queue plans a micro-batch once (`plan_batch`: offset range, replica count, which replica gets
+which event), and each replica commits its share — outputs to the successor queues, fates and the
+"share done" mark — in one atomic step keyed by (operator, batch, replica): a replayed share adds
+nothing, and a replayed batch reuses its recorded plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+import msgpack
+
+from elastream.model.events import Event, Outcome, OutcomeKind
+
+Divide = Callable[[list[str]], list[int]]  # the keys of a batch -> the replica of every event
+
+
+class QueueError(RuntimeError):
+    """A queue misuse: unknown queue, an output routed to a missing stream, a conflicting plan."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """An event as stored in a queue, with its offset and arrival time."""
+
+    off: int
+    event: Event
+    enq: float
+
+
+class Appended(NamedTuple):
+    """What one append did: events accepted, and refused because the queue was full (q_size)."""
+
+    accepted: int
+    refused: int
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPlan:
+    """One planned micro-batch of an operator: offsets [start, end), divided among `replicas`;
+    `owners[k]` is the replica of the event at offset start + k."""
+
+    op: str
+    start: int
+    end: int
+    replicas: int
+    owners: bytes
+
+    @property
+    def batch(self) -> str:
+        return f"{self.start}-{self.end}"
+
+    def share(self, replica: int) -> list[int]:
+        """The offsets replica `replica` processes."""
+        return [self.start + k for k, owner in enumerate(self.owners) if owner == replica]
+
+
+@dataclass(frozen=True, slots=True)
+class FailedEvent:
+    """An input event the operator function raised on, alone: kept for inspection."""
+
+    id: str
+    root: str
+    message: str
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ShareCommit:
+    """Everything one replica commits for its share of a batch, atomically."""
+
+    op: str
+    batch: str
+    replica: int
+    events: int
+    busy_s: float
+    outputs: dict[str, list[Event]] = field(default_factory=dict)  # target queue -> events
+    fates: dict[OutcomeKind, list[str]] = field(default_factory=dict)  # kind -> roots
+    failures: tuple[FailedEvent, ...] = ()
+
+    @property
+    def n_out(self) -> int:
+        return sum(len(v) for v in self.outputs.values())
+
+    def count(self, kind: OutcomeKind) -> int:
+        return len(self.fates.get(kind, ()))
+
+
+@dataclass(frozen=True, slots=True)
+class Audit:
+    """End-of-run accounting by source event (root). For a pipeline without replicated streams,
+    every root has exactly one fate and `events_in == sum of the fates + pending`."""
+
+    events_in: int
+    to_sink: int
+    filtered: int
+    timeout: int
+    overflow: int
+    failed: int
+    pending: int
+    sink_events: int
+    duplicate_sink_roots: int
+    roots_with_two_fates: int
+
+
+def share_commit(
+    op: str,
+    batch: str,
+    replica: int,
+    outcomes: Sequence[Outcome],
+    failures: Sequence[FailedEvent],
+    busy_s: float,
+) -> ShareCommit:
+    """Fold a share's per-event outcomes into one commit: outputs grouped by target queue, the
+    roots of each fate (processed roots are not kept: their outputs carry them on)."""
+    outputs: dict[str, list[Event]] = {}
+    fates: dict[OutcomeKind, list[str]] = {}
+    for outcome in outcomes:
+        for target, event in outcome.outputs:
+            outputs.setdefault(target, []).append(event)
+        fates.setdefault(outcome.kind, []).append(outcome.root)
+    return ShareCommit(op, batch, replica, len(outcomes), busy_s, outputs, fates, tuple(failures))
+
+
+def encode_payload(payload: Any) -> bytes:
+    """The stored form of one payload (msgpack)."""
+    return msgpack.packb(payload, use_bin_type=True)
+
+
+def encode_events(events: Sequence[Event]) -> tuple[bytes, bytes]:
+    """A batch as two msgpack blobs: its keys (read at plan time) and the rest, column-wise."""
+    keys = msgpack.packb([e.key for e in events], use_bin_type=True)
+    columns = [
+        [e.id for e in events],
+        [e.root for e in events],
+        [e.ts for e in events],
+        [e.payload for e in events],
+    ]
+    body = msgpack.packb(columns, use_bin_type=True)
+    return keys, body
+
+
+def decode_keys(blob: bytes) -> list[str]:
+    return msgpack.unpackb(blob, raw=False)
+
+
+def decode_events(keys_blob: bytes, body_blob: bytes) -> list[Event]:
+    """The inverse of `encode_events`."""
+    keys = decode_keys(keys_blob)
+    ids, roots, stamps, payloads = msgpack.unpackb(body_blob, raw=False, strict_map_key=False)
+    restore = Event.restore
+    return [
+        restore(i, k, ts, p, r)
+        for i, k, ts, p, r in zip(ids, keys, stamps, payloads, roots, strict=True)
+    ]
+
+
+def pack_roots(roots: Sequence[str]) -> bytes:
+    return msgpack.packb(list(roots), use_bin_type=True)
+
+
+def unpack_roots(blob: bytes | None) -> list[str]:
+    return [] if blob is None else msgpack.unpackb(blob, raw=False)
+
+
+class QueueStore(Protocol):
+    """Durable batch queues with bounds, batch plans and exactly-once share commits."""
+
+    path: Path
+
+    def close(self) -> None: ...
+
+    # -- set-up and control
+    def create_queue(self, name: str, bound: int | None, sink: bool = False) -> None: ...
+    def set_meta(self, key: str, value: Any) -> None: ...
+    def meta(self, key: str, default: Any = None) -> Any: ...
+    def set_control(
+        self, op: str, replicas: int, cap: int, et: float, replica_et: Sequence[float]
+    ) -> None: ...
+    def control(self, op: str) -> tuple[int, int, float, list[float]]: ...
+
+    # -- producing
+    def append(self, q: str, events: Sequence[Event], producer: str, first: int) -> Appended:
+        """A source offers its events number `first`, `first + 1`, … to `q`; events it offered
+        before (a resumed source regenerating them) are skipped, so appends are idempotent."""
+        ...
+
+    def produced(self, q: str, producer: str) -> int:
+        """How many events source `producer` has offered to `q` (where a resumed source goes on)."""
+        ...
+
+    # -- consuming
+    def latest(self, q: str) -> int: ...
+    def plan_batch(self, op: str, start: int, end: int, replicas: int, divide: Divide) -> BatchPlan:
+        """The plan of `op`'s batch [start, end): recorded now, or the one recorded before (an
+        empty batch is not recorded)."""
+        ...
+
+    def read(self, q: str, start: int, end: int) -> list[Stored]: ...
+    def plan(self, op: str, start: int, end: int) -> BatchPlan:
+        """The recorded plan of `op`'s batch [start, end) (QueueError if none)."""
+        ...
+
+    def read_share(self, plan: BatchPlan, replica: int) -> list[Event]:
+        """Replica `replica`'s events of a planned batch, in offset order."""
+        ...
+
+    def share_done(self, op: str, batch: str, replica: int) -> bool: ...
+    def commit_share(self, commit: ShareCommit) -> bool:
+        """Outputs, fates, failures and the done mark in one transaction; False (and nothing
+        written) if the share was committed before."""
+        ...
+
+    def release(self, op: str, end: int) -> int:
+        """Retention: drop `op`'s input events below `end` (its consumer committed them)."""
+        ...
+
+    # -- monitoring
+    def pending(self, q: str) -> int: ...
+    def arrivals(self, q: str, t0: float, t1: float) -> dict[str, int]: ...
+    def overflow_count(self, q: str, t0: float, t1: float) -> int: ...
+    def outcome_counts(self, op: str, t0: float, t1: float) -> tuple[dict[str, int], int]: ...
+    def task_stats(self, op: str, t0: float, t1: float) -> dict[int, tuple[int, float]]: ...
+    def batch_work(self) -> list[tuple[str, str, float, int]]: ...
+    def completed(self, t0: float, t1: float) -> int: ...
+    def sink_latency(self, t0: float, t1: float | None = None) -> tuple[int, float | None]: ...
+    def sink_latencies_ms(self) -> list[float]: ...
+    def sink_ids(self, q: str) -> list[str]: ...
+    def sink_span(self) -> tuple[float, float]: ...
+    def audit(self) -> Audit: ...

@@ -1,0 +1,235 @@
+"""The contract every queue backend keeps, through the `QueueStore` interface only: offsets,
+bounds (q_size), t_out, exactly-once under replay, kill and resume, conservation, retention.
+
+A backend joins by adding an opener to `BACKENDS` (the next one is Redis Streams)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers import linear_pipeline
+
+from elastream.model.events import Event, Outcome, OutcomeKind
+from elastream.model.pipeline import pipeline_from_dict
+from elastream.runtime.operators import OperatorContext
+from elastream.runtime.queues import QueueError, QueueStore, SqliteQueueStore
+from elastream.runtime.queues.base import BatchPlan, FailedEvent, share_commit
+from elastream.runtime.spark.task import process
+
+Opener = Callable[[], QueueStore]
+BACKENDS: dict[str, Callable[[Path], QueueStore]] = {
+    "sqlite": lambda folder: SqliteQueueStore(folder / "q.db"),
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def open_store(request, tmp_path) -> Opener:
+    """Opens the backend's store of this test (again: a process that restarts after a kill)."""
+    opened: list[QueueStore] = []
+
+    def opener() -> QueueStore:
+        store = BACKENDS[request.param](tmp_path)
+        opened.append(store)
+        return store
+
+    yield opener
+    for store in opened:
+        store.close()
+
+
+def make_queues(store: QueueStore, bound: int | None = None) -> QueueStore:
+    """src → a → b → out: two operator queues (a bounded by `bound`) and a sink."""
+    store.create_queue("a", bound)
+    store.create_queue("b", None)
+    store.create_queue("out", None, sink=True)
+    return store
+
+
+def events(n: int, start: int = 0, ts: float | None = None) -> list[Event]:
+    now = time.time() if ts is None else ts
+    return [
+        Event(f"src-{i}", f"k{i % 4}", now, {"i": i, "tag": b"\x00x"})
+        for i in range(start, start + n)
+    ]
+
+
+def forward(events_: list[Event], target: str) -> list[Outcome]:
+    """A pass-through operator's outcomes: one output per input, to `target`."""
+    return [
+        Outcome(
+            e.id,
+            e.root,
+            OutcomeKind.PROCESSED,
+            ((target, Event(f"{e.id}>", e.key, e.ts, e.payload, e.root)),),
+        )
+        for e in events_
+    ]
+
+
+def run_share(store: QueueStore, plan: BatchPlan, replica: int, target: str) -> bool:
+    """Process one share as a replica does and commit it; False if it was committed before."""
+    if store.share_done(plan.op, plan.batch, replica):
+        return False
+    outcomes = forward(store.read_share(plan, replica), target)
+    return store.commit_share(share_commit(plan.op, plan.batch, replica, outcomes, (), 0.01))
+
+
+def alternate(keys: list[str]) -> list[int]:
+    return [k % 2 for k in range(len(keys))]
+
+
+def test_appends_get_contiguous_integer_offsets(open_store):
+    store = make_queues(open_store())
+    assert store.append("a", events(3), "src", 0) == (3, 0)
+    assert store.append("a", events(4, start=3), "src", 3) == (4, 0)
+    assert store.latest("a") == 7
+    stored = store.read("a", 2, 6)
+    assert [s.off for s in stored] == [2, 3, 4, 5]
+    assert [s.event.id for s in stored] == ["src-2", "src-3", "src-4", "src-5"]
+    assert stored[0].event.payload == {"i": 2, "tag": b"\x00x"}  # bytes survive the encoding
+    assert store.pending("a") == 7
+
+
+def test_appends_are_idempotent_per_source_and_gaps_are_refused(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(5), "src", 0)
+    assert store.append("a", events(5, start=3), "src", 3) == (3, 0)  # 3, 4 offered before
+    assert store.produced("a", "src") == 8
+    with pytest.raises(QueueError, match=r"from #10 .* only 8 were offered"):
+        store.append("a", events(1, start=10), "src", 10)
+    with pytest.raises(QueueError, match="unknown queue 'nope'"):
+        store.append("nope", events(1), "src", 0)
+
+
+def test_bound_refuses_what_does_not_fit_and_counts_it(open_store):
+    store = make_queues(open_store(), bound=3)
+    t0 = time.time()
+    assert store.append("a", events(5), "src", 0) == (3, 2)
+    t1 = time.time() + 1
+    assert store.overflow_count("a", t0, t1) == 2
+    assert store.arrivals("a", t0, t1) == {"src": 5}  # refused ones are arrivals too (λ)
+    plan = store.plan_batch("a", 0, 3, 1, alternate)
+    run_share(store, plan, 0, "b")
+    assert store.append("a", events(4, start=5), "src", 5) == (3, 1)  # room again: 3
+    audit = store.audit()
+    assert (audit.events_in, audit.overflow, audit.pending) == (9, 3, 6)
+
+
+def test_t_out_gives_old_events_the_timeout_fate(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(3, ts=time.time() - 60) + events(2, start=3), "src", 0)
+    spec = pipeline_from_dict(linear_pipeline(2)).operator("op1")
+    passthrough = lambda evs: [e.emit(e.payload) for e in evs]  # noqa: E731
+    ctx = OperatorContext(spec, passthrough, {}, {"out": ("b",)}, t_out=5.0)
+    plan = store.plan_batch("a", 0, 5, 1, alternate)
+    outcomes, failures = process(ctx, store.read_share(plan, 0))
+    t0 = time.time()
+    assert store.commit_share(share_commit("a", plan.batch, 0, outcomes, failures, 0.0))
+    kinds, emitted = store.outcome_counts("a", t0, time.time() + 1)
+    assert (kinds, emitted) == ({"processed": 2, "timeout": 3}, 2)
+    assert store.latest("b") == 2 and store.audit().timeout == 3
+
+
+def test_a_replayed_share_adds_nothing(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(6), "src", 0)
+    plan = store.plan_batch("a", 0, 6, 2, alternate)
+    assert run_share(store, plan, 0, "b") is True
+    commit = share_commit("a", plan.batch, 0, forward(store.read_share(plan, 0), "b"), (), 0.0)
+    assert store.commit_share(commit) is False  # the same share committed again
+    assert (store.latest("b"), store.pending("a")) == (3, 3)
+    t0 = time.time() - 60
+    assert store.task_stats("a", t0, time.time() + 1) == {0: (3, pytest.approx(0.01))}
+
+
+def test_a_replayed_batch_keeps_its_division_when_r_changed(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(9), "src", 0)
+    first = store.plan_batch("a", 0, 9, 2, alternate)
+    replay = store.plan_batch("a", 0, 9, 3, lambda keys: [2] * len(keys))  # r is 3 by now
+    assert replay == first and replay.replicas == 2
+    assert [e.id for e in store.read_share(replay, 1)] == ["src-1", "src-3", "src-5", "src-7"]
+    with pytest.raises(QueueError, match="planned up to 9, now asked up to 8"):
+        store.plan_batch("a", 0, 8, 2, alternate)
+    with pytest.raises(QueueError, match="the division of batch 0-9 is invalid"):
+        store.plan_batch("b", 0, 0, 2, alternate)  # empty: nothing recorded, nothing to check
+        store.append("b", events(9), "src", 0)
+        store.plan_batch("b", 0, 9, 2, lambda keys: [5] * len(keys))
+    assert store.plan_batch("a", 9, 9, 2, alternate).owners == b""  # an empty batch
+
+
+def test_a_failed_commit_writes_nothing(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(4), "src", 0)
+    plan = store.plan_batch("a", 0, 4, 1, alternate)
+    broken = forward(store.read_share(plan, 0), "nowhere")
+    with pytest.raises(QueueError, match="unknown queue 'nowhere'"):
+        store.commit_share(share_commit("a", plan.batch, 0, broken, (), 0.0))
+    assert not store.share_done("a", plan.batch, 0)
+    assert (store.pending("a"), store.latest("b")) == (4, 0)
+
+
+def test_kill_and_resume_finishes_exactly_once(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(10), "src", 0)
+    plan = store.plan_batch("a", 0, 10, 2, alternate)
+    run_share(store, plan, 0, "b")  # then the process is killed: share 1 never committed
+    store.close()
+
+    resumed = open_store()  # a new process: where to go on comes from the store
+    assert resumed.produced("a", "src") == 10
+    resumed.append("a", events(10), "src", 0)  # a feeder regenerating: nothing twice
+    again = resumed.plan_batch("a", 0, 10, 4, alternate)  # Spark replays the batch
+    assert [run_share(resumed, again, j, "b") for j in range(again.replicas)] == [False, True]
+    b_plan = resumed.plan_batch("b", 0, resumed.latest("b"), 1, alternate)
+    run_share(resumed, b_plan, 0, "out")
+    audit = resumed.audit()
+    assert (audit.events_in, audit.to_sink, audit.pending, audit.sink_events) == (10, 10, 0, 10)
+    assert audit.roots_with_two_fates == audit.duplicate_sink_roots == 0
+
+
+def test_every_root_has_exactly_one_fate(open_store):
+    store = make_queues(open_store(), bound=8)
+    store.append("a", events(10), "src", 0)  # 8 accepted, 2 refused
+    plan = store.plan_batch("a", 0, 8, 2, alternate)
+    for replica in (0, 1):
+        shared = store.read_share(plan, replica)
+        outcomes = forward(shared[:2], "b")
+        outcomes += [Outcome(shared[2].id, shared[2].root, OutcomeKind.FILTERED)]
+        outcomes += [Outcome(shared[3].id, shared[3].root, OutcomeKind.ERROR)]
+        failed = [FailedEvent(shared[3].id, shared[3].root, "boom", b"")]
+        store.commit_share(share_commit("a", plan.batch, replica, outcomes, failed, 0.0))
+    b_plan = store.plan_batch("b", 0, 4, 1, alternate)
+    outcomes = forward(store.read_share(b_plan, 0), "out")
+    outcomes[0] = Outcome(outcomes[0].event_id, outcomes[0].root, OutcomeKind.TIMEOUT)
+    store.commit_share(share_commit("b", b_plan.batch, 0, outcomes, (), 0.0))
+    audit = store.audit()
+    fates = audit.to_sink + audit.filtered + audit.timeout + audit.overflow + audit.failed
+    assert (audit.to_sink, audit.filtered, audit.timeout, audit.overflow, audit.failed) == (
+        3,
+        2,
+        1,
+        2,
+        2,
+    )
+    assert fates == audit.events_in == 10 and audit.pending == 0
+    assert audit.roots_with_two_fates == audit.duplicate_sink_roots == 0
+    assert sorted(store.sink_ids("out")) == ["src-1>>", "src-2>>", "src-3>>"]
+
+
+def test_released_events_are_gone_and_counts_stay(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(4), "src", 0)
+    store.append("a", events(4, start=4), "src", 4)
+    plan = store.plan_batch("a", 0, 4, 1, alternate)
+    run_share(store, plan, 0, "b")
+    assert store.release("a", 4) == 1
+    with pytest.raises(QueueError, match=r"holds 0 of the events \[0, 4\)"):
+        store.read("a", 0, 4)
+    with pytest.raises(QueueError, match="no recorded plan for the batch 0-4"):
+        store.plan("a", 0, 4)
+    assert [s.off for s in store.read("a", 4, 8)] == [4, 5, 6, 7]
+    assert (store.latest("a"), store.pending("a"), store.audit().events_in) == (8, 4, 8)
