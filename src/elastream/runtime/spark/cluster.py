@@ -74,9 +74,8 @@ def spark_class() -> Path:
     return path
 
 
-def _launch(args: list[str], log: Path, work_dir: Path) -> subprocess.Popen:
+def _launch(args: list[str], log: Path) -> subprocess.Popen:
     env = dict(os.environ, SPARK_LOCAL_IP=HOST, SPARK_HOME=str(spark_class().parents[1]))
-    env.setdefault("SPARK_WORKER_DIR", str(work_dir))
     with log.open("ab") as out:
         proc = subprocess.Popen(
             ["bash", str(spark_class()), *args],
@@ -107,7 +106,7 @@ def up(
     processes = []
     for role, command in zip(roles, commands, strict=True):
         log = logs / f"{role}.log"
-        started[role] = _launch(command, log, logs)
+        started[role] = _launch(command, log)
         processes.append(Process(role, started[role].pid, command[0], str(log)))
     state = ClusterState(url, webui_url, workers, cores, memory, tuple(processes))
     state.save(state_path)  # saved before waiting: `down` can stop a cluster that never came up
