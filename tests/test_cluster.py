@@ -15,7 +15,7 @@ import pytest
 from test_spark_runtime import assert_conserved, descendants, wait_for_outcomes
 
 from elastream.runtime.queues import SqliteQueueStore
-from elastream.runtime.spark.cluster import ClusterState, running
+from elastream.runtime.spark.cluster import ClusterState, free_port, running
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 PIPELINE = Path(__file__).parent / "pipelines" / "filter3.yaml"
@@ -104,10 +104,18 @@ def test_a_run_survives_the_sigkill_of_an_executor_and_loses_nothing(cluster, tm
     state, _ = cluster
     workers = [p.pid for p in state.processes if p.role.startswith("worker")]
     out = tmp_path / "run"
-    run = run_on(state.master_url, out, "constant:rate=40,duration=40", "--t-out", "600")
+    # The driver's address as docs/deploy.md sets it for a cluster of several machines.
+    driver_port = free_port()
+    settings = tmp_path / "settings.yaml"
+    conf = {"spark.driver.host": "127.0.0.1", "spark.driver.port": str(driver_port)}
+    settings.write_text(json.dumps({"spark": {"conf": conf}}))  # JSON is YAML
+    trace = "constant:rate=40,duration=40"
+    run = run_on(state.master_url, out, trace, "--t-out", "600", "--config", str(settings))
     wait_for_outcomes(run, out / "queues.db", 150)
     executors = [pid for w in workers for pid in descendants(w, "CoarseGrainedExecutorBackend")]
     assert len(executors) == 2, executors  # one per worker
+    driver_url = f"CoarseGrainedScheduler@127.0.0.1:{driver_port}".encode()
+    assert all(driver_url in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in executors)
     os.kill(executors[0], signal.SIGKILL)
     output, _ = run.communicate(timeout=600)
     assert run.returncode == 0, output

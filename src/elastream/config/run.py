@@ -41,6 +41,11 @@ class SparkSettings(Settings):
         ge=0,
         description="wait before restarting a failed query, s; doubles with each failure in a row",
     )
+    conf: dict[str, str] = Field(
+        default_factory=dict,
+        description="extra Spark configuration for the session (e.g. spark.driver.host and "
+        "spark.driver.port on a multi-machine cluster, docs/deploy.md); applied last",
+    )
 
 
 class RunConfig(Settings):

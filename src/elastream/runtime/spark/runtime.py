@@ -92,7 +92,8 @@ class SparkEngine:
     def start(self) -> None:
         self._prepare_store()
         # local[n, 4]: up to 4 attempts per task, as on a cluster (plain local[n] never retries).
-        self.spark = spark_session(self.config.spark.master or f"local[{self._slots()},4]")
+        spark = self.config.spark
+        self.spark = spark_session(spark.master or f"local[{self._slots()},4]", conf=spark.conf)
         warm_python_workers(self.spark, self._slots())
         for name in self.pipeline.topological_order:
             # One at a time: each query forks a Python helper that must connect back to the JVM

@@ -6,7 +6,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import partial
 from typing import Any
 
@@ -17,14 +17,17 @@ from elastream.runtime.spark.source import QueueDataSource
 _registered: set[int] = set()
 
 
-def spark_session(master: str, app_name: str = "elastream") -> SparkSession:
+def spark_session(
+    master: str, app_name: str = "elastream", conf: Mapping[str, str] | None = None
+) -> SparkSession:
     """A session with FAIR scheduling (one pool per operator query), Python worker reuse and the
-    `elastream_queue` source registered. An existing active session is reused as it is."""
+    `elastream_queue` source registered; `conf` is applied last (it may override ours). An
+    existing active session is reused as it is."""
     warnings.filterwarnings("ignore", category=FutureWarning)
     logging.getLogger("py4j").setLevel(logging.ERROR)
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", _python())
-    spark = (
+    builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.showConsoleProgress", "false")
@@ -35,8 +38,10 @@ def spark_session(master: str, app_name: str = "elastream") -> SparkSession:
         .config("spark.sql.streaming.metricsEnabled", "false")
         .config("spark.sql.streaming.numRecentProgressUpdates", "2000")
         .config("spark.driver.memory", "2g")
-        .getOrCreate()
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if id(spark) not in _registered:
         spark.dataSource.register(QueueDataSource)
