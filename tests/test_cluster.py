@@ -3,7 +3,9 @@ on it with replicas changing live and exact conservation, and survives the SIGKI
 executor; executors are removed and added through the Executors interface; `cluster down`
 stops exactly what was started."""
 
+import itertools
 import json
+import math
 import os
 import signal
 import subprocess
@@ -11,14 +13,23 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_spark_runtime import assert_conserved, descendants, wait_for_outcomes
 
+from elastream.config import make_config
+from elastream.config.files import load_pipeline
+from elastream.control.controller import Controller
+from elastream.control.mape import run_mape
+from elastream.experiments.session import slot_hosts
 from elastream.runtime.queues import SqliteQueueStore
 from elastream.runtime.spark.cluster import ClusterState, free_port, running
+from elastream.runtime.spark.runtime import SparkEngine
+from elastream.workloads import Trace
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 PIPELINE = Path(__file__).parent / "pipelines" / "filter3.yaml"
+WORK1 = Path(__file__).parent / "pipelines" / "work1.yaml"
 TRACE = "spike:peak=60,magnitude=6,onset=8,ramp=2,hold=15,decay=2,duration=40"
 
 
@@ -128,6 +139,46 @@ def test_a_run_survives_the_sigkill_of_an_executor_and_loses_nothing(cluster, tm
     assert "query_restarts" in summary  # counted (Spark usually retries the lost tasks itself)
     replacements = [pid for w in workers for pid in descendants(w, "CoarseGrainedExecutorBackend")]
     assert executors[0] not in replacements
+
+
+def test_executors_are_leased_as_hosts_and_released_in_the_last_part_of_their_btu(
+    cluster, tmp_path
+):
+    state, _ = cluster
+    # 10 s at 10 ev/s (1 replica), 24 s at 70 ev/s (3 replicas of 40 ms: two hosts of 2 slots),
+    # then 56 s at 5 ev/s: the second host is surplus, released only in its BTU's last 3 s.
+    trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 56))
+    leasing = {"slots": 2, "btu_s": 60.0, "min_hosts": 1, "max_hosts": 2}
+    spark = {"master": state.master_url, "leasing": leasing}
+    config = make_config(td=2.0, out=tmp_path / "run", drain_s=60, t_out=None, spark=spark)
+    engine = SparkEngine(load_pipeline(WORK1), config, trace)
+    seen: list[tuple[float, int, int, int]] = []  # t, replicas, hosts up, live executors
+
+    def watch(snapshot, decision):
+        up = sum(1 for h in engine.hosts() if h.ready_at <= snapshot.t)
+        seen.append((snapshot.t, snapshot.op("work").replicas, up, len(executor_ids(engine))))
+
+    result = run_mape(engine, Controller.build("psps"), observers=[watch], hosts=slot_hosts(config))
+
+    assert result.totals.hosts_leased == 2, seen
+    assert result.totals.host_boot_s is not None and result.totals.host_boot_s > 0
+    assert max(replicas for _, replicas, _, _ in seen) >= 3, seen  # more replicas ran
+    # what ran in an interval was enacted at the end of the one before, within its hosts' slots
+    assert all(now[1] <= 2 * before[2] for before, now in itertools.pairwise(seen)), seen
+    (released,) = engine.leases.finished
+    held = released.end - released.lease_start
+    assert 60.0 * math.ceil(held / 60.0) - held <= 0.05 * 60.0, (held, seen)  # last 5 % of a BTU
+    assert seen[-1][2:] == (1, 1), seen  # one host left, its executor gone (decommissioned)
+    assert result.totals.host_btus >= 2 + 1 and result.totals.host_cost == result.totals.host_btus
+
+    assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids  # no restart
+    assert result.totals.query_restarts == 0
+    assert_conserved(engine.store.audit(), int(trace.rates.sum()))
+    assert result.summary.processed_ratio == 1.0
+
+
+def executor_ids(engine: SparkEngine) -> list[str]:
+    return engine.leases.executors.ids() if engine.leases else []
 
 
 def test_executors_are_removed_and_added_through_the_interface(cluster):

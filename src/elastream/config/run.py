@@ -18,6 +18,28 @@ class ConfigError(ValueError):
     """A broken configuration; the message names the setting."""
 
 
+class LeasingSettings(Settings):
+    """Executors of a standalone cluster leased as hosts billed per BTU (docs/leasing.md)."""
+
+    slots: int = Field(2, ge=1, description="replicas one executor runs at once (its cores)")
+    btu_s: float = Field(3600.0, gt=0, description="billing time unit of a host, s")
+    price: float = Field(1.0, gt=0, description="price of one BTU of one host")
+    min_hosts: int = Field(1, ge=1, description="hosts kept leased at all times")
+    max_hosts: int = Field(4, ge=1, description="most hosts leased at once")
+    release_window: float = Field(
+        0.05,
+        gt=0,
+        le=1,
+        description="a host is released only in this last fraction of its BTU (VISP Fig. 5)",
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LeasingSettings:
+        if self.min_hosts > self.max_hosts:
+            raise ValueError(f"min_hosts ({self.min_hosts}) > max_hosts ({self.max_hosts})")
+        return self
+
+
 class SparkSettings(Settings):
     """How the Spark runtime runs the pipeline's queries."""
 
@@ -40,6 +62,11 @@ class SparkSettings(Settings):
         1.0,
         ge=0,
         description="wait before restarting a failed query, s; doubles with each failure in a row",
+    )
+    leasing: LeasingSettings | None = Field(
+        None,
+        description="lease the standalone cluster's executors as hosts billed per BTU "
+        "(needs `master` spark://...); None: use the executors the cluster gives",
     )
     conf: dict[str, str] = Field(
         default_factory=dict,

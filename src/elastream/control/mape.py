@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeGuard
 
 from elastream.control.controller import Controller
-from elastream.control.plan import Plan, execute
+from elastream.control.hosting import SlotHosts
+from elastream.control.plan import LeasingEngine, Plan, execute
 from elastream.control.policy import Decision
 from elastream.model.metrics import RunningSummary, RunTotals, Summary
 from elastream.model.pipeline import Pipeline
@@ -99,13 +100,18 @@ def run_mape(
     dry_run: bool = False,
     observers: Sequence[Observer] = (),
     keep_snapshots: int | None = None,
+    hosts: SlotHosts | None = None,
 ) -> RunResult:
     """Monitor, Analyze/Plan (the guarded policy), Execute, every interval until the run ends.
 
     With `dry_run` the decisions are made and reported but never enacted. The summary comes from
     running aggregates; at most `keep_snapshots` snapshots are kept (None: all of them). An
     engine that can fast-forward skips the steady stretches after a decision that changes
-    nothing (see `steady_stretch`)."""
+    nothing (see `steady_stretch`). With `hosts`, the engine's replicas run on leased hosts: each
+    decision becomes a plan that leases and releases them, capped at the slots that are up."""
+    if hosts is not None and not isinstance(engine, LeasingEngine):
+        raise TypeError(f"{type(engine).__name__} cannot lease hosts; run without host leasing")
+    floors = {op.name: op.replicas.min for op in engine.pipeline.operators}
     log = IntervalLog(keep_snapshots)
     running = RunningSummary()
 
@@ -124,7 +130,11 @@ def run_mape(
             decision, state = controller.decide(snapshot, state)
             messages += decision.messages
             if not dry_run:
-                execute(engine, Plan(decision))
+                plan = Plan(decision)
+                if hosts is not None:
+                    plan = hosts.plan(decision, engine.hosts(), snapshot.t, floors)
+                    decision = plan.replicas  # what runs: capped by the hosts that are up
+                execute(engine, plan)
             record(snapshot, decision)
             stretch = steady_stretch(engine, controller, snapshot, decision, state)
             if stretch is not None:

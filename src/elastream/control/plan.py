@@ -7,14 +7,26 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from elastream.control.policy import Decision
+from elastream.leasing.hosts import Host
 
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """Lease (count > 0) or release (count < 0) hosts of a kind."""
+    """Lease `count` new hosts of a kind (count > 0), or release the hosts named in `hosts`
+    (count < 0, one name per host released)."""
 
     host_kind: str
     count: int
+    hosts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.count == 0 or (self.count < 0 and len(self.hosts) != -self.count):
+            raise ValueError(
+                f"lease of {self.host_kind!r}: count {self.count} with hosts {self.hosts}; "
+                "a release names every host it releases, a lease names none"
+            )
+        if self.count > 0 and self.hosts:
+            raise ValueError(f"lease of {self.host_kind!r}: new hosts are named by the engine")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +59,13 @@ class HostEngine(Protocol):
     def lease(self, leases: tuple[Lease, ...]) -> None: ...
 
     def place(self, placement: tuple[Placement, ...]) -> None: ...
+
+
+@runtime_checkable
+class LeasingEngine(HostEngine, Protocol):
+    """A host engine that lists its leased hosts (with their BTU clocks) for the host planner."""
+
+    def hosts(self) -> tuple[Host, ...]: ...
 
 
 def execute(engine: ReplicaEngine, plan: Plan) -> None:

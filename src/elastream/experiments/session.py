@@ -11,9 +11,11 @@ from typing import Any
 
 from elastream.base.registry import Registry
 from elastream.config import RunConfig
+from elastream.control.hosting import SlotHosts
 from elastream.control.mape import Engine, Observer, RunResult, run_mape
 from elastream.control.policies import POLICIES
 from elastream.experiments.history import HistoryRecorder
+from elastream.leasing.hosts import HostType
 from elastream.model.pipeline import Pipeline
 from elastream.report import LiveTable, open_series, write_outputs
 from elastream.runtime.sim.settings import SimSettings
@@ -117,7 +119,17 @@ def run_engine(
         dry_run=config.dry_run,
         observers=observers,
         keep_snapshots=config.keep_snapshots if keep_snapshots is None else keep_snapshots,
+        hosts=slot_hosts(config),
     )
+
+
+def slot_hosts(config: RunConfig) -> SlotHosts | None:
+    """The host planner of a run that leases executors (`spark.leasing`), else None."""
+    leasing = config.spark.leasing
+    if leasing is None:
+        return None
+    kind = HostType(cores=leasing.slots, btu_s=leasing.btu_s, price=leasing.price)
+    return SlotHosts(kind, leasing.min_hosts, leasing.max_hosts, leasing.release_window)
 
 
 def with_message_transport(config: RunConfig, engine: Engine) -> RunConfig:

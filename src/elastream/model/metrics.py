@@ -217,6 +217,45 @@ RUN_METRICS: tuple[Metric, ...] = (
         digits=0,
     ),
     Metric(
+        "hosts_leased",
+        "Hosts leased",
+        "hosts",
+        "hosts",
+        "hosts (executors) leased over the run, the first ones included (spark.leasing)",
+        "exact end-of-run count",
+        digits=0,
+    ),
+    Metric(
+        "host_btus",
+        "BTUs paid",
+        "BTUs",
+        "BTUs",
+        "billing time units started by the leased hosts (VISP: a started BTU is paid in full)",
+        "exact end-of-run count",
+        "lower",
+        digits=0,
+    ),
+    Metric(
+        "host_cost",
+        "Host cost",
+        "cost",
+        "price units",
+        "BTUs paid x price per BTU (VISP resource cost)",
+        "exact end-of-run count",
+        "lower",
+        digits=2,
+    ),
+    Metric(
+        "host_boot_s",
+        "Host boot (mean)",
+        "boot s",
+        "s",
+        "mean time from leasing an executor to its registration with the driver",
+        "mean over leases",
+        "lower",
+        digits=1,
+    ),
+    Metric(
         "intervals",
         "Intervals",
         "intervals",
@@ -427,6 +466,10 @@ class RunTotals:
     duplicates: int = 0  # events delivered twice to the same queue (must stay 0)
     dropped_restart: int = 0  # queued events lost by restart reconfigurations (simulator)
     query_restarts: int = 0  # failed operator queries restarted from their checkpoints (Spark)
+    hosts_leased: int = 0  # hosts (executors) leased, the first ones included (spark.leasing)
+    host_btus: int = 0  # BTUs started by the leased hosts
+    host_cost: float = 0.0  # BTUs x price
+    host_boot_s: float | None = None  # mean lease-to-registration time of leased executors
     # (latency ms, events) pairs of the sink events: SLA compliance at any SLO, for any engine
     latency_histogram_ms: tuple[tuple[float, int], ...] = ()
 
@@ -465,6 +508,10 @@ class Summary:
     replica_seconds: float
     intervals: int
     messages: int = 0
+    hosts_leased: int = 0
+    host_btus: int = 0
+    host_cost: float = 0.0
+    host_boot_s: float | None = None
 
     def as_dict(self) -> dict[str, float | int | None]:
         return asdict(self)
@@ -585,6 +632,10 @@ def build_summary(
         replica_seconds=replica_seconds,
         intervals=intervals,
         messages=messages,
+        hosts_leased=totals.hosts_leased,
+        host_btus=totals.host_btus,
+        host_cost=totals.host_cost,
+        host_boot_s=totals.host_boot_s,
     )
 
 

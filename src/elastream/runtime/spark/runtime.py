@@ -12,20 +12,26 @@ from typing import Any
 import numpy as np
 
 from elastream.config import RunConfig
+from elastream.config.run import LeasingSettings
+from elastream.control.plan import Lease, Placement
 from elastream.control.policy import Decision
 from elastream.decentral import tcp_transport
+from elastream.leasing.hosts import Host, HostType
 from elastream.model.events import OutcomeKind
 from elastream.model.metrics import RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats, Snapshot
 from elastream.runtime.queues.base import QueueStore
 from elastream.runtime.queues.sqlite import SqliteQueueStore
+from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
+from elastream.runtime.spark.hosts import ExecutorHosts
 from elastream.runtime.spark.session import spark_session, warm_python_workers
 from elastream.runtime.spark.source import SOURCE_NAME
 from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
+HOST_POLL_S = 0.25  # how often a leased executor's registration is looked for, s
 
 
 class RuntimeFailure(RuntimeError):
@@ -87,13 +93,25 @@ class SparkEngine:
         self.ops: dict[str, OperatorState] = {}
         self.restarts: dict[str, int] = {}  # per operator, over the run
         self.failing: dict[str, Failing] = {}  # operators whose query failed and has not recovered
+        self.leases: ExecutorHosts | None = None  # executors leased as hosts (spark.leasing)
+        self.t0 = time.time()  # the run's clock starts when the feeder does (start())
 
     # -- Engine protocol ---------------------------------------------------------------------
     def start(self) -> None:
         self._prepare_store()
         # local[n, 4]: up to 4 attempts per task, as on a cluster (plain local[n] never retries).
         spark = self.config.spark
-        self.spark = spark_session(spark.master or f"local[{self._slots()},4]", conf=spark.conf)
+        conf = dict(spark.conf)
+        if spark.leasing is not None:
+            if not (spark.master or "").startswith("spark://"):
+                raise RuntimeFailure(
+                    "spark.leasing leases executors of a standalone cluster: give "
+                    "--master spark://HOST:PORT (elastream cluster up starts one)"
+                )
+            conf.setdefault("spark.decommission.enabled", "true")  # graceful release
+        self.spark = spark_session(spark.master or f"local[{self._slots()},4]", conf=conf)
+        if spark.leasing is not None:
+            self.leases = self._adopt_hosts(spark.leasing)
         warm_python_workers(self.spark, self._slots())
         for name in self.pipeline.topological_order:
             # One at a time: each query forks a Python helper that must connect back to the JVM
@@ -110,7 +128,10 @@ class SparkEngine:
 
     def collect(self) -> Snapshot:
         deadline = self.t_prev + self.config.td
-        time.sleep(max(0.0, deadline - time.time()))
+        while (left := deadline - time.time()) > 0:
+            time.sleep(min(left, HOST_POLL_S) if self.leases else left)
+            if self.leases:
+                self.leases.poll(self.now())  # a leased executor's boot ends when it registers
         self._check_health()
         t0, t1 = self.t_prev, time.time()
         self.t_prev = t1
@@ -132,6 +153,31 @@ class SparkEngine:
             sink_events=n_sink,
             latency_ms_mean=latency,
         )
+
+    # -- HostEngine protocol (spark.leasing) ------------------------------------------------
+    def lease(self, leases: tuple[Lease, ...]) -> None:
+        provider = self._leasing()
+        now = self.now()
+        for lease in leases:
+            if lease.count > 0:
+                for _ in range(lease.count):
+                    provider.lease_new(now)
+            for host_id in lease.hosts:
+                provider.release(host_id, now)
+
+    def place(self, placement: tuple[Placement, ...]) -> None:
+        if placement:
+            raise RuntimeFailure(
+                "the Spark runtime cannot pin replicas to hosts: Spark runs a replica's task on "
+                "any executor with a free slot (a plan with placement needs another engine)"
+            )
+
+    def hosts(self) -> tuple[Host, ...]:
+        return self._leasing().hosts(self.now())
+
+    def now(self) -> float:
+        """The run's clock, s (snapshots' `t`)."""
+        return time.time() - self.t0
 
     def enact(self, decision: Decision) -> None:
         for name, replicas in decision.replicas:
@@ -162,7 +208,19 @@ class SparkEngine:
             duplicates=audit.duplicate_sink_roots,
             query_restarts=sum(self.restarts.values()),
             latency_histogram_ms=latency_histogram(latencies),
+            **self._lease_totals(),
         )
+
+    def _lease_totals(self) -> dict[str, Any]:
+        if self.leases is None:
+            return {}
+        leased = self.leases.totals(self.now())
+        return {
+            "hosts_leased": leased.hosts_leased,
+            "host_btus": leased.btus_paid,
+            "host_cost": leased.cost,
+            "host_boot_s": leased.boot_s_mean,
+        }
 
     def stop(self) -> None:
         if hasattr(self, "feeder"):
@@ -178,6 +236,17 @@ class SparkEngine:
             self.spark.stop()
 
     # -- helpers -----------------------------------------------------------------------------
+    def _adopt_hosts(self, leasing: LeasingSettings) -> ExecutorHosts:
+        kind = HostType(cores=leasing.slots, btu_s=leasing.btu_s, price=leasing.price)
+        hosts = ExecutorHosts(Executors(self.spark), kind)
+        hosts.adopt(leasing.min_hosts)
+        return hosts
+
+    def _leasing(self) -> ExecutorHosts:
+        if self.leases is None:
+            raise RuntimeFailure("this run leases no hosts: set spark.leasing in the run settings")
+        return self.leases
+
     def _slots(self) -> int:
         """One task slot per pre-allocated replica, so every active replica really runs."""
         return max(2, self.pipeline.r_over)

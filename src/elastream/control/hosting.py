@@ -1,0 +1,91 @@
+"""Hosts under the replicas when a replica is a task slot on a leased host (Spark executors):
+lease when a decision needs more slots than the leased hosts give, release a host only in the
+last part of its BTU and only if the others still hold the decision, cap the replicas at the
+slots of the hosts that are up. Pure: time comes as `now`, hosts as values."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from elastream.control.plan import Lease, Plan
+from elastream.control.policy import Decision
+from elastream.leasing.hosts import Host, HostType
+
+EXECUTOR = "executor"  # the one host kind of a slot-leased engine
+
+
+@dataclass(frozen=True)
+class SlotHosts:
+    """Leasing hosts of one kind whose `kind.cores` slots each run one replica at a time.
+
+    The release rule is VISP's (Hochreiner et al., PeerJ CS 2017, Fig. 5): a host is released
+    only inside the last `release_window` of its current BTU — it is paid until then anyway —
+    and only when the remaining hosts hold the decision; otherwise it is kept for another BTU."""
+
+    kind: HostType
+    min_hosts: int = 1
+    max_hosts: int = 4
+    release_window: float = 0.05
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_hosts <= self.max_hosts:
+            raise ValueError(
+                f"hosts: need 1 <= min_hosts <= max_hosts, got {self.min_hosts}, {self.max_hosts}"
+            )
+        if not 0 < self.release_window <= 1:
+            raise ValueError(f"hosts: release_window must be in (0, 1], got {self.release_window}")
+
+    def needed(self, replicas: int) -> int:
+        """Hosts whose slots hold `replicas`, within [min_hosts, max_hosts]."""
+        return min(max(math.ceil(replicas / self.kind.cores), self.min_hosts), self.max_hosts)
+
+    def plan(
+        self, decision: Decision, hosts: Sequence[Host], now: float, floors: Mapping[str, int]
+    ) -> Plan:
+        """The interval's plan: leases and releases, then the decision capped at the slots of
+        the hosts that are up (booting hosts give none yet); no operator goes below its floor."""
+        need = self.needed(sum(r for _, r in decision.replicas))
+        leases: list[Lease] = []
+        if need > len(hosts):
+            leases.append(Lease(EXECUTOR, need - len(hosts)))
+        released = self.releasable(hosts, now, len(hosts) - need)
+        if released:
+            leases.append(Lease(EXECUTOR, -len(released), released))
+        up = sum(1 for h in hosts if h.ready_at <= now and h.host_id not in released)
+        return Plan(fit(decision, up * self.kind.cores, floors), tuple(leases))
+
+    def releasable(self, hosts: Sequence[Host], now: float, surplus: int) -> tuple[str, ...]:
+        """Up to `surplus` hosts that are up and inside their release window, the one whose BTU
+        ends first first."""
+        if surplus <= 0:
+            return ()
+        due = [h for h in hosts if h.ready_at <= now and self.in_window(h, now)]
+        due.sort(key=lambda h: (h.btu_end(now), h.host_id))
+        return tuple(h.host_id for h in due[:surplus])
+
+    def in_window(self, host: Host, now: float) -> bool:
+        return host.in_release_window(now, self.release_window)
+
+
+def fit(decision: Decision, slots: int, floors: Mapping[str, int]) -> Decision:
+    """`decision` with at most `slots` replicas in all: the operator with the most replicas above
+    its floor gives one up, again and again (never below its floor: past that the tasks queue)."""
+    counts = decision.as_dict()
+    trimmed = False
+    while sum(counts.values()) > slots:
+        above = [(counts[n] - floors.get(n, 1), n) for n in counts if counts[n] > floors.get(n, 1)]
+        if not above:
+            break
+        _, name = max(above)
+        counts[name] -= 1
+        trimmed = True
+    if not trimmed:
+        return decision
+    reasons = {n: decision.reason(n) for n, _ in decision.replicas}
+    for name, wanted in decision.replicas:
+        if counts[name] < wanted:
+            capped = f"capped at {counts[name]} by {slots} host slots"
+            reasons[name] = f"{reasons[name]}; {capped}" if reasons[name] else capped
+    return replace(decision, replicas=tuple(counts.items()), reasons=tuple(reasons.items()))
