@@ -21,8 +21,9 @@ from elastream.control.controller import Controller
 from elastream.control.mape import RunResult, run_mape
 from elastream.control.policy import Decision
 from elastream.model.metrics import RunTotals, Summary, summarize
+from elastream.model.metrics import interval_rows as metric_interval_rows
 from elastream.model.pipeline import pipeline_from_dict
-from elastream.model.snapshot import Snapshot
+from elastream.model.snapshot import HostClock, Snapshot
 from elastream.report import (
     INTERVAL_COLUMNS,
     TIMESERIES_COLUMNS,
@@ -430,6 +431,21 @@ def test_live_table_prints_one_line_per_interval_when_not_a_terminal():
     assert len(lines) == len(PLAN)
     assert lines[1].startswith(f"t={2 * TD:.1f} s")
     assert "op2 r=2/4->3 q=40" in lines[1]
+
+
+def test_live_table_shows_leased_hosts_with_their_btu_clocks_and_the_cost():
+    hosts = (HostClock("h1", True, 2, 41.4), HostClock("h2", False, 1, 60.0))
+    snap = replace(make_snapshot(1), hosts=hosts, host_cost=3.0)
+    console = Console(record=True, width=160)
+    live = LiveTable(PIPELINE, console=console)
+    console.print(live.render(snap, make_decision(1)))
+    live(snap, make_decision(1))  # not a terminal: the compact line carries them too
+    text = console.export_text()
+    expected = "hosts: h1 BTU 2, 41 s left; h2 booting · cost so far 3.00"
+    assert text.count(expected) == 2, text
+    assert "hosts:" not in LiveTable.hosts(make_snapshot(1))
+    row = metric_interval_rows([snap])[0]
+    assert (row["hosts_up"], row["host_cost"]) == (1, 3.0)
 
 
 def test_live_table_shows_brackets_literally():

@@ -444,6 +444,22 @@ INTERVAL_SERIES: tuple[Metric, ...] = (
         "Σ_i |q_i(t)| at the end of t",
         "at the end of t",
     ),
+    Metric(
+        "hosts_up",
+        "hosts up",
+        "hosts",
+        "hosts",
+        "leased hosts up at the end of t (spark.leasing; 0 without)",
+        "at the end of t",
+    ),
+    Metric(
+        "host_cost",
+        "host cost",
+        "cost",
+        "price units",
+        "cost of the leased hosts so far: BTUs started x price",
+        "at the end of t",
+    ),
 )
 METRICS: dict[str, Metric] = {m.name: m for m in (*RUN_METRICS, *SLA_METRICS)}
 # The four metrics of PSPS Section V-A.3, as Summary fields.
@@ -558,6 +574,8 @@ def interval_rows(snapshots: Sequence[Snapshot]) -> list[dict[str, float | int |
             "latency_ms_mean": s.latency_ms_mean,
             "replicas_total": total_replicas(s),
             "queue_total": sum(o.queue for o in s.operators),
+            "hosts_up": s.hosts_up,
+            "host_cost": s.host_cost,
         }
         for s in snapshots
     ]

@@ -31,6 +31,16 @@ class OperatorStats:
 
 
 @dataclass(frozen=True, slots=True)
+class HostClock:
+    """A leased host at the end of an interval: up or booting, and its BTU clock."""
+
+    host_id: str
+    up: bool
+    btus: int  # BTUs started (paid) so far
+    btu_left_s: float  # paid time left in the current BTU
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """All metrics of one interval. `operators` is in topological order; time is in the snapshot,
     never read from a clock by a policy."""
@@ -48,6 +58,9 @@ class Snapshot:
     # `idle_intervals` how many of those had no source input. Every other snapshot: 1 and 0.
     intervals: int = 1
     idle_intervals: int = 0
+    # Leased hosts (Spark executors with `spark.leasing`) and what they cost so far; () without.
+    hosts: tuple[HostClock, ...] = ()
+    host_cost: float = 0.0
 
     @property
     def lambda_g(self) -> int:
@@ -59,6 +72,10 @@ class Snapshot:
             if stats.name == name:
                 return stats
         raise KeyError(name)
+
+    @property
+    def hosts_up(self) -> int:
+        return sum(1 for h in self.hosts if h.up)
 
     def replicas(self) -> dict[str, int]:
         return {o.name: o.replicas for o in self.operators}

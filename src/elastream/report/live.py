@@ -75,11 +75,26 @@ class LiveTable:
             f"latency {fmt.ms(s.latency_ms_mean)}"
         )
 
+    @staticmethod
+    def hosts(snapshot: Snapshot) -> str:
+        """The leased hosts with their BTU clocks and the cost so far ('' without leasing)."""
+        if not snapshot.hosts:
+            return ""
+        clocks = [
+            f"{h.host_id} BTU {h.btus}, {h.btu_left_s:,.0f} s left"
+            if h.up
+            else f"{h.host_id} booting"
+            for h in snapshot.hosts
+        ]
+        return f"hosts: {'; '.join(clocks)} · cost so far {snapshot.host_cost:,.2f}"
+
     def render(self, snapshot: Snapshot, decision: Decision) -> Table:
         """The full table for one interval."""
         table = Table(
             title=Text(f"{self.title} · {self.header(snapshot)}", style="bold"),
             title_justify="left",
+            caption=self.hosts(snapshot) or None,
+            caption_justify="left",
             expand=False,
         )
         table.add_column("operator", no_wrap=True)
@@ -123,4 +138,5 @@ class LiveTable:
             f"q={o.queue} U={fmt.pct(utilization(o, snapshot.td), 0)}"
             for o in self._ordered(snapshot)
         ]
-        return " | ".join([self.header(snapshot), *parts])
+        hosts = self.hosts(snapshot)
+        return " | ".join([self.header(snapshot), *parts, *([hosts] if hosts else [])])

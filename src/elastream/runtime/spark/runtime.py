@@ -20,7 +20,7 @@ from elastream.leasing.hosts import Host, HostType
 from elastream.model.events import OutcomeKind
 from elastream.model.metrics import RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
-from elastream.model.snapshot import OperatorStats, Snapshot
+from elastream.model.snapshot import HostClock, OperatorStats, Snapshot
 from elastream.runtime.queues.base import QueueStore
 from elastream.runtime.queues.sqlite import SqliteQueueStore
 from elastream.runtime.spark.executors import Executors
@@ -152,7 +152,17 @@ class SparkEngine:
             completed=self.store.completed(t0, t1),
             sink_events=n_sink,
             latency_ms_mean=latency,
+            **self._host_clocks(t1 - self.t0),
         )
+
+    def _host_clocks(self, now: float) -> dict[str, Any]:
+        if self.leases is None:
+            return {}
+        clocks = tuple(
+            HostClock(h.host_id, h.ready_at <= now, h.btus_started(now), h.remaining_btu(now))
+            for h in self.leases.hosts(now)
+        )
+        return {"hosts": clocks, "host_cost": self.leases.totals(now).cost}
 
     # -- HostEngine protocol (spark.leasing) ------------------------------------------------
     def lease(self, leases: tuple[Lease, ...]) -> None:

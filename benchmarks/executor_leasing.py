@@ -1,0 +1,89 @@
+"""Executors leased as hosts on a local standalone cluster, through the CLI: how long a lease takes
+to boot, when the surplus host is released (in its BTU's last 5 %?), BTUs and cost, against the
+same run on the executors the cluster gives without leasing.
+
+    .venv/bin/python benchmarks/executor_leasing.py [--btu 60] [--out runs/leasing]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+PIPELINE = Path(__file__).parents[1] / "tests" / "pipelines" / "work1.yaml"
+# 10 ev/s, a step to 70 ev/s (3 replicas of 40 ms) at 10 s for 24 s, then 10 ev/s up to 90 s
+TRACE = "spike:peak=70,magnitude=7,onset=10,ramp=0,hold=24,decay=0,duration=90"
+
+FIGURES = (
+    "hosts_leased", "host_btus", "host_cost", "host_boot_s", "replicas_mean", "latency_ms_mean",
+    "latency_ms_p99", "processed_ratio", "query_restarts",
+)  # fmt: skip
+
+
+def elastream(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "elastream.cli", *args], capture_output=True, text=True, check=False
+    )
+
+
+def run(master: str, out: Path, leasing: dict | None) -> dict:
+    settings = out.parent / f"{out.name}.yaml"
+    spark = {"master": master, **({"leasing": leasing} if leasing else {})}
+    settings.write_text(json.dumps({"spark": spark}))
+    done = elastream(
+        "run", str(PIPELINE), "--trace", TRACE, "--td", "2", "--t-out", "none",
+        "--config", str(settings), "--out", str(out), "--quiet",
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"run failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return json.loads((out / "summary.json").read_text())
+
+
+def host_changes(out: Path) -> list[tuple[float, int]]:
+    """(t, hosts up) each time the number of hosts up changed."""
+    changes: list[tuple[float, int]] = []
+    with (out / "intervals.csv").open() as f:
+        for row in csv.DictReader(f):
+            up = int(float(row["hosts_up"]))
+            if not changes or changes[-1][1] != up:
+                changes.append((float(row["t"]), up))
+    return changes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--btu", type=float, default=60.0, help="BTU length, s")
+    parser.add_argument("--out", type=Path, default=Path("runs/leasing"))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    state = ("--state", str(args.out / "cluster.json"))
+    up = elastream("cluster", "up", "--workers", "2", "--cores", "2", *state)
+    if up.returncode != 0:
+        raise SystemExit(up.stderr)
+    master = json.loads((args.out / "cluster.json").read_text())["master_url"]
+    try:
+        leasing = {"slots": 2, "btu_s": args.btu, "min_hosts": 1, "max_hosts": 2}
+        leased = run(master, args.out / "leased", leasing)
+        fixed = run(master, args.out / "fixed", None)
+    finally:
+        elastream("cluster", "down", *state)
+    print(f"trace {TRACE}; BTU {args.btu:.0f} s; price 1 per BTU; hosts of 2 slots")
+    print(f"{'':24}{'leased':>12}{'fixed (2 executors)':>22}")
+    for key in FIGURES:
+        a, b = leased.get(key), fixed.get(key)
+        print(f"{key:24}{fmt(a):>12}{fmt(b):>22}")
+    print("hosts up over time (t s: hosts):", host_changes(args.out / "leased"))
+
+
+def fmt(value: float | int | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if isinstance(value, int) else f"{value:,.2f}"
+
+
+if __name__ == "__main__":
+    main()
