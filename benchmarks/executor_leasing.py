@@ -14,9 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from elastream.leasing.hosts import billed_btus
+
 PIPELINE = Path(__file__).parents[1] / "tests" / "pipelines" / "work1.yaml"
-# 10 ev/s, a step to 70 ev/s (3 replicas of 40 ms) at 10 s for 24 s, then 10 ev/s up to 90 s
-TRACE = "spike:peak=70,magnitude=7,onset=10,ramp=0,hold=24,decay=0,duration=90"
+# 10 ev/s, a step to 70 ev/s (3 replicas of 40 ms) at 10 s for 24 s, then 10 ev/s up to 150 s
+TRACE = "spike:peak=70,magnitude=7,onset=10,ramp=0,hold=24,decay=0,duration=150"
 
 FIGURES = (
     "hosts_leased", "host_btus", "host_cost", "host_boot_s", "replicas_mean", "latency_ms_mean",
@@ -54,6 +56,11 @@ def host_changes(out: Path) -> list[tuple[float, int]]:
     return changes
 
 
+def last_t(out: Path) -> float:
+    with (out / "intervals.csv").open() as f:
+        return max(float(row["t"]) for row in csv.DictReader(f))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--btu", type=float, default=60.0, help="BTU length, s")
@@ -71,11 +78,14 @@ def main() -> None:
         fixed = run(master, args.out / "fixed", None)
     finally:
         elastream("cluster", "down", *state)
+    # Without leasing the cluster's 2 executors are held for the whole run: what they would cost.
+    fixed["host_btus"] = 2 * billed_btus(0.0, last_t(args.out / "fixed"), args.btu)
+    fixed["host_cost"] = float(fixed["host_btus"])
     print(f"trace {TRACE}; BTU {args.btu:.0f} s; price 1 per BTU; hosts of 2 slots")
-    print(f"{'':24}{'leased':>12}{'fixed (2 executors)':>22}")
+    print(f"{'':24}{'leased':>12}{'fixed (2 executors, cost if leased)':>38}")
     for key in FIGURES:
         a, b = leased.get(key), fixed.get(key)
-        print(f"{key:24}{fmt(a):>12}{fmt(b):>22}")
+        print(f"{key:24}{fmt(a):>12}{fmt(b):>38}")
     print("hosts up over time (t s: hosts):", host_changes(args.out / "leased"))
 
 

@@ -448,6 +448,22 @@ def test_live_table_shows_leased_hosts_with_their_btu_clocks_and_the_cost():
     assert (row["hosts_up"], row["host_cost"]) == (1, 3.0)
 
 
+def test_the_report_plots_leased_hosts_only_for_a_run_that_leased_them():
+    from elastream.report.plots import all_plots
+    from elastream.report.series import Interval
+
+    summary = summarize([make_snapshot(0)], RunTotals(10, 10, 10, 0, 0, 0, 5.0, 9.0), 8)
+    plain = [Interval(make_snapshot(k), make_decision(k)) for k in range(3)]
+    assert [p.key for p in all_plots(plain, PIPELINE, summary)][-1] == "latency"
+    clocks = (HostClock("h1", True, 1, 30.0),)
+    leased = [Interval(replace(i.snapshot, hosts=clocks, host_cost=k + 1.0), i.decision)
+              for k, i in enumerate(plain)]  # fmt: skip
+    plots = all_plots(leased, PIPELINE, summary)
+    assert plots[-1].key == "hosts"
+    pixels = imread(io.BytesIO(plots[-1].png), format="png")
+    assert pixels.shape[1] > 300
+
+
 def test_live_table_shows_brackets_literally():
     decision = Decision.of({"op1": 1, "op2": 2}, {"op1": "[bold]λ̂=3[/]"})
     console = Console(record=True, width=120)

@@ -50,6 +50,10 @@ _LATENCY_CAPTION = (
     "Mean time from entering the pipeline to reaching a sink, for the events that reached a sink "
     "in each interval; gaps are intervals where none did."
 )
+_HOSTS_CAPTION = (
+    "Hosts (executors) leased and up at the end of every interval, and what the leases cost so "
+    "far: every BTU a host starts is paid in full (spark.leasing, docs/leasing.md)."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,10 +197,33 @@ def latency_plot(items: Sequence[Interval], summary: Summary) -> Plot:
         return Plot("latency", "End-to-end latency", _LATENCY_CAPTION, _png(fig))
 
 
+def hosts_plot(items: Sequence[Interval]) -> Plot:
+    """Leased hosts up and the cost so far (a run with `spark.leasing`)."""
+    t = _times(items)
+    with _figure(3.2) as (fig, (ax,)):
+        ax.step(t, [i.snapshot.hosts_up for i in items], where="post", color="#1f77b4", lw=2,
+                label="hosts up")  # fmt: skip
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        cost = ax.twinx()
+        cost.plot(t, [i.snapshot.host_cost for i in items], color="#d62728", lw=1.4, ls="--",
+                  label="cost so far (BTUs x price)")  # fmt: skip
+        cost.set_ylabel("cost")
+        ax.set_title("Leased hosts and their cost")
+        ax.set_xlabel("time since start (s)")
+        ax.legend(*[a + b for a, b in zip(ax.get_legend_handles_labels(),
+                                         cost.get_legend_handles_labels(), strict=True)],
+                  loc="upper left", fontsize=8)  # fmt: skip
+        _finish(ax, "hosts", legend=False)
+        return Plot("hosts", "Leased hosts", _HOSTS_CAPTION, _png(fig))
+
+
 def all_plots(items: Sequence[Interval], pipeline: Pipeline, summary: Summary) -> list[Plot]:
-    return [
+    plots = [
         rates_plot(items),
         replicas_plot(items, pipeline),
         queues_plot(items, pipeline),
         latency_plot(items, summary),
     ]
+    if any(item.snapshot.hosts for item in items):
+        plots.append(hosts_plot(items))
+    return plots
