@@ -16,9 +16,11 @@ ALL_STREAMS = "*"  # the Snapshot counts an operator's outputs over all its stre
 def replica_rows(
     run_id: str, pipeline: str, snap: Snapshot, o: OperatorStats, queue_before: int
 ) -> list[HistoryRow]:
-    """One row per active replica of `o` in interval `snap`: the operator's offered load
-    (received plus what was queued) and its outputs, each split by the replica's share of what
-    was processed; admitted rate, busy share, queue and backpressure (the queue grew)."""
+    """One row per active replica of `o` in interval `snap`: the events offered to the operator
+    in the interval (its arrivals, admitted or left queued) and its outputs, each split by the
+    replica's share of what was processed; admitted rate, busy share, queue and backpressure
+    (the queue grew). The backlog at the start is not offered again: counting it would make a
+    micro-batch runtime look saturated whenever an interval ends inside a batch."""
     r = max(o.replicas, 1)
     td = snap.td
     shares = list(o.replica_processed) or [o.processed / r] * r
@@ -37,7 +39,7 @@ def replica_rows(
                 parallelism=o.replicas,
                 t=snap.t - td,
                 interval_s=td,
-                source_rate=(o.received + queue_before) * part / td,
+                source_rate=o.received * part / td,
                 input_rate=processed / td,
                 output_rates={ALL_STREAMS: o.emitted * part / td},
                 busy=busy,
