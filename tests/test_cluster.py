@@ -94,35 +94,22 @@ def run_on(master: str, out: Path, trace: str, *extra: str) -> subprocess.Popen:
     )
 
 
-def test_a_pipeline_runs_live_on_a_standalone_cluster_started_by_elastream(cluster, tmp_path):
+def test_a_pipeline_runs_live_on_the_cluster_and_survives_the_sigkill_of_an_executor(
+    cluster, tmp_path
+):
     state, _ = cluster
     assert [p.role for p in state.processes] == ["master", "worker-0", "worker-1"]
     assert all(running(p) for p in state.processes)
-
-    out = tmp_path / "run"
-    run = run_on(state.master_url, out, TRACE, "--t-out", "none")
-    output, _ = run.communicate(timeout=600)
-    assert run.returncode == 0, output
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["reconfigurations"] > 0  # replicas changed live, on the cluster
-    assert summary["query_restarts"] == 0
-    assert summary["processed_ratio"] == 1.0
-    audit = SqliteQueueStore(out / "queues.db").audit()
-    assert_conserved(audit, summary["events_in"])
-
-
-def test_a_run_survives_the_sigkill_of_an_executor_and_loses_nothing(cluster, tmp_path):
-    state, _ = cluster
     workers = [p.pid for p in state.processes if p.role.startswith("worker")]
+
     out = tmp_path / "run"
     # The driver's address as docs/deploy.md sets it for a cluster of several machines.
     driver_port = free_port()
     settings = tmp_path / "settings.yaml"
     conf = {"spark.driver.host": "127.0.0.1", "spark.driver.port": str(driver_port)}
     settings.write_text(json.dumps({"spark": {"conf": conf}}))  # JSON is YAML
-    trace = "constant:rate=40,duration=40"
-    run = run_on(state.master_url, out, trace, "--t-out", "600", "--config", str(settings))
-    wait_for_outcomes(run, out / "queues.db", 150)
+    run = run_on(state.master_url, out, TRACE, "--t-out", "none", "--config", str(settings))
+    wait_for_outcomes(run, out / "queues.db", 150)  # in the spike
     executors = [pid for w in workers for pid in descendants(w, "CoarseGrainedExecutorBackend")]
     assert len(executors) == 2, executors  # one per worker
     driver_url = f"CoarseGrainedScheduler@127.0.0.1:{driver_port}".encode()
@@ -131,12 +118,12 @@ def test_a_run_survives_the_sigkill_of_an_executor_and_loses_nothing(cluster, tm
     output, _ = run.communicate(timeout=600)
     assert run.returncode == 0, output
 
-    audit = SqliteQueueStore(out / "queues.db").audit()
-    assert_conserved(audit, 1600)
-    assert audit.filtered == 800
     summary = json.loads((out / "summary.json").read_text())
+    assert summary["reconfigurations"] > 0  # replicas changed live, on the cluster
     assert summary["processed_ratio"] == 1.0
     assert "query_restarts" in summary  # counted (Spark usually retries the lost tasks itself)
+    audit = SqliteQueueStore(out / "queues.db").audit()
+    assert_conserved(audit, summary["events_in"])  # nothing lost, nothing twice
     replacements = [pid for w in workers for pid in descendants(w, "CoarseGrainedExecutorBackend")]
     assert executors[0] not in replacements
 
