@@ -30,3 +30,13 @@ def count(events: list[Event], state: KeyedState) -> Iterable[Emit]:
         state.put(e.key, n)
         out.append(e.emit({"key": e.key, "count": n}))
     return out
+
+
+def generate_10k(index: int, rng: random.Random) -> tuple[str, dict[str, int]]:
+    """Event number `index` over 10,000 keys (every key once per 10,000 events)."""
+    return key_of(index, 10_000), {"i": index}
+
+
+def generate_1m(index: int, rng: random.Random) -> tuple[str, dict[str, int]]:
+    """Event number `index` over 1,000,000 keys."""
+    return key_of(index, 1_000_000), {"i": index}
