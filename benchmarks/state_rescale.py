@@ -28,7 +28,8 @@ from elastream.examples.keyed import key_of
 from elastream.model.grouping import key_group
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.model.state import StateWrite, decode_value, encode_value
-from elastream.runtime.queues.base import share_commit
+from elastream.runtime.queues.base import QueueStore, share_commit
+from elastream.runtime.queues.sqlite import SqliteQueueStore
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads import Trace
 
@@ -92,15 +93,39 @@ class PreloadedEngine(SparkEngine):
 
     def _prepare_store(self) -> None:
         super()._prepare_store()
-        if not self.keys:
-            return
+        if self.keys:
+            self.preload_s = preload(self.store, self.keys)
+
+
+def preload(store: QueueStore, keys: int) -> float:
+    """Write `keys` counts of 0 into the operator's state in one committed share; seconds."""
+    began = time.perf_counter()
+    zero = encode_value(0)
+    names = (key_of(i, keys) for i in range(keys))
+    writes = [StateWrite(key_group(k, GROUPS), k, zero) for k in names]
+    writes.sort(key=lambda w: (w.group, w.key))  # the table's order: faster inserts
+    store.commit_share(share_commit(OP, "preload", 0, (), (), 0.0, writes))
+    return time.perf_counter() - began
+
+
+def first_reads(keys: int, folder: Path, batch: int = 200) -> tuple[float, float]:
+    """What a new owner pays to read a batch's state: `read_state` of `batch` keys spread over
+    `keys` on a fresh connection (cold: a replica's first batch), then on the same (warm); ms."""
+    folder.mkdir(parents=True, exist_ok=True)
+    store = SqliteQueueStore(folder / "reads.db")
+    preload(store, keys)
+    store.close()
+    step = keys // batch
+    wanted = [(key_group(k, GROUPS), k) for k in (key_of(i * step + 1, keys) for i in range(batch))]
+    fresh = SqliteQueueStore(folder / "reads.db")
+    timings = []
+    for _ in range(2):
         began = time.perf_counter()
-        zero = encode_value(0)
-        names = (key_of(i, self.keys) for i in range(self.keys))
-        writes = [StateWrite(key_group(k, GROUPS), k, zero) for k in names]
-        writes.sort(key=lambda w: (w.group, w.key))  # the table's order: faster inserts
-        self.store.commit_share(share_commit(OP, "preload", 0, (), (), 0.0, writes))
-        self.preload_s = time.perf_counter() - began
+        found = fresh.read_state(OP, wanted)
+        timings.append((time.perf_counter() - began) * 1000)
+        assert len(found) == batch, len(found)
+    fresh.close()
+    return timings[0], timings[1]
 
 
 def target(t: float) -> int:
@@ -177,19 +202,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=200.0, help="events/s while loaded")
     parser.add_argument("--repeat", type=int, default=REPEAT, help="runs of every case")
+    parser.add_argument("--reads-only", action="store_true", help="only the state read costs")
     parser.add_argument("--out", type=Path, default=None, help="work folder (default: a temp one)")
     args = parser.parse_args()
     base = args.out or Path(tempfile.mkdtemp(prefix="state_rescale_"))
-    print(f"rate {args.rate:.0f} ev/s, r: 2 -> 4 at 15 s -> 1 at 30 s of load; {GROUPS} key groups")
+    if not args.reads_only:
+        spark_cases(args.rate, args.repeat, base)
+    print("a new owner's first state read, 200 keys (SQLite, fresh connection, then again):")
+    for keys in sorted({c.keys for c in CASES if c.keys}):
+        shutil.rmtree(base / f"reads-{keys}", ignore_errors=True)
+        cold, warm = first_reads(keys, base / f"reads-{keys}")
+        print(f"  {keys:>9,} keys in state: cold {cold:6.1f} ms, warm {warm:6.1f} ms")
+
+
+def spark_cases(rate: float, repeat: int, base: Path) -> None:
+    print(f"rate {rate:.0f} ev/s, r: 2 -> 4 at 15 s -> 1 at 30 s of load; {GROUPS} key groups")
     header = (
         f"{'case':<20} {'change':<7} {'steady batch':>12} {'first after':>11} {'excess':>8} "
         f"{'delayed':>8} {'added latency':>14} {'latency before':>15}"
     )
     print(header)
-    for run, case in ((run, case) for run in range(args.repeat) for case in CASES):
+    for run, case in ((run, case) for run in range(repeat) for case in CASES):
         out = base / f"{case.name.replace(' ', '_').replace(',', '')}-{run}"
         shutil.rmtree(out, ignore_errors=True)
-        result = run_case(case, args.rate, out)
+        result = run_case(case, rate, out)
         for m in result["rescales"]:
             print(
                 f"{case.name:<20} {m['change']:<7} {m['steady_batch_s']:>11.2f}s "
