@@ -63,7 +63,7 @@ class SourceSpec(_Frozen):
 
 
 DEFAULT_KEY_GROUPS = 128  # key groups of a stateful operator when none are declared
-MAX_KEY_GROUPS = 1 << 16
+MAX_KEY_GROUPS = 1 << 16  # an upper bound that keeps a bad value (1e9 groups) from validating
 DEFAULT_ET_S = 0.01  # et_i when nothing is declared or measured, s (one place for every engine)
 
 
