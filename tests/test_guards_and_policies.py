@@ -1,5 +1,7 @@
 """The guard layer and the static and threshold policies on hand-worked snapshots."""
 
+from dataclasses import replace
+
 import pytest
 from helpers import snapshot, stats
 
@@ -66,3 +68,20 @@ def test_unknown_policy_and_option_are_named():
         Controller.build("static", {"speed": 2})
     with pytest.raises(PolicyConfigError, match="replicas must be >= 1"):
         Controller.build("static", {"replicas": 0})
+
+
+def test_stateful_rescales_are_rate_limited_and_stateless_ones_are_not():
+    def guard(targets, current, t, state, stateful):
+        snap = snapshot(stats("A", replicas=current, pool=(1, 8)), t=t)
+        if stateful:
+            snap = snapshot(replace(snap.operators[0], stateful=True), t=t)
+        config = GuardConfig(stateful_interval_s=30)
+        return apply_guards(snap, Decision.of({"A": targets}), state, config)
+
+    for stateful, expected in ((True, [6, 6, 6, 2]), (False, [6, 2, 3, 2])):
+        state, got, current = GuardState(), [], 4
+        for t, target in ((0.0, 6), (10.0, 2), (20.0, 3), (40.0, 2)):
+            decision, state = guard(target, current, t, state, stateful)
+            current = decision.as_dict()["A"]
+            got.append(current)
+        assert got == expected, stateful

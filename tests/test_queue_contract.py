@@ -1,11 +1,13 @@
 """The contract every queue backend keeps, through the `QueueStore` interface only: offsets,
-bounds (q_size), t_out, exactly-once under replay, kill and resume, conservation, retention.
+bounds (q_size), t_out, exactly-once under replay, kill and resume, conservation, retention, and
+keyed state (committed with its share, exactly once).
 
 A backend joins by adding an opener to `BACKENDS` (the next one is Redis Streams)."""
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +15,9 @@ import pytest
 from helpers import linear_pipeline
 
 from elastream.model.events import Event, Outcome, OutcomeKind
+from elastream.model.grouping import key_group, key_groups
 from elastream.model.pipeline import pipeline_from_dict
+from elastream.model.state import KeyedState, decode_value
 from elastream.runtime.operators import OperatorContext
 from elastream.runtime.queues import QueueError, QueueStore, SqliteQueueStore
 from elastream.runtime.queues.base import BatchPlan, FailedEvent, share_commit
@@ -233,3 +237,108 @@ def test_released_events_are_gone_and_counts_stay(open_store):
         store.plan("a", 0, 4)
     assert [s.off for s in store.read("a", 4, 8)] == [4, 5, 6, 7]
     assert (store.latest("a"), store.pending("a"), store.audit().events_in) == (8, 4, 8)
+
+
+# -- keyed state ------------------------------------------------------------------------------
+GROUPS = 8
+
+
+def by_group(keys: list[str], replicas: int) -> list[int]:
+    """A stateful operator's division: each event to the owner of its key's group."""
+    return key_groups(keys, replicas, GROUPS)
+
+
+def count_share(store: QueueStore, plan: BatchPlan, replica: int, target: str = "b") -> bool:
+    """A keyed count's share: read its keys' committed counts, add its events, commit outputs
+    and state together; False if the share was committed before."""
+    if store.share_done(plan.op, plan.batch, replica):
+        return False
+    shared = store.read_share(plan, replica)
+    keys = sorted({e.key for e in shared})
+    committed = store.read_state(plan.op, [(key_group(k, GROUPS), k) for k in keys])
+    state = KeyedState(plan.op, GROUPS, keys, committed)
+    for e in shared:
+        state.put(e.key, state.get(e.key, 0) + 1)
+    outcomes = forward(shared, target)
+    commit = share_commit(plan.op, plan.batch, replica, outcomes, (), 0.0, state.writes())
+    return store.commit_share(commit)
+
+
+def counts(store: QueueStore, op: str = "a") -> dict[str, int]:
+    return {key: decode_value(value) for _, key, value in store.state_items(op)}
+
+
+def sent(n: int, start: int = 0) -> dict[str, int]:
+    return dict(Counter(e.key for e in events(n, start)))
+
+
+def test_a_replayed_share_writes_its_state_once(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(12), "src", 0)
+    plan = store.plan_batch("a", 0, 12, 2, lambda keys: by_group(keys, 2))
+    assert count_share(store, plan, 0) is True
+    after_first = counts(store)
+    shared = store.read_share(plan, 0)
+    again = KeyedState("a", GROUPS, [e.key for e in shared], {})
+    for e in shared:
+        again.put(e.key, 1000)  # a replay that would overwrite: refused with the whole share
+    replay = share_commit("a", plan.batch, 0, forward(shared, "b"), (), 0.0, again.writes())
+    assert store.commit_share(replay) is False
+    assert counts(store) == after_first and after_first
+    assert count_share(store, plan, 1) is True
+    assert counts(store) == sent(12)
+
+
+def test_state_committed_by_one_batch_is_read_by_the_next_whatever_r(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(10), "src", 0)
+    store.append("a", events(10, start=10), "src", 10)
+    for start, end, r in ((0, 10, 1), (10, 20, 3)):  # r changes between the batches
+        plan = store.plan_batch("a", start, end, r, lambda keys, r=r: by_group(keys, r))
+        assert all(count_share(store, plan, j) for j in range(r) if plan.share(j))
+    assert counts(store) == sent(20)  # k0..k3, five each
+    groups = [g for g, _, _ in store.state_items("a")]
+    assert groups == sorted(groups)
+    assert {k for g, k, _ in store.state_items("a", range(0, 4))} == {
+        k for k in sent(20) if key_group(k, GROUPS) < 4
+    }
+
+
+def test_state_deletes_commit_with_the_share_and_a_failed_commit_writes_no_state(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(8), "src", 0)
+    plan = store.plan_batch("a", 0, 4, 1, lambda keys: by_group(keys, 1))
+    count_share(store, plan, 0)
+    state = KeyedState(
+        "a", GROUPS, ["k0", "k1"], store.read_state("a", [(key_group("k0", 8), "k0")])
+    )
+    state.delete("k0")
+    state.put("k1", {"seen": [1, 2]})
+    later = store.plan_batch("a", 4, 8, 1, lambda keys: by_group(keys, 1))
+    broken = forward(store.read_share(later, 0), "nowhere")
+    with pytest.raises(QueueError, match="unknown queue 'nowhere'"):
+        store.commit_share(share_commit("a", later.batch, 0, broken, (), 0.0, state.writes()))
+    assert counts(store) == sent(4)  # nothing of the failed share's state
+    good = forward(store.read_share(later, 0), "b")
+    assert store.commit_share(share_commit("a", later.batch, 0, good, (), 0.0, state.writes()))
+    assert counts(store) == {"k1": {"seen": [1, 2]}, "k2": 1, "k3": 1}
+
+
+def test_kill_and_resume_counts_every_event_once(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(16), "src", 0)
+    plan = store.plan_batch("a", 0, 16, 2, lambda keys: by_group(keys, 2))
+    owners = [j for j in range(2) if plan.share(j)]
+    count_share(store, plan, owners[0])  # then the process is killed
+    store.close()
+
+    resumed = open_store()
+    again = resumed.plan_batch("a", 0, 16, 4, lambda keys: by_group(keys, 4))  # r is 4 by now
+    assert again == plan  # the recorded division: key groups stay with their batch's owners
+    assert [count_share(resumed, again, j) for j in owners] == [False] + [True] * (len(owners) - 1)
+    resumed.append("a", events(8, start=16), "src", 16)
+    after = resumed.plan_batch("a", 16, 24, 4, lambda keys: by_group(keys, 4))
+    for j in range(4):
+        count_share(resumed, after, j)
+    assert counts(resumed) == sent(24)
+    assert resumed.pending("a") == 0

@@ -413,3 +413,28 @@ def test_decision_outside_the_pool_is_refused():
         engine.enact(Decision.of({"op": 5}))
     with pytest.raises(KeyError, match="nope"):
         engine.enact(Decision.of({"nope": 1}))
+
+
+def stateful_one_operator():
+    """src -> count (keyed state, 10 ms per event) -> sink."""
+    data = one_operator("key_hash").model_dump(mode="json", by_alias=True)
+    data["operators"][0].update(function="elastream.examples.keyed:count", stateless=False)
+    data["sources"][0]["generator"] = "elastream.examples.keyed:generate"
+    return pipeline_from_dict(data)
+
+
+def test_a_stateful_rescale_pauses_only_stateful_operators():
+    paused = replace(EXACT, stateful_rescale_pause_s=4.0)
+    stateful, _ = drive(
+        SimEngine(stateful_one_operator(), config(), constant(50, 30), paused),
+        {2: Decision.of({"op": 2})},
+    )
+    assert stateful[2].operators[0].stateful
+    assert stateful[2].operators[0].processed == 0  # td = 2 s, all of it paused
+    assert stateful[3].operators[0].processed == 0
+    assert stateful[4].operators[0].processed > 100  # the backlog of 4 s, then normal work
+    stateless, _ = drive(
+        SimEngine(one_operator(), config(), constant(50, 30), paused), {2: Decision.of({"op": 2})}
+    )
+    assert not stateless[2].operators[0].stateful
+    assert stateless[2].operators[0].processed > 0

@@ -2,7 +2,8 @@
 
 Order, per operator: clamp the raw target into the pool [min, max]; scale-down stabilization
 (the largest recommendation within the window wins, as Kubernetes' HPA does); scale-down delay
-after a scale-up; dead-band (ignore relative changes below it); maximum step up/down; clamp again.
+after a scale-up; dead-band (ignore relative changes below it); maximum step up/down; clamp again;
+for a stateful operator, no change within `stateful_interval_s` of its previous one.
 """
 
 from __future__ import annotations
@@ -35,12 +36,19 @@ class GuardConfig(Settings):
     scale_down_delay_s: float = Field(
         0.0, ge=0, description="no scale-down for this long after a scale-up, s"
     )
+    stateful_interval_s: float = Field(
+        0.0,
+        ge=0,
+        description="a stateful operator's replicas change at most once in this long, s "
+        "(its key groups move at each change; docs/state.md)",
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class GuardState:
     history: tuple[tuple[str, tuple[tuple[float, int], ...]], ...] = field(default=())
     last_up: tuple[tuple[str, float], ...] = field(default=())
+    last_change: tuple[tuple[str, float], ...] = field(default=())  # stateful operators only
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +95,7 @@ def apply_guards(
     wanted = raw.as_dict()
     histories = dict(state.history)
     last_up = dict(state.last_up)
+    last_change = dict(state.last_change)
     targets: dict[str, int] = {}
     for stats in snapshot.operators:
         target, histories[stats.name] = guard_one(
@@ -97,10 +106,18 @@ def apply_guards(
             last_up.get(stats.name),
             config,
         )
+        if stats.stateful and target != stats.replicas:
+            changed_at = last_change.get(stats.name)
+            if changed_at is not None and snapshot.t - changed_at < config.stateful_interval_s:
+                target = stats.replicas
+            else:
+                last_change[stats.name] = snapshot.t
         if target > stats.replicas:
             last_up[stats.name] = snapshot.t
         targets[stats.name] = target
-    new_state = GuardState(tuple(histories.items()), tuple(last_up.items()))
+    new_state = GuardState(
+        tuple(histories.items()), tuple(last_up.items()), tuple(last_change.items())
+    )
     return Decision(tuple(targets.items()), raw.reasons, raw.messages), new_state
 
 

@@ -25,6 +25,29 @@ def key_hash(keys: Sequence[str], replicas: int) -> list[int]:
     return [zlib.crc32(k.encode()) % replicas for k in keys]
 
 
+def key_group(key: str, groups: int) -> int:
+    """The key group of `key` among `groups`: the same stable hash as `key_hash` (crc32, equal in
+    every process, unlike Python's salted `hash`), modulo the operator's fixed group count."""
+    return zlib.crc32(key.encode()) % groups
+
+
+def group_range(replica: int, replicas: int, groups: int) -> range:
+    """The contiguous key groups replica `replica` of `replicas` owns: [ceil(j·G/r),
+    ceil((j+1)·G/r)), so the ranges of r replicas cover the G groups once, in order."""
+    return range(-(-replica * groups // replicas), -(-(replica + 1) * groups // replicas))
+
+
+def group_owner(group: int, replicas: int, groups: int) -> int:
+    """The replica whose `group_range` holds `group`."""
+    return group * replicas // groups
+
+
+def key_groups(keys: Sequence[str], replicas: int, groups: int) -> list[int]:
+    """Stateful routing: each event goes to the owner of its key's group, so it meets its key's
+    state whatever r is (ownership changes only between batches, with r)."""
+    return [group_owner(zlib.crc32(k.encode()) % groups, replicas, groups) for k in keys]
+
+
 def load_balancing(
     n: int,
     utilization: Sequence[float],
@@ -68,8 +91,10 @@ def assign(
     utilization: Sequence[float] = (),
     et_s: float | Sequence[float] = 0.0,
     td_s: float = 1.0,
+    groups: int | None = None,
 ) -> list[int]:
-    """The replica index of every event of a batch under `grouping`."""
+    """The replica index of every event of a batch under `grouping`; `groups`: the key groups of
+    a stateful operator (key_hash then routes by key group, see `key_groups`)."""
     if replicas < 1:
         raise ValueError(f"replicas must be >= 1, got {replicas}")
     n = len(keys)
@@ -78,7 +103,7 @@ def assign(
     if grouping is Grouping.SHUFFLE:
         return shuffle(n, replicas, seed)
     if grouping is Grouping.KEY_HASH:
-        return key_hash(keys, replicas)
+        return key_hash(keys, replicas) if groups is None else key_groups(keys, replicas, groups)
     u = list(utilization[:replicas]) + [0.0] * max(0, replicas - len(utilization))
     if not isinstance(et_s, int | float):
         et_s = list(et_s[:replicas]) + [0.0] * max(0, replicas - len(et_s))

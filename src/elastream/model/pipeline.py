@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from functools import cached_property
@@ -61,6 +62,8 @@ class SourceSpec(_Frozen):
     rate: float = Field(10.0, gt=0, description="events/s (a trace rescales all sources)")
 
 
+DEFAULT_KEY_GROUPS = 128  # key groups of a stateful operator when none are declared
+MAX_KEY_GROUPS = 1 << 16  # an upper bound that keeps a bad value (1e9 groups) from validating
 DEFAULT_ET_S = 0.01  # et_i when nothing is declared or measured, s (one place for every engine)
 
 
@@ -76,7 +79,18 @@ class OperatorSpec(_Frozen):
     grouping: Grouping = Field(
         Grouping.LOAD_BALANCING, description="how the input is divided among active replicas"
     )
-    stateless: bool = Field(True, description="False: keyed state (key_hash grouping required)")
+    stateless: bool = Field(
+        True,
+        description="False: keyed state; the function then gets a `state` keyword argument "
+        "(key_hash grouping required, see docs/state.md)",
+    )
+    key_groups: int = Field(
+        DEFAULT_KEY_GROUPS,
+        ge=1,
+        le=MAX_KEY_GROUPS,
+        description="a stateful operator's fixed number of key groups: the unit of state "
+        "ownership a replica takes over when r changes (at least replicas.max)",
+    )
     replicas: ReplicaPool = Field(default_factory=ReplicaPool, description="the replica pool")
     service_time_ms: float = Field(
         0.0, ge=0, description="emulated per-event delay inside a replica (an external call)"
@@ -106,6 +120,11 @@ class OperatorSpec(_Frozen):
     def _stateful_needs_keys(self) -> OperatorSpec:
         if not self.stateless and self.grouping is not Grouping.KEY_HASH:
             raise ValueError("a stateful operator needs key_hash grouping")
+        if not self.stateless and self.key_groups < self.replicas.max:
+            raise ValueError(
+                f"key_groups ({self.key_groups}) < replicas.max ({self.replicas.max}): "
+                f"every replica of a stateful operator must own at least one key group"
+            )
         return self
 
 
@@ -245,7 +264,7 @@ class Pipeline(_Frozen):
         for src in self.sources:
             load_callable(src.generator, f"source {src.name!r} generator")
         for op in self.operators:
-            load_callable(op.function, f"operator {op.name!r} function")
+            check_state_parameter(op, load_callable(op.function, f"operator {op.name!r} function"))
 
 
 def load_callable(path: str, what: str = "callable") -> Callable[..., Any]:
@@ -265,6 +284,21 @@ def load_callable(path: str, what: str = "callable") -> Callable[..., Any]:
     if not callable(target):
         raise TopologyError(f"{what}: {path!r} is not callable")
     return target
+
+
+def check_state_parameter(spec: OperatorSpec, function: Callable[..., Any]) -> None:
+    """A stateful operator's function must accept the `state` keyword argument."""
+    if spec.stateless:
+        return
+    try:
+        params = inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: let the call decide
+        return
+    if "state" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        raise TopologyError(
+            f"operator {spec.name!r} is stateful (stateless: false) but its function "
+            f"{spec.function!r} has no 'state' keyword parameter"
+        )
 
 
 def callable_path(fn: Callable[..., Any]) -> str:

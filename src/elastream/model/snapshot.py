@@ -24,6 +24,7 @@ class OperatorStats:
     dropped_overflow: int = 0  # events refused by a full queue (q_size)
     replica_processed: tuple[int, ...] = ()  # μ_ij(t) per active replica j
     utilization: tuple[float, ...] = ()  # U_ij(t) per replica (PSPS Eq. 5)
+    stateful: bool = False  # keyed state (stateless: false): its rescales may be rate-limited
 
     @property
     def mean_utilization(self) -> float:

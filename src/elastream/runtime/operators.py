@@ -1,6 +1,7 @@
 """Applying an operator function to a batch of events, the same on every engine: outputs get
 deterministic ids and routes, and a failing batch is retried event by event so that only the
-event that breaks it is set aside."""
+event that breaks it is set aside. A stateful operator's function also gets `state=` (a
+`KeyedState`); the writes of a failed call are undone."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from elastream.model.events import Emit, Event, Outcome, OutcomeKind, derived_id
 from elastream.model.pipeline import DEFAULT_STREAM, OperatorSpec
+from elastream.model.state import KeyedState
 
 OUT_PLACEHOLDER = "{out}"  # in an operator's params: the run's output directory
 
@@ -25,29 +27,44 @@ class OperatorContext:
     t_out: float | None
 
 
+def call(ctx: OperatorContext, events: list[Event], state: KeyedState | None) -> list[Outcome]:
+    """One call of the function (with `state=` for a stateful operator) and its outcomes."""
+    if state is None:
+        return outcomes_for(ctx, events, list(ctx.function(events, **ctx.params)))
+    return outcomes_for(ctx, events, list(ctx.function(events, state=state, **ctx.params)))
+
+
 def apply_operator(
-    ctx: OperatorContext, events: list[Event]
+    ctx: OperatorContext, events: list[Event], state: KeyedState | None = None
 ) -> tuple[list[Outcome], list[tuple[str, str, str]]]:
-    """Call the function on the batch; if it fails, call it event by event so that only the
-    event that breaks it is set aside (outcome 'error', message kept), nothing else is lost."""
+    """Call the function on the batch; if it fails, undo its state writes and call it event by
+    event so that only the event that breaks it is set aside (outcome 'error', message kept),
+    nothing else is lost."""
     if not events:
         return [], []
+    mark = state.mark() if state is not None else None
     try:
-        return outcomes_for(ctx, events, list(ctx.function(events, **ctx.params))), []
+        return call(ctx, events, state), []
     except Exception:  # the batch failed: find the culprit event by event
-        return apply_one_by_one(ctx, events)
+        if state is not None:
+            state.rollback(mark)
+        return apply_one_by_one(ctx, events, state)
 
 
 def apply_one_by_one(
-    ctx: OperatorContext, events: list[Event]
+    ctx: OperatorContext, events: list[Event], state: KeyedState | None = None
 ) -> tuple[list[Outcome], list[tuple[str, str, str]]]:
-    """Each event alone; one that still fails gets outcome 'error' and its message is kept."""
+    """Each event alone; one that still fails gets outcome 'error' and its message is kept
+    (and its state writes are undone)."""
     outcomes: list[Outcome] = []
     errors: list[tuple[str, str, str]] = []
     for event in events:
+        mark = state.mark() if state is not None else None
         try:
-            outcomes += outcomes_for(ctx, [event], list(ctx.function([event], **ctx.params)))
+            outcomes += call(ctx, [event], state)
         except Exception as exc:  # recorded as this event's outcome
+            if state is not None:
+                state.rollback(mark)
             message = f"operator {ctx.spec.name!r}, event {event.id}: {type(exc).__name__}: {exc}"
             outcomes.append(Outcome(event.id, event.root, OutcomeKind.ERROR))
             errors.append((event.id, message, event.to_json()))

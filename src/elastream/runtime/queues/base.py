@@ -4,12 +4,13 @@ A backend keeps durable, offset-addressed queues. Producers append whole batches
 a queue plans a micro-batch once (`plan_batch`: offset range, replica count, which replica gets
 which event), and each replica commits its share — outputs to the successor queues, fates and the
 "share done" mark — in one atomic step keyed by (operator, batch, replica): a replayed share adds
-nothing, and a replayed batch reuses its recorded plan.
+nothing, and a replayed batch reuses its recorded plan. A stateful operator's share also commits
+its keyed-state writes in that step (`StateStore`, docs/state.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -17,6 +18,7 @@ from typing import Any, NamedTuple, Protocol
 import msgpack
 
 from elastream.model.events import Event, Outcome, OutcomeKind
+from elastream.model.state import StateWrite
 
 Divide = Callable[[list[str]], list[int]]  # the keys of a batch -> the replica of every event
 
@@ -83,6 +85,7 @@ class ShareCommit:
     outputs: dict[str, list[Event]] = field(default_factory=dict)  # target queue -> events
     fates: dict[OutcomeKind, list[str]] = field(default_factory=dict)  # kind -> roots
     failures: tuple[FailedEvent, ...] = ()
+    state: tuple[StateWrite, ...] = ()  # keyed-state puts and deletes of a stateful operator
 
     @property
     def n_out(self) -> int:
@@ -116,16 +119,20 @@ def share_commit(
     outcomes: Sequence[Outcome],
     failures: Sequence[FailedEvent],
     busy_s: float,
+    state: Sequence[StateWrite] = (),
 ) -> ShareCommit:
     """Fold a share's per-event outcomes into one commit: outputs grouped by target queue, the
-    roots of each fate (processed roots are not kept: their outputs carry them on)."""
+    roots of each fate (processed roots are not kept: their outputs carry them on), and the
+    share's state writes."""
     outputs: dict[str, list[Event]] = {}
     fates: dict[OutcomeKind, list[str]] = {}
     for outcome in outcomes:
         for target, event in outcome.outputs:
             outputs.setdefault(target, []).append(event)
         fates.setdefault(outcome.kind, []).append(outcome.root)
-    return ShareCommit(op, batch, replica, len(outcomes), busy_s, outputs, fates, tuple(failures))
+    return ShareCommit(
+        op, batch, replica, len(outcomes), busy_s, outputs, fates, tuple(failures), tuple(state)
+    )
 
 
 def encode_payload(payload: Any) -> bytes:
@@ -169,7 +176,24 @@ def unpack_roots(blob: bytes | None) -> list[str]:
     return [] if blob is None else msgpack.unpackb(blob, raw=False)
 
 
-class QueueStore(Protocol):
+class StateStore(Protocol):
+    """Keyed state of stateful operators, addressed by (operator, key group, key), values msgpack.
+
+    What a backend adds for keyed state: these two reads, and, inside `commit_share`'s one atomic
+    step, only when the share's done mark is new: every `ShareCommit.state` write (`value` bytes:
+    insert or replace; None: delete)."""
+
+    def read_state(self, op: str, keys: Sequence[tuple[int, str]]) -> dict[str, bytes]:
+        """The committed values of the (key group, key) pairs that have one, by key."""
+        ...
+
+    def state_items(self, op: str, groups: range | None = None) -> Iterator[tuple[int, str, bytes]]:
+        """(key group, key, value) of every key of `op` in `groups` (None: all), ordered by
+        group then key."""
+        ...
+
+
+class QueueStore(StateStore, Protocol):
     """Durable batch queues with bounds, batch plans and exactly-once share commits."""
 
     path: Path
@@ -213,8 +237,8 @@ class QueueStore(Protocol):
 
     def share_done(self, op: str, batch: str, replica: int) -> bool: ...
     def commit_share(self, commit: ShareCommit) -> bool:
-        """Outputs, fates, failures and the done mark in one transaction; False (and nothing
-        written) if the share was committed before."""
+        """Outputs, fates, failures, state writes and the done mark in one transaction; False
+        (and nothing written) if the share was committed before."""
         ...
 
     def release(self, op: str, end: int) -> int:

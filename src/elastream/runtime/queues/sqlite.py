@@ -4,6 +4,7 @@ Events are stored a batch at a time: one `segments` row holds the events an appe
 msgpack blobs, and covers the integer offsets [first_off, end_off). One file holds all queues of a
 run, so a replica's share — its outputs to every successor queue, its fates and its "share done"
 mark — commits in one transaction keyed by (operator, batch, replica); a replay adds nothing.
+Keyed state (`state`, one row per (operator, key group, key)) is written in that transaction too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from elastream.model.events import Event, OutcomeKind
+from elastream.model.state import StateWrite
 from elastream.runtime.queues.base import (
     Appended,
     Audit,
@@ -61,6 +63,9 @@ CREATE TABLE IF NOT EXISTS control(
     op TEXT PRIMARY KEY, replicas INTEGER NOT NULL, cap INTEGER NOT NULL, et REAL NOT NULL,
     replica_et TEXT NOT NULL DEFAULT '[]');
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS state(
+    op TEXT NOT NULL, kgroup INTEGER NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL,
+    PRIMARY KEY(op, kgroup, key)) WITHOUT ROWID;
 """
 
 MAX_REPLICAS = 255  # a plan stores each event's replica in one byte
@@ -313,7 +318,39 @@ class SqliteQueueStore:
             self.conn.execute(
                 "UPDATE queues SET done = done + ? WHERE q = ?", (commit.events, commit.op)
             )
+            self._write_state(commit.op, commit.state)
         return True
+
+    def _write_state(self, op: str, writes: Sequence[StateWrite]) -> None:
+        """A share's state puts and deletes, inside the caller's transaction."""
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO state VALUES (?, ?, ?, ?)",
+            [(op, w.group, w.key, w.value) for w in writes if w.value is not None],
+        )
+        self.conn.executemany(
+            "DELETE FROM state WHERE op = ? AND kgroup = ? AND key = ?",
+            [(op, w.group, w.key) for w in writes if w.value is None],
+        )
+
+    # -- keyed state --------------------------------------------------------------------------
+    def read_state(self, op: str, keys: Sequence[tuple[int, str]]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        sql = "SELECT value FROM state WHERE op = ? AND kgroup = ? AND key = ?"
+        for group, key in keys:
+            row = self.conn.execute(sql, (op, group, key)).fetchone()
+            if row is not None:
+                found[key] = bytes(row[0])
+        return found
+
+    def state_items(self, op: str, groups: range | None = None) -> Iterator[tuple[int, str, bytes]]:
+        lo, hi = (groups.start, groups.stop) if groups is not None else (0, 1 << 62)
+        rows = self.conn.execute(
+            "SELECT kgroup, key, value FROM state WHERE op = ? AND kgroup >= ? AND kgroup < ? "
+            "ORDER BY kgroup, key",
+            (op, lo, hi),
+        )
+        for group, key, value in rows:
+            yield group, key, bytes(value)
 
     def release(self, op: str, end: int) -> int:
         with _Transaction(self.conn):

@@ -198,7 +198,8 @@ class Operator:
             return counts
         splitter = self.key_splitters.get(r)
         if splitter is None:
-            splitter = PartitionSplitter(key_hash_weights(self.profile.keys, r))
+            groups = None if self.spec.stateless else self.spec.key_groups
+            splitter = PartitionSplitter(key_hash_weights(self.profile.keys, r, groups))
             self.key_splitters[r] = splitter
         return splitter.split(n)
 
@@ -505,6 +506,7 @@ class Operator:
             dropped_overflow=self.dropped_overflow,
             replica_processed=mu,
             utilization=tuple(m * (et or self.et) / td for m in mu),  # Eq. 5
+            stateful=not self.spec.stateless,
         )
         # Alg. 1 starts the next interval from U_ij(t) = μ_ij(t)·et_ij/td (Eq. 5 per replica).
         self.rebase([rep.busy / td for rep in self.ready])

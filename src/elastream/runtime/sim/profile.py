@@ -13,6 +13,7 @@ from typing import Any
 
 from elastream.model.events import Event, OutcomeKind
 from elastream.model.pipeline import OperatorSpec, Pipeline, load_callable
+from elastream.model.state import KeyedState
 from elastream.runtime.operators import OUT_PLACEHOLDER, OperatorContext, apply_operator
 from elastream.runtime.sim.settings import SimSettings, SimSettingsError
 
@@ -125,11 +126,16 @@ def _run_operator(
 ) -> list[tuple[str, Event, float]]:
     """Apply the function batch by batch, timing its CPU, and tally the fate of every input."""
     deliveries: list[tuple[str, Event, float]] = []
+    committed: dict[str, bytes] = {}  # a stateful operator's state over the sample
     for start in range(0, len(inputs), SAMPLE_BATCH):
         chunk = inputs[start : start + SAMPLE_BATCH]
         weights = {e.id: w for e, w in chunk}
         began = time.thread_time()
-        outcomes, errors = apply_operator(ctx, [e for e, _ in chunk])
+        state = _chunk_state(ctx, committed, [e for e, _ in chunk])
+        outcomes, errors = apply_operator(ctx, [e for e, _ in chunk], state)
+        if state is not None:
+            for write in state.writes():
+                _apply_write(committed, write.key, write.value)
         tally.cpu_s += time.thread_time() - began
         if errors and not tally.error:
             tally.error = errors[0][1]
@@ -151,6 +157,24 @@ def _run_operator(
                 tally.outputs[stream] = tally.outputs.get(stream, 0) + 1
                 tally.copy_weight[stream] = tally.copy_weight.get(stream, 0.0) + share
     return deliveries
+
+
+def _chunk_state(
+    ctx: OperatorContext, committed: dict[str, bytes], events: list[Event]
+) -> KeyedState | None:
+    """A stateful operator's state handle for a sample chunk, over the sample's state so far."""
+    if ctx.spec.stateless:
+        return None
+    keys = {e.key for e in events}
+    known = {k: committed[k] for k in keys if k in committed}
+    return KeyedState(ctx.spec.name, ctx.spec.key_groups, keys, known)
+
+
+def _apply_write(committed: dict[str, bytes], key: str, value: bytes | None) -> None:
+    if value is None:
+        committed.pop(key, None)
+    else:
+        committed[key] = value
 
 
 def _stream_of(ctx: OperatorContext, outputs: tuple[tuple[str, Event], ...], child: str) -> str:

@@ -50,6 +50,11 @@ class SimSettings(Settings):
     )
     restart_downtime_s: NonNegative = Field(10.0, description="restart model: downtime, s")
     start_delay_s: NonNegative = Field(4.0, description="delayed model: start delay, s")
+    stateful_rescale_pause_s: NonNegative = Field(
+        0.0,
+        description="a stateful operator serves nothing for this long after its replica count "
+        "changes, s (measured on Spark: no pause beyond a stateless rescale's, docs/state.md)",
+    )
     batch_overhead_s: NonNegative = Field(
         0.0, description="micro_batch model: fixed cost of one micro-batch, s"
     )

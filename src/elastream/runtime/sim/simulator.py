@@ -152,6 +152,7 @@ class SimEngine:
         self.ledger = Ledger(self.step_s)
         self.s = 0
         self.down_until = 0
+        self.paused_until: dict[str, int] = {}  # stateful operators pausing after a rescale
         self.pending: dict[str, int] = {}
         self.last_counts = Counts()
         self.stretch: tuple[int, np.ndarray] = (-1, np.zeros((0, 0), dtype=np.int64))
@@ -199,7 +200,7 @@ class SimEngine:
     def _quiet_steps(self, end: int) -> int:
         """Steps from now (up to `end`) in which nothing can happen: no source emits, nothing is
         queued, no replica is starting, no restart under way and no service-time noise drawn."""
-        if self.noisy or self.s < self.down_until:
+        if self.noisy or self.s < self.down_until or self._pausing():
             return 0
         if any(op.size or op.starting for op in self.order):
             return 0
@@ -239,8 +240,15 @@ class SimEngine:
             for op in self.order:
                 op.clear()
             self.down_until = self.s + math.ceil(self.settings.restart_downtime_s / self.step_s)
+        pause = math.ceil(self.settings.stateful_rescale_pause_s / self.step_s)
         for name, target in changed.items():
             self.ops[name].set_replicas(target, self.s, delayed=model == "delayed")
+            if pause and not self.ops[name].spec.stateless:
+                self.paused_until[name] = self.s + pause
+
+    def _pausing(self) -> bool:
+        """A stateful operator is still in its rescale pause."""
+        return any(self.s < until for until in self.paused_until.values())
 
     def finished(self) -> bool:
         if self.s < self.load_steps:
@@ -291,6 +299,8 @@ class SimEngine:
 
     def _was_steady(self) -> bool:
         if self.pending or self.s < self.down_until or self.s <= self.steps_per_interval:
+            return False
+        if self._pausing():
             return False
         if self.backlogged or any(op.size or op.inbox or op.starting for op in self.order):
             return False
@@ -408,7 +418,7 @@ class SimEngine:
         for op in self.order:
             if delayed and op.starting:
                 op.start_ready(s)
-            op.down = down
+            op.down = down or s < self.paused_until.get(op.name, 0)
             op.step(s)
         self.s = s + 1
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from elastream.model.grouping import key_hash
+from elastream.model.grouping import key_groups, key_hash
 
 
 class PartitionSplitter:
@@ -85,12 +85,15 @@ def round_robin_counts(n: int, replicas: int, start: int) -> list[int]:
     return [q + (1 if (j - start) % replicas < rem else 0) for j in range(replicas)]
 
 
-def key_hash_weights(keys: Sequence[str], replicas: int) -> list[int]:
+def key_hash_weights(keys: Sequence[str], replicas: int, groups: int | None = None) -> list[int]:
     """How many of the profile sample's keys each replica owns under key_hash grouping (the
-    runtime's own hash, grouping.key_hash); an even split when no key was sampled."""
+    runtime's own hash, grouping.key_hash, or for a stateful operator its key groups,
+    grouping.key_groups); an even split when no key was sampled."""
     if not keys:
         return [1] * replicas
-    owners = Counter(key_hash(keys, replicas))
+    owners = Counter(
+        key_hash(keys, replicas) if groups is None else key_groups(keys, replicas, groups)
+    )
     weights = [owners.get(j, 0) for j in range(replicas)]
     return weights
 

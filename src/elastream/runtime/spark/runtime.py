@@ -399,6 +399,7 @@ class SparkEngine:
             dropped_overflow=self.store.overflow_count(name, t0, t1),
             replica_processed=tuple(per_replica),
             utilization=tuple(util),
+            stateful=not spec.stateless,
         )
 
     def _remember(self, stats: OperatorStats, tasks: dict[int, tuple[int, float]]) -> None:

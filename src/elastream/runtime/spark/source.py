@@ -40,17 +40,23 @@ def plan_partitions(db: str, op: str, start: int, end: int) -> list[ReplicaParti
 
     For load balancing (PSPS Alg. 1) every replica starts the batch with U = 0, since each has
     finished its share of the previous micro-batch; each event then costs that replica its own
-    et_ij / td, so a slower replica gets fewer events and the batch ends when all do."""
+    et_ij / td, so a slower replica gets fewer events and the batch ends when all do.
+
+    For a stateful operator each replica owns a contiguous range of key groups for r_i, and an
+    event goes to the owner of its key's group: a change of r_i moves ownership at this batch
+    boundary, recorded with the plan (docs/state.md)."""
     store = store_for(db)
     replicas, _, et, replica_et = store.control(op)
-    grouping = context_for(db, op).spec.grouping
+    spec = context_for(db, op).spec
+    grouping = spec.grouping
+    groups = None if spec.stateless else spec.key_groups
     td = float(store.meta("td", 1.0))
     ets = [
         replica_et[j] if j < len(replica_et) and replica_et[j] > 0 else et for j in range(replicas)
     ]
 
     def divide(keys: list[str]) -> list[int]:
-        return assign(grouping, keys, replicas, seed=start, et_s=ets, td_s=td)
+        return assign(grouping, keys, replicas, seed=start, et_s=ets, td_s=td, groups=groups)
 
     plan = store.plan_batch(op, start, end, replicas, divide)
     return [ReplicaPartition(j, start, end) for j in range(plan.replicas)]

@@ -11,7 +11,9 @@ from functools import cache
 from pathlib import Path
 
 from elastream.model.events import Event, Outcome, OutcomeKind
-from elastream.model.pipeline import Pipeline, load_callable
+from elastream.model.grouping import key_group
+from elastream.model.pipeline import Pipeline, check_state_parameter, load_callable
+from elastream.model.state import KeyedState
 from elastream.runtime.operators import OUT_PLACEHOLDER, OperatorContext, apply_operator
 from elastream.runtime.queues.base import FailedEvent, QueueStore, encode_payload, share_commit
 from elastream.runtime.queues.sqlite import SqliteQueueStore
@@ -43,6 +45,7 @@ def context_for(db_path: str, op: str) -> OperatorContext:
         for k, v in spec.params.items()
     }
     function = load_callable(spec.function, f"operator {op!r} function")
+    check_state_parameter(spec, function)
     return OperatorContext(spec, function, params, pipeline.routes(op), store.meta("t_out"))
 
 
@@ -60,21 +63,38 @@ def run_share(db_path: str, op: str, start: int, end: int, replica: int) -> Task
     events = store.read_share(plan, replica)
     if not events:  # an active replica with nothing in this batch: no transaction at all
         return TaskResult(replica, 0, 0, 0, 0.0)
-    outcomes, failures = process(ctx, events)
+    state = share_state(store, ctx, events)
+    outcomes, failures = process(ctx, events, state)
     busy = time.perf_counter() - started
-    commit = share_commit(op, plan.batch, replica, outcomes, failures, busy)
+    writes = state.writes() if state is not None else ()
+    commit = share_commit(op, plan.batch, replica, outcomes, failures, busy, writes)
     fresh = store.commit_share(commit)
     return TaskResult(replica, len(events), len(events) if fresh else 0, commit.n_out, busy)
 
 
-def process(ctx: OperatorContext, events: list[Event]) -> tuple[list[Outcome], list[FailedEvent]]:
+def share_state(store: QueueStore, ctx: OperatorContext, events: list[Event]) -> KeyedState | None:
+    """A stateful operator's state handle for the keys of a share, as committed so far (None for
+    a stateless operator). The plan gave this replica whole key groups, so no other replica
+    writes these keys while this batch runs."""
+    if ctx.spec.stateless:
+        return None
+    groups = ctx.spec.key_groups
+    keys = sorted({e.key for e in events})
+    committed = store.read_state(ctx.spec.name, [(key_group(k, groups), k) for k in keys])
+    return KeyedState(ctx.spec.name, groups, keys, committed)
+
+
+def process(
+    ctx: OperatorContext, events: list[Event], state: KeyedState | None = None
+) -> tuple[list[Outcome], list[FailedEvent]]:
     """t_out first (an event older than t_out when its turn comes is not processed), then the
-    operator function on the rest, then the operator's declared service time."""
+    operator function on the rest (with `state` for a stateful operator), then the operator's
+    declared service time."""
     now = time.time()
     t_out = ctx.t_out
     expired = [e for e in events if t_out is not None and now - e.ts > t_out]
     live = [e for e in events if not (t_out is not None and now - e.ts > t_out)]
-    outcomes, errors = apply_operator(ctx, live)
+    outcomes, errors = apply_operator(ctx, live, state)
     outcomes += [Outcome(e.id, e.root, OutcomeKind.TIMEOUT) for e in expired]
     if ctx.spec.service_time_ms and live:
         time.sleep(len(live) * ctx.spec.service_time_ms / 1000.0)
