@@ -176,8 +176,8 @@ def fig_replicas(
     fig, ax = plt.subplots(figsize=SIZE)
     _lines(ax, results, series, "covid", runs, "replicas_total")
     ax.axhline(32, ls=":", color="k", lw=0.8, label="r_over = 32")
-    ax.set(xlabel="t (s)", ylabel="active replicas", title=title)
-    ax.legend(fontsize=7, ncol=3, loc="upper left")
+    ax.set(xlabel="t (s)", ylabel="active replicas", title=title, ylim=(0, 44))
+    ax.legend(fontsize=7, ncol=5, loc="upper left")
     return _save(fig, name)
 
 
@@ -188,7 +188,7 @@ def fig_throughput(
     first = series_of(series, run_of(results, "covid", next(iter(runs.values())))["run_id"])
     ax.step(first["t"], first["input_rate"], where="post", color="0.5", lw=2, label="input")
     _lines(ax, results, series, "covid", runs, "output_rate")
-    ax.set(xlabel="t (s)", ylabel="events/s", title=title)
+    ax.set(xlabel="t (s)", ylabel="events/s", title=title, ylim=(0, 460))
     ax.legend(fontsize=7, ncol=3, loc="upper left")
     return _save(fig, name)
 
@@ -199,10 +199,11 @@ def fig_dns(results: pd.DataFrame, series: pd.DataFrame) -> Path:
     ax.step(data["t"], data["input_rate"], where="post", color="0.5", lw=2, label="input")
     ax.step(data["t"], data["output_rate"], where="post", color="C0", label="PSPS throughput")
     ax.set(xlabel="t (s)", ylabel="events/s", title="Fig. 14: PSPS on the DNS-like stream")
+    ax.set_ylim(0, 1.4 * data["input_rate"].max())
     right = ax.twinx()
     right.step(data["t"], data["replicas_total"], where="post", color="C3", label="replicas")
     right.set_ylabel("active replicas")
-    right.set_ylim(0, 13)
+    right.set_ylim(0, 17)
     handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
     ax.legend(handles=handles, fontsize=7, ncol=3, loc="upper left")
     return _save(fig, "psps_fig14.png")
