@@ -66,3 +66,14 @@ def test_source_hold_counts_what_the_drain_did_not_reach():
     assert t.events_in == 6000
     assert t.completed == pytest.approx(100 * 40, abs=30)  # 40 s of service at 100/s
     assert held.summary.processed_ratio < 0.7
+
+
+def test_declared_r_over_is_the_saved_resources_base_and_pools_may_exceed_it():
+    spec = one_operator(pool=(1, 6)).model_dump(by_alias=True)
+    pipeline = one_operator(pool=(1, 6)).model_validate({**spec, "r_over": 4})
+    assert pipeline.r_over == 4 and pipeline.pool_total == 6
+    result = simulate(pipeline, config(replicas=6, drain_s=5), constant(50, 30), EXACT)
+    assert result.summary.r_over == 4
+    assert result.summary.saved_resources == pytest.approx(1 - 6 / 4)  # above r_over: negative
+    with pytest.raises(ValueError, match="r_over"):
+        one_operator().model_validate({**spec, "r_over": 0})
