@@ -23,7 +23,13 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
-from elastream.experiments.bench.outputs import read_results, read_timeseries, write_results
+from elastream.experiments.bench.outputs import (
+    REPORT_FILE,
+    read_results,
+    read_timeseries,
+    write_results,
+)
+from elastream.experiments.bench.report import render_report
 from elastream.experiments.bench.runner import SIM_BACKEND, run_matrix
 from elastream.experiments.bench.scenario import load_bench
 from elastream.experiments.bench.tables import render_tables, select_run, update_markdown
@@ -237,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(f"[red]{len(failed)} run(s) failed: {', '.join(failed['run_id'])}")
         return 1
     series = read_timeseries(args.out)
+    report = render_report(results, series, title="PSPS reproduction", notes=[f"{BENCH}"])
+    (args.out / REPORT_FILE).write_text(report)
     blocks = render_tables(bench.tables, results)
     blocks["workload"] = workload_table()
     blocks["degradation"] = degradation_table(results, series)
