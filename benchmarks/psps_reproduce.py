@@ -51,6 +51,7 @@ DEGRADATION_RUNS = {
     **MAIN,
     **STORM,
     **DABS,
+    "q_size = 100": {"policy": "psps-qsize", "q_size": 100},
     "Shuffle": {"policy": "psps-shuffle"},
     "Alg. 1, U once per td": {"policy": "psps-alg1-td"},
     "r = 4, 100 in flight": {"policy": "storm-pending", "replicas": 4},
