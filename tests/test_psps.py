@@ -8,11 +8,12 @@ from elastream.control.policies import psps
 from elastream.control.policies.psps import PspsConfig, PspsState, predict
 
 
-def table_ii():
-    # Table II (a), td = 1000 ms: λ_G(t) = 100 events enter O1.
-    o1 = stats("O1", received=100, frm={"src": 100}, processed=140, queue=0, et_s=0.0166)
-    o2 = stats("O2", received=117, frm={"O1": 117}, processed=120, queue=7, et_s=0.025)
-    o3 = stats("O3", received=90, frm={"O2": 90}, processed=90, queue=20, et_s=0.100)
+def table_ii(pool=(1, 12)):
+    # Table II (a), td = 1000 ms: λ_G(t) = 100 events enter O1. The paper gives no pool sizes;
+    # pools of 12 leave room for Table II (b)'s 9 replicas of O3.
+    o1 = stats("O1", received=100, frm={"src": 100}, processed=140, queue=0, et_s=0.0166, pool=pool)
+    o2 = stats("O2", received=117, frm={"O1": 117}, processed=120, queue=7, et_s=0.025, pool=pool)
+    o3 = stats("O3", received=90, frm={"O2": 90}, processed=90, queue=20, et_s=0.100, pool=pool)
     return snapshot(o1, o2, o3, td=1.0, sources={"src": 100})
 
 
@@ -68,10 +69,15 @@ def test_unknown_theta_and_et_fall_back_to_last_known():
     assert pred["A"].replicas == 4  # ceil((100 + 100) * 0.02 / 1)
 
 
-def test_guards_clamp_psps_to_pool_and_plan_difference():
+def test_guards_pass_table_ii_replicas_through_a_large_pool():
     controller = Controller.build("psps")
-    snap = table_ii()
-    decision, _ = controller.decide(snap, controller.initial_state())
-    assert decision.as_dict() == {"O1": 2, "O2": 3, "O3": 8}  # O3 wants 9, pool max is 8
+    decision, _ = controller.decide(table_ii(), controller.initial_state())
+    assert decision.as_dict() == {"O1": 2, "O2": 3, "O3": 9}  # Table II (b)
     assert "λ̂=83" in decision.reason("O3")
     assert psps.POLICY.name == "psps"
+
+
+def test_guards_clamp_psps_to_a_smaller_pool():
+    controller = Controller.build("psps")
+    decision, _ = controller.decide(table_ii(pool=(1, 8)), controller.initial_state())
+    assert decision.as_dict() == {"O1": 2, "O2": 3, "O3": 8}  # O3 wants 9, pool max is 8

@@ -29,6 +29,7 @@ def test_every_generator_is_registered():
     assert set(GENERATORS) == {
         "brownian",
         "constant",
+        "covid",
         "demo",
         "randomwalk",
         "sinusoid",

@@ -37,7 +37,7 @@ RUN_METRICS: tuple[Metric, ...] = (
         "Saved resources",
         "saved res.",
         "ratio",
-        "1 − mean active replicas / r_over, r_over = Σ pool sizes (PSPS V-A.3)",
+        "1 − mean active replicas / r_over, r_over declared or Σ pool sizes (PSPS V-A.3)",
         "mean over intervals of Σ_i r_i(t)",
         "higher",
         paper=True,

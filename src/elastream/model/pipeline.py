@@ -158,6 +158,14 @@ class Pipeline(_Frozen):
     operators: tuple[OperatorSpec, ...] = Field(description="operators, any order")
     sinks: tuple[SinkSpec, ...] = Field(description="terminal queues")
     streams: tuple[StreamSpec, ...] = Field(description="edges between the nodes")
+    declared_r_over: int | None = Field(
+        None,
+        alias="r_over",
+        ge=1,
+        description="the over-provisioned replica count saved resources compare with (PSPS "
+        "V-A.3); default the sum of the pools. Set it when the pools are larger than the "
+        "static over-provisioning, so that a policy may go above r_over (PSPS Fig. 8)",
+    )
 
     @field_validator("sources", "operators", "sinks", "streams")
     @classmethod
@@ -255,9 +263,15 @@ class Pipeline(_Frozen):
         return tuple(order)
 
     @property
-    def r_over(self) -> int:
-        """Over-provisioned replica count: the sum of the pools (PSPS V-A.3)."""
+    def pool_total(self) -> int:
+        """The sum of the pools: every pre-allocated replica."""
         return sum(op.replicas.max for op in self.operators)
+
+    @property
+    def r_over(self) -> int:
+        """Over-provisioned replica count (PSPS V-A.3): the declared `r_over`, else the sum of
+        the pools."""
+        return self.declared_r_over or self.pool_total
 
     def check_imports(self) -> None:
         """Import every operator function and source generator; raise naming the one that fails."""

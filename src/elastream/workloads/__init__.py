@@ -1,5 +1,6 @@
 """Input rates over time: trace loaders, generators and their rescaling."""
 
+from elastream.workloads.covid import covid_selection
 from elastream.workloads.generators import GENERATORS, demo_trace
 from elastream.workloads.loaders import (
     FORMATS,
@@ -25,6 +26,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "TraceStats",
+    "covid_selection",
     "default_data_dir",
     "demo_trace",
     "describe_generators",

@@ -56,12 +56,24 @@ class Setup:
     batch_work_s: float
     trigger_s: float = 0.0  # Spark's processing-time trigger (micro-batch model)
     batch_overhead_by_op: Mapping[str, float] = field(default_factory=dict)  # seconds
+    lb_refresh_steps: int = 0  # Alg. 1's U restarted every this many steps (0: once per td)
 
 
 class Replica:
     """One replica of the pool: its own FIFO queue (per-replica model) and interval counters."""
 
-    __slots__ = ("busy", "cost", "credit", "index", "mu", "queue", "rate", "size", "speed")
+    __slots__ = (
+        "busy",
+        "cost",
+        "credit",
+        "index",
+        "mark",
+        "mu",
+        "queue",
+        "rate",
+        "size",
+        "speed",
+    )
 
     def __init__(self, index: int, speed: float, et_s: float, step_s: float) -> None:
         self.index = index
@@ -73,6 +85,7 @@ class Replica:
         self.credit = 0.0  # events this replica may still serve (carries the fraction)
         self.mu = 0  # μ_ij(t)
         self.busy = 0.0  # seconds spent serving events during t
+        self.mark = 0.0  # busy at the last refresh of Alg. 1's U (lb_refresh_s)
 
 
 class Operator:
@@ -160,6 +173,7 @@ class Operator:
         for rep in self.pool:
             rep.mu = 0
             rep.busy = 0.0
+            rep.mark = 0.0
 
     def receive(
         self, sender: str, cohorts: dict[int, int], weight: float, service_s: float
@@ -177,9 +191,25 @@ class Operator:
     def rebase(self, utilization: Sequence[float]) -> None:
         """Restart Alg. 1's running U from `utilization` (one value per ready replica)."""
         if self.spec.grouping is Grouping.LOAD_BALANCING and self.ready:
-            deltas = [rep.cost / self.setup.td for rep in self.ready]
+            window = self.lb_window_s
+            deltas = [rep.cost / window for rep in self.ready]
             rr = self.lb.next_rr() if self.lb is not None else 0
             self.lb = LoadBalancer(utilization, deltas, rr)
+
+    @property
+    def lb_window_s(self) -> float:
+        """The span Alg. 1's U_ij is a utilization of: td, or lb_refresh_s when set."""
+        steps = self.setup.lb_refresh_steps
+        return steps * self.setup.step_s if steps else self.setup.td
+
+    def refresh_lb(self) -> None:
+        """lb_refresh_s: restart Alg. 1 from each ready replica's busy share since the last
+        refresh (Eq. 5 over the refresh window instead of td)."""
+        window = self.lb_window_s
+        utilization = [(rep.busy - rep.mark) / window for rep in self.ready]
+        for rep in self.pool:
+            rep.mark = rep.busy
+        self.rebase(utilization)
 
     def dispatch(self, n: int) -> list[int]:
         """Events per ready replica for n arrivals, by the operator's grouping."""
@@ -218,6 +248,9 @@ class Operator:
     # ------------------------------------------------------------------ one step
     def step(self, s: int) -> None:
         """Admit this step's arrivals, let every ready replica serve, pass the outputs on."""
+        refresh = self.setup.lb_refresh_steps
+        if refresh and s % refresh == 0 and self.lb is not None:
+            self.refresh_lb()
         arrivals = self._arrivals()
         if arrivals is not None and self._served_at_once(s, *arrivals):
             return
@@ -509,7 +542,10 @@ class Operator:
             stateful=not self.spec.stateless,
         )
         # Alg. 1 starts the next interval from U_ij(t) = μ_ij(t)·et_ij/td (Eq. 5 per replica).
-        self.rebase([rep.busy / td for rep in self.ready])
+        if self.setup.lb_refresh_steps:
+            self.refresh_lb()
+        else:
+            self.rebase([rep.busy / td for rep in self.ready])
         self.reset_interval()
         return stats
 

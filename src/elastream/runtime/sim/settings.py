@@ -61,6 +61,20 @@ class SimSettings(Settings):
     batch_work_s: Positive | None = Field(
         None, description="work admitted per replica per batch, s (None: the run's spark.batch_s)"
     )
+    lb_refresh_s: Positive | None = Field(
+        None,
+        description="load_balancing grouping: restart Alg. 1 from each replica's measured "
+        "utilization every lb_refresh_s seconds (None: once per td, Eq. 5 at the interval's "
+        "end, the paper's literal reading; docs/simulator.md)",
+    )
+    source_hold: int | None = Field(
+        None,
+        ge=1,
+        description="spout backpressure (Storm max.spout.pending): the sources admit events only "
+        "while fewer than this many are in flight in the pipeline; the rest wait at the "
+        "source, outside the latency clock and t_out, and count as input when they arrive "
+        "(None: every event enters at once; docs/simulator.md)",
+    )
     et_noise: NonNegative = Field(
         0.0, description="coefficient of variation of a per-replica, per-step service-time factor"
     )

@@ -111,6 +111,12 @@ def rate_changes(trace: Trace) -> list[float]:
     return [*(changes * trace.step_s).tolist(), trace.duration_s, math.inf]
 
 
+def _held_by(node: Node) -> int:
+    """Events an operator holds (queued or in its inbox); 0 for a sink."""
+    inbox = getattr(node, "inbox", None)
+    return getattr(node, "size", 0) + (sum(inbox.values()) if inbox else 0)
+
+
 class SimEngine:
     """Simulated time in steps of Δ = td / round(td / step_s); one collect() runs one interval."""
 
@@ -140,7 +146,9 @@ class SimEngine:
         self.rate_change_s = rate_changes(trace)
         per_replica = settings.queue_model == "per_replica"
         self.noisy = settings.et_noise > 0
-        self.can_skip = settings.fast_forward and per_replica and not self.noisy
+        self.can_skip = (
+            settings.fast_forward and per_replica and not self.noisy and not settings.source_hold
+        )
         self.started = False
 
     # ------------------------------------------------------------------ Engine protocol
@@ -161,6 +169,7 @@ class SimEngine:
         # replicas per operator -> per source: steps of this many events were steady with them
         self.steady_peaks: dict[tuple[int, ...], np.ndarray] = {}
         self.interval_sources = [0] * len(self.pipeline.sources)
+        self.held = [0] * len(self.pipeline.sources)  # source_hold: waiting at each source
         self.ops = self._build_operators()
         self.order = [self.ops[name] for name in self.pipeline.topological_order]
         self.source_targets = self._wire()
@@ -252,6 +261,8 @@ class SimEngine:
 
     def finished(self) -> bool:
         if self.s < self.load_steps:
+            return False
+        if any(self.held) and self.s * self.step_s < self.duration_s + self.config.drain_s:
             return False
         if not any(op.size for op in self.order):
             return True
@@ -357,6 +368,9 @@ class SimEngine:
             batch_work_s=self.config.spark.batch_s if s.batch_work_s is None else s.batch_work_s,
             trigger_s=self.config.spark.trigger_s,
             batch_overhead_by_op={k: v / 1000.0 for k, v in s.batch_overhead_ms.items()},
+            lb_refresh_steps=0
+            if s.lb_refresh_s is None
+            else max(1, round(s.lb_refresh_s / self.step_s)),
         )
         kind = BatchOperator if s.queue_model == "micro_batch" else Operator
         return {
@@ -411,8 +425,13 @@ class SimEngine:
                     src, targets, weight = self.source_targets[i]
                     counts.events_in += n
                     self.interval_sources[i] += n
+                    if self.settings.source_hold:
+                        self.held[i] += n
+                        continue
                     for target in targets:
                         target.receive(src, {s: n}, weight, 0.0)
+        if self.settings.source_hold:
+            self._admit_held(s, self.settings.source_hold)
         down = s < self.down_until
         delayed = self.settings.reconfiguration == "delayed"
         for op in self.order:
@@ -421,6 +440,23 @@ class SimEngine:
             op.down = down or s < self.paused_until.get(op.name, 0)
             op.step(s)
         self.s = s + 1
+
+    def _admit_held(self, s: int, limit: int) -> None:
+        """source_hold: the sources pass on events while fewer than `limit` are in flight in
+        the whole pipeline (queued or in an inbox: Storm's max.spout.pending); an admitted
+        event's latency and t_out start now (as Storm's complete latency and message timeout
+        start when the spout emits)."""
+        room = limit - sum(_held_by(op) for op in self.order)
+        for i, waiting in enumerate(self.held):
+            if not waiting or room <= 0:
+                continue
+            src, targets, weight = self.source_targets[i]
+            n = min(waiting, room)
+            room -= n
+            if n:
+                self.held[i] -= n
+                for target in targets:
+                    target.receive(src, {s: n}, weight, 0.0)
 
     def _snapshot(self, intervals: int = 1, idle_intervals: int = 0) -> Snapshot:
         self.backlogged = any(op.backlogged for op in self.order)
