@@ -10,7 +10,14 @@ import pytest
 from elastream.history.rows import points_by_operator
 from elastream.history.synthetic import WORDCOUNT, wordcount_history
 from elastream.modeling.cpu import core_capped_rate, effective_servers, fit_psi, predict_cpu
-from elastream.modeling.graph import Edge, Grouping, MeasuredPoint, ModelError, PipelineGraph
+from elastream.modeling.graph import (
+    ANY_STREAM,
+    Edge,
+    Grouping,
+    MeasuredPoint,
+    ModelError,
+    PipelineGraph,
+)
 from elastream.modeling.performance import Host, fit_component, fit_pipeline, predict
 from elastream.modeling.queueing import erlang_c, ggc_wait, mmc_wait, sojourn_time
 
@@ -201,3 +208,37 @@ def test_a_pipeline_file_is_read_as_the_models_graph(tmp_path):
         "count",
         PipelineGrouping.KEY_HASH,
     )
+
+
+def _measured_over_all_streams(alpha: float) -> list[MeasuredPoint]:
+    """A component's points as the runtime records them: outputs over all streams together."""
+    return [
+        MeasuredPoint(1, rate, min(rate, 50.0), {ANY_STREAM: alpha * min(rate, 50.0)})
+        for rate in (10.0, 20.0, 30.0, 80.0, 90.0)
+    ]
+
+
+def test_outputs_measured_over_all_streams_feed_the_one_output_stream():
+    models = {
+        "splitter": fit_component("splitter", Grouping.SHUFFLE, _measured_over_all_streams(5)),
+        "counter": fit_component("counter", Grouping.KEY_HASH, _measured_over_all_streams(0)),
+    }
+    two = PipelineGraph(
+        "wc", ("splitter", "counter"), (Edge("splitter", "counter", Grouping.KEY_HASH, "words"),)
+    )
+    pred = predict(two, models, {"splitter": 1, "counter": 4}, 20.0)
+    assert pred.components["counter"].source_rate == pytest.approx(100.0)  # 5 · 20, via "*"
+    # the counter emits nothing: the path's output is what it processes (Caladrius V-D)
+    assert pred.critical_path_output == pytest.approx(100.0)
+
+    split = PipelineGraph(
+        "wc2",
+        ("splitter", "counter", "other"),
+        (
+            Edge("splitter", "counter", Grouping.KEY_HASH, "words"),
+            Edge("splitter", "other", Grouping.SHUFFLE, "rest"),
+        ),
+    )
+    models["other"] = models["counter"]
+    with pytest.raises(ModelError, match="measured over all streams together"):
+        predict(split, models, {"splitter": 1, "counter": 1, "other": 1}, 20.0)

@@ -9,8 +9,9 @@ from pathlib import Path
 from elastream.control.policy import Decision
 from elastream.history import HistoryRow, HistoryStore, backpressure
 from elastream.model.snapshot import OperatorStats, Snapshot
+from elastream.modeling.graph import ANY_STREAM
 
-ALL_STREAMS = "*"  # the Snapshot counts an operator's outputs over all its streams together
+ALL_STREAMS = ANY_STREAM  # the Snapshot counts an operator's outputs over all its streams together
 
 
 def replica_rows(

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from elastream.model.pipeline import Grouping
 
+ANY_STREAM = "*"  # output measured over all of a component's streams together
+
 
 class ModelError(ValueError):
     """Input the models cannot use: the message names the component, field or point."""

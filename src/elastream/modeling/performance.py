@@ -10,6 +10,8 @@ import numpy as np
 
 from elastream.modeling.cpu import core_capped_rate, effective_servers, fit_psi, predict_cpu
 from elastream.modeling.graph import (
+    ANY_STREAM,
+    Edge,
     Grouping,
     MeasuredPoint,
     ModelError,
@@ -224,7 +226,7 @@ def predict(
     for comp in graph.topological_order():
         preds[comp] = _predict_component(models[comp], parallelism[comp], incoming[comp], host)
         for edge in graph.outgoing(comp):
-            incoming[edge.target] += preds[comp].output_rates.get(edge.stream, 0.0)
+            incoming[edge.target] += _edge_rate(graph, preds[comp], edge)
     limits = {c: preds[c].saturation_point / g for c, g in gains.items() if g > 0}
     bottleneck: str | None = min(limits, key=lambda c: limits[c])
     t0_sat = limits[bottleneck]
@@ -299,9 +301,27 @@ def _critical_path(
     return min(paths, key=lambda p: min(limits.get(c, math.inf) for c in p))
 
 
+def _edge_rate(graph: PipelineGraph, pred: ComponentPrediction, edge: Edge) -> float:
+    """What a component sends along one edge. Outputs measured over all streams together
+    (ANY_STREAM, the runtime's history) go whole to the edges of its one output stream; with
+    several streams they cannot be split, and that is an error rather than a guess."""
+    if edge.stream in pred.output_rates or ANY_STREAM not in pred.output_rates:
+        return pred.output_rates.get(edge.stream, 0.0)
+    streams = {e.stream for e in graph.outgoing(pred.name)}
+    if len(streams) > 1:
+        raise ModelError(
+            f"component {pred.name!r}: outputs were measured over all streams together, but it "
+            f"sends on {len(streams)} streams ({', '.join(sorted(streams))}): record per-stream "
+            "output rates to predict them"
+        )
+    return pred.output_rates[ANY_STREAM]
+
+
 def _processed(pred: ComponentPrediction) -> float:
-    """A path's output: the last component's output, or what a sink processes (V-D)."""
-    return float(sum(pred.output_rates.values())) if pred.output_rates else pred.input_rate
+    """A path's output: the last component's output, or, for a sink that emits nothing (the
+    word count's counter), what it processes (V-D)."""
+    emitted = float(sum(pred.output_rates.values()))
+    return emitted if emitted > 0 else pred.input_rate
 
 
 def _path_latency(graph: PipelineGraph, preds: Mapping[str, ComponentPrediction]) -> float | None:
