@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 import msgpack
@@ -172,7 +171,7 @@ def unpack_roots(blob: bytes | None) -> list[str]:
 class QueueStore(Protocol):
     """Durable batch queues with bounds, batch plans and exactly-once share commits."""
 
-    path: Path
+    address: str  # where it is: a file path (SQLite) or a redis:// URL (`queues.open_store`)
 
     def close(self) -> None: ...
 
