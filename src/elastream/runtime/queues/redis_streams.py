@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import msgpack
 import redis
@@ -144,7 +144,9 @@ class RedisAddress:
         return cls(parts.hostname, parts.port or 6379, int(path), prefix)
 
     def url(self) -> str:
-        return f"{SCHEME}://{self.host}:{self.port}/{self.db}?prefix={self.prefix}"
+        return (
+            f"{SCHEME}://{self.host}:{self.port}/{self.db}?prefix={quote(self.prefix, safe=':/')}"
+        )
 
 
 def with_prefix(address: str, prefix: str) -> str:
