@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers import linear_pipeline
-from redis_server import RedisServer
+from redis_server import LocalRedis, local_redis
 
 from elastream.model.events import Event, Outcome, OutcomeKind
 from elastream.model.pipeline import pipeline_from_dict
@@ -32,11 +32,11 @@ BACKENDS: dict[str, Callable[[Path, Callable[[], str]], QueueStore]] = {
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
     """A redis-server for the session's contract tests, started on first use."""
-    started: list[RedisServer] = []
+    started: list[LocalRedis] = []
 
     def url() -> str:
         if not started:
-            server = RedisServer(tmp_path_factory.mktemp("redis"))
+            server = local_redis(tmp_path_factory.mktemp("redis"))
             server.start()
             started.append(server)
         return started[0].url

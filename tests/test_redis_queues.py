@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from redis_server import RedisServer
+from redis_server import local_redis
 from test_queue_contract import alternate, events, make_queues, run_share
 
 from elastream.runtime.queues import (
@@ -25,7 +25,7 @@ from elastream.runtime.queues import (
 
 @pytest.fixture
 def server(tmp_path):
-    server = RedisServer(tmp_path / "redis")
+    server = local_redis(tmp_path / "redis")
     server.start()
     yield server
     server.stop()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from redis_server import RedisServer
+from redis_server import local_redis
 from test_spark_runtime import PIPELINE, assert_conserved, run_cli
 
 from elastream.config import make_config
@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 @pytest.fixture
 def server(tmp_path):
-    server = RedisServer(tmp_path / "redis")
+    server = local_redis(tmp_path / "redis")
     server.start()
     yield server
     server.stop()
@@ -105,10 +105,13 @@ def test_a_run_survives_a_redis_restart_mid_run(tmp_path, server):
     store = run_store(out, server.url)
     run = run_cli(out, "--queues", server.url)
     wait_for_outcomes(run, store, 150)
+    before = emitted(store)
     # SIGKILL: with appendfsync always every acknowledged write is in the AOF already.
     server.kill(signal.SIGKILL)
+    assert run.poll() is None and before < 800  # mid-run
     time.sleep(2.0)  # the driver, the feeder and the executors see refused connections
     server.start()  # same port, same folder: the AOF is replayed
+    assert emitted(store) >= before  # nothing acknowledged was lost
     output, _ = run.communicate(timeout=600)
     assert run.returncode == 0, output
     assert_exactly_once(out, store)
