@@ -1,6 +1,7 @@
 """A Spark standalone cluster started by `elastream cluster up` on this machine: a pipeline runs
-on it with replicas changing live and exact conservation; executors are removed and added
-through the Executors interface; `cluster down` stops exactly what was started."""
+on it, on Redis Streams queues (the backend for executors on other machines), with replicas
+changing live and exact conservation; executors are removed and added through the Executors
+interface; `cluster down` stops exactly what was started."""
 
 import json
 import subprocess
@@ -9,9 +10,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from redis_server import local_redis
 
-from elastream.runtime.queues import SqliteQueueStore
+from elastream.config import make_config
+from elastream.runtime.queues import RedisQueueStore
 from elastream.runtime.spark.cluster import ClusterState, running
+from elastream.runtime.spark.runtime import store_address
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 PIPELINE = Path(__file__).parent / "pipelines" / "filter3.yaml"
@@ -58,6 +62,8 @@ EXECUTORS_SCRIPT = textwrap.dedent(
 def test_a_pipeline_runs_live_on_a_standalone_cluster_started_by_elastream(tmp_path):
     state_path = tmp_path / "cluster.json"
     state_arg = ("--state", str(state_path))
+    redis = local_redis(tmp_path / "redis")
+    redis.start()
     started = elastream("cluster", "up", "--workers", "2", "--cores", "2", *state_arg)
     assert started.returncode == 0, started.stderr
     state = ClusterState.load(state_path)
@@ -69,14 +75,16 @@ def test_a_pipeline_runs_live_on_a_standalone_cluster_started_by_elastream(tmp_p
         out = tmp_path / "run"
         run = elastream(
             "run", str(PIPELINE), "--master", state.master_url, "--trace", TRACE, "--td", "3",
-            "--t-out", "none", "--out", str(out), "--quiet",
+            "--t-out", "none", "--out", str(out), "--quiet", "--queues", redis.url,
         )  # fmt: skip
         assert run.returncode == 0, run.stdout + run.stderr
         summary = json.loads((out / "summary.json").read_text())
         assert summary["reconfigurations"] > 0  # replicas changed live, on the cluster
         assert summary["query_restarts"] == 0
         assert summary["processed_ratio"] == 1.0
-        audit = SqliteQueueStore(out / "queues.db").audit()
+        assert not (out / "queues.db").exists()
+        store = RedisQueueStore(store_address(make_config(out=out, queues=redis.url)))
+        audit = store.audit()
         fates = audit.to_sink + audit.filtered + audit.timeout + audit.overflow + audit.failed
         assert audit.pending == 0 and fates == audit.events_in == summary["events_in"]
         assert audit.duplicate_sink_roots == 0 and audit.roots_with_two_fates == 0
@@ -92,6 +100,7 @@ def test_a_pipeline_runs_live_on_a_standalone_cluster_started_by_elastream(tmp_p
         assert moved.stdout.splitlines() == expected, moved.stdout
     finally:
         stopped = elastream("cluster", "down", *state_arg)
+        redis.stop()
     assert stopped.returncode == 0, stopped.stderr
     assert not any(running(p) for p in state.processes)
     assert not state_path.exists()
