@@ -206,21 +206,51 @@ def store_round_trip_s(address: str, share: int = 10, rounds: int = 200) -> floa
         arrived = [Event(f"s-{i}", "k", now, {"i": i}) for i in range(k * share, (k + 1) * share)]
         store.append("a", arrived, "src", k * share)
         plan = store.plan_batch("a", k * share, (k + 1) * share, 1, lambda keys: [0] * len(keys))
-        events = store.read_share(plan, 0)
-        outcomes = [
-            Outcome(
-                e.id,
-                e.root,
-                OutcomeKind.PROCESSED,
-                (("b", Event(e.id + ">", e.key, e.ts, e.payload, e.root)),),
-            )
-            for e in events
-        ]
+        outcomes = _forward(store.read_share(plan, 0), "b")
         store.commit_share(share_commit("a", plan.batch, 0, outcomes, (), 0.0))
         store.release("a", plan.end)
     elapsed = time.perf_counter() - started
     store.close()
     return elapsed / rounds
+
+
+def store_path_rate(address: str, events: int = 100_000, batch: int = 5_000) -> float:
+    """Events per second through the store alone, one process, no Spark: a source appends
+    batches of `batch`; each of the three operators plans each batch for 2 replicas, reads both
+    shares and commits them (outputs to the next queue), then releases it. The store's ceiling
+    on the data path, all hops included."""
+    store = bench_store(address)
+    chain = [*OPERATORS, "out"]
+    for name in OPERATORS:
+        store.create_queue(name, None)
+    store.create_queue("out", None, sink=True)
+    halves = lambda keys: [k % 2 for k in range(len(keys))]  # noqa: E731
+    started = time.perf_counter()
+    for first in range(0, events, batch):
+        now = time.time()
+        arrived = [Event(f"s-{i}", "k", now, {"i": i}) for i in range(first, first + batch)]
+        store.append(OPERATORS[0], arrived, "src", first)
+        for op, target in pairwise(chain):
+            plan = store.plan_batch(op, first, first + batch, 2, halves)
+            for replica in (0, 1):
+                outcomes = _forward(store.read_share(plan, replica), target)
+                store.commit_share(share_commit(op, plan.batch, replica, outcomes, (), 0.0))
+            store.release(op, plan.end)
+    elapsed = time.perf_counter() - started
+    store.close()
+    return events / elapsed
+
+
+def _forward(events: list[Event], target: str) -> list[Outcome]:
+    return [
+        Outcome(
+            e.id,
+            e.root,
+            OutcomeKind.PROCESSED,
+            ((target, Event(e.id + ">", e.key, e.ts, e.payload, e.root)),),
+        )
+        for e in events
+    ]
 
 
 def low_load_latency(
@@ -289,6 +319,8 @@ def bench_backend(
     print(f"== {backend} queues", flush=True)
     rate = feeder_rate(pipeline, 200_000, 5_000, micro)
     print(f"feeder alone: {rate:,.0f} events/s appended", flush=True)
+    rate = store_path_rate(micro)
+    print(f"store alone, 3 hops, 2 replicas, batches of 5,000: {rate:,.0f} events/s", flush=True)
     print("elastream, 3 pass-through operators, static r = 2 (rising constant rate):")
     rates = args.rates or (QUICK_RATES if args.quick else RATES)
     steps = highest_sustained(pipeline, rates, duration, out / backend, queues)
