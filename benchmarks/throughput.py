@@ -1,10 +1,13 @@
 """Data-path benchmark on real Spark: the highest constant rate a 3-operator pass-through pipeline
 sustains (processed ratio >= 0.999, p99 latency <= 5 s), next to a plain Structured Streaming query
 on the built-in `rate` source doing three pass-through `mapInPandas` steps; the mean latency per
-hop at low load and where it goes; the feeder's append rate.
+hop at low load and where it goes; the feeder's append rate. Each queue backend side by side:
+the embedded SQLite file, and Redis Streams on a redis-server the benchmark starts (AOF with
+`appendfsync always`, the exactly-once setting).
 
 Prints figures (no asserts). Usage:
     PYTHONPATH=src .venv/bin/python benchmarks/throughput.py [--quick] [--rates R1,R2] [--out D]
+        [--backends sqlite,redis]
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from elastream.config import make_config
 from elastream.experiments.session import run_engine
 from elastream.model.events import Event, Outcome, OutcomeKind
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
+from elastream.runtime.queues import QueueStore, open_store, reset_store
 from elastream.runtime.queues.base import share_commit
-from elastream.runtime.queues.sqlite import SqliteQueueStore
+from elastream.runtime.queues.redis_server import LocalRedis
 from elastream.runtime.spark.feeder import SourceStream
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.runtime.spark.session import spark_session
@@ -74,10 +78,20 @@ def passthrough_pipeline(replicas: int) -> Pipeline:
     )
 
 
-def run_rate(pipeline: Pipeline, rate: int, duration_s: float, out: Path) -> tuple[RateStep, dict]:
-    """One run at a constant `rate`; its result and the queries' mean progress durations."""
+def run_rate(
+    pipeline: Pipeline, rate: int, duration_s: float, out: Path, queues: str | None
+) -> tuple[RateStep, dict]:
+    """One run at a constant `rate` (queues at `queues`, None: the embedded default); its result
+    and the queries' mean progress durations."""
     config = make_config(
-        policy="static", replicas=2, td=5.0, out=out, drain_s=15, t_out=30.0, q_size=None
+        policy="static",
+        replicas=2,
+        td=5.0,
+        out=out,
+        drain_s=15,
+        t_out=30.0,
+        q_size=None,
+        queues=queues,
     )
     engine = SparkEngine(
         pipeline, config, constant(rate=float(rate), duration=duration_s), keep_session=True
@@ -107,12 +121,12 @@ def progress_durations(queries) -> dict[str, float]:  # type: ignore[no-untyped-
 
 
 def highest_sustained(
-    pipeline: Pipeline, rates: tuple[int, ...], duration_s: float, out: Path
+    pipeline: Pipeline, rates: tuple[int, ...], duration_s: float, out: Path, queues: str | None
 ) -> list[RateStep]:
     """Rising rates until one is not sustained."""
     steps = []
     for rate in rates:
-        step, _ = run_rate(pipeline, rate, duration_s, out / f"rate-{rate}")
+        step, _ = run_rate(pipeline, rate, duration_s, out / f"rate-{rate}", queues)
         steps.append(step)
         p99 = "-" if step.p99_s is None else f"{step.p99_s:.2f}"
         print(
@@ -160,9 +174,15 @@ def _same_frames(frames: Iterator) -> Iterator:  # type: ignore[type-arg]
     yield from frames
 
 
-def feeder_rate(pipeline: Pipeline, events: int, tick_events: int, out: Path) -> float:
+def bench_store(address: str) -> QueueStore:
+    """A fresh store at `address` for a micro-benchmark."""
+    reset_store(address)
+    return open_store(address)
+
+
+def feeder_rate(pipeline: Pipeline, events: int, tick_events: int, address: str) -> float:
     """Events per second the feeder's generate-and-append path reaches, alone."""
-    store = SqliteQueueStore(out / "feeder.db")
+    store = bench_store(address)
     for name in OPERATORS:
         store.create_queue(name, None)
     stream = SourceStream(pipeline.sources[0], pipeline, store, seed=0)
@@ -174,10 +194,10 @@ def feeder_rate(pipeline: Pipeline, events: int, tick_events: int, out: Path) ->
     return events / elapsed
 
 
-def store_round_trip_s(out: Path, share: int = 10, rounds: int = 200) -> float:
+def store_round_trip_s(address: str, share: int = 10, rounds: int = 200) -> float:
     """Seconds for one small batch's store work: append, plan, read, commit (with its outputs),
     release."""
-    store = SqliteQueueStore(out / "store.db")
+    store = bench_store(address)
     store.create_queue("a", None)
     store.create_queue("b", None)
     started = time.perf_counter()
@@ -186,16 +206,7 @@ def store_round_trip_s(out: Path, share: int = 10, rounds: int = 200) -> float:
         arrived = [Event(f"s-{i}", "k", now, {"i": i}) for i in range(k * share, (k + 1) * share)]
         store.append("a", arrived, "src", k * share)
         plan = store.plan_batch("a", k * share, (k + 1) * share, 1, lambda keys: [0] * len(keys))
-        events = store.read_share(plan, 0)
-        outcomes = [
-            Outcome(
-                e.id,
-                e.root,
-                OutcomeKind.PROCESSED,
-                (("b", Event(e.id + ">", e.key, e.ts, e.payload, e.root)),),
-            )
-            for e in events
-        ]
+        outcomes = _forward(store.read_share(plan, 0), "b")
         store.commit_share(share_commit("a", plan.batch, 0, outcomes, (), 0.0))
         store.release("a", plan.end)
     elapsed = time.perf_counter() - started
@@ -203,9 +214,51 @@ def store_round_trip_s(out: Path, share: int = 10, rounds: int = 200) -> float:
     return elapsed / rounds
 
 
-def low_load_latency(pipeline: Pipeline, duration_s: float, out: Path) -> None:
-    """Mean latency per hop at 10 events/s, and where a hop's time goes."""
-    step, phases = run_rate(pipeline, 10, duration_s, out / "low-load")
+def store_path_rate(address: str, events: int = 100_000, batch: int = 5_000) -> float:
+    """Events per second through the store alone, one process, no Spark: a source appends
+    batches of `batch`; each of the three operators plans each batch for 2 replicas, reads both
+    shares and commits them (outputs to the next queue), then releases it. The store's ceiling
+    on the data path, all hops included."""
+    store = bench_store(address)
+    chain = [*OPERATORS, "out"]
+    for name in OPERATORS:
+        store.create_queue(name, None)
+    store.create_queue("out", None, sink=True)
+    halves = lambda keys: [k % 2 for k in range(len(keys))]  # noqa: E731
+    started = time.perf_counter()
+    for first in range(0, events, batch):
+        now = time.time()
+        arrived = [Event(f"s-{i}", "k", now, {"i": i}) for i in range(first, first + batch)]
+        store.append(OPERATORS[0], arrived, "src", first)
+        for op, target in pairwise(chain):
+            plan = store.plan_batch(op, first, first + batch, 2, halves)
+            for replica in (0, 1):
+                outcomes = _forward(store.read_share(plan, replica), target)
+                store.commit_share(share_commit(op, plan.batch, replica, outcomes, (), 0.0))
+            store.release(op, plan.end)
+    elapsed = time.perf_counter() - started
+    store.close()
+    return events / elapsed
+
+
+def _forward(events: list[Event], target: str) -> list[Outcome]:
+    return [
+        Outcome(
+            e.id,
+            e.root,
+            OutcomeKind.PROCESSED,
+            ((target, Event(e.id + ">", e.key, e.ts, e.payload, e.root)),),
+        )
+        for e in events
+    ]
+
+
+def low_load_latency(
+    pipeline: Pipeline, duration_s: float, out: Path, queues: str | None, micro: str
+) -> None:
+    """Mean latency per hop at 10 events/s, and where a hop's time goes (`micro`: a store
+    address for the store's own round trip)."""
+    step, phases = run_rate(pipeline, 10, duration_s, out / "low-load", queues)
     shutil.rmtree(out / "low-load", ignore_errors=True)
     if step.mean_s is None:
         print("  no event reached the sink")
@@ -220,7 +273,7 @@ def low_load_latency(pipeline: Pipeline, duration_s: float, out: Path) -> None:
         print(
             f"  waiting for the next trigger / batch start: {max(0.0, hop - batch):.3f} s per hop"
         )
-    round_trip_ms = store_round_trip_s(out) * 1000
+    round_trip_ms = store_round_trip_s(micro) * 1000
     print(f"  store round trip of a 10-event share (plan, read, commit): {round_trip_ms:.2f} ms")
 
 
@@ -236,6 +289,46 @@ def _rates(text: str) -> tuple[int, ...]:
     return rates
 
 
+BACKENDS = ("sqlite", "redis")
+
+
+def _backends(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(","))
+    unknown = [n for n in names if n not in BACKENDS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"--backends: {text!r} names unknown backends (known: {', '.join(BACKENDS)})"
+        )
+    return names
+
+
+def addresses(backend: str, out: Path, server: LocalRedis | None) -> tuple[str | None, str]:
+    """(the runs' `queues` setting, a store address for the micro-benchmarks) of `backend`."""
+    if backend == "redis":
+        assert server is not None
+        return server.url, f"{server.url}?prefix=bench-micro"
+    return None, str(out / "micro.db")
+
+
+def bench_backend(
+    backend: str, pipeline: Pipeline, args: argparse.Namespace, out: Path, server: LocalRedis | None
+) -> int:
+    """The figures of one backend; its highest sustained rate."""
+    queues, micro = addresses(backend, out, server)
+    duration = 20.0 if args.quick else 60.0
+    print(f"== {backend} queues", flush=True)
+    rate = feeder_rate(pipeline, 200_000, 5_000, micro)
+    print(f"feeder alone: {rate:,.0f} events/s appended", flush=True)
+    rate = store_path_rate(micro)
+    print(f"store alone, 3 hops, 2 replicas, batches of 5,000: {rate:,.0f} events/s", flush=True)
+    print("elastream, 3 pass-through operators, static r = 2 (rising constant rate):")
+    rates = args.rates or (QUICK_RATES if args.quick else RATES)
+    steps = highest_sustained(pipeline, rates, duration, out / backend, queues)
+    print("latency per hop at 10 events/s:")
+    low_load_latency(pipeline, duration, out / backend, queues, micro)
+    return max((s.rate for s in steps if s.sustained), default=0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short runs and a short rate ladder")
@@ -245,27 +338,34 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=None, help="work directory (default: a temp dir)"
     )
+    parser.add_argument(
+        "--backends",
+        type=_backends,
+        default=BACKENDS,
+        help="queue backends to run, side by side (default: sqlite,redis)",
+    )
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="elastream-throughput-"))
     out.mkdir(parents=True, exist_ok=True)
-    duration = 20.0 if args.quick else 60.0
     pipeline = passthrough_pipeline(replicas=2)
-
-    print(f"feeder alone: {feeder_rate(pipeline, 200_000, 5_000, out):,.0f} events/s appended")
-    print("elastream, 3 pass-through operators, static r = 2 (rising constant rate):")
-    rates = args.rates or (QUICK_RATES if args.quick else RATES)
-    steps = highest_sustained(pipeline, rates, duration, out)
-    best = max((s.rate for s in steps if s.sustained), default=0)
+    server = LocalRedis(out / "redis") if "redis" in args.backends else None
+    try:
+        if server is not None:
+            server.start()
+            print(f"redis-server {server.url} (AOF, appendfsync {server.appendfsync})")
+        best = {b: bench_backend(b, pipeline, args, out, server) for b in args.backends}
+    finally:
+        if server is not None:
+            server.stop()
     plain_rate = 20_000 if args.quick else 50_000
     capacity, used = plain_spark_capacity(plain_rate, 10 if args.quick else 40, out)
     print(
         f"plain Spark, rate source at {plain_rate:,} rows/s, 3 x mapInPandas: "
         f"{used:.2f} s of each 1 s trigger used -> capacity {capacity:,.0f} rows/s"
     )
-    ratio = f"{best / capacity:.3f}" if capacity else "n/a (plain Spark processed nothing)"
-    print(f"highest sustained rate: {best:,} ev/s; ratio to plain Spark capacity: {ratio}")
-    print("latency per hop at 10 events/s:")
-    low_load_latency(pipeline, duration, out)
+    for backend, rate in best.items():
+        ratio = f"{rate / capacity:.3f}" if capacity else "n/a (plain Spark processed nothing)"
+        print(f"{backend}: highest sustained rate {rate:,} ev/s; ratio to plain Spark: {ratio}")
     if args.out is None:
         shutil.rmtree(out, ignore_errors=True)
 

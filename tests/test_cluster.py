@@ -1,7 +1,8 @@
 """A Spark standalone cluster started by `elastream cluster up` on this machine: a pipeline runs
-on it with replicas changing live and exact conservation, and survives the SIGKILL of an
-executor; executors are removed and added through the Executors interface; `cluster down`
-stops exactly what was started."""
+on it, on Redis Streams queues (the backend for executors on other machines), with replicas
+changing live and exact conservation, and survives the SIGKILL of an executor; executors are
+leased as hosts billed per BTU, and removed and added through the Executors interface; `cluster
+down` stops exactly what was started."""
 
 import itertools
 import json
@@ -11,20 +12,22 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_spark_runtime import assert_conserved, descendants, wait_for_outcomes
+from redis_server import LocalRedis, local_redis
+from test_spark_runtime import assert_conserved, descendants
 
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
 from elastream.experiments.session import slot_hosts
-from elastream.runtime.queues import SqliteQueueStore
+from elastream.runtime.queues import RedisQueueStore
 from elastream.runtime.spark.cluster import ClusterState, free_port, running
-from elastream.runtime.spark.runtime import SparkEngine
+from elastream.runtime.spark.runtime import SparkEngine, store_address
 from elastream.workloads import Trace
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -84,6 +87,24 @@ def cluster(tmp_path_factory) -> tuple[ClusterState, tuple[str, str]]:
         elastream("cluster", "down", *state_arg)
 
 
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory) -> LocalRedis:
+    """A redis-server (AOF, appendfsync always) for this module's runs."""
+    server = local_redis(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()
+
+
+def wait_for_sink(run: subprocess.Popen, store: RedisQueueStore, n: int, timeout_s: float = 300):
+    """Until `n` events have reached the sink (Spark's start-up included)."""
+    deadline = time.time() + timeout_s
+    while len(store.sink_ids("out")) < n:
+        assert run.poll() is None, run.stdout.read()
+        assert time.time() < deadline, f"fewer than {n} sink events after {timeout_s:.0f} s"
+        time.sleep(1)
+
+
 def run_on(master: str, out: Path, trace: str, *extra: str) -> subprocess.Popen:
     cmd = [
         sys.executable, "-m", "elastream.cli", "run", str(PIPELINE), "--master", master,
@@ -94,8 +115,8 @@ def run_on(master: str, out: Path, trace: str, *extra: str) -> subprocess.Popen:
     )
 
 
-def test_a_pipeline_runs_live_on_the_cluster_and_survives_the_sigkill_of_an_executor(
-    cluster, tmp_path
+def test_a_pipeline_runs_live_on_the_cluster_on_redis_and_survives_an_executor_sigkill(
+    cluster, redis, tmp_path
 ):
     state, _ = cluster
     assert [p.role for p in state.processes] == ["master", "worker-0", "worker-1"]
@@ -108,8 +129,12 @@ def test_a_pipeline_runs_live_on_the_cluster_and_survives_the_sigkill_of_an_exec
     settings = tmp_path / "settings.yaml"
     conf = {"spark.driver.host": "127.0.0.1", "spark.driver.port": str(driver_port)}
     settings.write_text(json.dumps({"spark": {"conf": conf}}))  # JSON is YAML
-    run = run_on(state.master_url, out, TRACE, "--t-out", "none", "--config", str(settings))
-    wait_for_outcomes(run, out / "queues.db", 150)  # in the spike
+    run = run_on(
+        state.master_url, out, TRACE, "--t-out", "none", "--config", str(settings),
+        "--queues", redis.url,
+    )  # fmt: skip
+    store = RedisQueueStore(store_address(make_config(out=out, queues=redis.url)))
+    wait_for_sink(run, store, 100)  # in the spike
     executors = [pid for w in workers for pid in descendants(w, "CoarseGrainedExecutorBackend")]
     assert len(executors) == 2, executors  # one per worker
     driver_url = f"CoarseGrainedScheduler@127.0.0.1:{driver_port}".encode()
@@ -122,7 +147,8 @@ def test_a_pipeline_runs_live_on_the_cluster_and_survives_the_sigkill_of_an_exec
     assert summary["reconfigurations"] > 0  # replicas changed live, on the cluster
     assert summary["processed_ratio"] == 1.0
     assert "query_restarts" in summary  # counted (Spark usually retries the lost tasks itself)
-    audit = SqliteQueueStore(out / "queues.db").audit()
+    assert not (out / "queues.db").exists()  # the queues are in Redis
+    audit = store.audit()
     assert_conserved(audit, summary["events_in"])  # nothing lost, nothing twice
     replacements = [pid for w in workers for pid in descendants(w, "CoarseGrainedExecutorBackend")]
     assert executors[0] not in replacements

@@ -2,40 +2,63 @@
 bounds (q_size), t_out, exactly-once under replay, kill and resume, conservation, retention, and
 keyed state (committed with its share, exactly once).
 
-A backend joins by adding an opener to `BACKENDS` (the next one is Redis Streams)."""
+A backend joins by adding an opener to `BACKENDS`: it gets the test's temp folder and a running
+redis-server (started once per session, each test in its own key prefix)."""
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from helpers import linear_pipeline
+from redis_server import LocalRedis, local_redis
 
 from elastream.model.events import Event, Outcome, OutcomeKind
 from elastream.model.grouping import key_group, key_groups
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.model.state import KeyedState, decode_value
 from elastream.runtime.operators import OperatorContext
-from elastream.runtime.queues import QueueError, QueueStore, SqliteQueueStore
+from elastream.runtime.queues import QueueError, QueueStore, RedisQueueStore, SqliteQueueStore
 from elastream.runtime.queues.base import BatchPlan, FailedEvent, share_commit
 from elastream.runtime.spark.task import process
 
 Opener = Callable[[], QueueStore]
-BACKENDS: dict[str, Callable[[Path], QueueStore]] = {
-    "sqlite": lambda folder: SqliteQueueStore(folder / "q.db"),
+BACKENDS: dict[str, Callable[[Path, Callable[[], str]], QueueStore]] = {
+    "sqlite": lambda folder, _: SqliteQueueStore(folder / "q.db"),
+    "redis": lambda folder, server: RedisQueueStore(f"{server()}?prefix=t-{folder.name}"),
 }
 
 
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    """A redis-server for the session's contract tests, started on first use."""
+    started: list[LocalRedis] = []
+
+    def url() -> str:
+        if not started:
+            server = local_redis(tmp_path_factory.mktemp("redis"))
+            server.start()
+            started.append(server)
+        return started[0].url
+
+    yield url
+    for server in started:
+        server.stop()
+
+
 @pytest.fixture(params=sorted(BACKENDS))
-def open_store(request, tmp_path) -> Opener:
+def open_store(request, tmp_path, redis_url) -> Opener:
     """Opens the backend's store of this test (again: a process that restarts after a kill)."""
     opened: list[QueueStore] = []
+    folder = tmp_path / uuid.uuid4().hex[:8]
+    folder.mkdir()
 
     def opener() -> QueueStore:
-        store = BACKENDS[request.param](tmp_path)
+        store = BACKENDS[request.param](folder, redis_url)
         opened.append(store)
         return store
 
@@ -342,3 +365,18 @@ def test_kill_and_resume_counts_every_event_once(open_store):
         count_share(resumed, after, j)
     assert counts(resumed) == sent(24)
     assert resumed.pending("a") == 0
+
+
+def test_outputs_beyond_a_bounded_successor_are_refused_and_counted(open_store):
+    store = open_store()
+    store.create_queue("a", None)
+    store.create_queue("b", 2)
+    store.create_queue("out", None, sink=True)
+    store.append("a", events(5), "src", 0)
+    plan = store.plan_batch("a", 0, 5, 1, alternate)
+    t0 = time.time()
+    assert run_share(store, plan, 0, "b") is True
+    assert (store.latest("b"), store.overflow_count("b", t0, time.time() + 1)) == (2, 3)
+    assert store.arrivals("b", t0, time.time() + 1) == {"a": 5}
+    audit = store.audit()
+    assert (audit.events_in, audit.overflow, audit.pending) == (5, 3, 2)

@@ -85,6 +85,7 @@ FLAGS = (
     "drain_s",
     "seed",
     "out",
+    "queues",
     "history",
     "dry_run",
     "series_resolution_s",

@@ -16,6 +16,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="continue a killed run from its queues and checkpoints in --out",
     )
     parser.add_argument(
+        "--queues",
+        help="queue store: redis://HOST:PORT/DB[?prefix=NAME] for Redis Streams, or a SQLite "
+        "file (default: queues.db in --out)",
+    )
+    parser.add_argument(
         "--master", help="Spark master URL, e.g. spark://127.0.0.1:7077 (`elastream cluster up`)"
     )
     parser.set_defaults(handler=handle)

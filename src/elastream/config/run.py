@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from elastream.base.settings import Settings
 from elastream.control.controller import Controller
@@ -104,6 +104,12 @@ class RunConfig(Settings):
         60.0, ge=0, description="time allowed to empty the queues after the load, s"
     )
     out: Path = Field(Path("runs/latest"), description="output directory")
+    queues: str | None = Field(
+        None,
+        description="queue store of the Spark runtime: a SQLite file path, or "
+        "redis://HOST:PORT/DB[?prefix=NAME] for Redis Streams (the prefix defaults to one per "
+        "output directory); None: the embedded SQLite file queues.db in the output directory",
+    )
     history: Path | None = Field(
         None,
         description="metrics history database the run is added to, for the models "
@@ -131,6 +137,13 @@ class RunConfig(Settings):
     spark: SparkSettings = Field(
         default_factory=SparkSettings, description="Spark runtime settings"
     )
+
+    @field_validator("queues")
+    @classmethod
+    def _queue_address(cls, value: str | None) -> str | None:
+        if value is not None and "://" in value and not value.startswith("redis://"):
+            raise ValueError(f"{value!r}: expected a file path or redis://HOST:PORT/DB")
+        return value
 
     @model_validator(mode="after")
     def _known_policy(self) -> RunConfig:

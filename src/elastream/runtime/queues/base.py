@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 import msgpack
@@ -196,7 +195,7 @@ class StateStore(Protocol):
 class QueueStore(StateStore, Protocol):
     """Durable batch queues with bounds, batch plans and exactly-once share commits."""
 
-    path: Path
+    address: str  # where it is: a file path (SQLite) or a redis:// URL (`queues.open_store`)
 
     def close(self) -> None: ...
 

@@ -87,6 +87,7 @@ class SqliteQueueStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.address = str(self.path)
         self.conn = connect(self.path)
         self.conn.executescript(SCHEMA)
         self._sinks: dict[str, bool] = {}

@@ -7,14 +7,12 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from elastream.model.events import Event
 from elastream.model.pipeline import Pipeline, SourceSpec, load_callable
-from elastream.runtime.queues.base import QueueStore
-from elastream.runtime.queues.sqlite import SqliteQueueStore
+from elastream.runtime.queues import QueueStore, open_store
 from elastream.workloads.trace import Trace
 
 
@@ -42,7 +40,7 @@ class Feeder:
     `<source>-<index>`, so a resumed run that regenerates an index appends nothing twice."""
 
     pipeline: Pipeline
-    db_path: Path
+    queues: str  # the queue store's address (`queues.open_store`)
     trace: Trace
     seed: int = 0
     tick_s: float = 0.1
@@ -69,7 +67,7 @@ class Feeder:
             self.done.set()
 
     def _feed(self) -> None:
-        store = SqliteQueueStore(self.db_path)
+        store = open_store(self.queues)
         sources = {
             s.name: SourceStream(s, self.pipeline, store, self.seed) for s in self.pipeline.sources
         }

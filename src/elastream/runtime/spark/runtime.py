@@ -21,8 +21,14 @@ from elastream.model.events import OutcomeKind
 from elastream.model.metrics import RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import HostClock, OperatorStats, Snapshot
-from elastream.runtime.queues.base import QueueStore
-from elastream.runtime.queues.sqlite import SqliteQueueStore
+from elastream.runtime.queues import (
+    QueueStore,
+    backend_name,
+    open_store,
+    reset_store,
+    store_exists,
+    with_prefix,
+)
 from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
@@ -32,6 +38,17 @@ from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
 HOST_POLL_S = 0.25  # how often a leased executor's registration is looked for, s
+
+
+def store_address(config: RunConfig) -> str:
+    """Where the run's queues are: `config.queues` (a Redis URL gets a key prefix of its own per
+    output directory unless it names one), by default queues.db in the output directory."""
+    out = Path(config.out).resolve()
+    if config.queues is None:
+        return str(out / DB_NAME)
+    if backend_name(config.queues) == "redis":
+        return with_prefix(config.queues, f"elastream:{out}")
+    return str(Path(config.queues).resolve())
 
 
 class RuntimeFailure(RuntimeError):
@@ -85,7 +102,7 @@ class SparkEngine:
         self.config = config
         self.trace = trace  # the session has cut it to the run's duration
         self.out = Path(config.out)
-        self.db_path = self.out / DB_NAME
+        self.queues = store_address(config)
         self.resume = resume
         self.keep_session = keep_session
         self.queries: dict[str, Any] = {}
@@ -120,7 +137,7 @@ class SparkEngine:
             self._await_first_batches()
         resume_at = float(self.store.meta("trace_elapsed", 0.0)) if self.resume else 0.0
         self.feeder = Feeder(
-            self.pipeline, self.db_path, self.trace, self.config.seed, resume_at=resume_at
+            self.pipeline, self.queues, self.trace, self.config.seed, resume_at=resume_at
         )
         self.t0 = time.time() - resume_at
         self.t_prev = time.time()
@@ -262,18 +279,14 @@ class SparkEngine:
         return max(2, self.pipeline.r_over)
 
     def _prepare_store(self) -> None:
-        if self.resume and not self.db_path.exists():
-            raise RuntimeFailure(f"nothing to resume: {self.db_path} does not exist")
-        if not self.resume and self.out.exists():
-            for stale in (self.db_path, self.out / "checkpoints"):
-                if stale.is_dir():
-                    shutil.rmtree(stale)
-                elif stale.exists():
-                    stale.unlink()
-            for suffix in ("-wal", "-shm"):
-                Path(f"{self.db_path}{suffix}").unlink(missing_ok=True)
+        if self.resume and not store_exists(self.queues):
+            raise RuntimeFailure(f"nothing to resume: no queue store at {self.queues}")
+        if not self.resume:
+            shutil.rmtree(self.out / "checkpoints", ignore_errors=True)
+            reset_store(self.queues)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.store: QueueStore = SqliteQueueStore(self.db_path)
+        self.store: QueueStore = open_store(self.queues)
+        self.store.set_meta("out_dir", str(self.out.resolve()))
         self.store.set_meta("pipeline", self.pipeline.model_dump(mode="json", by_alias=True))
         self.store.set_meta("t_out", self.config.t_out)
         self.store.set_meta("td", self.config.td)
@@ -298,9 +311,7 @@ class SparkEngine:
         sc = self.spark.sparkContext
         sc.setLocalProperty("spark.scheduler.pool", name)
         reader = (
-            self.spark.readStream.format(SOURCE_NAME)
-            .option("db", str(self.db_path.resolve()))
-            .option("op", name)
+            self.spark.readStream.format(SOURCE_NAME).option("db", self.queues).option("op", name)
         )
         writer = (
             reader.load()

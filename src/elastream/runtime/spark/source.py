@@ -108,7 +108,8 @@ class QueueStreamReader(DataSourceStreamReader):
 
 
 class QueueDataSource(DataSource):
-    """`spark.readStream.format("elastream_queue").option("db", path).option("op", name)`."""
+    """`spark.readStream.format("elastream_queue").option("db", queues).option("op", name)`,
+    where `queues` is the queue store's address: a SQLite file path or a redis:// URL."""
 
     @classmethod
     def name(cls) -> str:

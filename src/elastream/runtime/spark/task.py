@@ -15,8 +15,8 @@ from elastream.model.grouping import key_group
 from elastream.model.pipeline import Pipeline, check_state_parameter, load_callable
 from elastream.model.state import KeyedState
 from elastream.runtime.operators import OUT_PLACEHOLDER, OperatorContext, apply_operator
+from elastream.runtime.queues import open_store
 from elastream.runtime.queues.base import FailedEvent, QueueStore, encode_payload, share_commit
-from elastream.runtime.queues.sqlite import SqliteQueueStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,17 +29,18 @@ class TaskResult:
 
 
 @cache
-def store_for(db_path: str) -> QueueStore:
-    """One connection per process and database (Python workers are reused between batches)."""
-    return SqliteQueueStore(db_path)
+def store_for(queues: str) -> QueueStore:
+    """One connection per process and store address (Python workers are reused between
+    batches): a SQLite file path or a redis:// URL (`queues.open_store`)."""
+    return open_store(queues)
 
 
 @cache
-def context_for(db_path: str, op: str) -> OperatorContext:
-    store = store_for(db_path)
+def context_for(queues: str, op: str) -> OperatorContext:
+    store = store_for(queues)
     pipeline = Pipeline.model_validate(store.meta("pipeline"))
     spec = pipeline.operator(op)
-    out_dir = str(Path(db_path).parent)
+    out_dir = store.meta("out_dir") or str(Path(queues).parent)
     params = {
         k: v.replace(OUT_PLACEHOLDER, out_dir) if isinstance(v, str) else v
         for k, v in spec.params.items()
@@ -49,14 +50,14 @@ def context_for(db_path: str, op: str) -> OperatorContext:
     return OperatorContext(spec, function, params, pipeline.routes(op), store.meta("t_out"))
 
 
-def run_share(db_path: str, op: str, start: int, end: int, replica: int) -> TaskResult:
+def run_share(queues: str, op: str, start: int, end: int, replica: int) -> TaskResult:
     """Process replica `replica`'s share of `op`'s planned batch [start, end), and commit it in
     one transaction; a share committed before is not processed again."""
     if end == start:  # an empty batch
         return TaskResult(replica, 0, 0, 0, 0.0)
     started = time.perf_counter()
-    store = store_for(db_path)
-    ctx = context_for(db_path, op)
+    store = store_for(queues)
+    ctx = context_for(queues, op)
     plan = store.plan(op, start, end)
     if store.share_done(op, plan.batch, replica):
         return TaskResult(replica, plan.owners.count(replica), 0, 0, 0.0)

@@ -1,0 +1,86 @@
+"""A local redis-server that elastream starts itself (tests, benchmarks): on a free port of
+127.0.0.1, in its own folder, AOF on with `appendfsync always` (what exactly-once needs, see
+docs/runtime.md); it can be killed and restarted on the same port and folder."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+SERVER = "redis-server"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalRedis:
+    """One redis-server process started by this object (and only it is ever stopped)."""
+
+    def __init__(self, folder: Path, appendfsync: str = "always") -> None:
+        binary = shutil.which(SERVER)
+        if binary is None:
+            raise FileNotFoundError(f"{SERVER} is not on PATH (Debian package redis-server)")
+        self.binary = binary
+        self.folder = folder
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.appendfsync = appendfsync
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout_s: float = 20.0) -> None:
+        """Start (or restart, replaying the AOF) and wait until it answers."""
+        cmd = [
+            self.binary,
+            "--bind", "127.0.0.1",
+            "--port", str(self.port),
+            "--dir", str(self.folder),
+            "--appendonly", "yes",
+            "--appendfsync", self.appendfsync,
+            "--save", "",
+            "--daemonize", "no",
+            "--logfile", str(self.folder / "redis.log"),
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=1)
+        deadline = time.time() + timeout_s
+        try:
+            while not self._answers(client):
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"redis-server exited: {self.log()}")
+                if time.time() > deadline:
+                    raise RuntimeError(f"redis-server silent for {timeout_s} s: {self.log()}")
+                time.sleep(0.05)
+        finally:
+            client.close()
+
+    @staticmethod
+    def _answers(client: redis.Redis) -> bool:
+        try:
+            return bool(client.ping())
+        except redis.exceptions.ConnectionError:  # not listening yet, or still loading the AOF
+            return False
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        self.kill(signal.SIGTERM)
+
+    def log(self) -> str:
+        path = self.folder / "redis.log"
+        return path.read_text()[-2000:] if path.exists() else ""

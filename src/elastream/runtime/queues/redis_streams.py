@@ -1,0 +1,641 @@
+"""The networked queue store: durable batch queues of a run in Redis Streams, for executors on
+other machines.
+
+One stream per queue; an entry per appended segment (its id is the segment's end offset, so
+integer offsets stay exact and retention is one XTRIM MINID). Every write that must be atomic —
+an append with its producer's count, or a replica's share with its outputs, fates, failures and
+"share done" mark — is one request to one Lua script (`APPLY`), which checks its guards first and
+writes only when all pass. Key layout and persistence settings: docs/runtime.md.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+import msgpack
+import redis
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import BusyLoadingError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
+
+from elastream.model.events import Event, OutcomeKind
+from elastream.runtime.queues.base import (
+    Appended,
+    Audit,
+    BatchPlan,
+    Divide,
+    QueueError,
+    ShareCommit,
+    Stored,
+    decode_events,
+    decode_keys,
+    encode_events,
+    pack_roots,
+    unpack_roots,
+)
+
+SCHEME = "redis"
+DEFAULT_PREFIX = "elastream"
+MAX_REPLICAS = 255  # a plan stores each event's replica in one byte
+SHARE_KINDS = (OutcomeKind.PROCESSED, OutcomeKind.FILTERED, OutcomeKind.TIMEOUT, OutcomeKind.ERROR)
+RANGE_CHUNK = 256  # stream entries per XRANGE round trip
+MAX_ROOM_RETRIES = 100  # a bounded queue's room changed between two tries of one append
+# Connection errors (a restarting or loading server) are retried with a bounded backoff:
+# 0.05 s doubling up to 2 s, 30 tries (about a minute), then the error propagates.
+RETRY_TRIES = 30
+RETRY_BASE_S = 0.05
+RETRY_CAP_S = 2.0
+
+# One atomic request (ARGV[1] = key prefix, ARGV[2] = the msgpack request, see `_Request`):
+# guards first (the share's done mark, the producer's count, every target queue's room), then
+# the writes. A guard that fails returns its reason and writes nothing.
+APPLY = """
+local P = ARGV[1]
+local req = cmsgpack.unpack(ARGV[2])
+local mark = req.mark
+if mark and redis.call('HEXISTS', P .. 'done:' .. mark.op, mark.field) == 1 then
+  return {'done'}
+end
+local prod = req.producer
+if prod then
+  local offered = tonumber(redis.call('HGET', P .. 'prod:' .. prod.q, prod.name) or '0')
+  if offered ~= prod.expect then return {'offered', offered} end
+end
+local states, rooms, short = {}, {}, false
+for i, a in ipairs(req.appends) do
+  local st = redis.call('HMGET', P .. 'q:' .. a.q, 'next', 'done', 'bound')
+  if not st[1] then return {'unknown', a.q} end
+  local nxt = tonumber(st[1])
+  local room = a.n
+  if st[3] and st[3] ~= '' then
+    room = math.max(0, tonumber(st[3]) - (nxt - tonumber(st[2])))
+  end
+  states[i] = nxt
+  rooms[i] = room
+  if math.min(room, a.n) ~= a.acc then short = true end
+end
+if short then return {'room', unpack(rooms)} end
+for i, a in ipairs(req.appends) do
+  local nxt = states[i]
+  if a.acc > 0 then
+    local stop = nxt + a.acc
+    redis.call('XADD', P .. 's:' .. a.q, string.format('%d-0', stop),
+      'first', string.format('%d', nxt), 'enq', req.now, 'keys', a.keys, 'body', a.body)
+    redis.call('HSET', P .. 'q:' .. a.q, 'next', string.format('%d', stop))
+  end
+  local seq = redis.call('INCR', P .. 'seq')
+  redis.call('ZADD', P .. 'ap:' .. a.q, req.now, string.format('%d|%d|%d|', seq, a.acc, a.n - a.acc)
+    .. a.lat .. '|' .. a.producer)
+  if a.refused ~= '' then redis.call('RPUSH', P .. 'roots:overflow', a.refused) end
+end
+if prod then redis.call('HSET', P .. 'prod:' .. prod.q, prod.name, prod.after) end
+if mark then
+  redis.call('HSET', P .. 'done:' .. mark.op, mark.field, '1')
+  redis.call('ZADD', P .. 'sh:' .. mark.op, req.now, mark.record)
+  redis.call('HINCRBY', P .. 'q:' .. mark.op, 'done', mark.events)
+end
+for _, r in ipairs(req.roots) do redis.call('RPUSH', P .. 'roots:' .. r[1], r[2]) end
+for _, f in ipairs(req.failures) do redis.call('HSETNX', P .. 'err:' .. f[1], f[2], f[3]) end
+for _, w in ipairs(req.puts) do
+  redis.call('HSET', P .. 'st:' .. w[1] .. ':' .. w[2], w[3], w[4])
+  redis.call('ZADD', P .. 'stg:' .. w[1], w[2], w[2])
+end
+for _, w in ipairs(req.dels) do redis.call('HDEL', P .. 'st:' .. w[1] .. ':' .. w[2], w[3]) end
+return {'ok'}
+"""
+
+# Retention (ARGV: prefix, op, end): the stream's segments ending at or below `end`, and the plans
+# of the batches ending there.
+RELEASE = """
+local P, op, stop = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local n = redis.call('XTRIM', P .. 's:' .. op, 'MINID', string.format('%d-0', stop + 1))
+local starts = redis.call('ZRANGEBYSCORE', P .. 'planend:' .. op, '-inf', stop)
+if #starts > 0 then
+  redis.call('HDEL', P .. 'plan:' .. op, unpack(starts))
+  redis.call('ZREMRANGEBYSCORE', P .. 'planend:' .. op, '-inf', stop)
+end
+return n
+"""
+
+
+@dataclass(frozen=True)
+class RedisAddress:
+    """A parsed `redis://HOST:PORT/DB?prefix=NAME` store address."""
+
+    host: str
+    port: int
+    db: int
+    prefix: str
+
+    @classmethod
+    def parse(cls, address: str) -> RedisAddress:
+        parts = urlsplit(address)
+        if parts.scheme != SCHEME or not parts.hostname:
+            raise QueueError(f"queue store address {address!r}: expected redis://HOST:PORT/DB")
+        path = parts.path.strip("/") or "0"
+        if not path.isdigit():
+            raise QueueError(f"queue store address {address!r}: database {path!r} is no number")
+        prefix = parse_qs(parts.query, keep_blank_values=True).get("prefix", [DEFAULT_PREFIX])[0]
+        if not prefix:
+            raise QueueError(f"queue store address {address!r}: empty prefix")
+        return cls(parts.hostname, parts.port or 6379, int(path), prefix)
+
+    def url(self) -> str:
+        return (
+            f"{SCHEME}://{self.host}:{self.port}/{self.db}?prefix={quote(self.prefix, safe=':/')}"
+        )
+
+
+def with_prefix(address: str, prefix: str) -> str:
+    """`address` namespaced by `prefix`, unless it names a prefix itself."""
+    parsed = RedisAddress.parse(address)
+    if "prefix=" in urlsplit(address).query:
+        return parsed.url()
+    return RedisAddress(parsed.host, parsed.port, parsed.db, prefix).url()
+
+
+def connect(address: RedisAddress) -> redis.Redis:
+    """A client that retries connection errors (a restarting or loading server) with a bounded,
+    jittered exponential backoff; every request the store sends is safe to repeat."""
+    retry = Retry(ExponentialWithJitterBackoff(cap=RETRY_CAP_S, base=RETRY_BASE_S), RETRY_TRIES)
+    return redis.Redis(
+        host=address.host,
+        port=address.port,
+        db=address.db,
+        retry=retry,
+        retry_on_error=[RedisConnectionError, RedisTimeoutError, BusyLoadingError],
+        socket_connect_timeout=5,
+        health_check_interval=30,
+    )
+
+
+@dataclass
+class _Append:
+    """One queue's part of a request: the events that should go in, and how many fit."""
+
+    q: str
+    producer: str
+    events: Sequence[Event]
+    sink: bool
+    accepted: int = -1  # unknown until the first try: all of them
+
+    def wire(self, now: float) -> dict[str, Any]:
+        n = len(self.events)
+        acc = n if self.accepted < 0 else self.accepted
+        accepted, refused = self.events[:acc], self.events[acc:]
+        keys, body = encode_events(accepted) if accepted else (b"", b"")
+        latency = sum(now - e.ts for e in accepted) if self.sink else 0.0
+        return {
+            "q": self.q,
+            "producer": self.producer,
+            "n": n,
+            "acc": acc,
+            "keys": keys,
+            "body": body,
+            "lat": repr(latency),
+            "refused": pack_roots([e.root for e in refused]) if refused else b"",
+        }
+
+
+@dataclass
+class _Request:
+    """Everything one atomic step writes (`APPLY`). A later write joins it as another field
+    here and another loop in the script."""
+
+    appends: list[_Append] = field(default_factory=list)
+    mark: dict[str, Any] | None = None  # a share's done mark and its record
+    producer: dict[str, Any] | None = None  # a source's count before and after
+    roots: list[tuple[str, bytes]] = field(default_factory=list)  # (fate, packed roots)
+    failures: list[tuple[str, str, bytes]] = field(default_factory=list)  # (op, id, record)
+    puts: list[tuple[str, int, str, bytes]] = field(default_factory=list)  # keyed state writes
+    dels: list[tuple[str, int, str]] = field(default_factory=list)  # keyed state deletes
+
+    def wire(self, now: float) -> bytes:
+        return msgpack.packb(
+            {
+                "now": repr(now),
+                "appends": [a.wire(now) for a in self.appends],
+                "mark": self.mark,
+                "producer": self.producer,
+                "roots": [list(r) for r in self.roots],
+                "failures": [list(f) for f in self.failures],
+                "puts": [list(w) for w in self.puts],
+                "dels": [list(w) for w in self.dels],
+            },
+            use_bin_type=False,  # Redis' Lua cmsgpack knows no bin type: blobs go as raw strings
+        )
+
+
+class RedisQueueStore:
+    """The `QueueStore` of one Redis database and key prefix (see the module docstring)."""
+
+    def __init__(self, address: str) -> None:
+        self.where = RedisAddress.parse(address)
+        self.address = self.where.url()
+        self.p = f"{self.where.prefix}:"
+        self.r = connect(self.where)
+        self._apply = self.r.register_script(APPLY)
+        self._release = self.r.register_script(RELEASE)
+        self._sinks: dict[str, bool] = {}
+
+    def close(self) -> None:
+        self.r.close()
+
+    def exists(self) -> bool:
+        """Whether a run has been set up under this prefix (its pipeline is recorded)."""
+        return bool(self.r.hexists(self._k("meta"), "pipeline"))
+
+    def clear(self) -> int:
+        """Delete every key of this prefix (a fresh run over an old one); how many."""
+        removed = 0
+        batch: list[bytes] = []
+        for key in self.r.scan_iter(match=f"{_glob_escape(self.p)}*", count=1000):
+            batch.append(key)
+            if len(batch) >= 500:
+                removed += self.r.unlink(*batch)
+                batch = []
+        if batch:
+            removed += self.r.unlink(*batch)
+        self._sinks.clear()
+        return removed
+
+    def _k(self, *parts: str) -> str:
+        return self.p + ":".join(parts)
+
+    # -- set-up and control ----------------------------------------------------------------
+    def create_queue(self, name: str, bound: int | None, sink: bool = False) -> None:
+        key = self._k("q", name)
+        fields = {"next": 0, "done": 0, "bound": "" if bound is None else bound, "sink": int(sink)}
+        with self.r.pipeline(transaction=True) as tx:  # a queue that exists stays as it is
+            for name_, value in fields.items():
+                tx.hsetnx(key, name_, value)
+            tx.sadd(self._k("queues"), name)
+            tx.execute()
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.r.hset(self._k("meta"), key, json.dumps(value))
+
+    def meta(self, key: str, default: Any = None) -> Any:
+        value = self.r.hget(self._k("meta"), key)
+        return default if value is None else json.loads(value)
+
+    def set_control(
+        self, op: str, replicas: int, cap: int, et: float, replica_et: Sequence[float]
+    ) -> None:
+        row = [replicas, cap, et, [round(e, 6) for e in replica_et]]
+        self.r.hset(self._k("control"), op, json.dumps(row))
+
+    def control(self, op: str) -> tuple[int, int, float, list[float]]:
+        value = self.r.hget(self._k("control"), op)
+        if value is None:
+            raise QueueError(f"no control row for operator {op!r}")
+        replicas, cap, et, replica_et = json.loads(value)
+        return replicas, cap, et, replica_et
+
+    # -- the atomic step ----------------------------------------------------------------------
+    def _run(self, request: _Request) -> list[Any]:
+        """Apply `request` atomically; if a bounded queue had less room than assumed, cut the
+        refused events off and try again. Returns the script's final answer."""
+        for _ in range(MAX_ROOM_RETRIES):
+            answer = self._apply(args=[self.p, request.wire(time.time())])
+            reason = answer[0].decode()
+            if reason == "unknown":
+                raise QueueError(f"unknown queue {answer[1].decode()!r}")
+            if reason != "room":
+                return [reason, *answer[1:]]
+            for append, room in zip(request.appends, answer[1:], strict=True):
+                append.accepted = min(int(room), len(append.events))
+        raise QueueError(f"the room of queues {[a.q for a in request.appends]} kept changing")
+
+    # -- producing ----------------------------------------------------------------------------
+    def append(self, q: str, events: Sequence[Event], producer: str, first: int) -> Appended:
+        """A source offers its events number `first`, `first + 1`, … to `q`, idempotently."""
+        expect = first  # what the source's count usually is; the script says if not
+        while True:
+            if first > expect:
+                raise QueueError(
+                    f"source {producer!r} appends events from #{first} to queue {q!r}, "
+                    f"but only {expect} were offered before: events would be missing"
+                )
+            fresh = events[expect - first :]
+            after = max(expect, first + len(events))
+            count = {"q": q, "name": producer, "expect": expect, "after": after}
+            request = _Request(producer=count)
+            if fresh:
+                request.appends.append(_Append(q, producer, fresh, self._is_sink(q)))
+            answer = self._run(request)
+            if answer[0] == "offered":
+                expect = int(answer[1])
+                continue
+            if not fresh:
+                return Appended(0, 0)
+            accepted = request.appends[0].accepted
+            accepted = len(fresh) if accepted < 0 else accepted
+            return Appended(accepted, len(fresh) - accepted)
+
+    def produced(self, q: str, producer: str) -> int:
+        return int(self.r.hget(self._k("prod", q), producer) or 0)
+
+    def _is_sink(self, q: str) -> bool:
+        if q not in self._sinks:
+            value = self.r.hget(self._k("q", q), "sink")
+            if value is None:
+                raise QueueError(f"unknown queue {q!r}")
+            self._sinks[q] = value == b"1"
+        return self._sinks[q]
+
+    # -- consuming ----------------------------------------------------------------------------
+    def latest(self, q: str) -> int:
+        value = self.r.hget(self._k("q", q), "next")
+        if value is None:
+            raise QueueError(f"unknown queue {q!r}")
+        return int(value)
+
+    def _segments(self, q: str, start: int, end: int) -> Iterator[tuple[int, float, bytes, bytes]]:
+        """(first offset, arrival time, keys blob, body blob) of the segments overlapping
+        [start, end), in offset order (an entry's id is its segment's end offset)."""
+        low = f"{start + 1}-0"
+        key = self._k("s", q)
+        while True:
+            entries = self.r.xrange(key, min=low, max="+", count=RANGE_CHUNK)
+            for _, values in entries:
+                first = int(values[b"first"])
+                if first >= end:
+                    return
+                yield first, float(values[b"enq"]), values[b"keys"], values[b"body"]
+            if len(entries) < RANGE_CHUNK:
+                return
+            low = "(" + entries[-1][0].decode()
+
+    def keys(self, q: str, start: int, end: int) -> list[str]:
+        out: list[str] = []
+        for first, _, keys, _ in self._segments(q, start, end):
+            out.extend(decode_keys(keys)[max(0, start - first) : end - first])
+        if len(out) != end - start:
+            raise QueueError(f"queue {q!r} holds {len(out)} of the events [{start}, {end})")
+        return out
+
+    def read(self, q: str, start: int, end: int) -> list[Stored]:
+        out: list[Stored] = []
+        for first, enq, keys, body in self._segments(q, start, end):
+            events = decode_events(keys, body)
+            lo, hi = max(start, first), min(end, first + len(events))
+            out.extend(Stored(off, events[off - first], enq) for off in range(lo, hi))
+        if len(out) != end - start:
+            raise QueueError(f"queue {q!r} holds {len(out)} of the events [{start}, {end})")
+        return out
+
+    def plan_batch(self, op: str, start: int, end: int, replicas: int, divide: Divide) -> BatchPlan:
+        if end == start:  # an empty batch (Spark plans one at start-up): nothing to record
+            return BatchPlan(op, start, end, replicas, b"")
+        recorded = self._plan(op, start)
+        if recorded is not None:
+            if recorded.end != end:
+                raise QueueError(
+                    f"operator {op!r}: batch from offset {start} was planned up to {recorded.end}, "
+                    f"now asked up to {end}"
+                )
+            return recorded
+        if not 1 <= replicas <= MAX_REPLICAS:
+            raise QueueError(f"operator {op!r}: {replicas} replicas, expected 1..{MAX_REPLICAS}")
+        owners = divide(self.keys(op, start, end)) if replicas > 1 else [0] * (end - start)
+        if len(owners) != end - start or any(not 0 <= o < replicas for o in owners):
+            raise QueueError(f"operator {op!r}: the division of batch {start}-{end} is invalid")
+        plan = BatchPlan(op, start, end, replicas, bytes(owners))
+        record = msgpack.packb([end, replicas, plan.owners], use_bin_type=True)
+        with self.r.pipeline(transaction=True) as tx:  # recorded once: the first plan wins
+            tx.hsetnx(self._k("plan", op), str(start), record)
+            tx.zadd(self._k("planend", op), {str(start): end}, nx=True)
+            tx.execute()
+        return self._plan(op, start) or plan
+
+    def _plan(self, op: str, start: int) -> BatchPlan | None:
+        value = self.r.hget(self._k("plan", op), str(start))
+        if value is None:
+            return None
+        end, replicas, owners = msgpack.unpackb(value, raw=False)
+        return BatchPlan(op, start, end, replicas, bytes(owners))
+
+    def plan(self, op: str, start: int, end: int) -> BatchPlan:
+        recorded = self._plan(op, start)
+        if recorded is None or recorded.end != end:
+            raise QueueError(f"operator {op!r}: no recorded plan for the batch {start}-{end}")
+        return recorded
+
+    def read_share(self, plan: BatchPlan, replica: int) -> list[Event]:
+        events: list[Event] = []
+        for first, _, keys, body in self._segments(plan.op, plan.start, plan.end):
+            decoded = decode_events(keys, body)
+            lo = max(plan.start, first)
+            hi = min(plan.end, first + len(decoded))
+            owners = plan.owners[lo - plan.start : hi - plan.start]
+            events.extend(
+                decoded[lo - first + k] for k, owner in enumerate(owners) if owner == replica
+            )
+        return events
+
+    def share_done(self, op: str, batch: str, replica: int) -> bool:
+        return bool(self.r.hexists(self._k("done", op), f"{batch}|{replica}"))
+
+    def commit_share(self, commit: ShareCommit) -> bool:
+        counts = "|".join(str(commit.count(kind)) for kind in SHARE_KINDS)
+        record = (
+            f"{commit.batch}|{commit.replica}|{commit.events}|{counts}|{commit.n_out}|"
+            f"{commit.busy_s!r}"
+        )
+        request = _Request(
+            mark={
+                "op": commit.op,
+                "field": f"{commit.batch}|{commit.replica}",
+                "record": record,
+                "events": commit.events,
+            },
+            appends=[
+                _Append(target, commit.op, events, self._is_sink(target))
+                for target, events in commit.outputs.items()
+            ],
+            roots=[
+                (kind.value, pack_roots(commit.fates[kind]))
+                for kind in (OutcomeKind.FILTERED, OutcomeKind.TIMEOUT)
+                if commit.fates.get(kind)
+            ],
+            failures=[
+                (commit.op, f.id, msgpack.packb([f.root, f.message, f.payload], use_bin_type=True))
+                for f in commit.failures
+            ],
+            puts=[
+                (commit.op, w.group, w.key, w.value) for w in commit.state if w.value is not None
+            ],
+            dels=[(commit.op, w.group, w.key) for w in commit.state if w.value is None],
+        )
+        return self._run(request)[0] == "ok"
+
+    # -- keyed state: one hash per (operator, key group), a sorted set of the groups used --------
+    def read_state(self, op: str, keys: Sequence[tuple[int, str]]) -> dict[str, bytes]:
+        ordered = list(keys)
+        with self.r.pipeline(transaction=False) as pipe:
+            for group, key in ordered:
+                pipe.hget(self._k("st", op, str(group)), key)
+            values = pipe.execute()
+        return {key: v for (_, key), v in zip(ordered, values, strict=True) if v is not None}
+
+    def state_items(self, op: str, groups: range | None = None) -> Iterator[tuple[int, str, bytes]]:
+        lo, hi = (groups.start, groups.stop - 1) if groups is not None else ("-inf", "+inf")
+        for member in self.r.zrangebyscore(self._k("stg", op), lo, hi):
+            group = int(member)
+            entries = self.r.hgetall(self._k("st", op, str(group)))
+            for key in sorted(entries):
+                yield group, key.decode(), entries[key]
+
+    def release(self, op: str, end: int) -> int:
+        return int(self._release(args=[self.p, op, end]))
+
+    # -- monitoring ---------------------------------------------------------------------------
+    def pending(self, q: str) -> int:
+        nxt, done = self.r.hmget(self._k("q", q), ["next", "done"])
+        if nxt is None:
+            raise QueueError(f"unknown queue {q!r}")
+        return int(nxt) - int(done)
+
+    def _appends(self, q: str, t0: float, t1: float) -> Iterator[tuple[int, int, float, str]]:
+        """(accepted, refused, latency sum, producer) of the appends to `q` in [t0, t1)."""
+        for member in self.r.zrangebyscore(self._k("ap", q), t0, f"({t1!r}"):
+            _, acc, ref, lat, producer = member.decode().split("|", 4)
+            yield int(acc), int(ref), float(lat), producer
+
+    def _shares(self, op: str, t0: float, t1: float) -> Iterator[list[str]]:
+        """The share records of `op` committed in [t0, t1): batch, replica, events, the counts of
+        SHARE_KINDS, outputs, busy seconds."""
+        for member in self.r.zrangebyscore(self._k("sh", op), t0, f"({t1!r}"):
+            yield member.decode().split("|")
+
+    def arrivals(self, q: str, t0: float, t1: float) -> dict[str, int]:
+        """Events offered to `q` in [t0, t1) per producer, refused ones included (λ^p_i)."""
+        out: dict[str, int] = defaultdict(int)
+        for acc, ref, _, producer in self._appends(q, t0, t1):
+            out[producer] += acc + ref
+        return dict(out)
+
+    def overflow_count(self, q: str, t0: float, t1: float) -> int:
+        return sum(ref for _, ref, _, _ in self._appends(q, t0, t1))
+
+    def outcome_counts(self, op: str, t0: float, t1: float) -> tuple[dict[str, int], int]:
+        totals = [0] * (len(SHARE_KINDS) + 1)
+        for rec in self._shares(op, t0, t1):
+            for k in range(len(totals)):
+                totals[k] += int(rec[3 + k])
+        counts = {kind: n for kind, n in zip(SHARE_KINDS, totals, strict=False) if n}
+        return counts, totals[-1]
+
+    def task_stats(self, op: str, t0: float, t1: float) -> dict[int, tuple[int, float]]:
+        out: dict[int, tuple[int, float]] = {}
+        for rec in self._shares(op, t0, t1):
+            n, busy = out.get(int(rec[1]), (0, 0.0))
+            out[int(rec[1])] = (n + int(rec[2]), busy + float(rec[-1]))
+        return out
+
+    def _queues(self) -> list[tuple[str, bool]]:
+        """(name, is a sink) of every queue."""
+        names = sorted(n.decode() for n in self.r.smembers(self._k("queues")))
+        return [(name, self._is_sink(name)) for name in names]
+
+    def batch_work(self) -> list[tuple[str, str, float, int]]:
+        work: dict[tuple[str, str], tuple[float, int]] = {}
+        for op, sink in self._queues():
+            if sink:
+                continue
+            for rec in self._shares(op, float("-inf"), float("inf")):
+                busy, n = work.get((op, rec[0]), (0.0, 0))
+                work[(op, rec[0])] = (max(busy, float(rec[-1])), n + int(rec[2]))
+        return [(op, batch, busy, n) for (op, batch), (busy, n) in work.items()]
+
+    def completed(self, t0: float, t1: float) -> int:
+        total = 0
+        filtered = 3 + SHARE_KINDS.index(OutcomeKind.FILTERED)  # its column in a share record
+        for q, sink in self._queues():
+            if sink:
+                total += sum(acc for acc, _, _, _ in self._appends(q, t0, t1))
+            else:
+                total += sum(int(rec[filtered]) for rec in self._shares(q, t0, t1))
+        return total
+
+    def sink_latency(self, t0: float, t1: float | None = None) -> tuple[int, float | None]:
+        t1 = float("inf") if t1 is None else t1
+        n, total = 0, 0.0
+        for q, sink in self._queues():
+            if sink:
+                for acc, _, lat, _ in self._appends(q, t0, t1):
+                    n += acc
+                    total += lat
+        return n, (total * 1000 / n if n else None)
+
+    def _sink_events(self) -> Iterator[tuple[str, float, Event]]:
+        for q, sink in self._queues():
+            if sink:
+                for _, enq, keys, body in self._segments(q, 0, 2**62):
+                    for event in decode_events(keys, body):
+                        yield q, enq, event
+
+    def sink_latencies_ms(self) -> list[float]:
+        return [(enq - e.ts) * 1000 for _, enq, e in self._sink_events()]
+
+    def sink_ids(self, q: str) -> list[str]:
+        return [e.id for sink, _, e in self._sink_events() if sink == q]
+
+    def sink_span(self) -> tuple[float, float]:
+        stamps = [(e.ts, enq) for _, enq, e in self._sink_events()]
+        if not stamps:
+            raise QueueError("no event reached a sink")
+        return min(ts for ts, _ in stamps), max(enq for _, enq in stamps)
+
+    def audit(self) -> Audit:
+        """Account for every source event by its fate (see `Audit`), as the SQLite store does."""
+        sink_roots = [e.root for _, _, e in self._sink_events()]
+        queues = self._queues()
+        failed: set[str] = set()
+        for q, sink in queues:
+            if not sink:
+                for value in self.r.hvals(self._k("err", q)):
+                    failed.add(msgpack.unpackb(value, raw=False)[0])
+        fates: dict[str, set[str]] = {
+            "to_sink": set(sink_roots),
+            "filtered": self._roots(OutcomeKind.FILTERED.value),
+            "timeout": self._roots(OutcomeKind.TIMEOUT.value),
+            "overflow": self._roots("overflow"),
+            "failed": failed,
+        }
+        seen: dict[str, int] = defaultdict(int)
+        for roots in fates.values():
+            for root in roots:
+                seen[root] += 1
+        offered: dict[str, int] = defaultdict(int)
+        for q, _ in queues:
+            for producer, n in self.r.hgetall(self._k("prod", q)).items():
+                offered[producer.decode()] = max(offered[producer.decode()], int(n))
+        return Audit(
+            events_in=sum(offered.values()),
+            pending=sum(self.pending(q) for q, sink in queues if not sink),
+            sink_events=len(sink_roots),
+            duplicate_sink_roots=len(sink_roots) - len(fates["to_sink"]),
+            roots_with_two_fates=sum(1 for n in seen.values() if n > 1),
+            **{name: len(roots) for name, roots in fates.items()},
+        )
+
+    def _roots(self, fate: str) -> set[str]:
+        roots: set[str] = set()
+        for blob in self.r.lrange(self._k("roots", fate), 0, -1):
+            roots.update(unpack_roots(blob))
+        return roots
+
+
+def _glob_escape(text: str) -> str:
+    """`text` as a literal in a Redis glob pattern."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)

@@ -1,0 +1,117 @@
+"""Integration tests of the Spark runtime on Redis Streams queues (a real redis-server, AOF on,
+`appendfsync always`): live replica changes with one runId per query and exact conservation;
+SIGKILL of the run + `--resume` exactly-once; a redis-server SIGKILLed and restarted mid-run."""
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from redis_server import local_redis
+from test_spark_runtime import PIPELINE, assert_conserved, run_cli
+
+from elastream.config import make_config
+from elastream.config.files import load_pipeline
+from elastream.control.controller import Controller
+from elastream.control.mape import run_mape
+from elastream.runtime.queues import RedisQueueStore
+from elastream.runtime.spark.runtime import SparkEngine, store_address
+from elastream.workloads import Trace
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+@pytest.fixture
+def server(tmp_path):
+    server = local_redis(tmp_path / "redis")
+    server.start()
+    yield server
+    server.stop()
+
+
+def run_store(out: Path, url: str) -> RedisQueueStore:
+    """The Redis store a run in `out` with `--queues url` uses."""
+    return RedisQueueStore(store_address(make_config(out=out, queues=url)))
+
+
+def emitted(store: RedisQueueStore) -> int:
+    """Outcomes the run's last operator has committed so far."""
+    return sum(n for n, _ in store.task_stats("emit", 0, float("inf")).values())
+
+
+def wait_for_outcomes(run, store: RedisQueueStore, n: int, timeout_s: float = 300) -> None:
+    deadline = time.time() + timeout_s
+    while emitted(store) < n:
+        assert run.poll() is None, run.stdout.read()
+        assert time.time() < deadline, f"fewer than {n} outcomes after {timeout_s:.0f} s"
+        time.sleep(1)
+
+
+def test_replicas_change_live_on_redis_queues(tmp_path, server):
+    pipeline = load_pipeline(PIPELINE)
+    # 10 s at 10 ev/s, 24 s at 70 ev/s (enrich needs 3 replicas at 40 ms), 21 s at 5 ev/s.
+    trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 21))
+    config = make_config(td=3.0, out=tmp_path / "run", drain_s=60, t_out=None, queues=server.url)
+    engine = SparkEngine(pipeline, config, trace)
+    result = run_mape(engine, Controller.build("psps"))
+
+    assert isinstance(engine.store, RedisQueueStore)
+    enrich = [s.op("enrich").replicas for s in result.snapshots]
+    peak_at = int(np.argmax(enrich))
+    assert enrich[peak_at] >= 3, enrich
+    assert min(enrich[peak_at:]) <= 2, enrich
+    assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids
+
+    audit = engine.store.audit()
+    assert_conserved(audit, int(trace.rates.sum()))
+    assert audit.filtered == audit.events_in // 2
+    assert result.totals.duplicates == 0
+    assert result.summary.processed_ratio == 1.0
+
+
+def assert_exactly_once(out: Path, store: RedisQueueStore) -> None:
+    """1,600 events (40 ev/s for 40 s), half filtered, every other one at the sink once."""
+    audit = store.audit()
+    assert_conserved(audit, 1600)
+    assert audit.timeout == audit.overflow == audit.failed == 0
+    assert audit.filtered == 800
+    sink_ids = store.sink_ids("out")
+    assert (len(sink_ids), len(set(sink_ids))) == (800, 800)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["processed_ratio"] == 1.0
+
+
+def test_a_killed_run_on_redis_resumes_exactly_once(tmp_path, server):
+    out = tmp_path / "run"
+    store = run_store(out, server.url)
+    first = run_cli(out, "--queues", server.url)
+    wait_for_outcomes(first, store, 150)
+    os.killpg(first.pid, signal.SIGKILL)  # the driver, its JVM and Python workers at once
+    first.wait(timeout=30)
+    killed_at = emitted(store)
+    assert 0 < killed_at < 800
+
+    second = run_cli(out, "--queues", server.url, "--resume")
+    output, _ = second.communicate(timeout=600)
+    assert second.returncode == 0, output
+    assert_exactly_once(out, store)
+
+
+def test_a_run_survives_a_redis_restart_mid_run(tmp_path, server):
+    out = tmp_path / "run"
+    store = run_store(out, server.url)
+    run = run_cli(out, "--queues", server.url)
+    wait_for_outcomes(run, store, 150)
+    before = emitted(store)
+    # SIGKILL: with appendfsync always every acknowledged write is in the AOF already.
+    server.kill(signal.SIGKILL)
+    assert run.poll() is None and before < 800  # mid-run
+    time.sleep(2.0)  # the driver, the feeder and the executors see refused connections
+    server.start()  # same port, same folder: the AOF is replayed
+    assert emitted(store) >= before  # nothing acknowledged was lost
+    output, _ = run.communicate(timeout=600)
+    assert run.returncode == 0, output
+    assert_exactly_once(out, store)
