@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from elastream.history import (
@@ -94,3 +96,21 @@ def test_rows_to_points_and_source_series():
     assert series.step_s == 60.0
     with pytest.raises(HistoryError, match="fewer than 2 intervals"):
         source_series(rows, ["nope"])
+
+
+def test_replica_rows_split_an_operators_arrivals_and_cpu_by_what_each_replica_processed():
+    from helpers import snapshot, stats
+
+    from elastream.experiments.history import replica_rows
+
+    o = replace(stats("op", replicas=2, received=30, processed=40, emitted=80, queue=5),
+                replica_processed=(10, 30), cpu_s=2.0)  # fmt: skip
+    snap = snapshot(o, t=10.0, td=2.0)
+    rows = replica_rows("run", "p", snap, o, queue_before=15)
+    assert [r.source_rate for r in rows] == pytest.approx([3.75, 11.25])  # 30/2 s split 1:3
+    assert [r.input_rate for r in rows] == pytest.approx([5.0, 15.0])
+    assert [r.cpu for r in rows] == pytest.approx([0.25, 0.75])  # cores: 2 CPU-s over 2 s
+    assert all(r.backpressure is False for r in rows)  # the queue shrank (15 -> 5)
+    unmeasured = replica_rows("run", "p", snap, replace(o, cpu_s=None), queue_before=1)
+    assert [r.cpu for r in unmeasured] == [None, None]
+    assert all(r.backpressure for r in unmeasured)  # the queue grew (1 -> 5)

@@ -11,6 +11,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -170,6 +171,25 @@ def test_a_replayed_share_adds_nothing(open_store):
     assert (store.latest("b"), store.pending("a")) == (3, 3)
     t0 = time.time() - 60
     assert store.task_stats("a", t0, time.time() + 1) == {0: (3, pytest.approx(0.01))}
+
+
+def test_cpu_seconds_are_those_of_the_shares_committed_in_the_window(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(6), "src", 0)
+    plan = store.plan_batch("a", 0, 6, 2, alternate)
+    t0 = time.time()
+    for replica, cpu in ((0, 0.25), (1, 0.5)):
+        outcomes = forward(store.read_share(plan, replica), "b")
+        commit = share_commit("a", plan.batch, replica, outcomes, (), 0.1, cpu_s=cpu)
+        assert store.commit_share(commit) is True
+    again = share_commit("a", plan.batch, 1, forward(store.read_share(plan, 1), "b"), (), 0.1)
+    assert store.commit_share(replace(again, cpu_s=9.0)) is False  # a replay adds no CPU
+    assert store.cpu_seconds("a", t0 - 1, time.time() + 1) == pytest.approx(0.75)
+    assert store.cpu_seconds("a", time.time() + 1, time.time() + 2) == 0.0
+    assert store.task_stats("a", t0 - 1, time.time() + 1) == {
+        0: (3, pytest.approx(0.1)),
+        1: (3, pytest.approx(0.1)),
+    }
 
 
 def test_a_replayed_batch_keeps_its_division_when_r_changed(open_store):

@@ -47,6 +47,7 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path):
     assert enrich[peak_at] >= 3, enrich  # rose with the step up
     assert min(enrich[peak_at:]) <= 2, enrich  # fell after the step down
     assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids  # no restart
+    assert sum(s.op("enrich").cpu_s or 0.0 for s in result.snapshots) > 0  # CPU time recorded
 
     audit = engine.store.audit()
     assert_conserved(audit, int(trace.rates.sum()))

@@ -19,7 +19,8 @@ def replica_rows(
 ) -> list[HistoryRow]:
     """One row per active replica of `o` in interval `snap`: the events offered to the operator
     in the interval (its arrivals, admitted or left queued) and its outputs, each split by the
-    replica's share of what was processed; admitted rate, busy share, queue and backpressure
+    replica's share of what was processed; admitted rate, busy share, CPU (cores, when the engine
+    measures it), queue and backpressure
     (the queue grew). The backlog at the start is not offered again: counting it would make a
     micro-batch runtime look saturated whenever an interval ends inside a batch."""
     r = max(o.replicas, 1)
@@ -44,6 +45,7 @@ def replica_rows(
                 input_rate=processed / td,
                 output_rates={ALL_STREAMS: o.emitted * part / td},
                 busy=busy,
+                cpu=None if o.cpu_s is None else o.cpu_s * part / td,
                 queue_length=o.queue / r,
                 backpressure=flag,
             )

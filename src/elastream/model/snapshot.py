@@ -24,6 +24,7 @@ class OperatorStats:
     dropped_overflow: int = 0  # events refused by a full queue (q_size)
     replica_processed: tuple[int, ...] = ()  # μ_ij(t) per active replica j
     utilization: tuple[float, ...] = ()  # U_ij(t) per replica (PSPS Eq. 5)
+    cpu_s: float | None = None  # CPU seconds of all replicas during t (None: not measured)
     stateful: bool = False  # keyed state (stateless: false): its rescales may be rate-limited
 
     @property

@@ -85,6 +85,7 @@ class ShareCommit:
     fates: dict[OutcomeKind, list[str]] = field(default_factory=dict)  # kind -> roots
     failures: tuple[FailedEvent, ...] = ()
     state: tuple[StateWrite, ...] = ()  # keyed-state puts and deletes of a stateful operator
+    cpu_s: float = 0.0  # CPU seconds the replica's process spent on the share
 
     @property
     def n_out(self) -> int:
@@ -119,6 +120,7 @@ def share_commit(
     failures: Sequence[FailedEvent],
     busy_s: float,
     state: Sequence[StateWrite] = (),
+    cpu_s: float = 0.0,
 ) -> ShareCommit:
     """Fold a share's per-event outcomes into one commit: outputs grouped by target queue, the
     roots of each fate (processed roots are not kept: their outputs carry them on), and the
@@ -129,8 +131,9 @@ def share_commit(
         for target, event in outcome.outputs:
             outputs.setdefault(target, []).append(event)
         fates.setdefault(outcome.kind, []).append(outcome.root)
+    n = len(outcomes)
     return ShareCommit(
-        op, batch, replica, len(outcomes), busy_s, outputs, fates, tuple(failures), tuple(state)
+        op, batch, replica, n, busy_s, outputs, fates, tuple(failures), tuple(state), cpu_s
     )
 
 
@@ -250,6 +253,10 @@ class QueueStore(StateStore, Protocol):
     def overflow_count(self, q: str, t0: float, t1: float) -> int: ...
     def outcome_counts(self, op: str, t0: float, t1: float) -> tuple[dict[str, int], int]: ...
     def task_stats(self, op: str, t0: float, t1: float) -> dict[int, tuple[int, float]]: ...
+    def cpu_seconds(self, op: str, t0: float, t1: float) -> float:
+        """CPU seconds `op`'s replicas spent on the shares committed in [t0, t1)."""
+        ...
+
     def batch_work(self) -> list[tuple[str, str, float, int]]: ...
     def completed(self, t0: float, t1: float) -> int: ...
     def sink_latency(self, t0: float, t1: float | None = None) -> tuple[int, float | None]: ...

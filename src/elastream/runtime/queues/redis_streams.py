@@ -53,6 +53,7 @@ MAX_ROOM_RETRIES = 100  # a bounded queue's room changed between two tries of on
 RETRY_TRIES = 30
 RETRY_BASE_S = 0.05
 RETRY_CAP_S = 2.0
+BUSY, CPU = -2, -1  # positions of the busy and CPU seconds in a share record
 
 # One atomic request (ARGV[1] = key prefix, ARGV[2] = the msgpack request, see `_Request`):
 # guards first (the share's done mark, the producer's count, every target queue's room), then
@@ -449,7 +450,7 @@ class RedisQueueStore:
         counts = "|".join(str(commit.count(kind)) for kind in SHARE_KINDS)
         record = (
             f"{commit.batch}|{commit.replica}|{commit.events}|{counts}|{commit.n_out}|"
-            f"{commit.busy_s!r}"
+            f"{commit.busy_s!r}|{commit.cpu_s!r}"
         )
         request = _Request(
             mark={
@@ -513,7 +514,7 @@ class RedisQueueStore:
 
     def _shares(self, op: str, t0: float, t1: float) -> Iterator[list[str]]:
         """The share records of `op` committed in [t0, t1): batch, replica, events, the counts of
-        SHARE_KINDS, outputs, busy seconds."""
+        SHARE_KINDS, outputs, busy seconds (BUSY), CPU seconds (CPU)."""
         for member in self.r.zrangebyscore(self._k("sh", op), t0, f"({t1!r}"):
             yield member.decode().split("|")
 
@@ -539,8 +540,11 @@ class RedisQueueStore:
         out: dict[int, tuple[int, float]] = {}
         for rec in self._shares(op, t0, t1):
             n, busy = out.get(int(rec[1]), (0, 0.0))
-            out[int(rec[1])] = (n + int(rec[2]), busy + float(rec[-1]))
+            out[int(rec[1])] = (n + int(rec[2]), busy + float(rec[BUSY]))
         return out
+
+    def cpu_seconds(self, op: str, t0: float, t1: float) -> float:
+        return sum(float(rec[CPU]) for rec in self._shares(op, t0, t1))
 
     def _queues(self) -> list[tuple[str, bool]]:
         """(name, is a sink) of every queue."""
@@ -554,7 +558,7 @@ class RedisQueueStore:
                 continue
             for rec in self._shares(op, float("-inf"), float("inf")):
                 busy, n = work.get((op, rec[0]), (0.0, 0))
-                work[(op, rec[0])] = (max(busy, float(rec[-1])), n + int(rec[2]))
+                work[(op, rec[0])] = (max(busy, float(rec[BUSY])), n + int(rec[2]))
         return [(op, batch, busy, n) for (op, batch), (busy, n) in work.items()]
 
     def completed(self, t0: float, t1: float) -> int:

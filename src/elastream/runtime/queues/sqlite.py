@@ -54,7 +54,8 @@ CREATE TABLE IF NOT EXISTS shares(
     op TEXT NOT NULL, batch TEXT NOT NULL, replica INTEGER NOT NULL, at REAL NOT NULL,
     n INTEGER NOT NULL, processed INTEGER NOT NULL, filtered INTEGER NOT NULL,
     timeout INTEGER NOT NULL, failed INTEGER NOT NULL, n_out INTEGER NOT NULL, busy REAL NOT NULL,
-    filtered_roots BLOB, timeout_roots BLOB, PRIMARY KEY(op, batch, replica));
+    filtered_roots BLOB, timeout_roots BLOB, cpu REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY(op, batch, replica));
 CREATE INDEX IF NOT EXISTS shares_at ON shares(op, at);
 CREATE TABLE IF NOT EXISTS errors(
     op TEXT NOT NULL, id TEXT NOT NULL, root TEXT NOT NULL, message TEXT NOT NULL,
@@ -294,7 +295,7 @@ class SqliteQueueStore:
         now = time.time()
         with _Transaction(self.conn):
             cur = self.conn.execute(
-                "INSERT OR IGNORE INTO shares VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO shares VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     commit.op,
                     commit.batch,
@@ -306,6 +307,7 @@ class SqliteQueueStore:
                     commit.busy_s,
                     _roots_blob(commit, OutcomeKind.FILTERED),
                     _roots_blob(commit, OutcomeKind.TIMEOUT),
+                    commit.cpu_s,
                 ),
             )
             if not cur.rowcount:
@@ -399,6 +401,12 @@ class SqliteQueueStore:
             (op, t0, t1),
         )
         return {r: (n, busy) for r, n, busy in rows}
+
+    def cpu_seconds(self, op: str, t0: float, t1: float) -> float:
+        row = self.conn.execute(
+            "SELECT SUM(cpu) FROM shares WHERE op = ? AND at >= ? AND at < ?", (op, t0, t1)
+        ).fetchone()
+        return float(row[0] or 0.0)
 
     def batch_work(self) -> list[tuple[str, str, float, int]]:
         """Per (operator, micro-batch): its slowest replica's busy seconds and events handled."""

@@ -411,6 +411,7 @@ class SparkEngine:
             replica_processed=tuple(per_replica),
             utilization=tuple(util),
             stateful=not spec.stateless,
+            cpu_s=self.store.cpu_seconds(name, t0, t1),
         )
 
     def _remember(self, stats: OperatorStats, tasks: dict[int, tuple[int, float]]) -> None:

@@ -55,7 +55,7 @@ def run_share(queues: str, op: str, start: int, end: int, replica: int) -> TaskR
     one transaction; a share committed before is not processed again."""
     if end == start:  # an empty batch
         return TaskResult(replica, 0, 0, 0, 0.0)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     store = store_for(queues)
     ctx = context_for(queues, op)
     plan = store.plan(op, start, end)
@@ -66,9 +66,9 @@ def run_share(queues: str, op: str, start: int, end: int, replica: int) -> TaskR
         return TaskResult(replica, 0, 0, 0, 0.0)
     state = share_state(store, ctx, events)
     outcomes, failures = process(ctx, events, state)
-    busy = time.perf_counter() - started
+    busy, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     writes = state.writes() if state is not None else ()
-    commit = share_commit(op, plan.batch, replica, outcomes, failures, busy, writes)
+    commit = share_commit(op, plan.batch, replica, outcomes, failures, busy, writes, cpu)
     fresh = store.commit_share(commit)
     return TaskResult(replica, len(events), len(events) if fresh else 0, commit.n_out, busy)
 
