@@ -56,44 +56,38 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path):
     assert result.summary.processed_ratio == 1.0
 
 
-def run_cli(out: Path, *extra: str) -> subprocess.Popen:
-    cmd = [
-        sys.executable,
-        "-m",
-        "elastream.cli",
-        "run",
-        str(PIPELINE),
-        "--trace",
-        "constant:rate=40,duration=40",
-        "--td",
-        "3",
-        "--out",
-        str(out),
-        "--quiet",
-        "--t-out",
-        "600",
-        *extra,
-    ]
+def run_cli(
+    out: Path,
+    *extra: str,
+    pipeline: Path = PIPELINE,
+    trace: str = "constant:rate=40,duration=40",
+) -> subprocess.Popen:
+    """`elastream run` in its own process group (a test can SIGKILL all of it at once)."""
+    cmd = [sys.executable, "-m", "elastream.cli", "run", str(pipeline), "--trace", trace]
+    cmd += ["--td", "3", "--out", str(out), "--quiet", "--t-out", "600", *extra]
     return subprocess.Popen(
         cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
 
 
-def outcomes_so_far(db: Path) -> int:
+def outcomes_so_far(db: Path, op: str = "emit") -> int:
+    """Events operator `op` has handled so far, read from the run's queue store."""
     if not db.exists():
         return 0
     with sqlite3.connect(db, timeout=30) as conn:
         try:
-            row = conn.execute("SELECT SUM(n) FROM shares WHERE op = 'emit'").fetchone()
+            row = conn.execute("SELECT SUM(n) FROM shares WHERE op = ?", (op,)).fetchone()
             return row[0] or 0
         except sqlite3.OperationalError:  # tables not created yet
             return 0
 
 
-def wait_for_outcomes(run: subprocess.Popen, db: Path, n: int, timeout_s: float = 300) -> None:
-    """Until the run's last operator has recorded `n` outcomes (Spark's start-up included)."""
+def wait_for_outcomes(
+    run: subprocess.Popen, db: Path, n: int, timeout_s: float = 300, op: str = "emit"
+) -> None:
+    """Until operator `op` has recorded `n` outcomes (Spark's start-up included)."""
     deadline = time.time() + timeout_s
-    while outcomes_so_far(db) < n:
+    while outcomes_so_far(db, op) < n:
         assert run.poll() is None, run.stdout.read()
         assert time.time() < deadline, f"fewer than {n} outcomes after {timeout_s:.0f} s"
         time.sleep(1)

@@ -8,7 +8,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections import Counter, defaultdict
 from itertools import pairwise
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_spark_runtime import outcomes_so_far, run_cli, wait_for_outcomes
 
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
@@ -64,44 +64,25 @@ def test_a_keyed_count_rescales_live_and_counts_every_key_exactly(tmp_path):
     assert_counts_exact(engine.store)
 
 
-def run_cli(out: Path, *extra: str) -> subprocess.Popen:
+def run_keyed(out: Path, *extra: str) -> subprocess.Popen:
     # 10 ev/s, then 60 ev/s (count needs 3 replicas), then 10 ev/s: 8 s each
     trace = "twolevel:low=1,high=6,unit=10,hold=8,duration=24"
-    cmd = [sys.executable, "-m", "elastream.cli", "run", str(PIPELINE), "--trace", trace]
-    cmd += ["--td", "3", "--out", str(out), "--quiet", "--t-out", "600", *extra]
-    return subprocess.Popen(
-        cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-
-
-def counted_so_far(db: Path) -> int:
-    if not db.exists():
-        return 0
-    with sqlite3.connect(db, timeout=30) as conn:
-        try:
-            row = conn.execute("SELECT SUM(n) FROM shares WHERE op = 'count'").fetchone()
-            return row[0] or 0
-        except sqlite3.OperationalError:  # tables not created yet
-            return 0
+    return run_cli(out, *extra, pipeline=PIPELINE, trace=trace)
 
 
 def test_a_killed_keyed_count_resumes_and_counts_every_key_exactly(tmp_path):
     out = tmp_path / "run"
     db = out / "queues.db"
-    first = run_cli(out)
-    deadline = time.time() + 300
-    while counted_so_far(db) < 200:  # into the step up
-        assert first.poll() is None, first.stdout.read()
-        assert time.time() < deadline, "the keyed count did not reach 200 events in 300 s"
-        time.sleep(1)
+    first = run_keyed(out)
+    wait_for_outcomes(first, db, 200, op="count")  # into the step up
     os.killpg(first.pid, signal.SIGKILL)  # the driver, its JVM and Python workers at once
     first.wait(timeout=30)
-    killed_at = counted_so_far(db)
+    killed_at = outcomes_so_far(db, op="count")
     with sqlite3.connect(db, timeout=30) as conn:
         counted = conn.execute("SELECT COUNT(*) FROM state WHERE op = 'count'").fetchone()[0]
     assert counted > 0
 
-    second = run_cli(out, "--resume")
+    second = run_keyed(out, "--resume")
     output, _ = second.communicate(timeout=600)
     assert second.returncode == 0, output
     store = SqliteQueueStore(db)
