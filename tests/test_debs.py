@@ -18,10 +18,8 @@ from elastream.model.events import Event, derived_id
 from elastream.model.grouping import key_group
 from elastream.model.state import KeyedState
 
-TRIPS = Path(os.environ.get(debs.TRIPS_ENV, "/work/shared/data/debs2015/")) / (
-    "taxi_trips_2013-01-01_first10k.csv"
-)
-TRIPS = TRIPS if TRIPS.exists() else Path(debs.DEFAULT_TRIPS)
+FILE = "shared/data/debs2015/taxi_trips_2013-01-01_first10k.csv"
+TRIPS = Path(os.environ.get(debs.TRIPS_ENV) or Path(__file__).resolve().parents[2] / FILE)
 needs_trips = pytest.mark.skipif(not TRIPS.exists(), reason=f"no DEBS 2015 trips at {TRIPS}")
 
 
