@@ -33,7 +33,7 @@ CELLS = 300
 WINDOW_S = 1800.0  # 30 minutes of drop-off time
 TOP = 10
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
-WINDOW = {"time_field": "dropoff", "kind": "sliding", "size_s": WINDOW_S}
+WINDOW = {"time_field": "dropoff", "kind": "sliding", "size_s": WINDOW_S, "lateness_s": WINDOW_S}
 
 
 # -- the source ---------------------------------------------------------------------------------
@@ -172,9 +172,7 @@ def partial_top10(
         trip = e.payload
         p["now"] = max(p["now"], trip["dropoff"])
         changed = _expire(p, size_s)
-        heapq.heappush(p["q"], [trip["dropoff"], trip["route"]])
-        p["r"][trip["route"]] = [_in_window(trip["times"], p["now"], size_s), trip["i"]]
-        _update_top(p, changed, trip["route"], k)
+        _update_top(p, changed | _take(p, trip, size_s), trip["route"], k)
         top = [[r, len(p["r"][r][0]), p["r"][r][1], p["r"][r][0]] for r, _, _ in p["top"]]
         fields = {f: trip[f] for f in ("i", "pickup", "dropoff")}
         out.append(e.emit({**fields, "part": e.key, "now": p["now"], "top": top}, key="all"))
@@ -200,16 +198,30 @@ def _expire(p: dict[str, Any], size_s: float) -> set[str]:
     return changed
 
 
+def _take(p: dict[str, Any], trip: dict[str, Any], size_s: float) -> set[str]:
+    """Sets the trip's route to the times route_count sent (the route's latest window, cut at the
+    partition's now) and its latest trip index; returns {route} if that lowered its count (a
+    trip older than the others', arriving late: only when replicas reorder the stream)."""
+    route = trip["route"]
+    times = _in_window(trip["times"], p["now"], size_s)
+    old = p["r"].pop(route, None)
+    if times:
+        p["r"][route] = [times, max(trip["i"], old[1]) if old else trip["i"]]
+        heapq.heappush(p["q"], [trip["dropoff"], route])
+    return {route} if old and len(times) < len(old[0]) else set()
+
+
 def _update_top(p: dict[str, Any], lost: set[str], added: str, k: int) -> None:
     """The top-k after routes in `lost` lost trips and `added` gained one: a full ranking only
     when a route of the top-k lost one (an outsider may enter), else an insertion."""
-    in_top = {r for r, _, _ in p["top"]}
-    if lost & in_top:
+    if lost & {r for r, _, _ in p["top"]}:
         p["top"] = rank(([r, len(v[0]), v[1]] for r, v in p["r"].items()), k)
         return
-    times, last = p["r"][added]
     others = [t for t in p["top"] if t[0] != added]
-    p["top"] = rank([*others, [added, len(times), last]], k)
+    if added in p["r"]:
+        times, last = p["r"][added]
+        others.append([added, len(times), last])
+    p["top"] = rank(others, k)
 
 
 def global_top10(
