@@ -27,15 +27,6 @@ class Executors:
             raise ValueError(f"executor target must be >= 0, got {n}")
         return bool(self._sc.requestTotalExecutors(n, 0, self._empty_map()))
 
-    def remove(self, ids: list[str]) -> bool:
-        """Stop the executors `ids` without a replacement; True if the cluster manager accepted
-        the request (the executors leave shortly after)."""
-        unknown = sorted(set(ids) - set(self.ids()))
-        if unknown:
-            raise ValueError(f"no live executor(s) {', '.join(unknown)} (live: {self.ids()})")
-        seq = self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(ids).toSeq()
-        return bool(self._sc.killExecutors(seq))
-
     def decommission(self, executor_id: str) -> bool:
         """Retire executor `executor_id` gracefully and lower the target by one: it takes no new
         task, finishes the ones it runs, then exits (needs `spark.decommission.enabled`).
