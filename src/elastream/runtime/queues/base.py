@@ -178,6 +178,70 @@ def unpack_roots(blob: bytes | None) -> list[str]:
     return [] if blob is None else msgpack.unpackb(blob, raw=False)
 
 
+MAX_REPLICAS = 255  # a plan stores each event's replica in one byte
+
+
+class SegmentedQueues:
+    """Reading and planning, the same for every backend that keeps a queue as msgpack segments
+    covering offset ranges and records one plan per (operator, batch start). A backend supplies
+    `_segments` (the segments overlapping [start, end), in order), `_plan` (the recorded plan or
+    None) and `_record_plan` (record a plan unless one is there: the first plan wins)."""
+
+    def _segments(self, q: str, start: int, end: int) -> Iterator[tuple[int, float, bytes, bytes]]:
+        raise NotImplementedError
+
+    def _plan(self, op: str, start: int) -> BatchPlan | None:
+        raise NotImplementedError
+
+    def _record_plan(self, plan: BatchPlan) -> None:
+        raise NotImplementedError
+
+    def keys(self, q: str, start: int, end: int) -> list[str]:
+        """The keys of the events at offsets [start, end) (what a plan divides)."""
+        out: list[str] = []
+        for first, _, keys, _ in self._segments(q, start, end):
+            out.extend(decode_keys(keys)[max(0, start - first) : end - first])
+        if len(out) != end - start:
+            raise QueueError(f"queue {q!r} holds {len(out)} of the events [{start}, {end})")
+        return out
+
+    def read(self, q: str, start: int, end: int) -> list[Stored]:
+        out: list[Stored] = []
+        for first, enq, keys, body in self._segments(q, start, end):
+            events = decode_events(keys, body)
+            lo, hi = max(start, first), min(end, first + len(events))
+            out.extend(Stored(off, events[off - first], enq) for off in range(lo, hi))
+        if len(out) != end - start:
+            raise QueueError(f"queue {q!r} holds {len(out)} of the events [{start}, {end})")
+        return out
+
+    def plan_batch(self, op: str, start: int, end: int, replicas: int, divide: Divide) -> BatchPlan:
+        if end == start:  # an empty batch (Spark plans one at start-up): nothing to record
+            return BatchPlan(op, start, end, replicas, b"")
+        recorded = self._plan(op, start)
+        if recorded is not None:
+            if recorded.end != end:
+                raise QueueError(
+                    f"operator {op!r}: batch from offset {start} was planned up to {recorded.end}, "
+                    f"now asked up to {end}"
+                )
+            return recorded
+        if not 1 <= replicas <= MAX_REPLICAS:
+            raise QueueError(f"operator {op!r}: {replicas} replicas, expected 1..{MAX_REPLICAS}")
+        owners = divide(self.keys(op, start, end)) if replicas > 1 else [0] * (end - start)
+        if len(owners) != end - start or any(not 0 <= o < replicas for o in owners):
+            raise QueueError(f"operator {op!r}: the division of batch {start}-{end} is invalid")
+        plan = BatchPlan(op, start, end, replicas, bytes(owners))
+        self._record_plan(plan)
+        return self._plan(op, start) or plan
+
+    def plan(self, op: str, start: int, end: int) -> BatchPlan:
+        recorded = self._plan(op, start)
+        if recorded is None or recorded.end != end:
+            raise QueueError(f"operator {op!r}: no recorded plan for the batch {start}-{end}")
+        return recorded
+
+
 class StateStore(Protocol):
     """Keyed state of stateful operators, addressed by (operator, key group, key), values msgpack.
 

@@ -31,12 +31,10 @@ from elastream.runtime.queues.base import (
     Appended,
     Audit,
     BatchPlan,
-    Divide,
     QueueError,
+    SegmentedQueues,
     ShareCommit,
-    Stored,
     decode_events,
-    decode_keys,
     encode_events,
     pack_roots,
     unpack_roots,
@@ -44,7 +42,6 @@ from elastream.runtime.queues.base import (
 
 SCHEME = "redis"
 DEFAULT_PREFIX = "elastream"
-MAX_REPLICAS = 255  # a plan stores each event's replica in one byte
 SHARE_KINDS = (OutcomeKind.PROCESSED, OutcomeKind.FILTERED, OutcomeKind.TIMEOUT, OutcomeKind.ERROR)
 RANGE_CHUNK = 256  # stream entries per XRANGE round trip
 MAX_ROOM_RETRIES = 100  # a bounded queue's room changed between two tries of one append
@@ -235,7 +232,7 @@ class _Request:
         )
 
 
-class RedisQueueStore:
+class RedisQueueStore(SegmentedQueues):
     """The `QueueStore` of one Redis database and key prefix (see the module docstring)."""
 
     def __init__(self, address: str) -> None:
@@ -376,47 +373,12 @@ class RedisQueueStore:
                 return
             low = "(" + entries[-1][0].decode()
 
-    def keys(self, q: str, start: int, end: int) -> list[str]:
-        out: list[str] = []
-        for first, _, keys, _ in self._segments(q, start, end):
-            out.extend(decode_keys(keys)[max(0, start - first) : end - first])
-        if len(out) != end - start:
-            raise QueueError(f"queue {q!r} holds {len(out)} of the events [{start}, {end})")
-        return out
-
-    def read(self, q: str, start: int, end: int) -> list[Stored]:
-        out: list[Stored] = []
-        for first, enq, keys, body in self._segments(q, start, end):
-            events = decode_events(keys, body)
-            lo, hi = max(start, first), min(end, first + len(events))
-            out.extend(Stored(off, events[off - first], enq) for off in range(lo, hi))
-        if len(out) != end - start:
-            raise QueueError(f"queue {q!r} holds {len(out)} of the events [{start}, {end})")
-        return out
-
-    def plan_batch(self, op: str, start: int, end: int, replicas: int, divide: Divide) -> BatchPlan:
-        if end == start:  # an empty batch (Spark plans one at start-up): nothing to record
-            return BatchPlan(op, start, end, replicas, b"")
-        recorded = self._plan(op, start)
-        if recorded is not None:
-            if recorded.end != end:
-                raise QueueError(
-                    f"operator {op!r}: batch from offset {start} was planned up to {recorded.end}, "
-                    f"now asked up to {end}"
-                )
-            return recorded
-        if not 1 <= replicas <= MAX_REPLICAS:
-            raise QueueError(f"operator {op!r}: {replicas} replicas, expected 1..{MAX_REPLICAS}")
-        owners = divide(self.keys(op, start, end)) if replicas > 1 else [0] * (end - start)
-        if len(owners) != end - start or any(not 0 <= o < replicas for o in owners):
-            raise QueueError(f"operator {op!r}: the division of batch {start}-{end} is invalid")
-        plan = BatchPlan(op, start, end, replicas, bytes(owners))
-        record = msgpack.packb([end, replicas, plan.owners], use_bin_type=True)
+    def _record_plan(self, plan: BatchPlan) -> None:
+        record = msgpack.packb([plan.end, plan.replicas, plan.owners], use_bin_type=True)
         with self.r.pipeline(transaction=True) as tx:  # recorded once: the first plan wins
-            tx.hsetnx(self._k("plan", op), str(start), record)
-            tx.zadd(self._k("planend", op), {str(start): end}, nx=True)
+            tx.hsetnx(self._k("plan", plan.op), str(plan.start), record)
+            tx.zadd(self._k("planend", plan.op), {str(plan.start): plan.end}, nx=True)
             tx.execute()
-        return self._plan(op, start) or plan
 
     def _plan(self, op: str, start: int) -> BatchPlan | None:
         value = self.r.hget(self._k("plan", op), str(start))
@@ -424,12 +386,6 @@ class RedisQueueStore:
             return None
         end, replicas, owners = msgpack.unpackb(value, raw=False)
         return BatchPlan(op, start, end, replicas, bytes(owners))
-
-    def plan(self, op: str, start: int, end: int) -> BatchPlan:
-        recorded = self._plan(op, start)
-        if recorded is None or recorded.end != end:
-            raise QueueError(f"operator {op!r}: no recorded plan for the batch {start}-{end}")
-        return recorded
 
     def read_share(self, plan: BatchPlan, replica: int) -> list[Event]:
         events: list[Event] = []

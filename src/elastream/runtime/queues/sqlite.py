@@ -23,12 +23,10 @@ from elastream.runtime.queues.base import (
     Appended,
     Audit,
     BatchPlan,
-    Divide,
     QueueError,
+    SegmentedQueues,
     ShareCommit,
-    Stored,
     decode_events,
-    decode_keys,
     encode_events,
     pack_roots,
     unpack_roots,
@@ -69,7 +67,6 @@ CREATE TABLE IF NOT EXISTS state(
     PRIMARY KEY(op, kgroup, key)) WITHOUT ROWID;
 """
 
-MAX_REPLICAS = 255  # a plan stores each event's replica in one byte
 SHARE_KINDS = (OutcomeKind.PROCESSED, OutcomeKind.FILTERED, OutcomeKind.TIMEOUT, OutcomeKind.ERROR)
 
 
@@ -83,7 +80,7 @@ def connect(path: str | Path, timeout_s: float = 30.0) -> sqlite3.Connection:
     return conn
 
 
-class SqliteQueueStore:
+class SqliteQueueStore(SegmentedQueues):
     """The `QueueStore` of one SQLite file: batch segments, plans, share marks, counts."""
 
     def __init__(self, path: str | Path) -> None:
@@ -220,58 +217,17 @@ class SqliteQueueStore:
                 break
             yield first, enq, keys, body
 
-    def keys(self, q: str, start: int, end: int) -> list[str]:
-        out: list[str] = []
-        for first, _, keys, _ in self._segments(q, start, end):
-            out.extend(decode_keys(keys)[max(0, start - first) : end - first])
-        if len(out) != end - start:
-            raise QueueError(f"queue {q!r} holds {len(out)} of the events [{start}, {end})")
-        return out
-
-    def read(self, q: str, start: int, end: int) -> list[Stored]:
-        out: list[Stored] = []
-        for first, enq, keys, body in self._segments(q, start, end):
-            events = decode_events(keys, body)
-            lo, hi = max(start, first), min(end, first + len(events))
-            out.extend(Stored(off, events[off - first], enq) for off in range(lo, hi))
-        if len(out) != end - start:
-            raise QueueError(f"queue {q!r} holds {len(out)} of the events [{start}, {end})")
-        return out
-
-    def plan_batch(self, op: str, start: int, end: int, replicas: int, divide: Divide) -> BatchPlan:
-        if end == start:  # an empty batch (Spark plans one at start-up): nothing to record
-            return BatchPlan(op, start, end, replicas, b"")
-        recorded = self._plan(op, start)
-        if recorded is not None:
-            if recorded.end != end:
-                raise QueueError(
-                    f"operator {op!r}: batch from offset {start} was planned up to {recorded.end}, "
-                    f"now asked up to {end}"
-                )
-            return recorded
-        if not 1 <= replicas <= MAX_REPLICAS:
-            raise QueueError(f"operator {op!r}: {replicas} replicas, expected 1..{MAX_REPLICAS}")
-        owners = divide(self.keys(op, start, end)) if replicas > 1 else [0] * (end - start)
-        if len(owners) != end - start or any(not 0 <= o < replicas for o in owners):
-            raise QueueError(f"operator {op!r}: the division of batch {start}-{end} is invalid")
-        plan = BatchPlan(op, start, end, replicas, bytes(owners))
+    def _record_plan(self, plan: BatchPlan) -> None:
         self.conn.execute(
             "INSERT OR IGNORE INTO plans VALUES (?, ?, ?, ?, ?, ?)",
-            (op, start, end, replicas, plan.owners, time.time()),
+            (plan.op, plan.start, plan.end, plan.replicas, plan.owners, time.time()),
         )
-        return self._plan(op, start) or plan
 
     def _plan(self, op: str, start: int) -> BatchPlan | None:
         row = self.conn.execute(
             "SELECT end_off, replicas, owners FROM plans WHERE op = ? AND start = ?", (op, start)
         ).fetchone()
         return None if row is None else BatchPlan(op, start, row[0], row[1], bytes(row[2]))
-
-    def plan(self, op: str, start: int, end: int) -> BatchPlan:
-        recorded = self._plan(op, start)
-        if recorded is None or recorded.end != end:
-            raise QueueError(f"operator {op!r}: no recorded plan for the batch {start}-{end}")
-        return recorded
 
     def read_share(self, plan: BatchPlan, replica: int) -> list[Event]:
         events: list[Event] = []
