@@ -170,7 +170,7 @@ def test_a_replayed_share_adds_nothing(open_store):
     assert store.commit_share(commit) is False  # the same share committed again
     assert (store.latest("b"), store.pending("a")) == (3, 3)
     t0 = time.time() - 60
-    assert store.task_stats("a", t0, time.time() + 1) == {0: (3, pytest.approx(0.01))}
+    assert store.task_stats("a", t0, time.time() + 1) == {0: (3, pytest.approx(0.01), 0.0)}
 
 
 def test_cpu_seconds_are_those_of_the_shares_committed_in_the_window(open_store):
@@ -184,11 +184,10 @@ def test_cpu_seconds_are_those_of_the_shares_committed_in_the_window(open_store)
         assert store.commit_share(commit) is True
     again = share_commit("a", plan.batch, 1, forward(store.read_share(plan, 1), "b"), (), 0.1)
     assert store.commit_share(replace(again, cpu_s=9.0)) is False  # a replay adds no CPU
-    assert store.cpu_seconds("a", t0 - 1, time.time() + 1) == pytest.approx(0.75)
-    assert store.cpu_seconds("a", time.time() + 1, time.time() + 2) == 0.0
+    assert store.task_stats("a", time.time() + 1, time.time() + 2) == {}
     assert store.task_stats("a", t0 - 1, time.time() + 1) == {
-        0: (3, pytest.approx(0.1)),
-        1: (3, pytest.approx(0.1)),
+        0: (3, pytest.approx(0.1), pytest.approx(0.25)),
+        1: (3, pytest.approx(0.1), pytest.approx(0.5)),
     }
 
 

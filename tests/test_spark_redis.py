@@ -36,7 +36,7 @@ def run_store(out: Path, url: str) -> RedisQueueStore:
 
 def emitted(store: RedisQueueStore) -> int:
     """Outcomes the run's last operator has committed so far."""
-    return sum(n for n, _ in store.task_stats("emit", 0, float("inf")).values())
+    return sum(w.events for w in store.task_stats("emit", 0, float("inf")).values())
 
 
 def wait_for_outcomes(run, store: RedisQueueStore, n: int, timeout_s: float = 300) -> None:

@@ -9,7 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elastream.base.registry import Registry
-from elastream.runtime.queues.base import Appended, Audit, BatchPlan, QueueError, QueueStore, Stored
+from elastream.runtime.queues.base import (
+    Appended,
+    Audit,
+    BatchPlan,
+    QueueError,
+    QueueStore,
+    ReplicaWork,
+    Stored,
+)
 from elastream.runtime.queues.redis_streams import RedisQueueStore, with_prefix
 from elastream.runtime.queues.sqlite import SqliteQueueStore
 
@@ -78,6 +86,7 @@ __all__ = [
     "QueueError",
     "QueueStore",
     "RedisQueueStore",
+    "ReplicaWork",
     "SqliteQueueStore",
     "Stored",
     "backend_name",

@@ -42,6 +42,14 @@ class Appended(NamedTuple):
     refused: int
 
 
+class ReplicaWork(NamedTuple):
+    """A replica's shares committed in a window: events handled, busy and CPU seconds."""
+
+    events: int
+    busy_s: float
+    cpu_s: float = 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class BatchPlan:
     """One planned micro-batch of an operator: offsets [start, end), divided among `replicas`;
@@ -185,7 +193,8 @@ class SegmentedQueues:
     """Reading and planning, the same for every backend that keeps a queue as msgpack segments
     covering offset ranges and records one plan per (operator, batch start). A backend supplies
     `_segments` (the segments overlapping [start, end), in order), `_plan` (the recorded plan or
-    None) and `_record_plan` (record a plan unless one is there: the first plan wins)."""
+    None), `_record_plan` (record a plan unless one is there: the first plan wins) and
+    `_sink_events` (every event in a sink queue, in order)."""
 
     def _segments(self, q: str, start: int, end: int) -> Iterator[tuple[int, float, bytes, bytes]]:
         raise NotImplementedError
@@ -195,6 +204,23 @@ class SegmentedQueues:
 
     def _record_plan(self, plan: BatchPlan) -> None:
         raise NotImplementedError
+
+    def _sink_events(self) -> Iterator[tuple[str, float, Event]]:
+        """(sink, arrival time, event) of every event in a sink queue."""
+        raise NotImplementedError
+
+    def sink_latencies_ms(self) -> list[float]:
+        return [(enq - e.ts) * 1000 for _, enq, e in self._sink_events()]
+
+    def sink_ids(self, q: str) -> list[str]:
+        return [e.id for sink, _, e in self._sink_events() if sink == q]
+
+    def sink_span(self) -> tuple[float, float]:
+        """The earliest source timestamp and the latest arrival of the events at the sinks."""
+        stamps = [(e.ts, enq) for _, enq, e in self._sink_events()]
+        if not stamps:
+            raise QueueError("no event reached a sink")
+        return min(ts for ts, _ in stamps), max(enq for _, enq in stamps)
 
     def keys(self, q: str, start: int, end: int) -> list[str]:
         """The keys of the events at offsets [start, end) (what a plan divides)."""
@@ -234,6 +260,19 @@ class SegmentedQueues:
         plan = BatchPlan(op, start, end, replicas, bytes(owners))
         self._record_plan(plan)
         return self._plan(op, start) or plan
+
+    def read_share(self, plan: BatchPlan, replica: int) -> list[Event]:
+        """Replica `replica`'s events of a planned batch, in offset order."""
+        events: list[Event] = []
+        for first, _, keys, body in self._segments(plan.op, plan.start, plan.end):
+            decoded = decode_events(keys, body)
+            lo = max(plan.start, first)
+            hi = min(plan.end, first + len(decoded))
+            owners = plan.owners[lo - plan.start : hi - plan.start]
+            events.extend(
+                decoded[lo - first + k] for k, owner in enumerate(owners) if owner == replica
+            )
+        return events
 
     def plan(self, op: str, start: int, end: int) -> BatchPlan:
         recorded = self._plan(op, start)
@@ -316,9 +355,8 @@ class QueueStore(StateStore, Protocol):
     def arrivals(self, q: str, t0: float, t1: float) -> dict[str, int]: ...
     def overflow_count(self, q: str, t0: float, t1: float) -> int: ...
     def outcome_counts(self, op: str, t0: float, t1: float) -> tuple[dict[str, int], int]: ...
-    def task_stats(self, op: str, t0: float, t1: float) -> dict[int, tuple[int, float]]: ...
-    def cpu_seconds(self, op: str, t0: float, t1: float) -> float:
-        """CPU seconds `op`'s replicas spent on the shares committed in [t0, t1)."""
+    def task_stats(self, op: str, t0: float, t1: float) -> dict[int, ReplicaWork]:
+        """Per replica: the work of `op`'s shares committed in [t0, t1)."""
         ...
 
     def batch_work(self) -> list[tuple[str, str, float, int]]: ...

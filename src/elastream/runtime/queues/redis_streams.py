@@ -32,6 +32,7 @@ from elastream.runtime.queues.base import (
     Audit,
     BatchPlan,
     QueueError,
+    ReplicaWork,
     SegmentedQueues,
     ShareCommit,
     decode_events,
@@ -387,18 +388,6 @@ class RedisQueueStore(SegmentedQueues):
         end, replicas, owners = msgpack.unpackb(value, raw=False)
         return BatchPlan(op, start, end, replicas, bytes(owners))
 
-    def read_share(self, plan: BatchPlan, replica: int) -> list[Event]:
-        events: list[Event] = []
-        for first, _, keys, body in self._segments(plan.op, plan.start, plan.end):
-            decoded = decode_events(keys, body)
-            lo = max(plan.start, first)
-            hi = min(plan.end, first + len(decoded))
-            owners = plan.owners[lo - plan.start : hi - plan.start]
-            events.extend(
-                decoded[lo - first + k] for k, owner in enumerate(owners) if owner == replica
-            )
-        return events
-
     def share_done(self, op: str, batch: str, replica: int) -> bool:
         return bool(self.r.hexists(self._k("done", op), f"{batch}|{replica}"))
 
@@ -492,15 +481,14 @@ class RedisQueueStore(SegmentedQueues):
         counts = {kind: n for kind, n in zip(SHARE_KINDS, totals, strict=False) if n}
         return counts, totals[-1]
 
-    def task_stats(self, op: str, t0: float, t1: float) -> dict[int, tuple[int, float]]:
-        out: dict[int, tuple[int, float]] = {}
+    def task_stats(self, op: str, t0: float, t1: float) -> dict[int, ReplicaWork]:
+        out: dict[int, ReplicaWork] = {}
         for rec in self._shares(op, t0, t1):
-            n, busy = out.get(int(rec[1]), (0, 0.0))
-            out[int(rec[1])] = (n + int(rec[2]), busy + float(rec[BUSY]))
+            n, busy, cpu = out.get(int(rec[1]), ReplicaWork(0, 0.0))
+            out[int(rec[1])] = ReplicaWork(
+                n + int(rec[2]), busy + float(rec[BUSY]), cpu + float(rec[CPU])
+            )
         return out
-
-    def cpu_seconds(self, op: str, t0: float, t1: float) -> float:
-        return sum(float(rec[CPU]) for rec in self._shares(op, t0, t1))
 
     def _queues(self) -> list[tuple[str, bool]]:
         """(name, is a sink) of every queue."""
@@ -543,18 +531,6 @@ class RedisQueueStore(SegmentedQueues):
                 for _, enq, keys, body in self._segments(q, 0, 2**62):
                     for event in decode_events(keys, body):
                         yield q, enq, event
-
-    def sink_latencies_ms(self) -> list[float]:
-        return [(enq - e.ts) * 1000 for _, enq, e in self._sink_events()]
-
-    def sink_ids(self, q: str) -> list[str]:
-        return [e.id for sink, _, e in self._sink_events() if sink == q]
-
-    def sink_span(self) -> tuple[float, float]:
-        stamps = [(e.ts, enq) for _, enq, e in self._sink_events()]
-        if not stamps:
-            raise QueueError("no event reached a sink")
-        return min(ts for ts, _ in stamps), max(enq for _, enq in stamps)
 
     def audit(self) -> Audit:
         """Account for every source event by its fate (see `Audit`), as the SQLite store does."""

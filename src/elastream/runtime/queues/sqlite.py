@@ -24,6 +24,7 @@ from elastream.runtime.queues.base import (
     Audit,
     BatchPlan,
     QueueError,
+    ReplicaWork,
     SegmentedQueues,
     ShareCommit,
     decode_events,
@@ -229,18 +230,6 @@ class SqliteQueueStore(SegmentedQueues):
         ).fetchone()
         return None if row is None else BatchPlan(op, start, row[0], row[1], bytes(row[2]))
 
-    def read_share(self, plan: BatchPlan, replica: int) -> list[Event]:
-        events: list[Event] = []
-        for first, _, keys, body in self._segments(plan.op, plan.start, plan.end):
-            decoded = decode_events(keys, body)
-            lo = max(plan.start, first)
-            hi = min(plan.end, first + len(decoded))
-            owners = plan.owners[lo - plan.start : hi - plan.start]
-            events.extend(
-                decoded[lo - first + k] for k, owner in enumerate(owners) if owner == replica
-            )
-        return events
-
     def share_done(self, op: str, batch: str, replica: int) -> bool:
         row = self.conn.execute(
             "SELECT 1 FROM shares WHERE op = ? AND batch = ? AND replica = ?", (op, batch, replica)
@@ -349,20 +338,13 @@ class SqliteQueueStore(SegmentedQueues):
         counts = {kind: int(n) for kind, n in zip(SHARE_KINDS, row[:4], strict=True) if n}
         return counts, int(row[4] or 0)
 
-    def task_stats(self, op: str, t0: float, t1: float) -> dict[int, tuple[int, float]]:
-        """Per replica: (events handled, busy seconds) of shares committed in [t0, t1)."""
+    def task_stats(self, op: str, t0: float, t1: float) -> dict[int, ReplicaWork]:
         rows = self.conn.execute(
-            "SELECT replica, SUM(n), SUM(busy) FROM shares WHERE op = ? AND at >= ? AND at < ? "
-            "GROUP BY replica",
+            "SELECT replica, SUM(n), SUM(busy), SUM(cpu) FROM shares "
+            "WHERE op = ? AND at >= ? AND at < ? GROUP BY replica",
             (op, t0, t1),
         )
-        return {r: (n, busy) for r, n, busy in rows}
-
-    def cpu_seconds(self, op: str, t0: float, t1: float) -> float:
-        row = self.conn.execute(
-            "SELECT SUM(cpu) FROM shares WHERE op = ? AND at >= ? AND at < ?", (op, t0, t1)
-        ).fetchone()
-        return float(row[0] or 0.0)
+        return {r: ReplicaWork(n, busy, cpu or 0.0) for r, n, busy, cpu in rows}
 
     def batch_work(self) -> list[tuple[str, str, float, int]]:
         """Per (operator, micro-batch): its slowest replica's busy seconds and events handled."""
@@ -395,7 +377,6 @@ class SqliteQueueStore(SegmentedQueues):
         return n, (total * 1000 / n if n else None)
 
     def _sink_events(self) -> Iterator[tuple[str, float, Event]]:
-        """(sink, arrival time, event) of every event in a sink queue."""
         rows = self.conn.execute(
             "SELECT s.q, s.enq, s.keys, s.body FROM segments s JOIN queues q ON s.q = q.q "
             "WHERE q.sink = 1 ORDER BY s.q, s.end_off"
@@ -403,19 +384,6 @@ class SqliteQueueStore(SegmentedQueues):
         for q, enq, keys, body in rows:
             for event in decode_events(keys, body):
                 yield q, enq, event
-
-    def sink_latencies_ms(self) -> list[float]:
-        return [(enq - e.ts) * 1000 for _, enq, e in self._sink_events()]
-
-    def sink_ids(self, q: str) -> list[str]:
-        return [e.id for sink, _, e in self._sink_events() if sink == q]
-
-    def sink_span(self) -> tuple[float, float]:
-        """The earliest source timestamp and the latest arrival of the events at the sinks."""
-        stamps = [(e.ts, enq) for _, enq, e in self._sink_events()]
-        if not stamps:
-            raise QueueError("no event reached a sink")
-        return min(ts for ts, _ in stamps), max(enq for _, enq in stamps)
 
     def audit(self) -> Audit:
         """Account for every source event by its fate (see `Audit`), from the producers'

@@ -23,6 +23,7 @@ from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import HostClock, OperatorStats, Snapshot
 from elastream.runtime.queues import (
     QueueStore,
+    ReplicaWork,
     backend_name,
     open_store,
     reset_store,
@@ -381,16 +382,16 @@ class SparkEngine:
             del self.failing[name]
 
     def _operator_stats(
-        self, name: str, t0: float, t1: float, tasks: dict[int, tuple[int, float]]
+        self, name: str, t0: float, t1: float, tasks: dict[int, ReplicaWork]
     ) -> OperatorStats:
         spec = self.pipeline.operator(name)
         st = self.ops[name]
         arrivals = self.store.arrivals(name, t0, t1)
         kinds, emitted = self.store.outcome_counts(name, t0, t1)
-        handled = sum(n for n, _ in tasks.values())
-        busy = sum(b for _, b in tasks.values())
+        handled = sum(w.events for w in tasks.values())
+        busy = sum(w.busy_s for w in tasks.values())
         et = busy / handled if handled else None
-        per_replica = [tasks.get(j, (0, 0.0))[0] for j in range(st.replicas)]
+        per_replica = [tasks[j].events if j in tasks else 0 for j in range(st.replicas)]
         td = t1 - t0
         # Eq. 5: U_ij = μ_ij · et_i / td
         util = [n * (et or st.et_s) / td for n in per_replica]
@@ -411,16 +412,16 @@ class SparkEngine:
             replica_processed=tuple(per_replica),
             utilization=tuple(util),
             stateful=not spec.stateless,
-            cpu_s=self.store.cpu_seconds(name, t0, t1),
+            cpu_s=sum(w.cpu_s for w in tasks.values()),
         )
 
-    def _remember(self, stats: OperatorStats, tasks: dict[int, tuple[int, float]]) -> None:
+    def _remember(self, stats: OperatorStats, tasks: dict[int, ReplicaWork]) -> None:
         """Keep the latest measured et_i and et_ij for the next plans (unchanged if idle)."""
         st = self.ops[stats.name]
         if stats.et_s is not None:
             st.et_s = stats.et_s
         known = dict(enumerate(st.replica_et))
-        known.update({j: busy / n for j, (n, busy) in tasks.items() if n > 0})
+        known.update({j: w.busy_s / w.events for j, w in tasks.items() if w.events > 0})
         st.replica_et = [known.get(j, st.et_s) for j in range(stats.max_replicas)]
         self._publish(stats.name)
 
