@@ -15,6 +15,7 @@ from elastream.runtime.queues.base import (
     BatchPlan,
     QueueError,
     QueueStore,
+    BatchWork,
     ReplicaWork,
     Stored,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "QueueError",
     "QueueStore",
     "RedisQueueStore",
+    "BatchWork",
     "ReplicaWork",
     "SqliteQueueStore",
     "Stored",

@@ -40,6 +40,7 @@ class BatchOperator(Operator):
         self.overhead_s = self.setup.batch_overhead_by_op.get(
             self.name, self.setup.batch_overhead_s
         )
+        self.peers: Sequence[Operator] = ()  # the run's other operators (set by the simulator)
 
     def step(self, s: int) -> None:
         self._admit()
@@ -116,11 +117,18 @@ class BatchOperator(Operator):
         counts = self._split(n, ready, start)
         noise = self.noise(r) or [1.0] * r
         busy = [c * rep.cost * f for c, f, rep in zip(counts, noise, ready, strict=True)]
-        overhead = self.overhead_s
-        self.batch = Batch(pieces, ready, counts, busy, overhead + max(busy, default=0.0))
+        self.batch = Batch(pieces, ready, counts, busy, self._overhead(r) + max(busy, default=0.0))
         self.size -= expired
         self.dropped_timeout += expired
         self.ledger.counts.dropped_timeout += expired
+
+    def _overhead(self, r: int) -> float:
+        """The batch's fixed cost, Eq. O1: the operator's base cost, plus b per task beyond the
+        first, plus c per other operator with a batch running now (they share the CPUs)."""
+        setup = self.setup
+        busy = sum(1 for p in self.peers if isinstance(p, BatchOperator) and p.batch is not None)
+        extra = setup.batch_overhead_per_replica_s * max(0, r - 1)
+        return self.overhead_s + extra + setup.batch_overhead_per_busy_s * busy
 
     def _take(self, cap: int, s: int) -> tuple[list[tuple[int, int]], int]:
         """Up to `cap` events from the head; those older than t_out are dropped at no cost."""

@@ -58,6 +58,16 @@ class SimSettings(Settings):
     batch_overhead_s: NonNegative = Field(
         0.0, description="micro_batch model: fixed cost of one micro-batch, s"
     )
+    batch_overhead_per_replica_ms: NonNegative = Field(
+        0.0,
+        description="micro_batch model: added to a batch's fixed cost for each task (replica) "
+        "beyond the first, ms (Eq. O1 of docs/simulator.md)",
+    )
+    batch_overhead_per_busy_query_ms: NonNegative = Field(
+        0.0,
+        description="micro_batch model: added to a batch's fixed cost for each other operator "
+        "with a batch running when it starts, ms (Eq. O1 of docs/simulator.md)",
+    )
     batch_work_s: Positive | None = Field(
         None, description="work admitted per replica per batch, s (None: the run's spark.batch_s)"
     )
