@@ -57,6 +57,7 @@ def overhead_settings(model: OverheadModel) -> dict[str, Any]:
         "batch_overhead_ms": {op: 1000 * a for op, a in model.base_s.items()},
         "batch_overhead_per_replica_ms": 1000 * model.per_replica_s,
         "batch_overhead_per_busy_query_ms": 1000 * model.per_busy_query_s,
+        "batch_overhead_cv": model.cv,
     }
 
 

@@ -4,7 +4,7 @@ queries running at the same time, fitted to a Spark run's batches (docs/simulato
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -36,6 +36,7 @@ class OverheadModel:
     base_s: Mapping[str, float]  # a_i: a one-task batch with no other query busy
     per_replica_s: float  # b: each task beyond the first
     per_busy_query_s: float  # c: each other query with a batch running at the start
+    cv: float = 0.0  # Eq. O2: spread of a batch's cost around Eq. O1, as a CV of its ratio
 
     def overhead_s(self, op: str, replicas: int, busy_queries: int) -> float:
         """Eq. O1 for one batch."""
@@ -83,4 +84,19 @@ def fit_overhead(records: Sequence[BatchRecord]) -> OverheadModel:
             break
         keep = [k for k in keep if k not in negative]
     base = {op: max(MIN_OVERHEAD_S, float(a)) for op, a in zip(ops, coef, strict=False)}
-    return OverheadModel(base, float(fitted.get(0, 0.0)), float(fitted.get(1, 0.0)))
+    model = OverheadModel(base, float(fitted.get(0, 0.0)), float(fitted.get(1, 0.0)))
+    return replace(model, cv=_ratio_cv(model, records))
+
+
+def _ratio_cv(model: OverheadModel, records: Sequence[BatchRecord]) -> float:
+    """Eq. O2: the CV of observed / predicted cost over the batches (0 for fewer than two)."""
+    counts = busy_queries(records)
+    ratios = np.array(
+        [
+            rec.overhead_s / model.overhead_s(rec.op, rec.replicas, n)
+            for rec, n in zip(records, counts, strict=True)
+        ]
+    )
+    if ratios.size < 2:
+        return 0.0
+    return float(ratios.std() / ratios.mean()) if ratios.mean() > 0 else 0.0

@@ -124,11 +124,17 @@ class BatchOperator(Operator):
 
     def _overhead(self, r: int) -> float:
         """The batch's fixed cost, Eq. O1: the operator's base cost, plus b per task beyond the
-        first, plus c per other operator with a batch running now (they share the CPUs)."""
+        first, plus c per other operator with a batch running now (they share the CPUs); with
+        batch_overhead_cv, times a random factor of mean 1 (Eq. O2)."""
         setup = self.setup
         busy = sum(1 for p in self.peers if isinstance(p, BatchOperator) and p.batch is not None)
         extra = setup.batch_overhead_per_replica_s * max(0, r - 1)
-        return self.overhead_s + extra + setup.batch_overhead_per_busy_s * busy
+        mean = self.overhead_s + extra + setup.batch_overhead_per_busy_s * busy
+        cv = setup.batch_overhead_cv
+        if cv <= 0:
+            return mean
+        sigma2 = math.log1p(cv * cv)  # Eq. O2: log-normal factor of mean 1 and CV cv
+        return mean * float(self.rng.lognormal(-sigma2 / 2, math.sqrt(sigma2)))
 
     def _take(self, cap: int, s: int) -> tuple[list[tuple[int, int]], int]:
         """Up to `cap` events from the head; those older than t_out are dropped at no cost."""

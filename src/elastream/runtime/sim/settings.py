@@ -68,6 +68,11 @@ class SimSettings(Settings):
         description="micro_batch model: added to a batch's fixed cost for each other operator "
         "with a batch running when it starts, ms (Eq. O1 of docs/simulator.md)",
     )
+    batch_overhead_cv: NonNegative = Field(
+        0.0,
+        description="micro_batch model: coefficient of variation of a log-normal factor of "
+        "mean 1 on each batch's fixed cost (Eq. O2 of docs/simulator.md)",
+    )
     batch_work_s: Positive | None = Field(
         None, description="work admitted per replica per batch, s (None: the run's spark.batch_s)"
     )
