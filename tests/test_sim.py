@@ -349,6 +349,27 @@ def test_micro_batch_overhead_grows_with_the_tasks_of_a_batch():
     assert [s.operators[0].processed for s in result.snapshots[3:12]] == [800] * 9
 
 
+def test_micro_batch_overhead_spread_keeps_its_mean():
+    # Eq. O2: batch costs vary around Eq. O1 with mean factor 1: an overloaded operator keeps
+    # its long-run throughput, and a loaded one's latency tail grows.
+    base = replace(EXACT, queue_model="micro_batch", batch_overhead_s=0.5, batch_work_s=1.0)
+    spread = replace(base, batch_overhead_cv=0.6)
+    over = config(drain_s=0)
+    fixed = simulate(one_operator(), over, constant(150, 90), base).snapshots[2:45]
+    varied = simulate(one_operator(), over, constant(150, 90), spread).snapshots[2:45]
+
+    def served(snapshots):
+        return sum(s.operators[0].processed for s in snapshots)
+
+    assert served(varied) == pytest.approx(served(fixed), rel=0.05)
+    loaded = config(drain_s=30)
+    p99 = [
+        simulate(one_operator(), loaded, constant(55, 60), sim).summary.latency_ms_p99
+        for sim in (base, spread)
+    ]
+    assert p99[1] > 1.3 * p99[0]
+
+
 def test_micro_batch_overhead_counts_only_other_busy_queries():
     settings = replace(EXACT, queue_model="micro_batch", batch_overhead_s=0.2)
     contended = replace(settings, batch_overhead_per_busy_query_ms=300.0)
