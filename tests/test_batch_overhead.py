@@ -65,6 +65,14 @@ def test_a_negative_slope_is_dropped_and_the_rest_refitted():
     assert fitted.base_s["a"] > 0.3
 
 
+def test_the_commit_share_is_the_commit_time_over_the_fixed_cost():
+    records = [
+        BatchRecord("a", 0.0, 1.0, 0.5, 1, commit_s=0.1),  # fixed cost 0.5 s
+        BatchRecord("a", 2.0, 2.0, 0.5, 1, commit_s=0.5),  # fixed cost 1.5 s
+    ]
+    assert fit_overhead(records).commit_share == pytest.approx(0.6 / 2.0)
+
+
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="no batches"):
         fit_overhead([])

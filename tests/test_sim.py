@@ -370,6 +370,20 @@ def test_micro_batch_overhead_spread_keeps_its_mean():
     assert p99[1] > 1.3 * p99[0]
 
 
+def test_micro_batch_outputs_leave_before_the_offset_commit():
+    # Sparse input: every batch is 1 s of fixed cost and 10 ms of work; with half of the
+    # cost after the outputs have left, every event reaches the sink 0.5 s sooner (to the
+    # step of 0.1 s: outputs leave at the end of the step their work ends in).
+    base = replace(EXACT, queue_model="micro_batch", batch_overhead_s=1.0)
+    cfg = config(drain_s=10)
+
+    def latency(share):
+        sim = replace(base, batch_commit_share=share)
+        return simulate(one_operator(), cfg, constant(2, 60), sim).summary.latency_ms_mean
+
+    assert latency(0.0) - latency(0.5) == pytest.approx(500, abs=100)
+
+
 def test_micro_batch_overhead_counts_only_other_busy_queries():
     settings = replace(EXACT, queue_model="micro_batch", batch_overhead_s=0.2)
     contended = replace(settings, batch_overhead_per_busy_query_ms=300.0)

@@ -15,9 +15,9 @@ from elastream.runtime.spark.runtime import SparkEngine
 
 def batch_records(engine: SparkEngine, et_s: Mapping[str, float]) -> list[BatchRecord]:
     """Every non-empty micro-batch of every query: when it started, its wall time (Spark's
-    triggerExecution), its task count and its largest share's events times `et_s[op]`, the
-    per-event time the simulator uses. Needs the queries' progress history, kept by
-    `spark_session`."""
+    triggerExecution), its task count, its largest share's events times `et_s[op]` (the
+    per-event time the simulator uses) and its offset commit (after the outputs have left).
+    Needs the queries' progress history, kept by `spark_session`."""
     work = {(w.op, w.batch): w for w in engine.store.batch_work()}
     records: list[BatchRecord] = []
     for name, query in engine.queries.items():
@@ -32,6 +32,7 @@ def batch_records(engine: SparkEngine, et_s: Mapping[str, float]) -> list[BatchR
                     wall_s=progress["durationMs"]["triggerExecution"] / 1000.0,
                     work_s=batch.largest * et_s[name],
                     replicas=batch.tasks,
+                    commit_s=progress["durationMs"].get("commitOffsets", 0) / 1000.0,
                 )
             )
     return records
@@ -59,6 +60,7 @@ def overhead_settings(model: OverheadModel) -> dict[str, Any]:
         "batch_overhead_ms": {op: 1000 * a for op, a in model.base_s.items()},
         "batch_overhead_per_replica_ms": 1000 * model.per_replica_s,
         "batch_overhead_per_busy_query_ms": 1000 * model.per_busy_query_s,
+        "batch_commit_share": model.commit_share,
     }
 
 

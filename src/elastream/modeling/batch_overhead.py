@@ -20,6 +20,7 @@ class BatchRecord:
     wall_s: float  # how long it took (Spark's triggerExecution)
     work_s: float  # its busiest replica's events times et_i: the work the simulator counts
     replicas: int  # tasks of the batch (the replicas its plan divided it among)
+    commit_s: float = 0.0  # of its wall time, spent after its outputs had left (offset commit)
 
     @property
     def overhead_s(self) -> float:
@@ -37,6 +38,7 @@ class OverheadModel:
     per_replica_s: float  # b: each task beyond the first
     per_busy_query_s: float  # c: each other query with a batch running at the start
     cv: float = 0.0  # Eq. O2: spread of a batch's cost around Eq. O1, as a CV of its ratio
+    commit_share: float = 0.0  # of the fixed cost, the part after the outputs have left
 
     def overhead_s(self, op: str, replicas: int, busy_queries: int) -> float:
         """Eq. O1 for one batch."""
@@ -85,7 +87,14 @@ def fit_overhead(records: Sequence[BatchRecord]) -> OverheadModel:
         keep = [k for k in keep if k not in negative]
     base = {op: max(MIN_OVERHEAD_S, float(a)) for op, a in zip(ops, coef, strict=False)}
     model = OverheadModel(base, float(fitted.get(0, 0.0)), float(fitted.get(1, 0.0)))
-    return replace(model, cv=_ratio_cv(model, records))
+    return replace(model, cv=_ratio_cv(model, records), commit_share=_commit_share(records))
+
+
+def _commit_share(records: Sequence[BatchRecord]) -> float:
+    """Σ commit time / Σ fixed cost over the batches, within [0, 1]."""
+    total = sum(max(0.0, rec.overhead_s) for rec in records)
+    commit = sum(rec.commit_s for rec in records)
+    return min(1.0, commit / total) if total > 0 else 0.0
 
 
 def _ratio_cv(model: OverheadModel, records: Sequence[BatchRecord]) -> float:
