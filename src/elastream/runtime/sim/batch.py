@@ -1,8 +1,8 @@
 """The micro-batch model of an operator, after the Spark runtime (spark/source.py, spark/task.py):
 one queue per operator; a micro-batch admits at most max(r, r·batch_s/et) events from its head,
 splits them among the r ready replicas by the grouping, and lasts its fixed overhead plus the
-busiest replica's work (the batch is a barrier); outputs leave when the work is done, the
-overhead's commit share later the batch ends."""
+busiest replica's work (the batch is a barrier); outputs leave when the work is done, and the
+batch ends after its offset commit (a share of the fixed overhead)."""
 
 from __future__ import annotations
 
