@@ -69,6 +69,21 @@ def test_latency_histogram_bins_exact_latencies():
     )
 
 
+def test_a_latency_tally_adds_the_forgotten_latencies_to_the_kept_ones():
+    from elastream.model.metrics import LatencyTally
+
+    tally = LatencyTally()
+    assert tally.with_kept([]) == (None, None, ())
+    tally.add([0.5, 2.5])  # forgotten by the store's retention
+    tally.add([])
+    kept = [10.0] * 96 + [40.2, 44.6]
+    mean, p99, histogram = tally.with_kept(kept)
+    assert mean == pytest.approx((0.5 + 2.5 + 960.0 + 40.2 + 44.6) / 100)
+    assert p99 == 41.0  # nearest rank: the 99th of 100 latencies (40.2), to its 1-ms bin
+    assert histogram == ((1.0, 1), (3.0, 1), (10.0, 96), (41.0, 1), (45.0, 1))
+    assert tally.n == 2 and tally.bins == {1.0: 1, 3.0: 1}  # with_kept leaves the tally alone
+
+
 def test_the_plan_is_applied_in_order_lease_place_then_replicas():
     from elastream.control.plan import Lease, Placement, Plan, execute
     from elastream.control.policy import Decision

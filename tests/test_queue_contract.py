@@ -237,8 +237,9 @@ def test_kill_and_resume_finishes_exactly_once(open_store):
     assert audit.roots_with_two_fates == audit.duplicate_sink_roots == 0
 
 
-def test_every_root_has_exactly_one_fate(open_store):
-    store = make_queues(open_store(), bound=8)
+def every_fate(store: QueueStore) -> QueueStore:
+    """Ten events through a (bound 8) and b: 3 reach the sink, 2 are filtered, 1 times out, 2
+    overflow and 2 fail."""
     store.append("a", events(10), "src", 0)  # 8 accepted, 2 refused
     plan = store.plan_batch("a", 0, 8, 2, alternate)
     for replica in (0, 1):
@@ -252,6 +253,11 @@ def test_every_root_has_exactly_one_fate(open_store):
     outcomes = forward(store.read_share(b_plan, 0), "out")
     outcomes[0] = Outcome(outcomes[0].event_id, outcomes[0].root, OutcomeKind.TIMEOUT)
     store.commit_share(share_commit("b", b_plan.batch, 0, outcomes, (), 0.0))
+    return store
+
+
+def test_every_root_has_exactly_one_fate(open_store):
+    store = every_fate(make_queues(open_store(), bound=8))
     audit = store.audit()
     fates = audit.to_sink + audit.filtered + audit.timeout + audit.overflow + audit.failed
     assert (audit.to_sink, audit.filtered, audit.timeout, audit.overflow, audit.failed) == (
@@ -279,6 +285,30 @@ def test_released_events_are_gone_and_counts_stay(open_store):
         store.plan("a", 0, 4)
     assert [s.off for s in store.read("a", 4, 8)] == [4, 5, 6, 7]
     assert (store.latest("a"), store.pending("a"), store.audit().events_in) == (8, 4, 8)
+
+
+def test_expiry_forgets_old_records_and_the_audit_still_adds_up(open_store):
+    store = every_fate(make_queues(open_store(), bound=8))
+    audit = store.audit()
+    store.release("a", 8)  # b's batch is not released: its share must stay done
+    expired = store.expire(time.time() + 1)
+    assert expired.records > 0 and len(expired.sink_latencies_ms) == audit.sink_events == 3
+    assert store.share_done("b", "0-4", 0) and not store.share_done("a", "0-8", 0)
+    assert store.sink_ids("out") == [] and store.task_stats("a", 0.0, time.time() + 1) == {}
+    assert store.audit() == audit
+    store.release("b", 4)
+    store.expire(time.time() + 1)
+    assert store.expire(time.time() + 1) == (0, [])  # nothing left to forget or count twice
+    assert store.audit() == audit and not store.share_done("b", "0-4", 0)
+
+
+def test_expiry_keeps_what_is_newer(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(4), "src", 0)
+    run_share(store, store.plan_batch("a", 0, 4, 1, alternate), 0, "out")
+    store.release("a", 4)
+    assert store.expire(time.time() - 60) == (0, [])
+    assert len(store.sink_ids("out")) == 4 and store.task_stats("a", 0.0, time.time() + 1)
 
 
 # -- keyed state ------------------------------------------------------------------------------

@@ -38,7 +38,10 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path):
     pipeline = load_pipeline(PIPELINE)
     # 10 s at 10 ev/s, 24 s at 70 ev/s (enrich needs 3 replicas at 40 ms), 21 s at 5 ev/s.
     trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 21))
-    config = make_config(td=3.0, out=tmp_path / "run", drain_s=60, t_out=None)
+    # A 20 s retention: the store forgets its older audit records as the run goes on.
+    config = make_config(
+        td=3.0, out=tmp_path / "run", drain_s=60, t_out=None, spark={"retention_s": 20}
+    )
     engine = SparkEngine(pipeline, config, trace)
     result = run_mape(engine, Controller.build("psps"))
 
@@ -50,10 +53,13 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path):
     assert sum(s.op("enrich").cpu_s or 0.0 for s in result.snapshots) > 0  # CPU time recorded
 
     audit = engine.store.audit()
-    assert_conserved(audit, int(trace.rates.sum()))
+    assert_conserved(audit, int(trace.rates.sum()))  # the expired records counted in
     assert audit.filtered == audit.events_in // 2  # drop_odd filters the odd indexes
+    assert len(engine.store.sink_ids("out")) < audit.sink_events  # retention did expire
     assert result.totals.duplicates == 0
     assert result.summary.processed_ratio == 1.0
+    assert result.totals.latency_ms_mean is not None
+    assert sum(n for _, n in result.totals.latency_histogram_ms) == audit.sink_events
 
 
 def run_cli(

@@ -68,6 +68,13 @@ class SparkSettings(Settings):
         description="lease the standalone cluster's executors as hosts billed per BTU "
         "(needs `master` spark://...); None: use the executors the cluster gives",
     )
+    retention_s: float | None = Field(
+        600.0,
+        gt=0,
+        description="how long the queue store keeps its audit records (sink events, appends, "
+        "the shares of released batches), s; older ones are folded into counts so a long "
+        "run's store stays flat (None: keep them for the whole run)",
+    )
     conf: dict[str, str] = Field(
         default_factory=dict,
         description="extra Spark configuration for the session (e.g. spark.driver.host and "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from itertools import pairwise
 
 from elastream.model.snapshot import Snapshot
@@ -499,6 +499,44 @@ def latency_histogram(
         edge = math.ceil(value / resolution_ms) * resolution_ms
         counts[edge] = counts.get(edge, 0) + 1
     return tuple(sorted(counts.items()))
+
+
+def histogram_quantile(histogram: Sequence[tuple[float, int]], q: float) -> float | None:
+    """The nearest-rank q-quantile of (value, count) pairs sorted by value (None if empty)."""
+    total = sum(n for _, n in histogram)
+    seen = 0
+    for value, n in histogram:
+        seen += n
+        if seen >= q * total:
+            return value
+    return None
+
+
+@dataclass
+class LatencyTally:
+    """Sink latencies folded in as the store's retention forgets them (`QueueStore.expire`):
+    count and sum exact, the histogram in 1-ms bins, so memory does not grow with the run."""
+
+    n: int = 0
+    sum_ms: float = 0.0
+    bins: dict[float, int] = field(default_factory=dict)
+
+    def add(self, latencies_ms: Sequence[float]) -> None:
+        for edge, count in latency_histogram(latencies_ms):
+            self.bins[edge] = self.bins.get(edge, 0) + count
+        self.n += len(latencies_ms)
+        self.sum_ms += sum(latencies_ms)
+
+    def with_kept(
+        self, kept_ms: Sequence[float]
+    ) -> tuple[float | None, float | None, tuple[tuple[float, int], ...]]:
+        """Mean, nearest-rank p99 (to the 1-ms bin) and histogram of the forgotten latencies
+        and `kept_ms` together."""
+        merged = LatencyTally(self.n, self.sum_ms, dict(self.bins))
+        merged.add(kept_ms)
+        histogram = tuple(sorted(merged.bins.items()))
+        mean = merged.sum_ms / merged.n if merged.n else None
+        return mean, histogram_quantile(histogram, 0.99), histogram
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,8 @@ its keyed-state writes in that step (`StateStore`, docs/state.md).
 
 from __future__ import annotations
 
+import math
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
@@ -132,6 +134,55 @@ class Audit:
     roots_with_two_fates: int
 
 
+@dataclass(frozen=True, slots=True)
+class ExpiredCounts:
+    """What `expire` forgot, kept as counts so that the audit still adds up: distinct roots and
+    events that reached a sink, and the roots of each recorded fate."""
+
+    to_sink: int = 0
+    sink_events: int = 0
+    filtered: int = 0
+    timeout: int = 0
+    overflow: int = 0
+
+    def items(self) -> list[tuple[str, int]]:
+        return [(name, getattr(self, name)) for name in self.__slots__]
+
+
+class Expiry(NamedTuple):
+    """What one `expire` call deleted: records, and the end-to-end latencies (ms) of the sink
+    events among them (the caller folds them into its run's latency totals)."""
+
+    records: int
+    sink_latencies_ms: list[float]
+
+
+def build_audit(
+    events_in: int,
+    pending: int,
+    sink_roots: list[str],
+    fates: dict[str, set[str]],
+    expired: ExpiredCounts,
+) -> Audit:
+    """The audit from the retained records (`fates`: fate -> roots, without "to_sink") plus what
+    was expired; duplicates and roots with two fates are checked among the retained records."""
+    fates = {"to_sink": set(sink_roots), **fates}
+    seen: dict[str, int] = defaultdict(int)
+    for roots in fates.values():
+        for root in roots:
+            seen[root] += 1
+    kept = {name: len(roots) for name, roots in fates.items()}
+    gone = dict(expired.items())
+    return Audit(
+        events_in=events_in,
+        pending=pending,
+        sink_events=len(sink_roots) + gone.pop("sink_events"),
+        duplicate_sink_roots=len(sink_roots) - len(fates["to_sink"]),
+        roots_with_two_fates=sum(1 for n in seen.values() if n > 1),
+        **{name: n + gone.get(name, 0) for name, n in kept.items()},
+    )
+
+
 def share_commit(
     op: str,
     batch: str,
@@ -206,7 +257,7 @@ class SegmentedQueues:
     covering offset ranges and records one plan per (operator, batch start). A backend supplies
     `_segments` (the segments overlapping [start, end), in order), `_plan` (the recorded plan or
     None), `_record_plan` (record a plan unless one is there: the first plan wins) and
-    `_sink_events` (every event in a sink queue, in order)."""
+    `_sink_queues` (the names of the sink queues)."""
 
     def _segments(self, q: str, start: int, end: int) -> Iterator[tuple[int, float, bytes, bytes]]:
         raise NotImplementedError
@@ -217,12 +268,28 @@ class SegmentedQueues:
     def _record_plan(self, plan: BatchPlan) -> None:
         raise NotImplementedError
 
-    def _sink_events(self) -> Iterator[tuple[str, float, Event]]:
-        """(sink, arrival time, event) of every event in a sink queue."""
+    def _sink_queues(self) -> list[str]:
         raise NotImplementedError
 
-    def sink_latencies_ms(self) -> list[float]:
-        return [(enq - e.ts) * 1000 for _, enq, e in self._sink_events()]
+    def _sink_segments(
+        self, before: float = math.inf
+    ) -> Iterator[tuple[str, int, float, list[Event]]]:
+        """(sink, first offset, arrival time, events) of each sink segment in offset order, up to
+        the first one that arrived at or after `before` (what `expire(before)` forgets)."""
+        for q in self._sink_queues():
+            for first, enq, keys, body in self._segments(q, 0, 2**62):
+                if enq >= before:
+                    break
+                yield q, first, enq, decode_events(keys, body)
+
+    def _sink_events(self, before: float = math.inf) -> Iterator[tuple[str, float, Event]]:
+        """(sink, arrival time, event) of the events in sink queues (see `_sink_segments`)."""
+        for q, _, enq, events in self._sink_segments(before):
+            for event in events:
+                yield q, enq, event
+
+    def sink_latencies_ms(self, before: float = math.inf) -> list[float]:
+        return [(enq - e.ts) * 1000 for _, enq, e in self._sink_events(before)]
 
     def sink_ids(self, q: str) -> list[str]:
         return [e.id for sink, _, e in self._sink_events() if sink == q]
@@ -374,7 +441,15 @@ class QueueStore(StateStore, Protocol):
     def batch_work(self) -> list[BatchWork]: ...
     def completed(self, t0: float, t1: float) -> int: ...
     def sink_latency(self, t0: float, t1: float | None = None) -> tuple[int, float | None]: ...
-    def sink_latencies_ms(self) -> list[float]: ...
+    def sink_latencies_ms(self, before: float = math.inf) -> list[float]:
+        """End-to-end latencies of the sink events kept (those `expire(before)` would forget)."""
+        ...
+
     def sink_ids(self, q: str) -> list[str]: ...
     def sink_span(self) -> tuple[float, float]: ...
     def audit(self) -> Audit: ...
+    def expire(self, before: float) -> Expiry:
+        """Retention of the audit and monitoring records: forget sink events, appends and the
+        shares of released batches recorded before `before`, keeping their fates as counts (the
+        audit still adds up)."""
+        ...

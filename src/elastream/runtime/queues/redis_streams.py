@@ -32,11 +32,13 @@ from elastream.runtime.queues.base import (
     Audit,
     BatchPlan,
     BatchWork,
+    ExpiredCounts,
+    Expiry,
     QueueError,
     ReplicaWork,
     SegmentedQueues,
     ShareCommit,
-    decode_events,
+    build_audit,
     encode_events,
     pack_roots,
     unpack_roots,
@@ -94,7 +96,9 @@ for i, a in ipairs(req.appends) do
   local seq = redis.call('INCR', P .. 'seq')
   redis.call('ZADD', P .. 'ap:' .. a.q, req.now, string.format('%d|%d|%d|', seq, a.acc, a.n - a.acc)
     .. a.lat .. '|' .. a.producer)
-  if a.refused ~= '' then redis.call('RPUSH', P .. 'roots:overflow', a.refused) end
+  if a.refused ~= '' then
+    redis.call('ZADD', P .. 'roots:overflow', req.now, string.format('%d|', seq) .. a.refused)
+  end
 end
 if prod then redis.call('HSET', P .. 'prod:' .. prod.q, prod.name, prod.after) end
 if mark then
@@ -102,7 +106,10 @@ if mark then
   redis.call('ZADD', P .. 'sh:' .. mark.op, req.now, mark.record)
   redis.call('HINCRBY', P .. 'q:' .. mark.op, 'done', mark.events)
 end
-for _, r in ipairs(req.roots) do redis.call('RPUSH', P .. 'roots:' .. r[1], r[2]) end
+for _, r in ipairs(req.roots) do
+  local seq = redis.call('INCR', P .. 'seq')
+  redis.call('ZADD', P .. 'roots:' .. r[1], req.now, string.format('%d|', seq) .. r[2])
+end
 for _, f in ipairs(req.failures) do redis.call('HSETNX', P .. 'err:' .. f[1], f[2], f[3]) end
 for _, w in ipairs(req.puts) do
   redis.call('HSET', P .. 'st:' .. w[1] .. ':' .. w[2], w[3], w[4])
@@ -533,51 +540,92 @@ class RedisQueueStore(SegmentedQueues):
                     total += lat
         return n, (total * 1000 / n if n else None)
 
-    def _sink_events(self) -> Iterator[tuple[str, float, Event]]:
-        for q, sink in self._queues():
-            if sink:
-                for _, enq, keys, body in self._segments(q, 0, 2**62):
-                    for event in decode_events(keys, body):
-                        yield q, enq, event
+    def _sink_queues(self) -> list[str]:
+        return [q for q, sink in self._queues() if sink]
 
     def audit(self) -> Audit:
         """Account for every source event by its fate (see `Audit`), as the SQLite store does."""
-        sink_roots = [e.root for _, _, e in self._sink_events()]
         queues = self._queues()
         failed: set[str] = set()
         for q, sink in queues:
             if not sink:
                 for value in self.r.hvals(self._k("err", q)):
                     failed.add(msgpack.unpackb(value, raw=False)[0])
-        fates: dict[str, set[str]] = {
-            "to_sink": set(sink_roots),
+        fates = {
             "filtered": self._roots(OutcomeKind.FILTERED.value),
             "timeout": self._roots(OutcomeKind.TIMEOUT.value),
             "overflow": self._roots("overflow"),
             "failed": failed,
         }
-        seen: dict[str, int] = defaultdict(int)
-        for roots in fates.values():
-            for root in roots:
-                seen[root] += 1
         offered: dict[str, int] = defaultdict(int)
         for q, _ in queues:
             for producer, n in self.r.hgetall(self._k("prod", q)).items():
                 offered[producer.decode()] = max(offered[producer.decode()], int(n))
-        return Audit(
-            events_in=sum(offered.values()),
-            pending=sum(self.pending(q) for q, sink in queues if not sink),
-            sink_events=len(sink_roots),
-            duplicate_sink_roots=len(sink_roots) - len(fates["to_sink"]),
-            roots_with_two_fates=sum(1 for n in seen.values() if n > 1),
-            **{name: len(roots) for name, roots in fates.items()},
-        )
+        pending = sum(self.pending(q) for q, sink in queues if not sink)
+        sink_roots = [e.root for _, _, e in self._sink_events()]
+        return build_audit(sum(offered.values()), pending, sink_roots, fates, self._expired())
 
     def _roots(self, fate: str) -> set[str]:
         roots: set[str] = set()
-        for blob in self.r.lrange(self._k("roots", fate), 0, -1):
-            roots.update(unpack_roots(blob))
+        for member in self.r.zrange(self._k("roots", fate), 0, -1):
+            roots.update(_member_roots(member))
         return roots
+
+    def expire(self, before: float) -> Expiry:
+        """As the SQLite store's `expire`: sink entries, appends, fate roots and the shares (with
+        their done marks) of released batches, recorded before `before`; fates kept as counts."""
+        sunk, n = self._expire_sinks(before), 0
+        roots = [e.root for _, e in sunk]
+        counts = {"to_sink": len(set(roots)), "sink_events": len(roots)}
+        for fate in ("filtered", "timeout", "overflow"):
+            members = self.r.zrangebyscore(self._k("roots", fate), "-inf", f"({before!r}")
+            counts[fate] = sum(len(_member_roots(m)) for m in members)
+            n += self.r.zrem(self._k("roots", fate), *members) if members else 0
+        with self.r.pipeline(transaction=True) as tx:
+            for name, value in counts.items():
+                tx.hincrby(self._k("expired"), name, value)
+            tx.execute()
+        for q, sink in self._queues():
+            n += self.r.zremrangebyscore(self._k("ap", q), "-inf", f"({before!r}")
+            if not sink:
+                n += self._expire_shares(q, before)
+        return Expiry(n + len(sunk), [(enq - e.ts) * 1000 for enq, e in sunk])
+
+    def _expire_sinks(self, before: float) -> list[tuple[float, Event]]:
+        """Delete the sink entries `_sink_segments(before)` yields; (arrival, event) of each."""
+        sunk: list[tuple[float, Event]] = []
+        ends: dict[str, int] = {}
+        for q, first, enq, events in self._sink_segments(before):
+            sunk.extend((enq, e) for e in events)
+            ends[q] = first + len(events)
+        for q, end in ends.items():
+            self.r.xtrim(self._k("s", q), minid=f"{end + 1}-0")
+        return sunk
+
+    def _expire_shares(self, op: str, before: float) -> int:
+        """Delete the share records and done marks of `op`'s released batches before `before`."""
+        key = self._k("sh", op)
+        gone = [
+            m
+            for m in self.r.zrangebyscore(key, "-inf", f"({before!r}")
+            if not self.r.hexists(self._k("plan", op), m.split(b"|", 1)[0].split(b"-")[0])
+        ]
+        if gone:
+            marks = [b"|".join(m.split(b"|", 2)[:2]) for m in gone]
+            with self.r.pipeline(transaction=True) as tx:
+                tx.zrem(key, *gone)
+                tx.hdel(self._k("done", op), *marks)
+                tx.execute()
+        return len(gone)
+
+    def _expired(self) -> ExpiredCounts:
+        stored = self.r.hgetall(self._k("expired"))
+        return ExpiredCounts(**{k.decode(): int(v) for k, v in stored.items()})
+
+
+def _member_roots(member: bytes) -> list[str]:
+    """The roots of one fate-roots member (`SEQ|packed roots`)."""
+    return unpack_roots(member.split(b"|", 1)[1])
 
 
 def _glob_escape(text: str) -> str:

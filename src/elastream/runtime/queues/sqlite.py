@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,11 +23,13 @@ from elastream.runtime.queues.base import (
     Audit,
     BatchPlan,
     BatchWork,
+    ExpiredCounts,
+    Expiry,
     QueueError,
     ReplicaWork,
     SegmentedQueues,
     ShareCommit,
-    decode_events,
+    build_audit,
     encode_events,
     pack_roots,
     unpack_roots,
@@ -64,6 +65,7 @@ CREATE TABLE IF NOT EXISTS control(
     op TEXT PRIMARY KEY, replicas INTEGER NOT NULL, cap INTEGER NOT NULL, et REAL NOT NULL,
     replica_et TEXT NOT NULL DEFAULT '[]');
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS expired(fate TEXT PRIMARY KEY, n INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS state(
     op TEXT NOT NULL, kgroup INTEGER NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL,
     PRIMARY KEY(op, kgroup, key)) WITHOUT ROWID;
@@ -307,6 +309,45 @@ class SqliteQueueStore(SegmentedQueues):
             self.conn.execute("DELETE FROM plans WHERE op = ? AND end_off <= ?", (op, end))
         return cur.rowcount
 
+    def expire(self, before: float) -> Expiry:
+        """Forget the audit and monitoring records older than `before` that exactly-once no
+        longer needs: sink segments, appends, and the shares of released batches (whose plans
+        are gone, so Spark never replays them); their fates are kept as counts."""
+        with _Transaction(self.conn):
+            sinks = [(q, f + len(ev), enq, ev) for q, f, enq, ev in self._sink_segments(before)]
+            shares = self.conn.execute(
+                "SELECT rowid, filtered_roots, timeout_roots FROM shares WHERE at < ? AND NOT "
+                "EXISTS (SELECT 1 FROM plans p WHERE p.op = shares.op "
+                "AND shares.batch = p.start || '-' || p.end_off)",
+                (before,),
+            ).fetchall()
+            appends = self.conn.execute(
+                "SELECT rowid, refused_roots FROM appends WHERE at < ?", (before,)
+            ).fetchall()
+            sunk = [e.root for *_, events in sinks for e in events]
+            counts = ExpiredCounts(
+                to_sink=len(set(sunk)),
+                sink_events=len(sunk),
+                filtered=sum(len(unpack_roots(r[1])) for r in shares),
+                timeout=sum(len(unpack_roots(r[2])) for r in shares),
+                overflow=sum(len(unpack_roots(r[1])) for r in appends),
+            )
+            self.conn.executemany(
+                "INSERT INTO expired VALUES (?, ?) "
+                "ON CONFLICT(fate) DO UPDATE SET n = n + excluded.n",
+                counts.items(),
+            )
+            self.conn.executemany(
+                "DELETE FROM segments WHERE q = ? AND end_off = ?", [s[:2] for s in sinks]
+            )
+            for table, rows in (("shares", shares), ("appends", appends)):
+                self.conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [r[:1] for r in rows])
+        latencies = [(enq - e.ts) * 1000 for _, _, enq, events in sinks for e in events]
+        return Expiry(len(sinks) + len(shares) + len(appends), latencies)
+
+    def _expired(self) -> ExpiredCounts:
+        return ExpiredCounts(**dict(self.conn.execute("SELECT fate, n FROM expired")))
+
     # -- monitoring ---------------------------------------------------------------------------
     def pending(self, q: str) -> int:
         row = self.conn.execute("SELECT next_off - done FROM queues WHERE q = ?", (q,)).fetchone()
@@ -377,43 +418,27 @@ class SqliteQueueStore(SegmentedQueues):
         n = int(n or 0)
         return n, (total * 1000 / n if n else None)
 
-    def _sink_events(self) -> Iterator[tuple[str, float, Event]]:
-        rows = self.conn.execute(
-            "SELECT s.q, s.enq, s.keys, s.body FROM segments s JOIN queues q ON s.q = q.q "
-            "WHERE q.sink = 1 ORDER BY s.q, s.end_off"
-        )
-        for q, enq, keys, body in rows:
-            for event in decode_events(keys, body):
-                yield q, enq, event
+    def _sink_queues(self) -> list[str]:
+        return [q for (q,) in self.conn.execute("SELECT q FROM queues WHERE sink = 1 ORDER BY q")]
 
     def audit(self) -> Audit:
         """Account for every source event by its fate (see `Audit`), from the producers'
         counts, the share rows' fate roots, the refused roots and the sink segments."""
-        sink_roots = [e.root for _, _, e in self._sink_events()]
-        fates: dict[str, set[str]] = {
-            "to_sink": set(sink_roots),
+        fates = {
             "filtered": self._share_roots("filtered_roots"),
             "timeout": self._share_roots("timeout_roots"),
             "overflow": self._blob_roots("SELECT refused_roots FROM appends"),
             "failed": {r for (r,) in self.conn.execute("SELECT DISTINCT root FROM errors")},
         }
-        seen: dict[str, int] = defaultdict(int)
-        for roots in fates.values():
-            for root in roots:
-                seen[root] += 1
         events_in = self.conn.execute(
             "SELECT SUM(n) FROM (SELECT MAX(offered) AS n FROM producers GROUP BY producer)"
         ).fetchone()[0]
         pending = self.conn.execute(
             "SELECT SUM(next_off - done) FROM queues WHERE sink = 0"
         ).fetchone()[0]
-        return Audit(
-            events_in=int(events_in or 0),
-            pending=int(pending or 0),
-            sink_events=len(sink_roots),
-            duplicate_sink_roots=len(sink_roots) - len(fates["to_sink"]),
-            roots_with_two_fates=sum(1 for n in seen.values() if n > 1),
-            **{name: len(roots) for name, roots in fates.items()},
+        sink_roots = [e.root for _, _, e in self._sink_events()]
+        return build_audit(
+            int(events_in or 0), int(pending or 0), sink_roots, fates, self._expired()
         )
 
     def _share_roots(self, column: str) -> set[str]:

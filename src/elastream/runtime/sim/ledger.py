@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from elastream.model.metrics import histogram_quantile
+
 
 @dataclass
 class Counts:
@@ -60,16 +62,7 @@ class Ledger:
 
     def latency_ms_p99(self) -> float | None:
         """The nearest-rank 99th percentile of sink latencies, every cohort weighted by its size."""
-        histogram = self.latency_histogram_ms()
-        total = sum(n for _, n in histogram)
-        if not total:
-            return None
-        seen = 0
-        for value, n in histogram:
-            seen += n
-            if seen >= 0.99 * total:
-                return value
-        raise AssertionError("unreachable: the ranks add up to the total")
+        return histogram_quantile(self.latency_histogram_ms(), 0.99)
 
 
 class Sink:

@@ -18,7 +18,7 @@ from elastream.control.policy import Decision
 from elastream.decentral import tcp_transport
 from elastream.leasing.hosts import Host, HostType
 from elastream.model.events import OutcomeKind
-from elastream.model.metrics import RunTotals, latency_histogram
+from elastream.model.metrics import LatencyTally, RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import HostClock, OperatorStats, Snapshot
 from elastream.runtime.queues import (
@@ -110,6 +110,7 @@ class SparkEngine:
         self.run_ids: dict[str, set[str]] = {}
         self.ops: dict[str, OperatorState] = {}
         self.restarts: dict[str, int] = {}  # per operator, over the run
+        self.forgotten = LatencyTally()  # sink latencies the store's retention has expired
         self.failing: dict[str, Failing] = {}  # operators whose query failed and has not recovered
         self.leases: ExecutorHosts | None = None  # executors leased as hosts (spark.leasing)
         self.t0 = time.time()  # the run's clock starts when the feeder does (start())
@@ -162,6 +163,7 @@ class SparkEngine:
         ops = tuple(stats_list)
         sources = tuple((s, self._source_count(s, t0, t1)) for s in self.pipeline.source_names)
         n_sink, latency = self.store.sink_latency(t0, t1)
+        self._expire(t1)
         return Snapshot(
             t=t1 - self.t0,
             td=t1 - t0,
@@ -172,6 +174,12 @@ class SparkEngine:
             latency_ms_mean=latency,
             **self._host_clocks(t1 - self.t0),
         )
+
+    def _expire(self, now: float) -> None:
+        """Retention of the store's audit records (spark.retention_s), their latencies kept."""
+        if self.config.spark.retention_s is not None:
+            expired = self.store.expire(now - self.config.spark.retention_s)
+            self.forgotten.add(expired.sink_latencies_ms)
 
     def _host_clocks(self, now: float) -> dict[str, Any]:
         if self.leases is None:
@@ -223,6 +231,11 @@ class SparkEngine:
     def totals(self) -> RunTotals:
         audit = self.store.audit()
         latencies = np.array(self.store.sink_latencies_ms())
+        mean = float(latencies.mean()) if latencies.size else None
+        p99 = float(np.percentile(latencies, 99)) if latencies.size else None
+        histogram = latency_histogram(latencies)
+        if self.forgotten.n:  # some were expired: the tally's totals (p99 to the 1-ms bin)
+            mean, p99, histogram = self.forgotten.with_kept(latencies.tolist())
         return RunTotals(
             events_in=audit.events_in,
             events_out=audit.sink_events,
@@ -231,11 +244,11 @@ class SparkEngine:
             dropped_timeout=audit.timeout,
             dropped_overflow=audit.overflow,
             failed=audit.failed,
-            latency_ms_mean=float(latencies.mean()) if latencies.size else None,
-            latency_ms_p99=float(np.percentile(latencies, 99)) if latencies.size else None,
+            latency_ms_mean=mean,
+            latency_ms_p99=p99,
             duplicates=audit.duplicate_sink_roots,
             query_restarts=sum(self.restarts.values()),
-            latency_histogram_ms=latency_histogram(latencies),
+            latency_histogram_ms=histogram,
             **self._lease_totals(),
         )
 
