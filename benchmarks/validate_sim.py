@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+import time
+from dataclasses import asdict
 from pathlib import Path
 
 from elastream.config.files import load_pipeline
@@ -29,19 +31,33 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="validate-")))
     args = parser.parse_args()
     pipeline = load_pipeline(PIPELINE)
+    started = time.monotonic()
     v = validate(pipeline, args.out, args.repeat, trace=args.trace, td=3.0, drain_s=60, t_out=None)
     s = v.settings
-    print(f"Spark run wall times: {', '.join(f'{w:.0f} s' for w in v.spark_wall_s)}")
+    total = time.monotonic() - started
+    print(f"Spark run wall times: {', '.join(f'{w:.0f} s' for w in v.spark_wall_s)}", end="")
+    print(f"; everything (what the test does): {total:.0f} s")
     print(
         "batch overhead (Eq. O1): base "
         + ", ".join(f"{op} {ms:.0f} ms" for op, ms in s.batch_overhead_ms.items())
         + f"; +{s.batch_overhead_per_replica_ms:.0f} ms per task beyond the first"
         + f"; +{s.batch_overhead_per_busy_query_ms:.0f} ms per other busy query"
     )
+    model = v.calibration.model
+    print(
+        f"commit share {s.batch_commit_share:.2f}; "
+        f"fitted spread (Eq. O2, not used) CV {model.cv:.2f}"
+    )
     tolerance, rel = v.tolerance(TARGET), v.agreement.relative()
     head = f"{'figure':<24}{'spark 1':>11}{'sim':>11}{'sim vs 1':>10}{'tolerance':>11}"
     print(head + "".join(f"{'spark ' + str(k + 2):>11}{'vs 1':>7}" for k in range(len(v.spreads))))
-    report: dict = {"settings": s.model_dump(), "spark_wall_s": v.spark_wall_s, "figures": {}}
+    report: dict = {
+        "settings": s.model_dump(),
+        "overhead_cv": model.cv,
+        "batches": [asdict(rec) for rec in v.calibration.records],
+        "spark_wall_s": v.spark_wall_s,
+        "figures": {},
+    }
     for name, (a, b, _) in v.agreement.metrics.items():
         again = [x.metrics[name] for x in v.spreads]
         row = f"{name:<24}{a:>11.4f}{b:>11.4f}{rel[name]:>10.1%}{tolerance[name]:>11.1%}"
@@ -66,6 +82,7 @@ def main() -> None:
     outside = v.outside(TARGET)
     print("outside the tolerance: " + (", ".join(outside) if outside else "none"))
     report["replicas_mean_abs_diff"] = v.agreement.replicas_mean_abs_diff
+    report["total_s"] = total
     report["outside"] = outside
     (args.out / "validate.json").write_text(json.dumps(report, indent=2, default=str))
     print(f"results: {args.out / 'validate.json'}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -64,7 +65,16 @@ def overhead_settings(model: OverheadModel) -> dict[str, Any]:
     }
 
 
-def calibrated_settings(engine: SparkEngine, **overrides: Any) -> SimSettings:
+@dataclass(frozen=True)
+class Calibration:
+    """The simulator's settings for a Spark run, with the batches and the model they came from."""
+
+    settings: SimSettings
+    records: list[BatchRecord]
+    model: OverheadModel
+
+
+def calibrate(engine: SparkEngine, **overrides: Any) -> Calibration:
     """Simulator settings for the same runtime: micro-batch queues and the batch overhead model
     (Eq. O1) fitted to every batch of the run, against the per-event times of the simulator's
     own profile of the pipeline; the trigger comes from the run configuration, as in the
@@ -73,5 +83,13 @@ def calibrated_settings(engine: SparkEngine, **overrides: Any) -> SimSettings:
     seed = engine.config.seed if settings.seed is None else settings.seed
     profile = profile_pipeline(engine.pipeline, settings, seed)
     et = {name: profile.op(name).et_s for name in engine.pipeline.operator_names}
-    fitted = overhead_settings(fit_overhead(batch_records(engine, et)))
-    return settings.model_copy(update={k: v for k, v in fitted.items() if k not in overrides})
+    records = batch_records(engine, et)
+    model = fit_overhead(records)
+    fitted = overhead_settings(model)
+    update = {k: v for k, v in fitted.items() if k not in overrides}
+    return Calibration(settings.model_copy(update=update), records, model)
+
+
+def calibrated_settings(engine: SparkEngine, **overrides: Any) -> SimSettings:
+    """`calibrate(engine, **overrides).settings`."""
+    return calibrate(engine, **overrides).settings

@@ -10,7 +10,7 @@ from typing import Any
 
 from elastream.config import RunConfig, make_config
 from elastream.control.mape import RunResult
-from elastream.experiments.calibrate import calibrated_settings
+from elastream.experiments.calibrate import Calibration, calibrate
 from elastream.experiments.compare import Agreement, compare
 from elastream.experiments.session import build_engine, prepare_workload, run_engine, simulate
 from elastream.model.pipeline import Pipeline
@@ -25,11 +25,16 @@ class Validation:
 
     sparks: list[RunResult]
     spark_wall_s: list[float]
-    settings: SimSettings  # the calibrated simulator's
+    calibration: Calibration  # from Spark run 1: the simulator's settings, batches, model
     sim: RunResult
     agreement: Agreement  # the simulator against Spark run 1
     spreads: list[Agreement]  # Spark run k + 1 against Spark run 1
     naive: Agreement  # the simulator without calibration (default settings) against run 1
+
+    @property
+    def settings(self) -> SimSettings:
+        """The calibrated simulator's settings."""
+        return self.calibration.settings
 
     def tolerance(self, target: float = TARGET) -> dict[str, float]:
         """Per figure: `target`, or Spark's own run-to-run difference if larger."""
@@ -58,7 +63,7 @@ def validate(
     workload."""
     if runs < 1:
         raise ValueError(f"validate: runs must be at least 1, got {runs}")
-    sparks, walls, settings, run_config = [], [], None, None
+    sparks, walls, calibration, run_config = [], [], None, None
     for k in range(runs):
         run_config = make_config(out=out / f"spark{k + 1}", **config)
         trace = prepare_workload(run_config, pipeline)
@@ -66,15 +71,16 @@ def validate(
         started = time.monotonic()
         sparks.append(run_engine(engine, run_config))
         walls.append(time.monotonic() - started)
-        settings = settings or calibrated_settings(engine, seed=seed)
-    assert settings is not None and run_config is not None
+        calibration = calibration or calibrate(engine, seed=seed)
+    assert calibration is not None and run_config is not None
+    settings = calibration.settings
     sim_config: RunConfig = run_config.model_copy(update={"engine": "sim"})
     sim = simulate(pipeline, sim_config, trace, settings)
     naive = simulate(pipeline, sim_config, trace, SimSettings(seed=seed))
     return Validation(
         sparks=sparks,
         spark_wall_s=walls,
-        settings=settings,
+        calibration=calibration,
         sim=sim,
         agreement=compare(sparks[0], sim),
         spreads=[compare(sparks[0], other) for other in sparks[1:]],
