@@ -191,6 +191,18 @@ def test_cpu_seconds_are_those_of_the_shares_committed_in_the_window(open_store)
     }
 
 
+def test_batch_work_gives_each_batch_its_slowest_and_largest_share(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(7), "src", 0)
+    plan = store.plan_batch("a", 0, 7, 3, lambda keys: [0, 0, 0, 0, 1, 1, 2][: len(keys)])
+    for replica, busy in ((0, 0.2), (1, 0.5), (2, 0.1)):
+        outcomes = forward(store.read_share(plan, replica), "b")
+        assert store.commit_share(share_commit("a", plan.batch, replica, outcomes, (), busy))
+    (work,) = store.batch_work()
+    assert (work.op, work.batch, work.events, work.largest, work.tasks) == ("a", "0-7", 7, 4, 3)
+    assert work.busy_s == pytest.approx(0.5)
+
+
 def test_a_replayed_batch_keeps_its_division_when_r_changed(open_store):
     store = make_queues(open_store())
     store.append("a", events(9), "src", 0)

@@ -334,6 +334,72 @@ def test_micro_batch_overhead_costs_capacity():
     assert costly.summary.latency_ms_mean > 5 * free.summary.latency_ms_mean
 
 
+def test_micro_batch_overhead_grows_with_the_tasks_of_a_batch():
+    # Eq. O1: 4 replicas, batches of 400 events (1 s of work each) cost 0.1 + 3 x 0.1 s more.
+    pipeline = one_operator(pool=(4, 4))
+    settings = replace(
+        EXACT,
+        queue_model="micro_batch",
+        batch_overhead_s=0.1,
+        batch_overhead_per_replica_ms=100.0,
+        batch_work_s=1.0,
+    )
+    cfg = config(replicas=4, td=2.8, drain_s=0)  # two batches of 1.4 s per interval
+    result = simulate(pipeline, cfg, constant(380, 40), settings)
+    assert [s.operators[0].processed for s in result.snapshots[3:12]] == [800] * 9
+
+
+def test_micro_batch_overhead_spread_keeps_its_mean():
+    # Eq. O2: batch costs vary around Eq. O1 with mean factor 1: an overloaded operator keeps
+    # its long-run throughput, and a loaded one's latency tail grows.
+    base = replace(EXACT, queue_model="micro_batch", batch_overhead_s=0.5, batch_work_s=1.0)
+    spread = replace(base, batch_overhead_cv=0.6)
+    over = config(drain_s=0)
+    fixed = simulate(one_operator(), over, constant(150, 90), base).snapshots[2:45]
+    varied = simulate(one_operator(), over, constant(150, 90), spread).snapshots[2:45]
+
+    def served(snapshots):
+        return sum(s.operators[0].processed for s in snapshots)
+
+    assert served(varied) == pytest.approx(served(fixed), rel=0.05)
+    loaded = config(drain_s=30)
+    p99 = [
+        simulate(one_operator(), loaded, constant(55, 60), sim).summary.latency_ms_p99
+        for sim in (base, spread)
+    ]
+    assert p99[1] > 1.3 * p99[0]
+
+
+def test_micro_batch_outputs_leave_before_the_offset_commit():
+    # Sparse input: every batch is 1 s of fixed cost and 10 ms of work; with half of the
+    # cost after the outputs have left, every event reaches the sink 0.5 s sooner (to the
+    # step of 0.1 s: outputs leave at the end of the step their work ends in).
+    base = replace(EXACT, queue_model="micro_batch", batch_overhead_s=1.0)
+    cfg = config(drain_s=10)
+
+    def latency(share):
+        sim = replace(base, batch_commit_share=share)
+        return simulate(one_operator(), cfg, constant(2, 60), sim).summary.latency_ms_mean
+
+    assert latency(0.0) - latency(0.5) == pytest.approx(500, abs=100)
+
+
+def test_micro_batch_overhead_counts_only_other_busy_queries():
+    settings = replace(EXACT, queue_model="micro_batch", batch_overhead_s=0.2)
+    contended = replace(settings, batch_overhead_per_busy_query_ms=300.0)
+    cfg = config(drain_s=60)
+    trace = constant(60, 30)
+
+    def latency(pipeline, sim):
+        return simulate(pipeline, cfg, trace, sim).summary.latency_ms_mean
+
+    # Alone, a query has no other query to share the CPUs with: nothing changes.
+    assert latency(one_operator(), contended) == latency(one_operator(), settings)
+    # In a chain of four, batches overlap and each one that starts meanwhile costs more.
+    chain = filter_split_pipeline(pool=(1, 1))
+    assert latency(chain, contended) > 1.2 * latency(chain, settings)
+
+
 def test_micro_batch_waits_for_the_spark_trigger_when_idle():
     settings = replace(EXACT, queue_model="micro_batch")
     trace = constant(2, 60)  # sparse: every batch starts from an idle query

@@ -1,4 +1,5 @@
-"""How far two runs of the same workload agree: the four PSPS metrics and the replica series."""
+"""How far two runs of the same workload agree: the four PSPS metrics, p99 latency and the replica
+series."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from dataclasses import dataclass
 from elastream.control.mape import RunResult
 from elastream.model.metrics import PAPER_METRICS
 
+COMPARED = (*PAPER_METRICS, "latency_ms_p99")  # the Summary fields `compare` reports
+
 
 @dataclass(frozen=True)
 class Agreement:
@@ -14,6 +17,18 @@ class Agreement:
     replicas_reference: list[int]
     replicas_other: list[int]
     replicas_mean_abs_diff: float  # total active replicas per interval, aligned by interval
+
+    @property
+    def replicas_rel_diff(self) -> float:
+        """The replica series' mean absolute difference over the reference's mean total."""
+        mean = sum(self.replicas_reference) / max(len(self.replicas_reference), 1)
+        return self.replicas_mean_abs_diff / mean if mean else self.replicas_mean_abs_diff
+
+    def relative(self) -> dict[str, float]:
+        """Every compared figure's relative difference, the replica series included."""
+        return {name: rel for name, (_, _, rel) in self.metrics.items()} | {
+            "replicas": self.replicas_rel_diff
+        }
 
 
 def total_replicas(result: RunResult) -> list[int]:
@@ -30,8 +45,10 @@ def relative_diff(reference: float, other: float) -> float:
 def compare(reference: RunResult, other: RunResult) -> Agreement:
     """`other` (e.g. the simulator) against `reference` (e.g. the Spark runtime)."""
     metrics = {}
-    for name in PAPER_METRICS:
+    for name in COMPARED:
         a, b = getattr(reference.summary, name), getattr(other.summary, name)
+        if a is None or b is None:
+            raise ValueError(f"compare: {name} is missing from a run (no event reached a sink?)")
         metrics[name] = (a, b, relative_diff(a, b))
     ours, theirs = total_replicas(reference), total_replicas(other)
     n = min(len(ours), len(theirs))

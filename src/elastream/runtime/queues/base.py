@@ -44,6 +44,18 @@ class Appended(NamedTuple):
     refused: int
 
 
+class BatchWork(NamedTuple):
+    """One committed micro-batch of an operator: its slowest share's busy seconds, its events,
+    its largest share's events and how many shares (tasks) it had."""
+
+    op: str
+    batch: str
+    busy_s: float
+    events: int
+    largest: int
+    tasks: int
+
+
 class ReplicaWork(NamedTuple):
     """A replica's shares committed in a window: events handled, busy and CPU seconds."""
 
@@ -426,7 +438,7 @@ class QueueStore(StateStore, Protocol):
         """Per replica: the work of `op`'s shares committed in [t0, t1)."""
         ...
 
-    def batch_work(self) -> list[tuple[str, str, float, int]]: ...
+    def batch_work(self) -> list[BatchWork]: ...
     def completed(self, t0: float, t1: float) -> int: ...
     def sink_latency(self, t0: float, t1: float | None = None) -> tuple[int, float | None]: ...
     def sink_latencies_ms(self, before: float = math.inf) -> list[float]:

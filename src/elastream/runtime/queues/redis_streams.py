@@ -31,6 +31,7 @@ from elastream.runtime.queues.base import (
     Appended,
     Audit,
     BatchPlan,
+    BatchWork,
     ExpiredCounts,
     Expiry,
     QueueError,
@@ -502,15 +503,22 @@ class RedisQueueStore(SegmentedQueues):
         names = sorted(n.decode() for n in self.r.smembers(self._k("queues")))
         return [(name, self._is_sink(name)) for name in names]
 
-    def batch_work(self) -> list[tuple[str, str, float, int]]:
-        work: dict[tuple[str, str], tuple[float, int]] = {}
+    def batch_work(self) -> list[BatchWork]:
+        work: dict[tuple[str, str], BatchWork] = {}
         for op, sink in self._queues():
             if sink:
                 continue
             for rec in self._shares(op, float("-inf"), float("inf")):
-                busy, n = work.get((op, rec[0]), (0.0, 0))
-                work[(op, rec[0])] = (max(busy, float(rec[BUSY])), n + int(rec[2]))
-        return [(op, batch, busy, n) for (op, batch), (busy, n) in work.items()]
+                key = (op, rec[0])
+                old = work.get(key, BatchWork(op, rec[0], 0.0, 0, 0, 0))
+                n = int(rec[2])
+                work[key] = old._replace(
+                    busy_s=max(old.busy_s, float(rec[BUSY])),
+                    events=old.events + n,
+                    largest=max(old.largest, n),
+                    tasks=old.tasks + 1,
+                )
+        return list(work.values())
 
     def completed(self, t0: float, t1: float) -> int:
         total = 0

@@ -22,6 +22,7 @@ from elastream.runtime.queues.base import (
     Appended,
     Audit,
     BatchPlan,
+    BatchWork,
     ExpiredCounts,
     Expiry,
     QueueError,
@@ -387,12 +388,12 @@ class SqliteQueueStore(SegmentedQueues):
         )
         return {r: ReplicaWork(n, busy, cpu or 0.0) for r, n, busy, cpu in rows}
 
-    def batch_work(self) -> list[tuple[str, str, float, int]]:
-        """Per (operator, micro-batch): its slowest replica's busy seconds and events handled."""
+    def batch_work(self) -> list[BatchWork]:
+        """Per (operator, micro-batch): slowest busy seconds, events, largest share, shares."""
         rows = self.conn.execute(
-            "SELECT op, batch, MAX(busy), SUM(n) FROM shares GROUP BY op, batch"
+            "SELECT op, batch, MAX(busy), SUM(n), MAX(n), COUNT(*) FROM shares GROUP BY op, batch"
         )
-        return [(op, batch, busy, n) for op, batch, busy, n in rows]
+        return [BatchWork(*row) for row in rows]
 
     def completed(self, t0: float, t1: float) -> int:
         """Events whose processing finished in [t0, t1): reached a sink, or filtered."""

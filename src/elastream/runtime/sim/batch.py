@@ -1,7 +1,8 @@
 """The micro-batch model of an operator, after the Spark runtime (spark/source.py, spark/task.py):
 one queue per operator; a micro-batch admits at most max(r, r·batch_s/et) events from its head,
 splits them among the r ready replicas by the grouping, and lasts its fixed overhead plus the
-busiest replica's work (the batch is a barrier); outputs leave when the batch ends."""
+busiest replica's work (the batch is a barrier); outputs leave when the work is done, and the
+batch ends after its offset commit (a share of the fixed overhead)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ class Batch:
     counts: list[int]
     busy: list[float]
     left_s: float
+    commit_s: float  # the last part of the batch, after its outputs have left
+    released: bool = False  # its outputs have left
 
 
 class BatchOperator(Operator):
@@ -40,6 +43,7 @@ class BatchOperator(Operator):
         self.overhead_s = self.setup.batch_overhead_by_op.get(
             self.name, self.setup.batch_overhead_s
         )
+        self.peers: Sequence[Operator] = ()  # the run's other operators (set by the simulator)
 
     def step(self, s: int) -> None:
         self._admit()
@@ -60,12 +64,20 @@ class BatchOperator(Operator):
                 self._start_batch(s)
             batch = self.batch
             assert batch is not None
+            if not batch.released:
+                to_release = batch.left_s - batch.commit_s
+                used = min(time_left, to_release)
+                batch.left_s -= used
+                time_left -= used
+                if to_release - used > 1e-12:
+                    return
+                self._release(batch)
             used = min(time_left, batch.left_s)
             batch.left_s -= used
             time_left -= used
             if batch.left_s > 1e-12:
                 return
-            self._finish_batch()
+            self.batch = None
             self.last_end = s * step_s + (step_s - time_left)
 
     def _trigger_wait(self, now: float) -> float:
@@ -116,11 +128,26 @@ class BatchOperator(Operator):
         counts = self._split(n, ready, start)
         noise = self.noise(r) or [1.0] * r
         busy = [c * rep.cost * f for c, f, rep in zip(counts, noise, ready, strict=True)]
-        overhead = self.overhead_s
-        self.batch = Batch(pieces, ready, counts, busy, overhead + max(busy, default=0.0))
+        overhead = self._overhead(r)
+        commit = overhead * self.setup.batch_commit_share
+        self.batch = Batch(pieces, ready, counts, busy, overhead + max(busy, default=0.0), commit)
         self.size -= expired
         self.dropped_timeout += expired
         self.ledger.counts.dropped_timeout += expired
+
+    def _overhead(self, r: int) -> float:
+        """The batch's fixed cost, Eq. O1: the operator's base cost, plus b per task beyond the
+        first, plus c per other operator with a batch running now (they share the CPUs); with
+        batch_overhead_cv, times a random factor of mean 1 (Eq. O2)."""
+        setup = self.setup
+        busy = sum(1 for p in self.peers if isinstance(p, BatchOperator) and p.batch is not None)
+        extra = setup.batch_overhead_per_replica_s * max(0, r - 1)
+        mean = self.overhead_s + extra + setup.batch_overhead_per_busy_s * busy
+        cv = setup.batch_overhead_cv
+        if cv <= 0:
+            return mean
+        sigma2 = math.log1p(cv * cv)  # Eq. O2: log-normal factor of mean 1 and CV cv
+        return mean * float(self.rng.lognormal(-sigma2 / 2, math.sqrt(sigma2)))
 
     def _take(self, cap: int, s: int) -> tuple[list[tuple[int, int]], int]:
         """Up to `cap` events from the head; those older than t_out are dropped at no cost."""
@@ -154,10 +181,10 @@ class BatchOperator(Operator):
             self.rr = start % len(ready)
         return self.dispatch(n)
 
-    def _finish_batch(self) -> None:
-        batch = self.batch
-        assert batch is not None
-        self.batch = None
+    def _release(self, batch: Batch) -> None:
+        """The batch's work is done: its outputs leave (the query still commits its offsets
+        for batch.commit_s before the next batch may start)."""
+        batch.released = True
         n = sum(batch.counts)
         for rep, c, b in zip(batch.replicas, batch.counts, batch.busy, strict=True):
             rep.mu += c

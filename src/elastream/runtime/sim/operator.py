@@ -56,6 +56,10 @@ class Setup:
     batch_work_s: float
     trigger_s: float = 0.0  # Spark's processing-time trigger (micro-batch model)
     batch_overhead_by_op: Mapping[str, float] = field(default_factory=dict)  # seconds
+    batch_overhead_per_replica_s: float = 0.0  # Eq. O1's b
+    batch_overhead_per_busy_s: float = 0.0  # Eq. O1's c
+    batch_overhead_cv: float = 0.0  # Eq. O2: CV of a batch's cost factor
+    batch_commit_share: float = 0.0  # of the fixed cost, after the outputs leave
     lb_refresh_steps: int = 0  # Alg. 1's U restarted every this many steps (0: once per td)
 
 

@@ -58,6 +58,28 @@ class SimSettings(Settings):
     batch_overhead_s: NonNegative = Field(
         0.0, description="micro_batch model: fixed cost of one micro-batch, s"
     )
+    batch_overhead_per_replica_ms: NonNegative = Field(
+        0.0,
+        description="micro_batch model: added to a batch's fixed cost for each task (replica) "
+        "beyond the first, ms (Eq. O1 of docs/simulator.md)",
+    )
+    batch_overhead_per_busy_query_ms: NonNegative = Field(
+        0.0,
+        description="micro_batch model: added to a batch's fixed cost for each other operator "
+        "with a batch running when it starts, ms (Eq. O1 of docs/simulator.md)",
+    )
+    batch_overhead_cv: NonNegative = Field(
+        0.0,
+        description="micro_batch model: coefficient of variation of a log-normal factor of "
+        "mean 1 on each batch's fixed cost (Eq. O2 of docs/simulator.md)",
+    )
+    batch_commit_share: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="micro_batch model: share of a batch's fixed cost spent after its outputs "
+        "have left (Spark's offset commit); the next batch waits for it (docs/simulator.md)",
+    )
     batch_work_s: Positive | None = Field(
         None, description="work admitted per replica per batch, s (None: the run's spark.batch_s)"
     )

@@ -368,12 +368,16 @@ class SimEngine:
             batch_work_s=self.config.spark.batch_s if s.batch_work_s is None else s.batch_work_s,
             trigger_s=self.config.spark.trigger_s,
             batch_overhead_by_op={k: v / 1000.0 for k, v in s.batch_overhead_ms.items()},
+            batch_overhead_per_replica_s=s.batch_overhead_per_replica_ms / 1000.0,
+            batch_overhead_per_busy_s=s.batch_overhead_per_busy_query_ms / 1000.0,
+            batch_overhead_cv=s.batch_overhead_cv,
+            batch_commit_share=s.batch_commit_share,
             lb_refresh_steps=0
             if s.lb_refresh_s is None
             else max(1, round(s.lb_refresh_s / self.step_s)),
         )
         kind = BatchOperator if s.queue_model == "micro_batch" else Operator
-        return {
+        ops = {
             name: kind(
                 self.pipeline.operator(name),
                 self.profile.op(name),
@@ -385,6 +389,10 @@ class SimEngine:
             )
             for name in self.pipeline.topological_order
         }
+        for op in ops.values():
+            if isinstance(op, BatchOperator):
+                op.peers = [other for other in ops.values() if other is not op]
+        return ops
 
     def _wire(self) -> list[tuple[str, tuple[Node, ...], float]]:
         """Connect the nodes; returns each source's targets and the weight of one copy.
