@@ -21,6 +21,7 @@ from elastream.model.events import OutcomeKind
 from elastream.model.metrics import RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import HostClock, OperatorStats, Snapshot
+from elastream.modeling.batching import admission_cap  # Eq. B1, docs/modeling.md
 from elastream.runtime.queues import (
     QueueStore,
     backend_name,
@@ -76,11 +77,6 @@ def _last_batch(query: Any) -> int:
     """The id of the query's latest reported micro-batch (-1 before the first)."""
     progress = query.lastProgress
     return int(progress["batchId"]) if progress else -1
-
-
-def admission_cap(replicas: int, et_s: float, batch_s: float) -> int:
-    """Events admitted per micro-batch: each active replica gets `batch_s` seconds of work."""
-    return max(replicas, int(replicas * batch_s / max(et_s, 1e-6)))
 
 
 class SparkEngine:
