@@ -34,7 +34,7 @@ from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
 from elastream.runtime.spark.session import spark_session, warm_python_workers
-from elastream.runtime.spark.source import SOURCE_NAME
+from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key
 from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
@@ -408,6 +408,21 @@ class SparkEngine:
             utilization=tuple(util),
             stateful=not spec.stateless,
             cpu_s=self.store.cpu_seconds(name, t0, t1),
+            admission_capped=float(self.store.meta(cap_hit_key(name), -1.0)) >= t0,
+            emitted_streams=self._emitted_streams(name, t0, t1),
+        )
+
+    def _emitted_streams(self, name: str, t0: float, t1: float) -> tuple[tuple[str, int], ...]:
+        """Outputs per output stream in [t0, t1): what the stream's first target received from
+        `name` (a stream feeding several targets sends each a copy). () when two streams of
+        `name` feed the same node, since a queue does not tell them apart."""
+        routes = self.pipeline.routes(name)
+        firsts = [targets[0] for targets in routes.values()]
+        if len(set(firsts)) < len(firsts):
+            return ()
+        return tuple(
+            (stream, self.store.arrivals(target, t0, t1).get(name, 0))
+            for stream, target in zip(routes, firsts, strict=True)
         )
 
     def _remember(self, stats: OperatorStats, tasks: dict[int, tuple[int, float]]) -> None:
