@@ -257,6 +257,10 @@ def sleep_table(variant: Variant, rows: dict[int, list[HistoryRow]]) -> None:
             print(f"| splitter CPU at saturation, p={p} (cores) | {_pct(paper)} | "
                   f"{row.predicted_cpu:.4f} | {row.observed_cpu:.4f} | "
                   f"{row.cpu_error:.1%} |")  # fmt: skip
+            at_observed = row.predicted_cpu * row.observed_st / row.predicted_st  # ψ·observed SP_c
+            print(f"| … ψ at the observed saturation rate | | {at_observed:.4f} | "
+                  f"{row.observed_cpu:.4f} | "
+                  f"{relative_error(at_observed, row.observed_cpu):.1%} |")  # fmt: skip
     graph = graph_of(pipeline_from_dict(pipeline_at(variant, 2)))
     models = fit_pipeline(graph, measured[variant.fit_p])
     if 2 in rows:
@@ -268,6 +272,31 @@ def sleep_table(variant: Variant, rows: dict[int, list[HistoryRow]]) -> None:
         print(f"| topology output at splitter 2 / counter {COUNTER_P} (words/s) | "
               f"{_pct(PAPER['cp_error'])} | {prediction.critical_path_output:,.1f} | "
               f"{observed:,.1f} | {error:.1%} |")  # fmt: skip
+
+
+def plot_fits(variant: Variant, rows: dict[int, list[HistoryRow]], path: Path) -> None:
+    """Per-replica steady points (offered vs admitted) of every run and each run's fitted
+    min(t, SP); the fit run's SP drawn as Eq. 9 predicts it for the others."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4.2))
+    ax = fig.add_subplot()
+    measured = {p: steady_points(r, variant)["splitter"] for p, r in rows.items()}
+    fit_sp = fit_instance(measured[variant.fit_p]).sp
+    for k, (p, points) in enumerate(sorted(measured.items())):
+        color = f"C{k}"
+        ax.scatter([pt.source_rate for pt in points], [pt.input_rate for pt in points], s=12,
+                   color=color, label=f"p = {p} measured")  # fmt: skip
+        top = max(pt.source_rate for pt in points)
+        sp = fit_instance(points).sp
+        ax.plot([0, sp, top], [0, sp, sp], color=color, lw=1.2, label=f"p = {p} fit: SP {sp:.1f}")
+    ax.axhline(fit_sp, color="k", ls=":", lw=1, label=f"fit at p = {variant.fit_p}: predicted SP")
+    ax.set_xlabel("offered to a replica, sentences/s")
+    ax.set_ylabel("admitted by the replica, sentences/s")
+    ax.set_title(f"Gatsby splitter on Spark ({variant.name} variant): per-replica saturation")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def _pct(value: float | None) -> str:
@@ -294,6 +323,7 @@ def main() -> None:
     parser.add_argument("--variant", choices=[*VARIANTS, "both"], default="sleep")
     parser.add_argument("--reuse", action="store_true", help="refit earlier runs' histories")
     parser.add_argument("--runs-only", action="store_true", help="run Spark, do not analyse")
+    parser.add_argument("--plots", type=Path, help="write <variant>-fits.png into this folder")
     args = parser.parse_args()
     chosen = list(VARIANTS) if args.variant == "both" else [args.variant]
     for name in chosen:
@@ -312,6 +342,9 @@ def main() -> None:
         else:
             sleep_table(variant, rows)
         print_profiles(variant, folders)
+        if args.plots:
+            args.plots.mkdir(parents=True, exist_ok=True)
+            plot_fits(variant, rows, args.plots / f"gatsby-{variant.name}-fits.png")
         print()
 
 
