@@ -1,14 +1,18 @@
 """Caladrius Section V on our Spark runtime: word count on *The Great Gatsby*.
 
-Runs the word count (`elastream/examples/wordcount.yaml`) on Spark with the splitter at
-parallelism 3, 2 and 4 (counter at 4) under a source rate that rises past the splitter's
-saturation point, recording the metrics history of each run. Then, as in the paper: fits the
-splitter at p = 3, predicts its saturation throughput (ST) at p = 2 and 4 and compares with the
-curve fitted on those runs (V-C); predicts the topology's output throughput (the counter's
-processing rate, Eq. 12) at splitter 2 / counter 4 and compares with the measured plateau (V-D);
-compares the splitter's I/O coefficient α with the mean words per line counted from the text.
+Runs the word count (`elastream/examples/wordcount.yaml`) on Spark, counter at 4, under a source
+rate that rises past the splitter's saturation point, recording the metrics history of each run.
+Variant `sleep` (a 40 ms sleep per sentence), as in the paper: fits the splitter at p = 3,
+predicts its saturation throughput (ST) and CPU load at p = 2 and 4 and compares with the curves
+fitted on those runs (V-C, V-E); predicts the topology's output throughput (the counter's
+processing rate, Eq. 12) at splitter 2 / counter 4 against the measured plateau (V-D); compares
+the splitter's I/O coefficient α with the mean words per line counted from the text. Variant
+`cpu` (40 ms of CPU per sentence): from p = 1, ST at p = 1..4 predicted without and with the
+host's cores (C/ψ, and the micro-batch Eq. B2–B4) against the runs. Both print the splitter's
+backlogged micro-batches (events per replica, cycle, busy time, overhead) from the queue store.
 
-    .venv/bin/python benchmarks/caladrius_gatsby.py [--out runs/gatsby] [--reuse]
+    .venv/bin/python benchmarks/caladrius_gatsby.py [--variant sleep|cpu|both] [--out runs/gatsby]
+        [--reuse] [--runs-only] [--plots DIR]
 
 `--reuse` refits from the histories of an earlier invocation without running Spark again.
 """
