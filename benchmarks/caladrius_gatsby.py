@@ -1,14 +1,18 @@
 """Caladrius Section V on our Spark runtime: word count on *The Great Gatsby*.
 
-Runs the word count (`elastream/examples/wordcount.yaml`) on Spark with the splitter at
-parallelism 3, 2 and 4 (counter at 4) under a source rate that rises past the splitter's
-saturation point, recording the metrics history of each run. Then, as in the paper: fits the
-splitter at p = 3, predicts its saturation throughput (ST) at p = 2 and 4 and compares with the
-curve fitted on those runs (V-C); predicts the topology's output throughput (the counter's
-processing rate, Eq. 12) at splitter 2 / counter 4 and compares with the measured plateau (V-D);
-compares the splitter's I/O coefficient α with the mean words per line counted from the text.
+Runs the word count (`elastream/examples/wordcount.yaml`) on Spark, counter at 4, under a source
+rate that rises past the splitter's saturation point, recording the metrics history of each run.
+Variant `sleep` (a 40 ms sleep per sentence), as in the paper: fits the splitter at p = 3,
+predicts its saturation throughput (ST) and CPU load at p = 2 and 4 and compares with the curves
+fitted on those runs (V-C, V-E); predicts the topology's output throughput (the counter's
+processing rate, Eq. 12) at splitter 2 / counter 4 against the measured plateau (V-D); compares
+the splitter's I/O coefficient α with the mean words per line counted from the text. Variant
+`cpu` (40 ms of CPU per sentence): from p = 1, ST at p = 1..4 predicted without and with the
+host's cores (C/ψ, and the micro-batch Eq. B2–B4) against the runs. Both print the splitter's
+backlogged micro-batches (events per replica, cycle, busy time, overhead) from the queue store.
 
-    .venv/bin/python benchmarks/caladrius_gatsby.py [--out runs/gatsby] [--reuse]
+    .venv/bin/python benchmarks/caladrius_gatsby.py [--variant sleep|cpu|both] [--out runs/gatsby]
+        [--reuse] [--runs-only] [--plots DIR]
 
 `--reuse` refits from the histories of an earlier invocation without running Spark again.
 """
@@ -16,46 +20,84 @@ compares the splitter's I/O coefficient α with the mean words per line counted 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import sqlite3
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Iterable
+from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from elastream.examples.wordcount import words_per_sentence
 from elastream.history import HistoryRow, HistoryStore
 from elastream.model.pipeline import pipeline_from_dict
+from elastream.modeling.batching import MicroBatch, batch_overhead, predicted_replica_sp
+from elastream.modeling.cpu import core_capped_rate, fit_psi
 from elastream.modeling.from_pipeline import graph_of
 from elastream.modeling.graph import Grouping, MeasuredPoint
-from elastream.modeling.performance import fit_pipeline, predict
+from elastream.modeling.performance import (
+    fit_pipeline,
+    predict,
+)
 from elastream.modeling.throughput import fit_instance
-from elastream.modeling.validation import relative_error, validate
+from elastream.modeling.validation import (
+    relative_error,
+    validate,
+)
 
 APP = Path(__file__).parents[1] / "src" / "elastream" / "examples" / "wordcount.yaml"
-FIT_P, TEST_PS, COUNTER_P = 3, (2, 4), 4
-TD_S, STEP_S, RATES = 4, 16, tuple(range(6, 73, 6))  # sentences/s, each held STEP_S seconds
-PAPER = {"st_error_2": 0.029, "st_error_4": 0.025, "cp_error": 0.028}
+COUNTER_P, TD_S = 4, 4
+TRIGGER_S, CORES = 0.2, 2.0  # spark.trigger_s (default); the machine's cores
+PAPER = {"st_error_2": 0.029, "st_error_4": 0.025, "cp_error": 0.028, "cpu_2": 0.048, "cpu_4": 0.03}
 
 
-def pipeline_at(splitter: int) -> dict:
+@dataclass(frozen=True)
+class Variant:
+    """How the splitter spends its time per sentence, the rate sweep and the parallelisms."""
+
+    name: str
+    service_time_ms: float  # a sleep: needs no core
+    cpu_ms: float  # busy work: needs a core
+    rates: tuple[int, ...]  # sentences/s, each held step_s seconds
+    step_s: int
+    fit_p: int
+    test_ps: tuple[int, ...]
+    batch_s: float  # spark.batch_s: work admitted per replica and micro-batch
+
+
+VARIANTS = {
+    "sleep": Variant("sleep", 40, 0, tuple(range(8, 89, 8)), 20, 3, (2, 4), 2.0),
+    "cpu": Variant("cpu", 0, 40, (5, 10, 15, 20, 25, 30, 40, 50, 60, 70), 12, 1, (2, 3, 4), 2.0),
+}
+
+
+def pipeline_at(variant: Variant, splitter: int) -> dict:
     spec = yaml.safe_load(APP.read_text())
     for op in spec["operators"]:
         p = splitter if op["name"] == "splitter" else COUNTER_P
         op["replicas"] = {"min": p, "max": p}
+        if op["name"] == "splitter":
+            op["service_time_ms"] = variant.service_time_ms
+            op["params"] = {"cpu_ms": variant.cpu_ms}
     return spec
 
 
-def run(out: Path, splitter: int) -> Path:
-    """One Spark run at splitter parallelism `splitter`; returns its history database."""
-    folder = out / f"p{splitter}"
+def run(out: Path, variant: Variant, splitter: int) -> Path:
+    """One Spark run at splitter parallelism `splitter`; returns its output folder."""
+    folder = out / variant.name / f"p{splitter}"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "pipeline.yaml").write_text(yaml.safe_dump(pipeline_at(splitter)))
+    (folder / "pipeline.yaml").write_text(yaml.safe_dump(pipeline_at(variant, splitter)))
     trace = folder / "rates.txt"  # `lines` format: one rate per second
-    trace.write_text("".join(f"{rate}\n" * STEP_S for rate in RATES))
+    trace.write_text("".join(f"{rate}\n" * variant.step_s for rate in variant.rates))
     settings = folder / "settings.yaml"
-    settings.write_text(json.dumps({"drain_s": 10, "q_size": None, "t_out": None}))
+    config = {"drain_s": 10, "q_size": None, "t_out": None, "spark": {"batch_s": variant.batch_s}}
+    settings.write_text(json.dumps(config))
     history = folder / "history.sqlite"
     history.unlink(missing_ok=True)
     cmd = [
@@ -63,10 +105,61 @@ def run(out: Path, splitter: int) -> Path:
         "--policy", "static", "--trace", str(trace), "--td", str(TD_S), "--config", str(settings),
         "--history", str(history), "--out", str(folder / "run"), "--quiet",
     ]  # fmt: skip
+    print(f"{variant.name} p={splitter}: running ({_uptime()})", flush=True)
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"p={splitter} run failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return history
+    print(f"{variant.name} p={splitter}: done ({_uptime()})", flush=True)
+    return folder
+
+
+def _uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def plateau(points: list[MeasuredPoint]) -> tuple[float, float | None]:
+    """A replica's saturated rate and CPU: the mean admitted rate and CPU (cores) of the steps in
+    which it admitted less than 90 % of what it was offered (the backlog grew clearly)."""
+    above = [pt for pt in points if pt.input_rate < 0.9 * pt.source_rate]
+    if not above:
+        raise SystemExit("the splitter never saturated clearly: raise the rates")
+    cpus = [pt.cpu for pt in above if pt.cpu is not None]
+    return _mean(pt.input_rate for pt in above), (_mean(cpus) if cpus else None)
+
+
+def cpu_table(variant: Variant, rows: dict[int, list[HistoryRow]]) -> None:
+    """The CPU-bound splitter: from p = 1, predict ST at every p without and with the host's
+    cores (the C/ψ cap, and the micro-batch Eq. B2–B4), against the runs. The saturated rate is
+    the plateau of the clearly backlogged steps, since a CPU-starved p = 1 may never be seen
+    below saturation (fit_instance would refuse it)."""
+    measured = {p: steady_points(r, variant)["splitter"] for p, r in rows.items()}
+    base = measured[variant.fit_p]
+    admitted = sum(pt.input_rate for pt in base)
+    alpha = sum(pt.output_rate for pt in base) / admitted  # Fig. 5: the I/O ratio holds anywhere
+    psi = fit_psi(base, what="splitter")
+    busy = [pt for pt in base if pt.busy is not None and pt.input_rate > 0]
+    et = sum(pt.busy or 0.0 for pt in busy) / sum(pt.input_rate for pt in busy)
+    sp1, _ = plateau(base)
+    batching = MicroBatch(variant.batch_s, TRIGGER_S)
+    overhead = batch_overhead(sp1, variant.fit_p, et, batching)
+    print(f"splitter at p={variant.fit_p}: plateau {sp1:.2f} sentences/s per replica, et = "
+          f"{et * 1000:.0f} ms (wall), ψ = {(psi or 0) * 1000:.1f} ms CPU per sentence, batch "
+          f"overhead O = {overhead:.2f} s (Eq. B3); host: {CORES:g} cores")  # fmt: skip
+    print()
+    print("| splitter p | Eq. 9 (no cores) | + C/ψ cap | + micro-batch B2–B4 | observed | "
+          "errors (Eq. 9 / C/ψ / B2–B4) | CPU used, cores |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for p, points in sorted(measured.items()):
+        linear = alpha * p * sp1
+        capped = alpha * core_capped_rate(p * sp1, psi, CORES)
+        sp_rep = predicted_replica_sp(sp1, variant.fit_p, p, et, batching, psi, CORES)
+        batched = alpha * core_capped_rate(p * sp_rep, psi, CORES)
+        per_replica, cpu = plateau(points)
+        observed = alpha * p * per_replica
+        errors = " / ".join(f"{relative_error(x, observed):.1%}" for x in (linear, capped, batched))
+        used = "–" if cpu is None else f"{cpu * p:.2f}"
+        print(f"| {p} | {linear:,.1f} | {capped:,.1f} | {batched:,.1f} | {observed:,.1f} | "
+              f"{errors} | {used} |")  # fmt: skip
 
 
 def history_rows(history: Path) -> list[HistoryRow]:
@@ -74,94 +167,205 @@ def history_rows(history: Path) -> list[HistoryRow]:
         return store.rows()
 
 
-def steady_points(rows: list[HistoryRow]) -> dict[str, list[MeasuredPoint]]:
+def steady_points(rows: list[HistoryRow], variant: Variant) -> dict[str, list[MeasuredPoint]]:
     """One point per operator, replica and rate step: the step's intervals averaged, its first
     interval left out (the change of rate), nothing after the trace (the drain) — the paper's
     steady-state measurements, from a micro-batch runtime whose single intervals alias batches."""
     steps: dict[tuple[str, int, int], list[HistoryRow]] = defaultdict(list)
-    for row in filter(steady, rows):
-        steps[(row.operator, row.replica, int(row.t // STEP_S))].append(row)
+    for row in rows:
+        if steady(row, variant):
+            steps[(row.operator, row.replica, int(row.t // variant.step_s))].append(row)
     grouped: dict[str, list[MeasuredPoint]] = defaultdict(list)
     for (operator, replica, _), group in sorted(steps.items()):
         streams = {k for row in group for k in row.output_rates}
+        cpus = [row.cpu for row in group if row.cpu is not None]
         grouped[operator].append(
             MeasuredPoint(
                 parallelism=group[0].parallelism,
-                source_rate=float(np.mean([row.source_rate for row in group])),
-                input_rate=float(np.mean([row.input_rate for row in group])),
+                source_rate=_mean(row.source_rate for row in group),
+                input_rate=_mean(row.input_rate for row in group),
                 output_rates={
-                    k: float(np.mean([row.output_rates.get(k, 0.0) for row in group]))
-                    for k in streams
+                    k: _mean(row.output_rates.get(k, 0.0) for row in group) for k in streams
                 },
                 replica=replica,
+                cpu=_mean(cpus) if len(cpus) == len(group) else None,
+                busy=_mean(row.busy or 0.0 for row in group),
             )
         )
     return grouped
 
 
-def steady(row: HistoryRow) -> bool:
+def _mean(values: Iterable[float]) -> float:
+    return float(np.mean(list(values)))
+
+
+def steady(row: HistoryRow, variant: Variant) -> bool:
     """An interval inside a rate step of the trace, not the step's first one."""
-    step = int(row.t // STEP_S)
-    return step < len(RATES) and row.t - step * STEP_S >= TD_S - 1e-6
+    step = int(row.t // variant.step_s)
+    return step < len(variant.rates) and row.t - step * variant.step_s >= TD_S - 1e-6
 
 
-def counter_plateau(rows: list[HistoryRow], splitter_sp: float) -> float:
+def counter_plateau(rows: list[HistoryRow], variant: Variant, splitter_sp: float) -> float:
     """The counter's measured processing rate (Σ replicas) over the steady intervals in which
     the splitter was clearly saturated (offered ≥ 1.2 × its saturation point)."""
     processed: dict[float, float] = defaultdict(float)
     offered: dict[float, float] = defaultdict(float)
-    for row in filter(steady, rows):
+    for row in rows:
+        if not steady(row, variant):
+            continue
         if row.operator == "counter":
             processed[row.t] += row.input_rate
         elif row.operator == "splitter":
             offered[row.t] += row.source_rate
     plateau = [processed[t] for t in processed if offered[t] >= 1.2 * splitter_sp]
     if not plateau:
-        raise SystemExit("the splitter never saturated clearly: raise RATES")
+        raise SystemExit("the splitter never saturated clearly: raise the rates")
     return float(np.mean(plateau))
+
+
+def batch_profile(folder: Path, op: str = "splitter") -> dict[str, float]:
+    """Measured micro-batches of `op` while it was backlogged (every replica got a full share):
+    median events per replica and batch, cycle (between consecutive batch ends), busiest
+    replica's busy time, and the overhead = cycle − busy (read from the run's queue store)."""
+    with closing(sqlite3.connect(folder / "run" / "queues.db")) as conn:
+        shares = conn.execute(
+            "SELECT batch, at, n, busy FROM shares WHERE op = ?", (op,)
+        ).fetchall()
+    batches: dict[str, list[tuple[float, int, float]]] = defaultdict(list)
+    for batch, at, n, busy in shares:
+        batches[batch].append((at, n, busy))
+    ordered = sorted(batches.values(), key=lambda b: max(x[0] for x in b))
+    full = max(sum(x[1] for x in b) for b in ordered)
+    rows = []
+    for prev, cur in itertools.pairwise(ordered):
+        n = sum(x[1] for x in cur)
+        if n >= 0.9 * full:  # a capped batch: the queue was backlogged
+            cycle = max(x[0] for x in cur) - max(x[0] for x in prev)
+            rows.append((n / len(cur), cycle, max(x[2] for x in cur)))
+    if not rows:
+        return {}
+    per_replica, cycle, busy = (float(np.median([r[k] for r in rows])) for k in range(3))
+    return {"batches": len(rows), "per_replica": per_replica, "cycle_s": cycle, "busy_s": busy,
+            "overhead_s": cycle - busy}  # fmt: skip
+
+
+def sleep_table(variant: Variant, rows: dict[int, list[HistoryRow]]) -> None:
+    """V-C, V-D and V-E: fit at fit_p, predict the test parallelisms, compare with the runs."""
+    measured = {p: steady_points(r, variant) for p, r in rows.items()}
+    fit = fit_instance(measured[variant.fit_p]["splitter"], what=f"splitter at p={variant.fit_p}")
+    counted = words_per_sentence()
+    print(f"splitter at p={variant.fit_p}: α = {fit.alpha:.3f} words per sentence, SP = "
+          f"{fit.sp:.2f} sentences/s and ST = {fit.st:.1f} words/s per replica")  # fmt: skip
+    print(f"words per line counted from the text: {counted:.3f}; "
+          f"α error {relative_error(fit.alpha, counted):.1%}")  # fmt: skip
+    print()
+    print("| prediction | paper error | ours: predicted | observed | error |")
+    print("|---|---|---|---|---|")
+    fit_points = measured[variant.fit_p]["splitter"]
+    batching = MicroBatch(variant.batch_s, TRIGGER_S)
+    for p in variant.test_ps:
+        row = validate("splitter", Grouping.LOAD_BALANCING, fit_points, measured[p]["splitter"])
+        paper = PAPER.get(f"st_error_{p}")
+        print(f"| splitter ST at p={p} (words/s) | {_pct(paper)} | {row.predicted_st:,.1f} | "
+              f"{row.observed_st:,.1f} | {row.st_error:.1%} |")  # fmt: skip
+        mb = validate("splitter", Grouping.LOAD_BALANCING, fit_points, measured[p]["splitter"],
+                      batching=batching)  # fmt: skip
+        print(f"| … with the micro-batch term (Eq. B2–B3) | | {mb.predicted_st:,.1f} | "
+              f"{mb.observed_st:,.1f} | {mb.st_error:.1%} |")  # fmt: skip
+        if row.predicted_cpu is not None and row.observed_cpu is not None:
+            paper = PAPER.get(f"cpu_{p}")
+            print(f"| splitter CPU at saturation, p={p} (cores) | {_pct(paper)} | "
+                  f"{row.predicted_cpu:.4f} | {row.observed_cpu:.4f} | "
+                  f"{row.cpu_error:.1%} |")  # fmt: skip
+            at_observed = row.predicted_cpu * row.observed_st / row.predicted_st  # ψ·observed SP_c
+            print(f"| … ψ at the observed saturation rate | | {at_observed:.4f} | "
+                  f"{row.observed_cpu:.4f} | "
+                  f"{relative_error(at_observed, row.observed_cpu):.1%} |")  # fmt: skip
+    graph = graph_of(pipeline_from_dict(pipeline_at(variant, 2)))
+    models = fit_pipeline(graph, measured[variant.fit_p])
+    if 2 in rows:
+        top = float(max(variant.rates))
+        prediction = predict(graph, models, {"splitter": 2, "counter": COUNTER_P}, top)
+        observed_sp = fit_instance(measured[2]["splitter"], what="splitter at p=2").sp * 2
+        observed = counter_plateau(rows[2], variant, observed_sp)
+        error = relative_error(prediction.critical_path_output, observed)
+        print(f"| topology output at splitter 2 / counter {COUNTER_P} (words/s) | "
+              f"{_pct(PAPER['cp_error'])} | {prediction.critical_path_output:,.1f} | "
+              f"{observed:,.1f} | {error:.1%} |")  # fmt: skip
+
+
+def plot_fits(variant: Variant, rows: dict[int, list[HistoryRow]], path: Path) -> None:
+    """Per-replica steady points (offered vs admitted) of every run and each run's fitted
+    min(t, SP); the fit run's SP drawn as Eq. 9 predicts it for the others."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4.2))
+    ax = fig.add_subplot()
+    measured = {p: steady_points(r, variant)["splitter"] for p, r in rows.items()}
+    fit_sp = fit_instance(measured[variant.fit_p]).sp
+    for k, (p, points) in enumerate(sorted(measured.items())):
+        color = f"C{k}"
+        ax.scatter([pt.source_rate for pt in points], [pt.input_rate for pt in points], s=12,
+                   color=color, label=f"p = {p} measured")  # fmt: skip
+        top = max(pt.source_rate for pt in points)
+        sp = fit_instance(points).sp
+        ax.plot([0, sp, top], [0, sp, sp], color=color, lw=1.2, label=f"p = {p} fit: SP {sp:.1f}")
+    ax.axhline(fit_sp, color="k", ls=":", lw=1, label=f"fit at p = {variant.fit_p}: predicted SP")
+    ax.set_xlabel("offered to a replica, sentences/s")
+    ax.set_ylabel("admitted by the replica, sentences/s")
+    ax.set_title(f"Gatsby splitter on Spark ({variant.name} variant): per-replica saturation")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def print_profiles(variant: Variant, folders: dict[int, Path]) -> None:
+    print()
+    print(f"micro-batches of the splitter while backlogged ({variant.name}, batch_s = "
+          f"{variant.batch_s}):")  # fmt: skip
+    print("| p | batches | events per replica | cycle s | busiest replica s | overhead s |")
+    print("|---|---|---|---|---|---|")
+    for p, folder in sorted(folders.items()):
+        prof = batch_profile(folder)
+        if prof:
+            cells = [f"{prof[k]:.2f}" for k in ("cycle_s", "busy_s", "overhead_s")]
+            print(f"| {p} | {prof['batches']:.0f} | {prof['per_replica']:.1f} | "
+                  f"{' | '.join(cells)} |")  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("runs/gatsby"))
+    parser.add_argument("--variant", choices=[*VARIANTS, "both"], default="sleep")
     parser.add_argument("--reuse", action="store_true", help="refit earlier runs' histories")
+    parser.add_argument("--runs-only", action="store_true", help="run Spark, do not analyse")
+    parser.add_argument("--plots", type=Path, help="write gatsby-sleep-fits.png into this folder")
     args = parser.parse_args()
-    histories = {}
-    for p in (FIT_P, *TEST_PS):
-        target = args.out / f"p{p}" / "history.sqlite"
-        histories[p] = target if args.reuse and target.exists() else run(args.out, p)
-    rows = {p: history_rows(h) for p, h in histories.items()}
-    measured = {p: steady_points(r) for p, r in rows.items()}
-
-    from elastream.examples.wordcount import words_per_sentence
-
-    fit3 = fit_instance(measured[FIT_P]["splitter"], what="splitter at p=3")
-    counted = words_per_sentence()
-    print(f"splitter at p={FIT_P}: α = {fit3.alpha:.3f} words per sentence, SP = {fit3.sp:.1f} "
-          f"sentences/s and ST = {fit3.st:.1f} words/s per replica")  # fmt: skip
-    print(f"words per line counted from the text: {counted:.3f}; "
-          f"α error {relative_error(fit3.alpha, counted):.1%}")  # fmt: skip
-    print()
-    print("| prediction | paper error | ours: predicted | observed | error |")
-    print("|---|---|---|---|---|")
-    fit_points = measured[FIT_P]["splitter"]
-    for p in TEST_PS:
-        row = validate("splitter", Grouping.LOAD_BALANCING, fit_points, measured[p]["splitter"])
-        paper = PAPER[f"st_error_{p}"]
-        print(f"| splitter ST at p={p} (words/s) | {paper:.1%} | {row.predicted_st:,.1f} | "
-              f"{row.observed_st:,.1f} | {row.st_error:.1%} |")  # fmt: skip
-
-    pipeline = pipeline_from_dict(pipeline_at(2))
-    graph = graph_of(pipeline)
-    models = fit_pipeline(graph, measured[FIT_P])
-    top = float(max(RATES))
-    prediction = predict(graph, models, {"splitter": 2, "counter": COUNTER_P}, top)
-    observed_sp = fit_instance(measured[2]["splitter"], what="splitter at p=2").sp * 2
-    observed = counter_plateau(rows[2], observed_sp)
-    error = relative_error(prediction.critical_path_output, observed)
-    print(f"| topology output at splitter 2 / counter {COUNTER_P} (words/s) | "
-          f"{PAPER['cp_error']:.1%} | {prediction.critical_path_output:,.1f} | {observed:,.1f} | "
-          f"{error:.1%} |")  # fmt: skip
+    chosen = list(VARIANTS) if args.variant == "both" else [args.variant]
+    for name in chosen:
+        variant = VARIANTS[name]
+        folders = {}
+        for p in (variant.fit_p, *variant.test_ps):
+            folder = args.out / variant.name / f"p{p}"
+            done = args.reuse and (folder / "history.sqlite").exists()
+            folders[p] = folder if done else run(args.out, variant, p)
+        if args.runs_only:
+            continue
+        rows = {p: history_rows(f / "history.sqlite") for p, f in folders.items()}
+        print(f"## variant {variant.name}")
+        if variant.name == "cpu":
+            cpu_table(variant, rows)
+        else:
+            sleep_table(variant, rows)
+        print_profiles(variant, folders)
+        if args.plots and variant.name == "sleep":
+            args.plots.mkdir(parents=True, exist_ok=True)
+            plot_fits(variant, rows, args.plots / f"gatsby-{variant.name}-fits.png")
+        print()
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from elastream.experiments.bench.runner import (
 )
 from elastream.experiments.bench.scenario import BenchError, load_bench
 from elastream.experiments.bench.tables import render_tables, update_markdown
+from elastream.history import HistoryStore
 from elastream.model.metrics import RunTotals
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.model.snapshot import OperatorStats, Snapshot
@@ -115,12 +116,12 @@ class FakeEngine:
         )
 
 
-def fake_run(pipeline, config, trace, sim):
+def fake_run(pipeline, config, trace, sim, observers=()):
     if sim.get("fail"):
         raise RuntimeError("the fake engine was told to fail")
     engine = FakeEngine(pipeline, config, trace, sim.get("capacity", 10.0))
     controller = Controller.build(config.policy, config.effective_policy_options(), config.guards)
-    result = run_mape(engine, controller)
+    result = run_mape(engine, controller, observers=observers)
     return Outcome(result, tuple(Counter(engine.latencies).items()))
 
 
@@ -305,9 +306,16 @@ def test_command_runs_writes_and_rewrites_markdown(tmp_path):
         policy=["psps", "storm"],
         markdown=doc,
         from_results=False,
+        history=None,
+        no_history=False,
     )
     assert bench_command.run(args, backend=FAKE) == 0
     assert (tmp_path / "out" / "report.html").is_file()
+    results = read_results(tmp_path / "out" / "results.csv")
+    with HistoryStore(tmp_path / "out" / "history.sqlite") as store:  # every run recorded
+        assert store.runs() == sorted(results["run_id"])
+        rows = store.rows(run_ids=[results["run_id"].iloc[0]])
+    assert {r.operator for r in rows} == {"op1", "op2"}
     assert "| PSPS |" in doc.read_text()
     args.from_results, args.policy = True, ["nope"]  # --from-results ignores the selection
     assert bench_command.run(args, backend=FAKE) == 0

@@ -114,3 +114,19 @@ def test_replica_rows_split_an_operators_arrivals_and_cpu_by_what_each_replica_p
     unmeasured = replica_rows("run", "p", snap, replace(o, cpu_s=None), queue_before=1)
     assert [r.cpu for r in unmeasured] == [None, None]
     assert all(r.backpressure for r in unmeasured)  # the queue grew (1 -> 5)
+
+
+def test_replica_rows_flag_a_capped_admission_and_split_outputs_per_stream():
+    from helpers import snapshot, stats
+
+    from elastream.experiments.history import replica_rows
+
+    o = replace(stats("op", replicas=2, received=30, processed=40, emitted=80, queue=5),
+                replica_processed=(10, 30), admission_capped=True,
+                emitted_streams=(("words", 60), ("errors", 20)))  # fmt: skip
+    rows = replica_rows("run", "p", snapshot(o, t=10.0, td=2.0), o, queue_before=15)
+    assert all(r.backpressure for r in rows)  # the queue shrank, but the cap was hit
+    assert rows[1].output_rates == pytest.approx({"words": 22.5, "errors": 7.5})  # 3/4 of each
+    unsplit = replica_rows("run", "p", snapshot(o, t=10.0, td=2.0),
+                           replace(o, emitted_streams=()), queue_before=15)  # fmt: skip
+    assert unsplit[1].output_rates == pytest.approx({"*": 30.0})

@@ -118,3 +118,17 @@ def test_feeder_integrates_the_trace_stepwise():
 
     due_by = TraceIntegral(Trace(np.array([10.0, 30.0]), step_s=2.0))
     assert [due_by(t) for t in (0.0, 1.0, 2.0, 3.0, 4.0, 99.0)] == [0, 10, 20, 50, 80, 80]
+
+
+def test_admission_cap_hit_is_noted_for_the_backpressure_flag(tmp_path):
+    from elastream.runtime.spark.source import admitted_end, cap_hit_key
+
+    store = make_store(tmp_path)
+    store.set_control("op1", 1, 5, 0.01, [])
+    store.append("op1", events(8), "src", 0)
+    before = time.time()
+    assert admitted_end(str(store.path), "op1", 0, None) == 5  # capped: 3 stay queued
+    assert store.meta(cap_hit_key("op1")) >= before
+    store.set_meta(cap_hit_key("op1"), -1.0)
+    assert admitted_end(str(store.path), "op1", 5, None) == 8  # the rest fits: not capped
+    assert store.meta(cap_hit_key("op1")) == -1.0

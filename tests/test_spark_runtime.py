@@ -17,6 +17,7 @@ from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
+from elastream.model.pipeline import DEFAULT_STREAM
 from elastream.runtime.queues import SqliteQueueStore
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads import Trace
@@ -51,6 +52,10 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path):
     assert min(enrich[peak_at:]) <= 2, enrich  # fell after the step down
     assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids  # no restart
     assert sum(s.op("enrich").cpu_s or 0.0 for s in result.snapshots) > 0  # CPU time recorded
+    assert any(s.op("enrich").admission_capped for s in result.snapshots)  # the step's backlog
+    streams = {k for s in result.snapshots for k, _ in s.op("emit").emitted_streams}
+    assert streams == {DEFAULT_STREAM}  # per output stream (emit's one stream, to a sink)
+    assert sum(n for s in result.snapshots for _, n in s.op("emit").emitted_streams) > 0
 
     audit = engine.store.audit()
     assert_conserved(audit, int(trace.rates.sum()))  # the expired records counted in

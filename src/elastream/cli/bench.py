@@ -49,6 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="rewrite the <!-- bench-table: ID --> blocks of this file from the results",
     )
     parser.add_argument(
+        "--history",
+        type=Path,
+        help="metrics history database the runs are recorded in (default: --out/history.sqlite)",
+    )
+    parser.add_argument(
+        "--no-history", action="store_true", help="do not record the runs' metrics history"
+    )
+    parser.add_argument(
         "--from-results",
         action="store_true",
         help="do not run: rebuild report.html (and --markdown) from --out/results.csv",
@@ -119,7 +127,8 @@ def run(args: argparse.Namespace, backend: Backend = SIM_BACKEND) -> int:
     else:
         chosen = select(specs, args.only, args.policy)
         console.print(f"{len(chosen)} run(s), {args.jobs} at a time -> {args.out}")
-        records = run_matrix(chosen, backend, jobs=args.jobs, console=console)
+        history = None if args.no_history else args.history or args.out / "history.sqlite"
+        records = run_matrix(chosen, backend, jobs=args.jobs, console=console, history=history)
         results, _ = write_results(records, args.out)
         print_summary(results, console)
     results["error"] = results["error"].fillna("")

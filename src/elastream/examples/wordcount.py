@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -60,9 +61,26 @@ def sentence(index: int, rng: random.Random) -> tuple[str, dict[str, str]]:
     return f"s{index % len(lines)}", {"line": lines[index % len(lines)]}
 
 
-def split(events: list[Event]) -> Iterable[Emit]:
-    """Splitter: one output per word, keyed by the word (for the counter's key grouping)."""
+def split(events: list[Event], cpu_ms: float = 0.0) -> Iterable[Emit]:
+    """Splitter: one output per word, keyed by the word (for the counter's key grouping); with
+    `cpu_ms` > 0 it first burns that much CPU time per sentence (the CPU-bound variant)."""
+    if cpu_ms < 0:
+        raise ValueError(f"splitter: cpu_ms must be ≥ 0, got {cpu_ms}")
+    if cpu_ms:
+        burn_cpu(len(events) * cpu_ms / 1000.0)
     return [e.emit({"w": word}, key=word) for e in events for word in e.payload["line"].split()]
+
+
+def burn_cpu(seconds: float) -> int:
+    """Busy work until this process has used `seconds` of CPU time (not wall time: on a shared
+    core the same work takes longer); returns the loop count."""
+    end = time.process_time() + seconds
+    spins, acc = 0, 0
+    while time.process_time() < end:
+        for k in range(200):
+            acc = (acc * 31 + k) % 1_000_003
+        spins += 1
+    return spins
 
 
 def count(events: list[Event]) -> Iterable[Emit]:

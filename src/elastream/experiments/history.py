@@ -11,7 +11,7 @@ from elastream.history import HistoryRow, HistoryStore, backpressure
 from elastream.model.snapshot import OperatorStats, Snapshot
 from elastream.modeling.graph import ANY_STREAM
 
-ALL_STREAMS = ANY_STREAM  # the Snapshot counts an operator's outputs over all its streams together
+ALL_STREAMS = ANY_STREAM  # outputs over all streams together, when the engine gives no split
 
 
 def replica_rows(
@@ -19,15 +19,17 @@ def replica_rows(
 ) -> list[HistoryRow]:
     """One row per active replica of `o` in interval `snap`: the events offered to the operator
     in the interval (its arrivals, admitted or left queued) and its outputs, each split by the
-    replica's share of what was processed; admitted rate, busy share, CPU (cores, when the engine
-    measures it), queue and backpressure
-    (the queue grew). The backlog at the start is not offered again: counting it would make a
-    micro-batch runtime look saturated whenever an interval ends inside a batch."""
+    replica's share of what was processed, per output stream when the engine counts them; admitted
+    rate, busy share, CPU (cores, when the engine measures it), queue and backpressure (the
+    admission cap was hit or the queue grew). The backlog at the start is not offered again:
+    counting it would make a micro-batch runtime look saturated whenever an interval ends inside
+    a batch."""
     r = max(o.replicas, 1)
     td = snap.td
     shares = list(o.replica_processed) or [o.processed / r] * r
     total = sum(shares)
-    flag = backpressure(False, queue_before, o.queue)  # the queue grew over the interval
+    flag = backpressure(o.admission_capped, queue_before, o.queue)
+    outputs = dict(o.emitted_streams) or {ALL_STREAMS: o.emitted}
     rows = []
     for j, processed in enumerate(shares[:r]):
         part = processed / total if total else 1.0 / r
@@ -43,7 +45,7 @@ def replica_rows(
                 interval_s=td,
                 source_rate=o.received * part / td,
                 input_rate=processed / td,
-                output_rates={ALL_STREAMS: o.emitted * part / td},
+                output_rates={k: n * part / td for k, n in outputs.items()},
                 busy=busy,
                 cpu=None if o.cpu_s is None else o.cpu_s * part / td,
                 queue_length=o.queue / r,

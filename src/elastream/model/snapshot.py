@@ -26,6 +26,8 @@ class OperatorStats:
     utilization: tuple[float, ...] = ()  # U_ij(t) per replica (PSPS Eq. 5)
     cpu_s: float | None = None  # CPU seconds of all replicas during t (None: not measured)
     stateful: bool = False  # keyed state (stateless: false): its rescales may be rate-limited
+    admission_capped: bool = False  # a micro-batch admitted less than was queued (its cap hit)
+    emitted_streams: tuple[tuple[str, int], ...] = ()  # outputs per output stream (() unknown)
 
     @property
     def mean_utilization(self) -> float:

@@ -7,8 +7,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from elastream.modeling.batching import MicroBatch, predicted_replica_sp
+from elastream.modeling.cpu import core_capped_rate
 from elastream.modeling.graph import Grouping, MeasuredPoint, ModelError
-from elastream.modeling.performance import component_saturation_point, fit_component
+from elastream.modeling.performance import (
+    ComponentModel,
+    component_saturation_point,
+    fit_component,
+)
 from elastream.modeling.throughput import fit_instance, is_saturated
 
 
@@ -46,16 +52,23 @@ def validate(
     fit_points: Sequence[MeasuredPoint],
     test_points: Sequence[MeasuredPoint],
     cores: float | None = None,
+    batching: MicroBatch | None = None,
 ) -> ValidationRow:
     """Fit `name` on `fit_points`, predict its ST and CPU at the test run's parallelism, and
-    compare with the curve fitted on `test_points` (which must cross saturation too)."""
+    compare with the curve fitted on `test_points` (which must cross saturation too).
+
+    With `batching`, a replica's saturation point at the new parallelism comes from the
+    micro-batch capacity (Eq. B2–B4) instead of staying the fitted one (Eq. 9)."""
     ps = {pt.parallelism for pt in test_points}
     if len(ps) != 1:
         raise ModelError(f"{name}: test points must share one parallelism, got {sorted(ps)}")
     p = ps.pop()
     model = fit_component(name, grouping, fit_points)
     observed = fit_instance(test_points, what=f"{name} at p={p}")
-    sp = component_saturation_point(model, p, cores)
+    if batching is None:
+        sp = component_saturation_point(model, p, cores)
+    else:
+        sp = micro_batch_saturation_point(model, fit_points, p, batching, cores)
     predicted_st = model.instance.alpha * sp
     observed_st = observed.st * p
     predicted_cpu = None if model.psi is None else model.psi * sp
@@ -76,3 +89,27 @@ def validate(
         alpha_fit=model.instance.alpha,
         alpha_observed=observed.alpha,
     )
+
+
+def micro_batch_saturation_point(
+    model: ComponentModel,
+    fit_points: Sequence[MeasuredPoint],
+    p: int,
+    batching: MicroBatch,
+    cores: float | None = None,
+) -> float:
+    """SP_c(p) on the micro-batch runtime from a fit at one parallelism: the most loaded replica
+    saturates first, SP_c = SP_rep(p) / max_i w_i (Eq. 8 or 10 with Eq. B2–B4); the host's C/ψ
+    applies on top (with B4's stretch it does not bind)."""
+    fit_ps = {pt.parallelism for pt in fit_points}
+    if len(fit_ps) != 1:
+        raise ModelError(
+            f"{model.name}: fit points must share one parallelism, got {sorted(fit_ps)}"
+        )
+    if model.service_time is None:
+        raise ModelError(f"{model.name}: no busy time measured, so et (Eq. B2) is unknown")
+    sp_rep = predicted_replica_sp(
+        model.instance.sp, fit_ps.pop(), p, model.service_time, batching, model.psi, cores
+    )
+    shares, _ = model.shares(p)
+    return core_capped_rate(sp_rep / max(shares), model.psi, cores)

@@ -16,10 +16,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from elastream.config import ConfigError, RunConfig, make_config
 from elastream.config.files import load_pipeline
-from elastream.control.mape import RunResult
+from elastream.control.mape import Observer, RunResult
 from elastream.experiments.bench.metrics import Histogram, metrics_row
 from elastream.experiments.bench.scenario import BenchError, RunSpec
+from elastream.experiments.history import HistoryRecorder
 from elastream.experiments.session import prepare_workload
+from elastream.history import HistoryRow, HistoryStore
 from elastream.model.metrics import interval_rows
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.workloads import Trace, resolve_trace
@@ -37,14 +39,14 @@ class Outcome:
     latency_histogram_ms: Histogram | None = None
 
 
-EngineFn = Callable[[Pipeline, RunConfig, Trace, Mapping[str, Any]], Outcome]
+EngineFn = Callable[[Pipeline, RunConfig, Trace, Mapping[str, Any], Sequence[Observer]], Outcome]
 
 
 @dataclass(frozen=True)
 class Backend:
-    """How a run is executed: `run(pipeline, config, trace, sim_settings)` and `check(sim)`
-    that validates the sim settings up front. Both must be module-level functions (they are
-    sent to worker processes)."""
+    """How a run is executed: `run(pipeline, config, trace, sim_settings, observers)` (each
+    observer sees every interval) and `check(sim)` that validates the sim settings up front.
+    Both must be module-level functions (they are sent to worker processes)."""
 
     name: str
     run: EngineFn
@@ -60,12 +62,17 @@ def _sim_settings(values: Mapping[str, Any]) -> Any:
 
 
 def _run_sim(
-    pipeline: Pipeline, config: RunConfig, trace: Trace, sim: Mapping[str, Any]
+    pipeline: Pipeline,
+    config: RunConfig,
+    trace: Trace,
+    sim: Mapping[str, Any],
+    observers: Sequence[Observer] = (),
 ) -> Outcome:
     """One simulated run through the one run path; `trace` is raw (the session prepares it)."""
     from elastream.experiments.session import run_pipeline
 
-    result = run_pipeline(pipeline, config, trace, engine="sim", sim=_sim_settings(sim))
+    settings = _sim_settings(sim)
+    result = run_pipeline(pipeline, config, trace, engine="sim", sim=settings, observers=observers)
     return Outcome(result, result.totals.latency_histogram_ms)
 
 
@@ -78,10 +85,12 @@ SIM_BACKEND = Backend("sim", _run_sim, _check_sim)
 
 @dataclass(frozen=True)
 class RunRecord:
-    """What a worker sends back: the results row and the per-interval series."""
+    """What a worker sends back: the results row, the per-interval series and, when asked
+    for, the run's metrics-history rows (written to the store by the parent process)."""
 
     row: dict[str, Any]
     series: list[dict[str, Any]] = field(default_factory=list)
+    history: list[HistoryRow] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -139,15 +148,18 @@ def identity_columns(spec: RunSpec, config: RunConfig, pipeline: Pipeline) -> di
     }
 
 
-def execute(spec: RunSpec, backend: Backend) -> RunRecord:
+def execute(spec: RunSpec, backend: Backend, record_history: bool = False) -> RunRecord:
     """Run one cell. A failure becomes a row whose `error` column holds the message (the
-    harness reports it and exits non-zero), so one broken cell does not lose the others."""
+    harness reports it and exits non-zero), so one broken cell does not lose the others.
+    With `record_history` the record carries the run's history rows (run id: the spec's)."""
     started = time.perf_counter()
     base = {"run_id": spec.run_id, "scenario": spec.scenario, "policy": spec.label}
     try:
         config = build_config(spec)
         pipeline = with_grouping(load_pipeline(spec.pipeline), spec.grouping)
-        outcome = backend.run(pipeline, config, raw_trace(spec), dict(spec.sim))
+        recorder = HistoryRecorder(spec.run_id, pipeline.name)
+        observers = [recorder] if record_history else []
+        outcome = backend.run(pipeline, config, raw_trace(spec), dict(spec.sim), observers)
         pipeline = config.starting_pipeline(pipeline)
         row = identity_columns(spec, config, pipeline) | metrics_row(
             outcome.result, outcome.latency_histogram_ms, pipeline, spec.slo_ms
@@ -159,7 +171,7 @@ def execute(spec: RunSpec, backend: Backend) -> RunRecord:
     row["wall_s"] = time.perf_counter() - started
     row["error"] = ""
     series = [{"run_id": spec.run_id, **point} for point in series]
-    return RunRecord(row, series)
+    return RunRecord(row, series, recorder.rows)
 
 
 def interval_series(result: RunResult) -> list[dict[str, Any]]:
@@ -209,16 +221,16 @@ def _progress(console: Console | None) -> Progress:
 
 
 def _completed(
-    specs: Sequence[RunSpec], backend: Backend, jobs: int
+    specs: Sequence[RunSpec], backend: Backend, jobs: int, history: bool = False
 ) -> Iterator[tuple[int, RunRecord]]:
     """(index, record) as runs finish: in this process for one job, else in a process pool."""
     if jobs <= 1:
         for i, spec in enumerate(specs):
-            yield i, execute(spec, backend)
+            yield i, execute(spec, backend, history)
         return
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures: dict[Future[RunRecord], int] = {
-            pool.submit(execute, spec, backend): i for i, spec in enumerate(specs)
+            pool.submit(execute, spec, backend, history): i for i, spec in enumerate(specs)
         }
         for future in as_completed(futures):
             yield futures[future], future.result()
@@ -230,15 +242,23 @@ def run_matrix(
     *,
     jobs: int = DEFAULT_JOBS,
     console: Console | None = None,
+    history: Path | None = None,
 ) -> list[RunRecord]:
-    """Run every spec (validated first), `jobs` at a time; records come back in spec order."""
+    """Run every spec (validated first), `jobs` at a time; records come back in spec order.
+    With `history`, every run's metrics history is appended to that store as the run ends
+    (run id: the spec's run id, so running a bench again replaces its rows)."""
     if jobs < 1:
         raise BenchError(f"--jobs must be >= 1, got {jobs}")
     validate(specs, backend)
     records: list[RunRecord | None] = [None] * len(specs)
+    n_jobs = min(jobs, max(1, len(specs)))
     with _progress(console) as progress:
         task = progress.add_task("", total=len(specs))
-        for i, record in _completed(specs, backend, min(jobs, max(1, len(specs)))):
+        for i, record in _completed(specs, backend, n_jobs, history is not None):
+            if history is not None and record.history:
+                with HistoryStore(history) as store:
+                    store.record(record.history)
+                record.history.clear()  # written: do not keep every row of the matrix
             records[i] = record
             status = "[red]failed" if record.failed else f"{record.row['wall_s']:.1f} s"
             progress.update(task, advance=1, description=f"{specs[i].run_id} ({status})")

@@ -21,6 +21,7 @@ from elastream.model.events import OutcomeKind
 from elastream.model.metrics import LatencyTally, RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import HostClock, OperatorStats, Snapshot
+from elastream.modeling.batching import admission_cap  # Eq. B1, docs/modeling.md
 from elastream.runtime.queues import (
     QueueStore,
     ReplicaWork,
@@ -34,7 +35,7 @@ from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
 from elastream.runtime.spark.session import spark_session, warm_python_workers
-from elastream.runtime.spark.source import SOURCE_NAME
+from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key
 from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
@@ -77,11 +78,6 @@ def _last_batch(query: Any) -> int:
     """The id of the query's latest reported micro-batch (-1 before the first)."""
     progress = query.lastProgress
     return int(progress["batchId"]) if progress else -1
-
-
-def admission_cap(replicas: int, et_s: float, batch_s: float) -> int:
-    """Events admitted per micro-batch: each active replica gets `batch_s` seconds of work."""
-    return max(replicas, int(replicas * batch_s / max(et_s, 1e-6)))
 
 
 class SparkEngine:
@@ -426,6 +422,21 @@ class SparkEngine:
             utilization=tuple(util),
             stateful=not spec.stateless,
             cpu_s=sum(w.cpu_s for w in tasks.values()),
+            admission_capped=float(self.store.meta(cap_hit_key(name), -1.0)) >= t0,
+            emitted_streams=self._emitted_streams(name, t0, t1),
+        )
+
+    def _emitted_streams(self, name: str, t0: float, t1: float) -> tuple[tuple[str, int], ...]:
+        """Outputs per output stream in [t0, t1): what the stream's first target received from
+        `name` (a stream feeding several targets sends each a copy). () when two streams of
+        `name` feed the same node, since a queue does not tell them apart."""
+        routes = self.pipeline.routes(name)
+        firsts = [targets[0] for targets in routes.values()]
+        if len(set(firsts)) < len(firsts):
+            return ()
+        return tuple(
+            (stream, self.store.arrivals(target, t0, t1).get(name, 0))
+            for stream, target in zip(routes, firsts, strict=True)
         )
 
     def _remember(self, stats: OperatorStats, tasks: dict[int, ReplicaWork]) -> None:

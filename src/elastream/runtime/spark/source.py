@@ -62,14 +62,23 @@ def plan_partitions(db: str, op: str, start: int, end: int) -> list[ReplicaParti
     return [ReplicaPartition(j, start, end) for j in range(plan.replicas)]
 
 
+def cap_hit_key(op: str) -> str:
+    """The store's meta key holding when `op`'s admission was last capped (wall-clock s)."""
+    return f"cap_hit:{op}"
+
+
 def admitted_end(db: str, op: str, start: int, limit: ReadLimit | None) -> int:
     """Admission control: at most `cap` events per batch (what the active replicas can process
-    in one batch), fewer if Spark's own limit is tighter; the rest stays queued."""
+    in one batch), fewer if Spark's own limit is tighter; the rest stays queued. A capped batch
+    is noted in the store (`cap_hit_key`): it feeds the history's backpressure flag."""
     store = store_for(db)
     _, cap, _, _ = store.control(op)
-    end = min(store.latest(op), start + cap)
+    latest = store.latest(op)
+    end = min(latest, start + cap)
     if isinstance(limit, ReadMaxRows):
         end = min(end, start + limit.maxRows)
+    if end < latest:
+        store.set_meta(cap_hit_key(op), time.time())
     return end
 
 
