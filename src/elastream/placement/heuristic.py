@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.placement.compact_model import relaxed_choice
+from elastream.placement.compact_model import Relaxation, relaxed_choice
 from elastream.placement.evaluator import Plan, evaluate
 from elastream.placement.instance import Instance, Pattern, longest_path
 from elastream.placement.model import InfeasibleError
@@ -106,6 +106,8 @@ class _State:
     def _log_a(self, i: int | None, new: Pattern | None, deps: list[Pattern] | None) -> float:
         """Eq. 16 from the usage counters, with operator i's deployment replaced."""
         inst = self.inst
+        if not inst.utility.a:  # A does not count in F: skip Eq. 16
+            return 0.0
         if i is None or new is None or deps is None:
             total = sum(inst.log_a_node[u] for u, n in self.node_ops.items() if n > 0)
             return total + sum(
@@ -152,9 +154,15 @@ class Heuristic:
     seed: int = 0
 
     def solve(self, inst: Instance, time_limit_s: float, gap: float) -> Solution:
+        return self.search(inst, time_limit_s)
+
+    def search(
+        self, inst: Instance, time_limit_s: float, relaxed: Relaxation | None = None
+    ) -> Solution:
+        """The heuristic plan; `relaxed`: the LP relaxation when the caller has solved it."""
         best: tuple[float, list[Pattern]] | None = None
         evaluations = 0
-        for start in _starts(inst, time_limit_s):
+        for start in _starts(inst, time_limit_s, relaxed):
             state = _State(inst, start)
             evaluations += _improve(state, self.max_rounds)
             if best is None or state.value > best[0] + 1e-12:
@@ -175,14 +183,16 @@ class Heuristic:
         return Solution(self.name, plan, value, False, "Heuristic", evaluations=evaluations)
 
 
-def _starts(inst: Instance, time_limit_s: float) -> list[list[Pattern]]:
+def _starts(inst: Instance, time_limit_s: float, relaxed: Relaxation | None) -> list[list[Pattern]]:
     """The rounded LP relaxation of the compact model when it is not too big; also the greedy
     start on small instances or when the LP is skipped."""
     starts = []
     small = inst.n_ops * inst.n_nodes <= SMALL
     makers = [_greedy_start]
-    if sum(inst.pattern_count(i) for i in range(inst.n_ops)) <= LP_PATTERNS:
-        makers.insert(0, lambda i: _rounded_lp(i, time_limit_s))
+    if relaxed is not None:
+        makers.insert(0, lambda i: _rounded_lp(i, relaxed))
+    elif sum(inst.pattern_count(i) for i in range(inst.n_ops)) <= LP_PATTERNS:
+        makers.insert(0, lambda i: _rounded_lp(i, relaxed_choice(i, time_limit_s)))
     for make in makers:
         if starts and not small:
             break
@@ -193,9 +203,8 @@ def _starts(inst: Instance, time_limit_s: float) -> list[list[Pattern]]:
     return starts
 
 
-def _rounded_lp(inst: Instance, time_limit_s: float) -> list[Pattern]:
+def _rounded_lp(inst: Instance, choice: Relaxation) -> list[Pattern]:
     """Round the LP relaxation: most decided operators first, largest fitting x_{i,U}."""
-    choice = relaxed_choice(inst, time_limit_s)
     used = [0.0] * inst.n_nodes
     deps: dict[int, Pattern] = {}
     for i in sorted(range(inst.n_ops), key=lambda i: -choice[i][0][0]):
