@@ -171,7 +171,7 @@ def _pair_weight(inst: Instance, ed: Edge, u: int, v: int) -> float:
     return weight
 
 
-def _streams(model: _Model) -> None:
+def _streams(model: _Model, colocation: bool) -> None:
     """Eq. 5, 14, 17-20: lambda sum_{u,v} f_i(u) f_j(v) w_(u,v), linearized through p_{U,v}."""
     inst = model.inst
     for ed in inst.edges:
@@ -183,7 +183,7 @@ def _streams(model: _Model) -> None:
             continue
         uniform = {w for (u, v), w in weights.items() if u != v}
         local = {w for (u, v), w in weights.items() if u == v}
-        if len(uniform) == 1 and local <= {0.0}:  # T, uniform link costs: co-location counts
+        if colocation and len(uniform) == 1 and local <= {0.0}:  # T, uniform link costs
             _colocation(model, ed, uniform.pop())
         else:
             _transport(model, ed, weights)
@@ -250,8 +250,11 @@ def _pattern_weight(
     return sum(c / size * weights[(u, v) if fwd else (v, u)] for u, c in pat)
 
 
-def build_compact(inst: Instance) -> _Model:
-    """The whole compact model; blocks with a zero weight in F are left out."""
+def build_compact(inst: Instance, colocation: bool = True) -> _Model:
+    """The whole compact model; blocks with a zero weight in F are left out.
+
+    `colocation=False` keeps the full p_{U,v} form on every stream (the tests compare both).
+    """
     model = _Model(inst)
     util = inst.utility
     _assignment(model)
@@ -267,7 +270,7 @@ def build_compact(inst: Instance) -> _Model:
     if util.a:
         _availability(model)
     if util.c or util.z:
-        _streams(model)
+        _streams(model, colocation)
     model.m.offset += util.const
     return model
 
