@@ -119,6 +119,7 @@ class Milp:
         highs.setOptionValue("mip_heuristic_run_rens", False)
         highs.setOptionValue("mip_heuristic_run_root_reduced_cost", False)
         highs.setOptionValue("mip_allow_restart", False)
+        highs.setOptionValue("mip_pscost_minreliable", 0)  # no strong branching
         highs.passModel(lp)
         if start:  # a known plan: HiGHS completes the other columns and starts from it
             cols = np.array(sorted(start), dtype=np.int32)
