@@ -66,15 +66,13 @@ def _assignment(model: _Model) -> None:
     inst, m = model.inst, model.m
     for cols in model.x:
         m.row(dict.fromkeys(cols, 1.0), lower=1.0, upper=1.0)
-    for u in range(inst.n_nodes):
-        use: Expr = {}
-        for i in range(inst.n_ops):
-            for a, pat in enumerate(model.pats[i]):
-                for node, copies in pat:
-                    if node == u:
-                        use[model.x[i][a]] = copies * inst.op_resources[i]
-        if use:
-            m.row(use, upper=inst.node_resources[u])
+    use: dict[int, Expr] = {}
+    for i in range(inst.n_ops):
+        for col, pat in zip(model.x[i], model.pats[i], strict=True):
+            for u, copies in pat:
+                use.setdefault(u, {})[col] = copies * inst.op_resources[i]
+    for u in sorted(use):
+        m.row(use[u], upper=inst.node_resources[u])
 
 
 def _response_time(model: _Model) -> None:
