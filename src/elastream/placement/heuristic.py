@@ -33,7 +33,9 @@ def _pattern(counts: Counter) -> Pattern:
 class _State:
     """A plan with its cached terms, so that one operator's change is scored cheaply."""
 
-    def __init__(self, inst: Instance, deps: list[Pattern]) -> None:
+    def __init__(
+        self, inst: Instance, deps: list[Pattern], order: list[list[int]] | None = None
+    ) -> None:
         self.inst = inst
         self.deps = list(deps)
         self.op_ms = [inst.op_latency_ms(i, d) for i, d in enumerate(deps)]
@@ -52,7 +54,7 @@ class _State:
             [e for e, ed in enumerate(inst.edges) if i in (ed.src, ed.dst)]
             for i in range(inst.n_ops)
         ]
-        self.order = [_node_order(inst, i) for i in range(inst.n_ops)]
+        self.order = order or [_node_order(inst, i) for i in range(inst.n_ops)]
         self._totals()
 
     def _occupy(self, i: int, dep: Pattern, sign: int) -> None:
@@ -298,7 +300,7 @@ def _merge(state: _State) -> bool:
         deps = _merged(state, u, h)
         if deps is None:
             continue
-        trial = _State(inst, deps)
+        trial = _State(inst, deps, state.order)
         if trial.value > state.value + 1e-12:
             for i in range(inst.n_ops):
                 if deps[i] != state.deps[i]:
@@ -409,7 +411,7 @@ def _evacuate(state: _State) -> bool:
     inst = state.inst
     active = sorted(u for u, n in state.node_ops.items() if n > 0)
     for u in active:
-        trial = _State(inst, state.deps)
+        trial = _State(inst, state.deps, state.order)
         moved = True
         for i in range(inst.n_ops):
             copies = dict(trial.deps[i]).get(u, 0)
