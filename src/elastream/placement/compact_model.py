@@ -10,7 +10,7 @@ Same optimum as Eq. 22-32 with far fewer variables:
   p_{U,v} = x_{i,U} f_j(v) is linearized exactly by sum_v p_{U,v} = x_{i,U} and
   sum_U p_{U,v} = f_j(v) (one x_{i,U} is 1), on the side with fewer columns; when every
   link of the stream weighs the same (T with uniform link costs) only the co-located part
-  p_{U,u}, u in U, is kept (same LP bound, about a third of the columns);
+  p_{U,u}, u in U, is kept (same LP bound, fewer than half the columns);
 - z_u >= o_{i,u} and z_(u,v) >= o_{i,u} + o_{j,v} - 1 replace the big-M rows 24-25;
 - every block whose weight in F is zero is left out (it cannot change the optimum).
 """
