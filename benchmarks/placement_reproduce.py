@@ -76,6 +76,13 @@ def timed(solver: Solver, inst: Instance, limit: float = 600.0) -> tuple[Solutio
     return sol, time.perf_counter() - start
 
 
+def timed_cpu(solver: Solver, inst: Instance) -> tuple[Solution, float, float]:
+    """The solution, its wall time and its process CPU time."""
+    start = time.process_time()
+    sol, wall = timed(solver, inst)
+    return sol, wall, time.process_time() - start
+
+
 def replicas(inst: Instance, sol: Solution) -> dict[str, int]:
     return {name: sol.plan.replicas(i) for i, name in enumerate(inst.op_names)}
 
@@ -192,14 +199,16 @@ def figures(seeds: int, exact: bool) -> tuple[list[str], dict[str, list[QoS]], d
     qos: dict[str, list[QoS]] = {k: [] for k in OBJECTIVES}
     reps: dict[str, list[int]] = {k: [] for k in OBJECTIVES}
     times: dict[str, dict[str, list[float]]] = {
-        k: {"compact": [], "compact-cold": [], "heuristic": [], "exact": []} for k in OBJECTIVES
+        k: {"compact": [], "compact cpu": [], "compact-cold": [], "heuristic": [], "exact": []}
+        for k in OBJECTIVES
     }
     gaps: dict[str, list[float]] = {k: [] for k in OBJECTIVES}
     for seed in range(seeds):
         for key, weights in OBJECTIVES.items():
             inst = instance(100, seed, weights, half=True)
-            sol, dt = timed(CompactIlp(), inst)
+            sol, dt, cpu = timed_cpu(CompactIlp(), inst)
             times[key]["compact"].append(dt)
+            times[key]["compact cpu"].append(cpu)
             times[key]["compact-cold"].append(timed(CompactIlp(warm_start=False), inst)[1])
             heur, ht = timed(Heuristic(), inst)
             times[key]["heuristic"].append(ht)
@@ -269,19 +278,26 @@ def fig7_lines(extra: dict, seeds: int, exact: bool) -> list[str]:
     lines = [
         "## Fig. 7: resolution time per objective (100 tuples/s, seconds)",
         "",
-        f"Mean (max) over {seeds} instances on this machine. `compact` is warm-started from the "
-        "heuristic (its time included), `compact-cold` is not; the heuristic's gap is "
-        "(F* - F_h) / F* in %. The paper (CPLEX 12.6.3, its Eq. 22-32): 10.84 s on average, "
-        "R slowest, C fastest, R about twice C.",
+        f"Mean (max) over {seeds} instances on this machine, wall clock with the model "
+        "building. `compact` is warm-started from the heuristic (its time included), `compact "
+        "cpu` is the process CPU time of the same solves (less inflated by a loaded machine), "
+        "`compact-cold` is not warm-started; the heuristic's gap is (F* - F_h) / F* in %. The "
+        "paper (CPLEX 12.6.3, its Eq. 22-32): 10.84 s on average, R slowest, C fastest, R about "
+        "twice C. Target: every objective solved to optimality in <= 1 s.",
         "",
-        "| objective | compact | compact-cold | heuristic | heuristic gap % |"
+        "| objective | compact | compact cpu | compact-cold | heuristic | heuristic gap % |"
         + (" paper ILP (seed 0) |" if exact else ""),
-        "|---|---|---|---|---|" + ("---|" if exact else ""),
+        "|---|---|---|---|---|---|" + ("---|" if exact else ""),
     ]
     for key in OBJECTIVES:
         row = [
             f"{statistics.fmean(v):.2f} ({max(v):.2f})"
-            for v in (times[key]["compact"], times[key]["compact-cold"], times[key]["heuristic"])
+            for v in (
+                times[key]["compact"],
+                times[key]["compact cpu"],
+                times[key]["compact-cold"],
+                times[key]["heuristic"],
+            )
         ]
         gap = [max(0.0, g) for g in gaps[key]]  # -0.00: equal up to rounding
         row.append(f"{statistics.fmean(gap):.2f} (max {max(gap):.2f})")
@@ -295,7 +311,7 @@ def fig7_lines(extra: dict, seeds: int, exact: bool) -> list[str]:
 def _ranking(times: dict[str, dict[str, list[float]]], exact: bool) -> list[str]:
     """Which objective is slowest and fastest to solve, per formulation (from the numbers)."""
     lines = []
-    for label in ("compact-cold", "exact") if exact else ("compact-cold",):
+    for label in ("compact", "compact-cold", "exact") if exact else ("compact", "compact-cold"):
         mean = {k: statistics.fmean(v[label]) for k, v in times.items() if v[label]}
         slow, fast = max(mean, key=mean.__getitem__), min(mean, key=mean.__getitem__)
         lines.append(
@@ -303,12 +319,25 @@ def _ranking(times: dict[str, dict[str, list[float]]], exact: bool) -> list[str]
             f"({mean[fast]:.2f} s); R / C = {mean['R'] / mean['C']:.1f} "
             "(paper, CPLEX on Eq. 22-32: R slowest, C fastest, R / C about 2)."
         )
+    over = [
+        f"{k} (mean {statistics.fmean(v['compact']):.2f} s, max {max(v['compact']):.2f} s)"
+        for k, v in times.items()
+        if max(v["compact"]) > 1.0
+    ]
+    verdict = (
+        "- 1 s target: every objective of every instance solved to optimality within 1 s."
+        if not over
+        else "- 1 s target missed by wall clock for: " + ", ".join(over) + "."
+    )
     return [
         *lines,
+        verdict,
         "",
-        "On the compact model the traffic objectives are the hard ones: the LP relaxation of "
-        "the traffic terms lets a fraction of the whole operator chain move to another node "
-        "at the price of its two boundary streams, which the branch and bound must refute.",
+        "What is left of the solve is HiGHS proving the optimum at the root: the LP relaxation "
+        "mixes a plan that overfills the pinned node (everything co-located) with one that "
+        "moves the whole chain to another node, which satisfies every node's capacity on "
+        "average and hides most of the network delay and traffic; the root cuts and a few "
+        "branches refute it.",
     ]
 
 

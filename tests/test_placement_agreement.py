@@ -8,6 +8,7 @@ import pytest
 
 from elastream.placement.brute import BruteForce
 from elastream.placement.compact_ilp import CompactIlp
+from elastream.placement.compact_model import build_compact
 from elastream.placement.evaluator import evaluate
 from elastream.placement.generator import random_instance
 from elastream.placement.instance import build_instance
@@ -65,3 +66,25 @@ def test_three_solvers_agree_and_evaluator_reproduces_them(seed: int, inst) -> N
     for sol in (brute, paper, compact):
         assert evaluate(inst, sol.plan).utility == pytest.approx(sol.objective, abs=TOL)
     assert compact.n_vars <= paper.n_vars
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_colocation_form_has_the_transport_forms_lp_bound_and_optimum(seed: int) -> None:
+    """Uniform link weights (T, no cost weight): the co-location form of the stream terms has
+    the same LP relaxation and the same optimum as the full p_{U,v} form, with fewer columns."""
+    app, infra = random_instance(3, 4, seed=seed, kmax=3, resources=6)
+    weights = Weights(z=1.0) if seed % 2 else Weights(r=0.5, a=0.25, z=0.25)
+    try:
+        inst = build_instance(
+            PlanRequest(application=app, infrastructure=infra, weights=weights, metric="T")
+        )
+    except InfeasibleError:
+        pytest.skip("infeasible draw")
+    short, full = build_compact(inst), build_compact(inst, colocation=False)
+    assert short.m.n_vars < full.m.n_vars
+    lp_short = short.m.solve(30.0, 0.0, relax=True).objective
+    lp_full = full.m.solve(30.0, 0.0, relax=True).objective
+    assert lp_short == pytest.approx(lp_full, abs=1e-9)
+    best = short.m.solve(30.0, 1e-9).objective
+    assert best == pytest.approx(full.m.solve(30.0, 1e-9).objective, abs=TOL)
+    assert best == pytest.approx(BruteForce().solve(inst, 30.0, 0.0).objective, abs=TOL)

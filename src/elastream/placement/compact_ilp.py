@@ -1,11 +1,11 @@
 """The compact exact ODRP ILP as a solver (the formulation: compact_model.py), warm-started
-from the heuristic when the response time is weighted."""
+from the heuristic."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from elastream.placement.compact_model import build_compact
+from elastream.placement.compact_model import build_compact, relaxed_choice
 from elastream.placement.heuristic import Heuristic
 from elastream.placement.instance import Instance
 from elastream.placement.solution import Solution, chosen_patterns, milp_solution
@@ -16,15 +16,17 @@ class CompactIlp:
     """The compact formulation above; same optimum as PaperIlp, a fraction of its columns."""
 
     name: str = "compact"
-    # start HiGHS from the heuristic's plan when R is weighted: measured on the paper's
-    # instance, it halves the R solves and slows the others (their proof dominates)
+    # start HiGHS from the heuristic's plan (its LP rounding reuses this model's relaxation):
+    # measured on the paper's instance with the HiGHS options of milp.py, it helps every
+    # objective there (see docs/placement.md)
     warm_start: bool = True
 
     def solve(self, inst: Instance, time_limit_s: float, gap: float) -> Solution:
         model = build_compact(inst)
         start = None
-        if self.warm_start and inst.utility.r:
-            hint = Heuristic().solve(inst, time_limit_s, gap).plan
+        if self.warm_start:
+            relaxed = relaxed_choice(inst, time_limit_s, model)
+            hint = Heuristic().search(inst, time_limit_s, relaxed).plan
             start = {
                 col: float(pat == hint.deployments[i])
                 for i, (cols, pats) in enumerate(zip(model.x, model.pats, strict=True))

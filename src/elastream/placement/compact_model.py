@@ -8,7 +8,9 @@ Same optimum as Eq. 22-32 with far fewer variables:
   D_(i,j) >= d_min(u) (o_{i,u} - [j only on u]) that makes the LP see the network delays;
 - the stream terms (Eq. 5, 14, 18-20) are bilinear in the replica shares f_i(u) = U(u)/|U|;
   p_{U,v} = x_{i,U} f_j(v) is linearized exactly by sum_v p_{U,v} = x_{i,U} and
-  sum_U p_{U,v} = f_j(v) (one x_{i,U} is 1), on the side with fewer columns;
+  sum_U p_{U,v} = f_j(v) (one x_{i,U} is 1), on the side with fewer columns; when every
+  link of the stream weighs the same (T with uniform link costs) only the co-located part
+  p_{U,u}, u in U, is kept (same LP bound, fewer than half the columns);
 - z_u >= o_{i,u} and z_(u,v) >= o_{i,u} + o_{j,v} - 1 replace the big-M rows 24-25;
 - every block whose weight in F is zero is left out (it cannot change the optimum).
 """
@@ -22,26 +24,41 @@ from elastream.placement.milp import Expr, Milp, add
 
 
 class _Model:
-    """The columns shared by the blocks of the compact model."""
+    """The columns shared by the blocks of the compact model, with cached row pieces."""
 
     def __init__(self, inst: Instance) -> None:
         self.inst = inst
         self.m = Milp()
         self.pats = [inst.patterns(i) for i in range(inst.n_ops)]
         self.x = [[self.m.binary() for _ in p] for p in self.pats]
+        self._on: dict[tuple[int, int], Expr] = {}
+        self._share: dict[tuple[int, int], Expr] = {}
+        self._far: dict[tuple[int, bool], list[list[float]]] = {}
+        for i, pats in enumerate(self.pats):
+            for col, pat in zip(self.x[i], pats, strict=True):
+                size = sum(c for _, c in pat)
+                for u, c in pat:
+                    self._on.setdefault((i, u), {})[col] = 1.0
+                    self._share.setdefault((i, u), {})[col] = c / size
+
+    def farthest(self, i: int, upstream: bool) -> list[list[float]]:
+        """Per deployment U of i and node v: max_{u in U} d(u, v) (or d(v, u) downstream)."""
+        key = (i, upstream)
+        if key not in self._far:
+            d = (self.inst.delay_ms if upstream else self.inst.delay_ms.T).tolist()
+            self._far[key] = [
+                [max(col) for col in zip(*(d[u] for u, _ in pat), strict=True)]
+                for pat in self.pats[i]
+            ]
+        return self._far[key]
 
     def on_node(self, i: int, u: int) -> Expr:
         """o_{i,u}: 1 when operator i has at least one replica on node u."""
-        return {self.x[i][a]: 1.0 for a, pat in enumerate(self.pats[i]) if dict(pat).get(u)}
+        return self._on.get((i, u), {})
 
     def share(self, i: int, u: int) -> Expr:
         """f_i(u) = U(u) / |U|: the fraction of i's replicas on node u."""
-        out: Expr = {}
-        for a, pat in enumerate(self.pats[i]):
-            copies = dict(pat).get(u, 0)
-            if copies:
-                out[self.x[i][a]] = copies / sum(c for _, c in pat)
-        return out
+        return self._share.get((i, u), {})
 
 
 def _assignment(model: _Model) -> None:
@@ -49,15 +66,13 @@ def _assignment(model: _Model) -> None:
     inst, m = model.inst, model.m
     for cols in model.x:
         m.row(dict.fromkeys(cols, 1.0), lower=1.0, upper=1.0)
-    for u in range(inst.n_nodes):
-        use: Expr = {}
-        for i in range(inst.n_ops):
-            for a, pat in enumerate(model.pats[i]):
-                copies = dict(pat).get(u, 0)
-                if copies:
-                    use[model.x[i][a]] = copies * inst.op_resources[i]
-        if use:
-            m.row(use, upper=inst.node_resources[u])
+    use: dict[int, Expr] = {}
+    for i in range(inst.n_ops):
+        for col, pat in zip(model.x[i], model.pats[i], strict=True):
+            for u, copies in pat:
+                use.setdefault(u, {})[col] = copies * inst.op_resources[i]
+    for u in sorted(use):
+        m.row(use[u], upper=inst.node_resources[u])
 
 
 def _response_time(model: _Model) -> None:
@@ -90,13 +105,9 @@ def _response_time(model: _Model) -> None:
 def _max_delay(model: _Model, i: int, j: int, delay: int, *, upstream: bool) -> None:
     """Eq. 4: D >= max_{u in U_i} d(u, v) - H_v (1 - o_{j,v}) for every node v of j."""
     inst, m = model.inst, model.m
+    far = model.farthest(i, upstream)
     for v in inst.candidates[j]:
-        reach = {
-            model.x[i][a]: max(
-                float(inst.delay_ms[u, v] if upstream else inst.delay_ms[v, u]) for u, _ in pat
-            )
-            for a, pat in enumerate(model.pats[i])
-        }
+        reach = {col: row[v] for col, row in zip(model.x[i], far, strict=True)}
         big = max(reach.values())
         if big <= 0:
             continue
@@ -158,9 +169,9 @@ def _pair_weight(inst: Instance, ed: Edge, u: int, v: int) -> float:
     return weight
 
 
-def _streams(model: _Model) -> None:
+def _streams(model: _Model, colocation: bool) -> None:
     """Eq. 5, 14, 17-20: lambda sum_{u,v} f_i(u) f_j(v) w_(u,v), linearized through p_{U,v}."""
-    inst, m = model.inst, model.m
+    inst = model.inst
     for ed in inst.edges:
         weights = {
             (u, v): _pair_weight(inst, ed, u, v)
@@ -168,23 +179,65 @@ def _streams(model: _Model) -> None:
         }
         if not any(weights.values()):
             continue
-        forward = len(model.pats[ed.src]) * len(inst.candidates[ed.dst]) <= len(
-            model.pats[ed.dst]
-        ) * len(inst.candidates[ed.src])
-        side, other = (ed.src, ed.dst) if forward else (ed.dst, ed.src)
-        by_node: dict[int, Expr] = {v: {} for v in inst.candidates[other]}
-        for a, pat in enumerate(model.pats[side]):
-            cols = {v: m.var(0.0, 1.0) for v in inst.candidates[other]}
-            m.row(
-                add({model.x[side][a]: -1.0}, ((c, 1.0) for c in cols.values())),
-                lower=0.0,
-                upper=0.0,
-            )
-            for v, col in cols.items():
-                by_node[v][col] = 1.0
-                m.objective({col: -ed.rate * _pattern_weight(pat, v, weights, forward)})
-        for v, row in by_node.items():
-            m.row(add(row, model.share(other, v).items(), -1.0), lower=0.0, upper=0.0)
+        uniform = {w for (u, v), w in weights.items() if u != v}
+        local = {w for (u, v), w in weights.items() if u == v}
+        if colocation and len(uniform) == 1 and local <= {0.0}:  # T, uniform link costs
+            _colocation(model, ed, uniform.pop())
+        else:
+            _transport(model, ed, weights)
+
+
+def _transport(model: _Model, ed: Edge, weights: dict[tuple[int, int], float]) -> None:
+    """p_{U,v} = x_{i,U} f_j(v) for every pattern U of one side and node v of the other."""
+    inst, m = model.inst, model.m
+    forward = len(model.pats[ed.src]) * len(inst.candidates[ed.dst]) <= len(
+        model.pats[ed.dst]
+    ) * len(inst.candidates[ed.src])
+    side, other = (ed.src, ed.dst) if forward else (ed.dst, ed.src)
+    by_node: dict[int, Expr] = {v: {} for v in inst.candidates[other]}
+    for a, pat in enumerate(model.pats[side]):
+        cols = {v: m.var(0.0, 1.0) for v in inst.candidates[other]}
+        m.row(
+            add({model.x[side][a]: -1.0}, ((c, 1.0) for c in cols.values())),
+            lower=0.0,
+            upper=0.0,
+        )
+        for v, col in cols.items():
+            by_node[v][col] = 1.0
+            m.objective({col: -ed.rate * _pattern_weight(pat, v, weights, forward)})
+    for v, row in by_node.items():
+        m.row(add(row, model.share(other, v).items(), -1.0), lower=0.0, upper=0.0)
+
+
+def _colocation(model: _Model, ed: Edge, weight: float) -> None:
+    """Uniform pair weight W (u != v): the term is lambda W (1 - sum_u f_i(u) f_j(u)).
+
+    Only the co-located share q_u = f_i(u) f_j(u) is linearized, by p_{U,u} <= x_{i,U} f_j(u)
+    for u in U: sum_{u in U} p_{U,u} <= x_{i,U}, sum_{U contains u} p_{U,u} <= f_j(u). F rewards
+    every p, so the LP bound equals that of the full p_{U,v} model with far fewer columns.
+    """
+    inst, m = model.inst, model.m
+    common = set(inst.candidates[ed.src]) & set(inst.candidates[ed.dst])
+
+    def size(i: int) -> int:
+        return sum(1 for pat in model.pats[i] for u, _ in pat if u in common)
+
+    side, other = (ed.src, ed.dst) if size(ed.src) <= size(ed.dst) else (ed.dst, ed.src)
+    m.offset -= ed.rate * weight
+    by_node: dict[int, Expr] = {u: {} for u in common}
+    for a, pat in enumerate(model.pats[side]):
+        total = sum(c for _, c in pat)
+        cols = {u: m.var(0.0, 1.0) for u, _ in pat if u in common}
+        if not cols:
+            continue
+        m.row(add({model.x[side][a]: -1.0}, ((c, 1.0) for c in cols.values())), upper=0.0)
+        for u, c in pat:
+            if u in cols:
+                by_node[u][cols[u]] = 1.0
+                m.objective({cols[u]: ed.rate * weight * c / total})
+    for u, row in by_node.items():
+        if row:
+            m.row(add(row, model.share(other, u).items(), -1.0), upper=0.0)
 
 
 def _pattern_weight(
@@ -195,8 +248,11 @@ def _pattern_weight(
     return sum(c / size * weights[(u, v) if fwd else (v, u)] for u, c in pat)
 
 
-def build_compact(inst: Instance) -> _Model:
-    """The whole compact model; blocks with a zero weight in F are left out."""
+def build_compact(inst: Instance, colocation: bool = True) -> _Model:
+    """The whole compact model; blocks with a zero weight in F are left out.
+
+    `colocation=False` keeps the full p_{U,v} form on every stream (the tests compare both).
+    """
     model = _Model(inst)
     util = inst.utility
     _assignment(model)
@@ -212,14 +268,17 @@ def build_compact(inst: Instance) -> _Model:
     if util.a:
         _availability(model)
     if util.c or util.z:
-        _streams(model)
-    model.m.offset = util.const
+        _streams(model, colocation)
+    model.m.offset += util.const
     return model
 
 
-def relaxed_choice(inst: Instance, time_limit_s: float) -> list[list[tuple[float, Pattern]]]:
+Relaxation = list[list[tuple[float, Pattern]]]
+
+
+def relaxed_choice(inst: Instance, time_limit_s: float, model: _Model | None = None) -> Relaxation:
     """The LP relaxation of the compact model: per operator, (x_{i,U}, U) best first."""
-    model = build_compact(inst)
+    model = model or build_compact(inst)
     res = model.m.solve(time_limit_s, 0.0, relax=True)
     return [
         sorted(

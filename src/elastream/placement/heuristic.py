@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.placement.compact_model import relaxed_choice
+from elastream.placement.compact_model import Relaxation, relaxed_choice
 from elastream.placement.evaluator import Plan, evaluate
 from elastream.placement.instance import Instance, Pattern, longest_path
 from elastream.placement.model import InfeasibleError
@@ -33,7 +33,9 @@ def _pattern(counts: Counter) -> Pattern:
 class _State:
     """A plan with its cached terms, so that one operator's change is scored cheaply."""
 
-    def __init__(self, inst: Instance, deps: list[Pattern]) -> None:
+    def __init__(
+        self, inst: Instance, deps: list[Pattern], order: list[list[int]] | None = None
+    ) -> None:
         self.inst = inst
         self.deps = list(deps)
         self.op_ms = [inst.op_latency_ms(i, d) for i, d in enumerate(deps)]
@@ -52,7 +54,7 @@ class _State:
             [e for e, ed in enumerate(inst.edges) if i in (ed.src, ed.dst)]
             for i in range(inst.n_ops)
         ]
-        self.order = [_node_order(inst, i) for i in range(inst.n_ops)]
+        self.order = order or [_node_order(inst, i) for i in range(inst.n_ops)]
         self._totals()
 
     def _occupy(self, i: int, dep: Pattern, sign: int) -> None:
@@ -106,6 +108,8 @@ class _State:
     def _log_a(self, i: int | None, new: Pattern | None, deps: list[Pattern] | None) -> float:
         """Eq. 16 from the usage counters, with operator i's deployment replaced."""
         inst = self.inst
+        if not inst.utility.a:  # A does not count in F: skip Eq. 16
+            return 0.0
         if i is None or new is None or deps is None:
             total = sum(inst.log_a_node[u] for u, n in self.node_ops.items() if n > 0)
             return total + sum(
@@ -152,9 +156,15 @@ class Heuristic:
     seed: int = 0
 
     def solve(self, inst: Instance, time_limit_s: float, gap: float) -> Solution:
+        return self.search(inst, time_limit_s)
+
+    def search(
+        self, inst: Instance, time_limit_s: float, relaxed: Relaxation | None = None
+    ) -> Solution:
+        """The heuristic plan; `relaxed`: the LP relaxation when the caller has solved it."""
         best: tuple[float, list[Pattern]] | None = None
         evaluations = 0
-        for start in _starts(inst, time_limit_s):
+        for start in _starts(inst, time_limit_s, relaxed):
             state = _State(inst, start)
             evaluations += _improve(state, self.max_rounds)
             if best is None or state.value > best[0] + 1e-12:
@@ -175,14 +185,16 @@ class Heuristic:
         return Solution(self.name, plan, value, False, "Heuristic", evaluations=evaluations)
 
 
-def _starts(inst: Instance, time_limit_s: float) -> list[list[Pattern]]:
+def _starts(inst: Instance, time_limit_s: float, relaxed: Relaxation | None) -> list[list[Pattern]]:
     """The rounded LP relaxation of the compact model when it is not too big; also the greedy
     start on small instances or when the LP is skipped."""
     starts = []
     small = inst.n_ops * inst.n_nodes <= SMALL
     makers = [_greedy_start]
-    if sum(inst.pattern_count(i) for i in range(inst.n_ops)) <= LP_PATTERNS:
-        makers.insert(0, lambda i: _rounded_lp(i, time_limit_s))
+    if relaxed is not None:
+        makers.insert(0, lambda i: _rounded_lp(i, relaxed))
+    elif sum(inst.pattern_count(i) for i in range(inst.n_ops)) <= LP_PATTERNS:
+        makers.insert(0, lambda i: _rounded_lp(i, relaxed_choice(i, time_limit_s)))
     for make in makers:
         if starts and not small:
             break
@@ -193,9 +205,8 @@ def _starts(inst: Instance, time_limit_s: float) -> list[list[Pattern]]:
     return starts
 
 
-def _rounded_lp(inst: Instance, time_limit_s: float) -> list[Pattern]:
+def _rounded_lp(inst: Instance, choice: Relaxation) -> list[Pattern]:
     """Round the LP relaxation: most decided operators first, largest fitting x_{i,U}."""
-    choice = relaxed_choice(inst, time_limit_s)
     used = [0.0] * inst.n_nodes
     deps: dict[int, Pattern] = {}
     for i in sorted(range(inst.n_ops), key=lambda i: -choice[i][0][0]):
@@ -289,7 +300,7 @@ def _merge(state: _State) -> bool:
         deps = _merged(state, u, h)
         if deps is None:
             continue
-        trial = _State(inst, deps)
+        trial = _State(inst, deps, state.order)
         if trial.value > state.value + 1e-12:
             for i in range(inst.n_ops):
                 if deps[i] != state.deps[i]:
@@ -400,7 +411,7 @@ def _evacuate(state: _State) -> bool:
     inst = state.inst
     active = sorted(u for u, n in state.node_ops.items() if n > 0)
     for u in active:
-        trial = _State(inst, state.deps)
+        trial = _State(inst, state.deps, state.order)
         moved = True
         for i in range(inst.n_ops):
             copies = dict(trial.deps[i]).get(u, 0)
