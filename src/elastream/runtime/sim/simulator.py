@@ -155,7 +155,9 @@ class SimEngine:
         self.can_skip = (
             settings.fast_forward and per_replica and not self.noisy and not settings.source_hold
         )
-        self.placement = None if network is None else SimPlacement(pipeline, network)
+        self.placement: SimPlacement | None = None
+        if network is not None:
+            self.set_network(network)
         self.base_service: dict[str, float] = {}
         self.started = False
 
@@ -244,6 +246,13 @@ class SimEngine:
         for name, target in targets.items():
             self.ops[name].check_replicas(target)
         self.pending = {n: r for n, r in targets.items() if r != self.ops[n].active}
+
+    def set_network(self, network: Infrastructure) -> None:
+        """The nodes and links replicas can be placed on (place()); forgets any placement."""
+        self.placement = SimPlacement(self.pipeline, network)
+        if self.started:
+            for name, op in self.ops.items():
+                op.service_out = self.base_service[name]
 
     def lease(self, leases: tuple[Lease, ...]) -> None:
         """The simulator's nodes are its infrastructure's: there is nothing to lease."""

@@ -1,0 +1,136 @@
+"""S-ODRP (ODRP paper, Alg. 1) on a running pipeline: enact the minimum-cost plan, measure the
+stream, source and service rates over a window (the Caladrius history's per-replica rows),
+re-solve with them and enact the new plan live, then run to the end."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from elastream.control.mape import Engine, Observer, RunResult
+from elastream.control.plan import HostEngine, Placement, Plan, execute
+from elastream.control.policy import Decision
+from elastream.experiments.history import HistoryRecorder
+from elastream.history.rows import points_by_operator
+from elastream.model.metrics import RunningSummary
+from elastream.model.snapshot import Snapshot
+from elastream.modeling.performance import mean_service_time
+from elastream.placement.model import PlanRequest
+from elastream.placement.sodrp import Measurements, schedule
+
+
+@dataclass
+class SodrpReport:
+    """What Alg. 1 did: the early (minimum-cost) plan, what was measured, the final plan."""
+
+    early: dict[str, Any] | None = None
+    measured: Measurements | None = None
+    final: dict[str, Any] | None = None
+    replanned_at_s: float | None = None
+    placed: bool = False
+    snapshots: list[Snapshot] = field(default_factory=list)
+
+
+def plan_of(result: dict[str, Any], engine: Engine, place: bool) -> Plan:
+    """The runtime plan of an ODRP result: replica counts of the pipeline's operators, and the
+    node of every replica (sources included) when the engine places them."""
+    operators = set(engine.pipeline.operator_names)
+    counts = {op: n for op, n in result["replicas"].items() if op in operators}
+    reasons = dict.fromkeys(counts, f"S-ODRP ({result['solver']}, F = {result['objective']:.4f})")
+    placement: tuple[Placement, ...] = ()
+    if place:
+        placement = tuple(Placement(op, tuple(nodes)) for op, nodes in result["placement"].items())
+    return Plan(Decision.of(counts, reasons), placement=placement)
+
+
+def measure(
+    snapshots: Sequence[Snapshot], recorder: HistoryRecorder, request: PlanRequest
+) -> Measurements:
+    """Alg. 1 line 6 from one window: source rates and per-stream arrival rates (events offered
+    to an operator's queue, admitted or not, per predecessor) from the snapshots; the service
+    rate mu_i = 1 / (sum busy / sum processed) of each operator's replicas from the history rows
+    (the estimate the Caladrius models use)."""
+    span = sum(s.td for s in snapshots)
+    if span <= 0:
+        raise ValueError("S-ODRP: the measurement window holds no time")
+    names = {o.name for o in request.application.operators}
+    streams = {(s.src, s.dst) for s in request.application.streams}
+    sources: dict[str, float] = {}
+    arrived: dict[tuple[str, str], float] = dict.fromkeys(streams, 0.0)
+    for snap in snapshots:
+        for name, n in snap.sources:
+            sources[name] = sources.get(name, 0.0) + n
+        for o in snap.operators:
+            for pred, n in o.received_from:
+                if (pred, o.name) in arrived:
+                    arrived[(pred, o.name)] += n
+    service: dict[str, float] = {}
+    for name, points in points_by_operator(recorder.rows).items():
+        et = mean_service_time(points)
+        if name in names and et:
+            service[name] = 1.0 / et
+    return Measurements(
+        stream_rates={f"{a}->{b}": n / span for (a, b), n in arrived.items()},
+        service_rates=service,
+        source_rates={n: c / span for n, c in sources.items() if n in names and c > 0},
+    )
+
+
+def run_sodrp(
+    engine: Engine,
+    request: PlanRequest,
+    window_s: float,
+    *,
+    place: bool,
+    observers: Sequence[Observer] = (),
+    report: SodrpReport | None = None,
+) -> RunResult:
+    """Start `engine`, enact the minimum-cost plan, measure `window_s` seconds of it, re-plan
+    with the measured rates (Alg. 1 line 8) and enact that plan live (line 9), then run until
+    the workload has drained. `place`: also put every replica on its node (the engine must be
+    a HostEngine: the simulator with a network). The report gets the plans and measurements."""
+    if place and not isinstance(engine, HostEngine):
+        raise TypeError(f"{type(engine).__name__} cannot place replicas: run with place=False")
+    report = report if report is not None else SodrpReport()
+    report.placed = place
+    running = RunningSummary()
+    decision = Decision.of({})
+    decisions: list[Decision] = []
+
+    def record(snapshot: Snapshot) -> None:
+        running.add(snapshot)
+        report.snapshots.append(snapshot)
+        decisions.append(decision)
+        for observe in observers:
+            observe(snapshot, decision)
+
+    def enact_and_measure(early: dict[str, Any]) -> Measurements:
+        nonlocal decision
+        plan = plan_of(early, engine, place)
+        execute(engine, plan)
+        decision = plan.replicas
+        window: list[Snapshot] = []
+        recorder = HistoryRecorder("sodrp-window", engine.pipeline.name)
+        while sum(s.td for s in window) < window_s and not engine.finished():
+            snapshot = engine.collect()
+            window.append(snapshot)
+            recorder(snapshot, decision)
+            record(snapshot)
+        report.measured = measure(window, recorder, request)
+        report.replanned_at_s = window[-1].t if window else 0.0
+        return report.measured
+
+    engine.start()
+    try:
+        report.early, report.final = schedule(request, enact_and_measure)
+        plan = plan_of(report.final, engine, place)
+        execute(engine, plan)
+        decision = plan.replicas
+        while not engine.finished():
+            record(engine.collect())
+        totals = engine.totals()
+    finally:
+        engine.stop()
+    summary = running.summary(totals, engine.pipeline.r_over)
+    return RunResult(tuple(report.snapshots), decisions, totals, summary)
