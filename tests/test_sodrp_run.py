@@ -51,12 +51,12 @@ PLANNING = {
 }
 
 
-def request(weights: Weights = Weights(r=1.0)) -> PlanRequest:
+def request() -> PlanRequest:
     plan_file = parse_planning(PLANNING, "test planning")
     return PlanRequest(
         application=application_from(plan_file, pipeline_dict(), "test planning"),
         infrastructure=plan_file.infrastructure(),
-        weights=weights,
+        weights=Weights(r=1.0),
     )
 
 
