@@ -4,16 +4,24 @@ the network delay, on local Spark with the replica counts (no query restart)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
+import yaml
+from test_spark_runtime import assert_conserved
 
-from elastream.config import RunConfig
+from elastream.cli import main
+from elastream.config import RunConfig, make_config
 from elastream.experiments.sodrp_run import SodrpReport, run_sodrp
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.placement.model import PlanRequest, Weights
 from elastream.placement.network import mean_stream_delay_ms
 from elastream.placement.spec import application_from, parse_planning
+from elastream.placement.yaml_io import load_request
 from elastream.runtime.sim import SimEngine, SimSettings
+from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads.trace import Trace
 
 SYN = "elastream.examples.synthetic"
@@ -104,3 +112,56 @@ def test_sodrp_in_the_simulator_feeds_measured_rates_back_and_places_replicas() 
     for with_delay, without in after:
         assert with_delay - without == pytest.approx(expected)
     assert expected > 0  # the re-plan spreads 7 slots' worth over both nodes
+
+
+DEBS = Path(__file__).parents[1] / "src" / "elastream" / "examples" / "debs.yaml"
+DEBS_PLAN = Path(__file__).parents[1] / "docs" / "placement" / "debs-plan.yaml"
+
+
+def small_debs() -> dict:
+    """DEBS Q1 with the pools cut for a short test (route_count 1..3, every other at 1) and a
+    declared source rate (40/s) below what the trace sends (100/s): at 20 ms per trip one
+    route_count replica holds the declared rate, the measured one needs 3."""
+    data = yaml.safe_load(DEBS.read_text())
+    data["sources"][0]["rate"] = 40
+    for op in data["operators"]:
+        op["replicas"] = {"min": 1, "max": 3 if op["name"] == "route_count" else 1}
+    return data
+
+
+@pytest.mark.spark
+def test_sodrp_on_spark_enacts_counts_live_and_replans_from_measured_rates(tmp_path) -> None:
+    data = small_debs()
+    pipeline_file = tmp_path / "debs.yaml"
+    pipeline_file.write_text(yaml.safe_dump(data))
+    req = load_request(str(DEBS_PLAN), pipeline_file, Weights(r=1.0))
+    trace = Trace(np.full(30, 100.0))
+    config = make_config(td=3.0, out=tmp_path / "run", drain_s=60, t_out=None)
+    engine = SparkEngine(pipeline_from_dict(data), config, trace)
+    report = SodrpReport()
+    result = run_sodrp(engine, req, window_s=9.0, place=False, report=report)
+
+    early, final, measured = report.early, report.final, report.measured
+    assert early["replicas"]["route_count"] == 1  # minimum cost at the declared 40 trips/s
+    assert measured.source_rates["trips"] == pytest.approx(100.0, rel=0.15)
+    assert measured.stream_rates["trips->parse"] == pytest.approx(100.0, rel=0.15)
+    assert measured.service_rates["route_count"] < 50.0  # 20 ms a trip and Spark's own work
+    assert final["replicas"]["route_count"] == 3  # 100 trips/s over mu < 50 -> 3 replicas
+    counts = [s.op("route_count").replicas for s in result.snapshots]
+    assert counts[0] == 1 and counts[-1] == 3, counts  # enacted live ...
+    assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids  # no restart
+    assert_conserved(engine.store.audit(), int(trace.rates.sum()))
+
+
+def test_simulate_placement_command_writes_both_plans(tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    args = ["simulate", str(DEBS), "--placement", str(DEBS_PLAN), "--quiet", "--out", str(out)]
+    args += ["--trace", "constant:rate=150,duration=30", "--td", "2", "--window", "8"]
+    assert main(args) == 0
+    data = json.loads((out / "sodrp.json").read_text())
+    assert data["placed"] and data["replanned_at_s"] == pytest.approx(8.0)
+    assert data["early"]["replicas"]["route_count"] == 3  # declared 100 trips/s, mu = 50
+    assert data["measured"]["source_rates"]["trips"] == pytest.approx(150.0)
+    assert data["final"]["replicas"]["route_count"] == 4  # measured 150: 3 replicas are unstable
+    assert "S-ODRP final plan" in capsys.readouterr().out
+    assert (out / "summary.json").exists()

@@ -12,12 +12,14 @@ from elastream.control.mape import Engine, Observer, RunResult
 from elastream.control.plan import HostEngine, Placement, Plan, execute
 from elastream.control.policy import Decision
 from elastream.experiments.history import HistoryRecorder
+from elastream.experiments.session import SessionRunner
 from elastream.history.rows import points_by_operator
 from elastream.model.metrics import RunningSummary
 from elastream.model.snapshot import Snapshot
 from elastream.modeling.performance import mean_service_time
 from elastream.placement.model import PlanRequest
 from elastream.placement.sodrp import Measurements, schedule
+from elastream.runtime.sim.simulator import SimEngine
 
 
 @dataclass
@@ -30,6 +32,16 @@ class SodrpReport:
     replanned_at_s: float | None = None
     placed: bool = False
     snapshots: list[Snapshot] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form written to OUT/sodrp.json (snapshots left out)."""
+        return {
+            "early": self.early,
+            "measured": None if self.measured is None else self.measured.model_dump(),
+            "final": self.final,
+            "replanned_at_s": self.replanned_at_s,
+            "placed": self.placed,
+        }
 
 
 def plan_of(result: dict[str, Any], engine: Engine, place: bool) -> Plan:
@@ -134,3 +146,19 @@ def run_sodrp(
         engine.stop()
     summary = running.summary(totals, engine.pipeline.r_over)
     return RunResult(tuple(report.snapshots), decisions, totals, summary)
+
+
+def session_runner(
+    request: PlanRequest, window_s: float, place: bool, report: SodrpReport
+) -> SessionRunner:
+    """run_sodrp as the session's runner (`run`/`simulate --placement`); with `place`, the
+    engine (the simulator) is given the request's infrastructure to place replicas on."""
+
+    def runner(engine: Engine, observers: Sequence[Observer]) -> RunResult:
+        if place:
+            if not isinstance(engine, SimEngine):
+                raise TypeError(f"{type(engine).__name__} cannot place replicas on a network")
+            engine.set_network(request.infrastructure)
+        return run_sodrp(engine, request, window_s, place=place, observers=observers, report=report)
+
+    return runner
