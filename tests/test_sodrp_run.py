@@ -135,11 +135,17 @@ def test_sodrp_on_spark_enacts_counts_live_and_replans_from_measured_rates(tmp_p
     pipeline_file = tmp_path / "debs.yaml"
     pipeline_file.write_text(yaml.safe_dump(data))
     req = load_request(str(DEBS_PLAN), pipeline_file, Weights(r=1.0))
-    trace = Trace(np.full(30, 100.0))
-    config = make_config(td=3.0, out=tmp_path / "run", drain_s=60, t_out=None)
+    trace = Trace(np.full(20, 100.0))
+    config = make_config(td=2.0, out=tmp_path / "run", drain_s=60, t_out=None)
     engine = SparkEngine(pipeline_from_dict(data), config, trace)
     report = SodrpReport()
-    result = run_sodrp(engine, req, window_s=9.0, place=False, report=report)
+    result = run_sodrp(engine, req, window_s=6.0, place=False, report=report)
+    timeline = [
+        (round(s.t, 1), s.op("route_count").replicas, s.op("route_count").queue)
+        for s in result.snapshots
+    ]
+    print(f"run clock {result.snapshots[-1].t:.1f} s; (t, route_count replicas, queue): {timeline}")
+    print(f"measured: {report.measured}")
 
     early, final, measured = report.early, report.final, report.measured
     assert early["replicas"]["route_count"] == 1  # minimum cost at the declared 40 trips/s
