@@ -17,7 +17,7 @@ from elastream.history.rows import points_by_operator
 from elastream.model.metrics import RunningSummary
 from elastream.model.snapshot import Snapshot
 from elastream.modeling.performance import mean_service_time
-from elastream.placement.model import PlanRequest
+from elastream.placement.model import PlanRequest, topological_order
 from elastream.placement.sodrp import Measurements, schedule
 from elastream.runtime.sim.simulator import SimEngine
 
@@ -59,34 +59,68 @@ def plan_of(result: dict[str, Any], engine: Engine, place: bool) -> Plan:
 def measure(
     snapshots: Sequence[Snapshot], recorder: HistoryRecorder, request: PlanRequest
 ) -> Measurements:
-    """Alg. 1 line 6 from one window: source rates and per-stream arrival rates (events offered
-    to an operator's queue, admitted or not, per predecessor) from the snapshots; the service
-    rate mu_i = 1 / (sum busy / sum processed) of each operator's replicas from the history rows
-    (the estimate the Caladrius models use)."""
+    """Alg. 1 line 6 from one window. Source rates: events emitted / window. Stream rates
+    lambda_(i,j): the demand, i's measured selectivity on (i, j) (events j received from i per
+    event i processed) times the rate offered to i, in topological order from the sources; an
+    operator that processed nothing keeps the rate j received from it. (What j received is only
+    what a backlogged i got through: a plan sized on it would stay too small.) Service rates:
+    mu_i = 1 / (sum of busy seconds / events processed) over i's replicas, from the window's
+    history rows (the estimate the Caladrius models use)."""
     span = sum(s.td for s in snapshots)
     if span <= 0:
         raise ValueError("S-ODRP: the measurement window holds no time")
-    names = {o.name for o in request.application.operators}
-    streams = {(s.src, s.dst) for s in request.application.streams}
-    sources: dict[str, float] = {}
-    arrived: dict[tuple[str, str], float] = dict.fromkeys(streams, 0.0)
+    app = request.application
+    names = {o.name for o in app.operators}
+    emitted: dict[str, float] = {}
+    processed: dict[str, float] = {}
+    arrived: dict[tuple[str, str], float] = {(s.src, s.dst): 0.0 for s in app.streams}
     for snap in snapshots:
         for name, n in snap.sources:
-            sources[name] = sources.get(name, 0.0) + n
+            emitted[name] = emitted.get(name, 0.0) + n
         for o in snap.operators:
+            processed[o.name] = processed.get(o.name, 0.0) + o.processed
             for pred, n in o.received_from:
                 if (pred, o.name) in arrived:
                     arrived[(pred, o.name)] += n
+    sources = {n: c / span for n, c in emitted.items() if n in names and c > 0}
+    streams = demand_rates(request, sources, processed, arrived, span)
     service: dict[str, float] = {}
     for name, points in points_by_operator(recorder.rows).items():
         et = mean_service_time(points)
         if name in names and et:
             service[name] = 1.0 / et
     return Measurements(
-        stream_rates={f"{a}->{b}": n / span for (a, b), n in arrived.items()},
+        stream_rates={f"{a}->{b}": rate for (a, b), rate in streams.items()},
         service_rates=service,
-        source_rates={n: c / span for n, c in sources.items() if n in names and c > 0},
+        source_rates=sources,
     )
+
+
+def demand_rates(
+    request: PlanRequest,
+    sources: dict[str, float],
+    processed: dict[str, float],
+    arrived: dict[tuple[str, str], float],
+    span: float,
+) -> dict[tuple[str, str], float]:
+    """Per stream, the rate its source operator would send if it kept up (see `measure`)."""
+    app = request.application
+    edges = [(s.src, s.dst) for s in app.streams]
+    offered: dict[str, float] = dict(sources)
+    rates: dict[tuple[str, str], float] = {}
+    for name in topological_order([o.name for o in app.operators], edges):
+        done = processed.get(name, 0.0)
+        for src, dst in edges:
+            if src != name:
+                continue
+            got = arrived[(src, dst)]
+            if name in sources or done <= 0:
+                rate = got / span  # a source (never backlogged) or no selectivity measured
+            else:
+                rate = got / done * offered.get(name, 0.0)
+            rates[(src, dst)] = rate
+            offered[dst] = offered.get(dst, 0.0) + rate
+    return rates
 
 
 def run_sodrp(
