@@ -68,10 +68,10 @@ def request() -> PlanRequest:
     )
 
 
-def simulate(place: bool) -> tuple[SodrpReport, object]:
+def simulate(place: bool, rate: float = RATE) -> tuple[SodrpReport, object]:
     cfg = RunConfig(policy="static", replicas=1, td=2.0, t_out=None, q_size=None, drain_s=60)
     settings = SimSettings(measure_cpu=False, fast_forward=False)
-    trace = Trace(np.full(40, RATE))
+    trace = Trace(np.full(40, rate))
     req = request()
     engine = SimEngine(pipeline_from_dict(pipeline_dict()), cfg, trace, settings)
     engine.set_network(req.infrastructure)
@@ -113,6 +113,15 @@ def test_sodrp_in_the_simulator_feeds_measured_rates_back_and_places_replicas() 
     for with_delay, without in after:
         assert with_delay - without == pytest.approx(expected)
     assert expected > 0  # the re-plan spreads 7 slots' worth over both nodes
+
+
+def test_a_demand_above_k_replicas_is_planned_at_k_not_infeasible() -> None:
+    report, result = simulate(place=True, rate=120.0)  # a: 4 replicas x 25/s < 120/s
+    assert report.saturated == {"a": pytest.approx(120.0, rel=0.01)}
+    assert report.measured.stream_rates["src->a"] == pytest.approx(0.95 * 4 * 25.0, rel=0.01)
+    assert report.final["replicas"]["a"] == 4
+    assert report.measured.stream_rates["a->b"] == pytest.approx(0.95 * 4 * 25.0, rel=0.01)
+    assert result.snapshots[-1].replicas()["a"] == 4
 
 
 DEBS = Path(__file__).parents[1] / "src" / "elastream" / "examples" / "debs.yaml"

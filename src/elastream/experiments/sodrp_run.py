@@ -30,6 +30,7 @@ class SodrpReport:
     measured: Measurements | None = None
     final: dict[str, Any] | None = None
     replanned_at_s: float | None = None
+    saturated: dict[str, float] = field(default_factory=dict)
     placed: bool = False
     snapshots: list[Snapshot] = field(default_factory=list)
 
@@ -40,6 +41,7 @@ class SodrpReport:
             "measured": None if self.measured is None else self.measured.model_dump(),
             "final": self.final,
             "replanned_at_s": self.replanned_at_s,
+            "saturated": self.saturated,
             "placed": self.placed,
         }
 
@@ -56,24 +58,30 @@ def plan_of(result: dict[str, Any], engine: Engine, place: bool) -> Plan:
     return Plan(Decision.of(counts, reasons), placement=placement)
 
 
+HEADROOM = 0.95  # a saturated operator is planned at this share of what k_i replicas serve
+
+
 def measure(
     snapshots: Sequence[Snapshot], recorder: HistoryRecorder, request: PlanRequest
-) -> Measurements:
-    """Alg. 1 line 6 from one window. Source rates: events emitted / window. Stream rates
-    lambda_(i,j): the demand, i's measured selectivity on (i, j) (events j received from i per
-    event i processed) times the rate offered to i, in topological order from the sources; an
-    operator that processed nothing keeps the rate j received from it. (What j received is only
-    what a backlogged i got through: a plan sized on it would stay too small.) Service rates:
-    mu_i = 1 / (sum of busy seconds / events processed) over i's replicas, from the window's
-    history rows (the estimate the Caladrius models use)."""
+) -> tuple[Measurements, dict[str, float]]:
+    """Alg. 1 line 6 from one window; returns the measurements and the saturated operators
+    (operator -> measured demand, tuples/s, above what its k_i replicas serve).
+
+    Source rates: events emitted / window. Service rates: mu_i = 1 / (sum of busy seconds /
+    events processed) over i's replicas, from the window's history rows (the estimate the
+    Caladrius models use). Stream rates lambda_(i,j): the demand, i's measured selectivity on
+    (i, j) (events j received from i per event i processed) times the rate i serves, from the
+    sources down (`demand_rates`). What j received is only what a backlogged i got through: a
+    plan sized on it would stay too small."""
     span = sum(s.td for s in snapshots)
     if span <= 0:
         raise ValueError("S-ODRP: the measurement window holds no time")
-    app = request.application
-    names = {o.name for o in app.operators}
+    names = {o.name for o in request.application.operators}
     emitted: dict[str, float] = {}
     processed: dict[str, float] = {}
-    arrived: dict[tuple[str, str], float] = {(s.src, s.dst): 0.0 for s in app.streams}
+    arrived: dict[tuple[str, str], float] = {
+        (s.src, s.dst): 0.0 for s in request.application.streams
+    }
     for snap in snapshots:
         for name, n in snap.sources:
             emitted[name] = emitted.get(name, 0.0) + n
@@ -82,45 +90,65 @@ def measure(
             for pred, n in o.received_from:
                 if (pred, o.name) in arrived:
                     arrived[(pred, o.name)] += n
-    sources = {n: c / span for n, c in emitted.items() if n in names and c > 0}
-    streams = demand_rates(request, sources, processed, arrived, span)
     service: dict[str, float] = {}
     for name, points in points_by_operator(recorder.rows).items():
         et = mean_service_time(points)
         if name in names and et:
             service[name] = 1.0 / et
-    return Measurements(
+    sources = {n: c / span for n, c in emitted.items() if n in names and c > 0}
+    window = Window(span, processed, arrived)
+    streams, saturated = demand_rates(request, sources, service, window)
+    measured = Measurements(
         stream_rates={f"{a}->{b}": rate for (a, b), rate in streams.items()},
         service_rates=service,
         source_rates=sources,
     )
+    return measured, saturated
+
+
+@dataclass(frozen=True)
+class Window:
+    """Counts of one measurement window: its length, events processed per operator and events
+    received per stream (src, dst)."""
+
+    span_s: float
+    processed: dict[str, float]
+    arrived: dict[tuple[str, str], float]
 
 
 def demand_rates(
     request: PlanRequest,
     sources: dict[str, float],
-    processed: dict[str, float],
-    arrived: dict[tuple[str, str], float],
-    span: float,
-) -> dict[tuple[str, str], float]:
-    """Per stream, the rate its source operator would send if it kept up (see `measure`)."""
+    service: dict[str, float],
+    window: Window,
+) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
+    """Per stream, the rate its upstream operator sends when it serves what is offered to it.
+
+    An operator offered more than HEADROOM x k_i x mu_i (its k_i replicas at the measured, else
+    declared, mu_i) is saturated: its input streams are scaled down to that, so the re-plan
+    gives it k_i replicas instead of having no feasible plan (ODRP's stability constraint,
+    lambda_i / |U| < mu_i), and what it passes on is what it serves. A source's streams, and an
+    operator that processed nothing, keep the received rate (no selectivity measured)."""
     app = request.application
+    ops = {o.name: o for o in app.operators}
     edges = [(s.src, s.dst) for s in app.streams]
-    offered: dict[str, float] = dict(sources)
     rates: dict[tuple[str, str], float] = {}
-    for name in topological_order([o.name for o in app.operators], edges):
-        done = processed.get(name, 0.0)
-        for src, dst in edges:
-            if src != name:
-                continue
-            got = arrived[(src, dst)]
-            if name in sources or done <= 0:
-                rate = got / span  # a source (never backlogged) or no selectivity measured
-            else:
-                rate = got / done * offered.get(name, 0.0)
-            rates[(src, dst)] = rate
-            offered[dst] = offered.get(dst, 0.0) + rate
-    return rates
+    saturated: dict[str, float] = {}
+    for name in topological_order(list(ops), edges):
+        inputs = [e for e in edges if e[1] == name]
+        served = sources.get(name, 0.0) if not inputs else sum(rates[e] for e in inputs)
+        cap = HEADROOM * ops[name].max_replicas * service.get(name, ops[name].service_rate)
+        if inputs and served > cap:
+            saturated[name] = served
+            for e in inputs:
+                rates[e] *= cap / served
+            served = cap
+        done = window.processed.get(name, 0.0)
+        for edge in (e for e in edges if e[0] == name):
+            got = window.arrived[edge]
+            measured_only = name in sources or done <= 0
+            rates[edge] = got / window.span_s if measured_only else got / done * served
+    return rates, saturated
 
 
 def run_sodrp(
@@ -163,7 +191,7 @@ def run_sodrp(
             window.append(snapshot)
             recorder(snapshot, decision)
             record(snapshot)
-        report.measured = measure(window, recorder, request)
+        report.measured, report.saturated = measure(window, recorder, request)
         report.replanned_at_s = window[-1].t if window else 0.0
         return report.measured
 
