@@ -55,4 +55,6 @@ def print_sodrp(report: Any, out: Path) -> None:
         plan = data[stage]
         print(f"S-ODRP {stage} plan (F = {plan['objective']:.4f}): {plan['placement']}")
     print(f"measured: {json.dumps(data['measured'])}")
+    if data["saturated"]:
+        print(f"saturated (demand above k x mu, planned at k): {json.dumps(data['saturated'])}")
     print(f"    sodrp: {path}")
