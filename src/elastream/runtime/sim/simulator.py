@@ -156,10 +156,10 @@ class SimEngine:
             settings.fast_forward and per_replica and not self.noisy and not settings.source_hold
         )
         self.placement: SimPlacement | None = None
-        if network is not None:
-            self.set_network(network)
         self.base_service: dict[str, float] = {}
         self.started = False
+        if network is not None:
+            self.set_network(network)
 
     # ------------------------------------------------------------------ Engine protocol
     def start(self) -> None:
