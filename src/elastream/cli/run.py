@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from elastream.cli._common import add_run_options, load_run_inputs, print_summary
+from elastream.cli._sodrp import add_sodrp_options, print_sodrp, sodrp_runner
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--master", help="Spark master URL, e.g. spark://127.0.0.1:7077 (`elastream cluster up`)"
     )
+    add_sodrp_options(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -33,8 +35,15 @@ def handle(args: argparse.Namespace) -> int:
     if args.master:
         spark = config.spark.model_copy(update={"master": args.master})
         config = config.model_copy(update={"spark": spark})
+    runner, report = sodrp_runner(args, place=False)  # Spark cannot pin replicas (the spike)
     result, paths = run_session(
-        pipeline, config, title=f"{pipeline.name} on Spark", quiet=args.quiet, resume=args.resume
+        pipeline,
+        config,
+        title=f"{pipeline.name} on Spark",
+        quiet=args.quiet,
+        resume=args.resume,
+        runner=runner,
     )
     print_summary(result.summary, paths)
+    print_sodrp(report, config.out)
     return 0

@@ -12,6 +12,7 @@ from elastream.cli._common import (
     load_run_inputs,
     print_summary,
 )
+from elastream.cli._sodrp import add_sodrp_options, print_sodrp, sodrp_runner
 from elastream.runtime.sim.settings import QUEUE_MODELS, RECONFIGURATIONS, SimSettingsError
 
 # flag -> SimSettings field; a flag given on the command line wins over --sim-config
@@ -49,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="skip steady stretches in one go (long traces; docs/simulator.md)",
     )
+    add_sodrp_options(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -75,8 +77,15 @@ def handle(args: argparse.Namespace) -> int:
 
     settings = sim_settings_from_args(args)
     pipeline, config = load_run_inputs(args, engine="sim")
+    runner, report = sodrp_runner(args, place=True)
     result, paths = run_session(
-        pipeline, config, title=f"{pipeline.name} (simulated)", quiet=args.quiet, sim=settings
+        pipeline,
+        config,
+        title=f"{pipeline.name} (simulated)",
+        quiet=args.quiet,
+        sim=settings,
+        runner=runner,
     )
     print_summary(result.summary, paths)
+    print_sodrp(report, config.out)
     return 0

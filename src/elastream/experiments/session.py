@@ -26,6 +26,8 @@ from elastream.workloads.scaling import apply_scaling
 DEFAULT_DURATION_S = 60.0
 DEFAULT_MESSAGE_TRANSPORT = "memory"  # for an engine that declares no `message_transport`
 
+# runs a built engine to its end with the session's observers (default: run_engine's MAPE loop)
+SessionRunner = Callable[[Engine, Sequence[Observer]], RunResult]
 EngineFactory = Callable[[Pipeline, RunConfig, Trace, "SimSettings | None", bool], Engine]
 
 
@@ -164,9 +166,11 @@ def run_session(
     quiet: bool = False,
     sim: SimSettings | None = None,
     resume: bool = False,
+    runner: SessionRunner | None = None,
 ) -> tuple[RunResult, dict[str, Path]]:
     """A run as the CLI does it: the live table while it runs, then the output directory and
-    the run's rows in the metrics history."""
+    the run's rows in the metrics history. `runner` drives the engine instead of the policy's
+    MAPE loop (S-ODRP: experiments/sodrp_run.py)."""
     workload = prepare_workload(config, pipeline)
     started = config.starting_pipeline(pipeline)
     run_id = f"{Path(config.out).name}-{time.strftime('%Y%m%dT%H%M%S')}"
@@ -174,7 +178,11 @@ def run_session(
     series = open_series(started, Path(config.out), config.series_resolution_s)
     with LiveTable(started, quiet=quiet, title=title) as live, series:
         engine = build_engine(pipeline, config, workload, sim=sim, resume=resume)
-        result = run_engine(engine, config, [live, history, series], keep_snapshots=0)
+        observers: list[Observer] = [live, history, series]
+        if runner is None:
+            result = run_engine(engine, config, observers, keep_snapshots=0)
+        else:
+            result = runner(engine, observers)
     history.save()
     settings: dict[str, Any] = config.model_dump(mode="json") | {
         "trace_duration_s": workload.duration_s,

@@ -80,6 +80,11 @@ def _service_stats(points: Sequence[MeasuredPoint]) -> tuple[float | None, float
     return (mean if mean > 0 else None), scv
 
 
+def mean_service_time(points: Sequence[MeasuredPoint]) -> float | None:
+    """Mean per-event service time in seconds, Σbusy/Σinput (None: never busy)."""
+    return _service_stats(points)[0]
+
+
 def fit_component(name: str, grouping: Grouping, points: Sequence[MeasuredPoint]) -> ComponentModel:
     """Fit one component from per-replica points of any number of runs and parallelisms.
 

@@ -10,13 +10,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from elastream.config import RunConfig
+from elastream.control.plan import Lease, Placement
 from elastream.control.policy import Decision
 from elastream.model.metrics import RunTotals
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import Snapshot
+from elastream.placement.model import Infrastructure
 from elastream.runtime.sim.batch import BatchOperator
 from elastream.runtime.sim.ledger import Counts, Ledger, Sink
 from elastream.runtime.sim.operator import Node, Operator, Setup
+from elastream.runtime.sim.placement import SimPlacement
 from elastream.runtime.sim.profile import PipelineProfile, profile_pipeline
 from elastream.runtime.sim.settings import SimSettings
 from elastream.workloads.trace import Trace
@@ -129,7 +132,10 @@ class SimEngine:
         config: RunConfig,
         trace: Trace,
         settings: SimSettings = DEFAULT_SETTINGS,
+        network: Infrastructure | None = None,
     ) -> None:
+        """`network`: the nodes and links replicas can be placed on (place()); None: no
+        placement, no network delay."""
         self.pipeline = pipeline
         self.config = config
         self.trace = trace
@@ -149,7 +155,11 @@ class SimEngine:
         self.can_skip = (
             settings.fast_forward and per_replica and not self.noisy and not settings.source_hold
         )
+        self.placement: SimPlacement | None = None
+        self.base_service: dict[str, float] = {}
         self.started = False
+        if network is not None:
+            self.set_network(network)
 
     # ------------------------------------------------------------------ Engine protocol
     def start(self) -> None:
@@ -237,11 +247,47 @@ class SimEngine:
             self.ops[name].check_replicas(target)
         self.pending = {n: r for n, r in targets.items() if r != self.ops[n].active}
 
+    def set_network(self, network: Infrastructure) -> None:
+        """The nodes and links replicas can be placed on (place()); forgets any placement."""
+        self.placement = SimPlacement(self.pipeline, network)
+        if self.started:
+            for name, op in self.ops.items():
+                op.service_out = self.base_service[name]
+
+    def lease(self, leases: tuple[Lease, ...]) -> None:
+        """The simulator's nodes are its infrastructure's: there is nothing to lease."""
+        if leases:
+            raise ValueError("the simulator has no hosts to lease: run without host leasing")
+
+    def place(self, placement: tuple[Placement, ...]) -> None:
+        """Put replicas on the infrastructure's nodes; from now on every stream between placed
+        operators adds its network delay to the latency of the events on it."""
+        if not placement:
+            return
+        if self.placement is None:
+            raise ValueError("the simulator places replicas only when built with a `network`")
+        pools = dict.fromkeys(self.pipeline.source_names, 1)  # a source runs as one task
+        pools.update({name: len(op.pool) for name, op in self.ops.items()})
+        self.placement.place(placement, pools)
+        self._apply_delays()
+
+    def _apply_delays(self) -> None:
+        """Each operator's path term = its path service time + the network delay up to it."""
+        if self.placement is None or not self.placement.nodes:
+            return
+        delays = self.placement.path_delays_s({n: op.active for n, op in self.ops.items()})
+        for name, op in self.ops.items():
+            op.service_out = self.base_service[name] + delays[name]
+
     def _reconfigure(self) -> None:
         """Apply the pending decision under the reconfiguration model."""
         changed, self.pending = self.pending, {}
         if not changed:
             return
+        self._reconfigure_counts(changed)
+        self._apply_delays()
+
+    def _reconfigure_counts(self, changed: dict[str, int]) -> None:
         model = self.settings.reconfiguration
         if model == "restart" and self.s >= self.down_until:
             # Storm rebalance / DABS-Storm: stop everything, lose the queues, restart later. A
@@ -416,6 +462,7 @@ class SimEngine:
                 for stream, routed in self.pipeline.routes(op.name).items()
             }
             op.connect(targets, service[op.name])
+        self.base_service = {op.name: service[op.name] for op in self.order}
         weights = dict(self.profile.source_weights)
         return [
             (src, tuple(nodes[t] for t in self.pipeline.successors(src)), weights[src])

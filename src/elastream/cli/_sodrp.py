@@ -1,0 +1,60 @@
+"""The `--placement INFRA.yaml` options of `run` and `simulate`: S-ODRP (Alg. 1) replaces the
+scaling policy (experiments/sodrp_run.py; docs/placement.md, "S-ODRP on the runtime")."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from elastream.cli.plan import SOLVER_CHOICES, parse_weights
+
+
+def add_sodrp_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("S-ODRP (ODRP Alg. 1 instead of --policy)")
+    group.add_argument(
+        "--placement",
+        help="planning YAML (nodes, links, operator attributes, as `plan --infra`): enact the "
+        "minimum-cost plan, measure a window, re-plan with the measured rates, enact it",
+    )
+    group.add_argument(
+        "--plan-weights", default="r=1", help="weights of the re-plan (as `plan --weights`)"
+    )
+    group.add_argument("--plan-solver", choices=SOLVER_CHOICES, default="compact")
+    group.add_argument(
+        "--window", type=float, default=10.0, help="seconds measured before the re-plan"
+    )
+
+
+def sodrp_runner(args: argparse.Namespace, place: bool) -> tuple[Any, Any]:
+    """(the session runner, its report) for `--placement`; (None, None) without it."""
+    if not args.placement:
+        return None, None
+    from elastream.experiments.sodrp_run import SodrpReport, session_runner
+    from elastream.placement.yaml_io import load_request
+
+    request = load_request(
+        args.placement,
+        args.pipeline,
+        parse_weights(args.plan_weights),
+        solver=args.plan_solver,
+    )
+    report = SodrpReport()
+    return session_runner(request, args.window, place, report), report
+
+
+def print_sodrp(report: Any, out: Path) -> None:
+    """The two plans and what was measured, on stdout and in OUT/sodrp.json."""
+    if report is None:
+        return
+    data = report.as_dict()
+    path = out / "sodrp.json"
+    path.write_text(json.dumps(data, indent=2))
+    for stage in ("early", "final"):
+        plan = data[stage]
+        print(f"S-ODRP {stage} plan (F = {plan['objective']:.4f}): {plan['placement']}")
+    print(f"measured: {json.dumps(data['measured'])}")
+    if data["saturated"]:
+        print(f"saturated (demand above k x mu, planned at k): {json.dumps(data['saturated'])}")
+    print(f"    sodrp: {path}")
