@@ -60,10 +60,14 @@ def rss_mb(pid: int) -> float:
 def descendants(pid: int) -> list[int]:
     """Every process below `pid`."""
     found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except FileNotFoundError:  # the process ended since it was listed (Python workers come and go)
+        return found
+    for task in tasks:
         try:
             children = (task / "children").read_text().split()
-        except FileNotFoundError:  # the thread or process ended while we looked
+        except FileNotFoundError:  # the thread ended while we looked
             continue
         for child in map(int, children):
             found += [child, *descendants(child)]
