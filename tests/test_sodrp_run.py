@@ -131,7 +131,8 @@ DEBS_PLAN = Path(__file__).parents[1] / "docs" / "placement" / "debs-plan.yaml"
 def small_debs() -> dict:
     """DEBS Q1 with the pools cut for a short test (route_count 1..4, partial_top10 1..2, the
     others at 1) and a declared source rate (40/s) below what the trace sends (100/s): at 20 ms
-    per trip one route_count replica holds the declared rate, the measured one needs 3 or 4.
+    per trip one route_count replica holds the declared rate, the measured one needs 2 (quiet
+    machine) to 4 (loaded: the runtime's own work per trip lowers the measured service rate).
     (partial_top10 measured about 87 trips/s per replica on a loaded machine: it needs room.)"""
     data = yaml.safe_load(DEBS.read_text())
     data["sources"][0]["rate"] = 40
@@ -166,7 +167,8 @@ def test_sodrp_on_spark_enacts_counts_live_and_replans_from_measured_rates(tmp_p
     mu = measured.service_rates["route_count"]
     assert mu < 50.0  # 20 ms a trip plus the runtime's own work
     assert final["replicas"]["route_count"] == int(demand // mu) + 1  # fewest stable replicas
-    assert final["replicas"]["route_count"] >= 3
+    # the re-plan follows the measured load up (2 on a quiet machine, mu = 49/s; 3-4 under load)
+    assert final["replicas"]["route_count"] > early["replicas"]["route_count"]
     counts = [s.op("route_count").replicas for s in result.snapshots]
     assert counts[0] == 1 and counts[-1] == final["replicas"]["route_count"], counts  # live
     assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids  # no restart
