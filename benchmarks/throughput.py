@@ -206,7 +206,7 @@ def store_round_trip_s(address: str, share: int = 10, rounds: int = 200) -> floa
         arrived = [Event(f"s-{i}", "k", now, {"i": i}) for i in range(k * share, (k + 1) * share)]
         store.append("a", arrived, "src", k * share)
         plan = store.plan_batch("a", k * share, (k + 1) * share, 1, lambda keys: [0] * len(keys))
-        outcomes = _forward(store.read_share(plan, 0), "b")
+        outcomes = _forward(store.read_share(plan, 0).events(), "b")
         store.commit_share(share_commit("a", plan.batch, 0, outcomes, (), 0.0))
         store.release("a", plan.end)
     elapsed = time.perf_counter() - started
@@ -233,7 +233,7 @@ def store_path_rate(address: str, events: int = 100_000, batch: int = 5_000) -> 
         for op, target in pairwise(chain):
             plan = store.plan_batch(op, first, first + batch, 2, halves)
             for replica in (0, 1):
-                outcomes = _forward(store.read_share(plan, replica), target)
+                outcomes = _forward(store.read_share(plan, replica).events(), target)
                 store.commit_share(share_commit(op, plan.batch, replica, outcomes, (), 0.0))
             store.release(op, plan.end)
     elapsed = time.perf_counter() - started

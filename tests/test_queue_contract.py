@@ -25,7 +25,7 @@ from elastream.model.state import KeyedState, decode_value
 from elastream.runtime.operators import OperatorContext
 from elastream.runtime.queues import QueueError, QueueStore, RedisQueueStore, SqliteQueueStore
 from elastream.runtime.queues.base import BatchPlan, FailedEvent, share_commit
-from elastream.runtime.spark.task import process
+from elastream.runtime.spark.task import commit_of, process
 
 Opener = Callable[[], QueueStore]
 BACKENDS: dict[str, Callable[[Path, Callable[[], str]], QueueStore]] = {
@@ -101,7 +101,7 @@ def run_share(store: QueueStore, plan: BatchPlan, replica: int, target: str) -> 
     """Process one share as a replica does and commit it; False if it was committed before."""
     if store.share_done(plan.op, plan.batch, replica):
         return False
-    outcomes = forward(store.read_share(plan, replica), target)
+    outcomes = forward(store.read_share(plan, replica).events(), target)
     return store.commit_share(share_commit(plan.op, plan.batch, replica, outcomes, (), 0.01))
 
 
@@ -153,9 +153,9 @@ def test_t_out_gives_old_events_the_timeout_fate(open_store):
     passthrough = lambda evs: [e.emit(e.payload) for e in evs]  # noqa: E731
     ctx = OperatorContext(spec, passthrough, {}, {"out": ("b",)}, t_out=5.0)
     plan = store.plan_batch("a", 0, 5, 1, alternate)
-    outcomes, failures = process(ctx, store.read_share(plan, 0))
+    processed, timed_out = process(ctx, store.read_share(plan, 0))
     t0 = time.time()
-    assert store.commit_share(share_commit("a", plan.batch, 0, outcomes, failures, 0.0))
+    assert store.commit_share(commit_of("a", plan.batch, 0, processed, timed_out, 0.0, None, 0.0))
     kinds, emitted = store.outcome_counts("a", t0, time.time() + 1)
     assert (kinds, emitted) == ({"processed": 2, "timeout": 3}, 2)
     assert store.latest("b") == 2 and store.audit().timeout == 3
@@ -166,7 +166,7 @@ def test_a_replayed_share_adds_nothing(open_store):
     store.append("a", events(6), "src", 0)
     plan = store.plan_batch("a", 0, 6, 2, alternate)
     assert run_share(store, plan, 0, "b") is True
-    commit = share_commit("a", plan.batch, 0, forward(store.read_share(plan, 0), "b"), (), 0.0)
+    commit = share_commit("a", plan.batch, 0, forward(store.read_share(plan, 0).events(), "b"), (), 0.0)
     assert store.commit_share(commit) is False  # the same share committed again
     assert (store.latest("b"), store.pending("a")) == (3, 3)
     t0 = time.time() - 60
@@ -179,10 +179,10 @@ def test_cpu_seconds_are_those_of_the_shares_committed_in_the_window(open_store)
     plan = store.plan_batch("a", 0, 6, 2, alternate)
     t0 = time.time()
     for replica, cpu in ((0, 0.25), (1, 0.5)):
-        outcomes = forward(store.read_share(plan, replica), "b")
+        outcomes = forward(store.read_share(plan, replica).events(), "b")
         commit = share_commit("a", plan.batch, replica, outcomes, (), 0.1, cpu_s=cpu)
         assert store.commit_share(commit) is True
-    again = share_commit("a", plan.batch, 1, forward(store.read_share(plan, 1), "b"), (), 0.1)
+    again = share_commit("a", plan.batch, 1, forward(store.read_share(plan, 1).events(), "b"), (), 0.1)
     assert store.commit_share(replace(again, cpu_s=9.0)) is False  # a replay adds no CPU
     assert store.task_stats("a", time.time() + 1, time.time() + 2) == {}
     assert store.task_stats("a", t0 - 1, time.time() + 1) == {
@@ -196,7 +196,7 @@ def test_batch_work_gives_each_batch_its_slowest_and_largest_share(open_store):
     store.append("a", events(7), "src", 0)
     plan = store.plan_batch("a", 0, 7, 3, lambda keys: [0, 0, 0, 0, 1, 1, 2][: len(keys)])
     for replica, busy in ((0, 0.2), (1, 0.5), (2, 0.1)):
-        outcomes = forward(store.read_share(plan, replica), "b")
+        outcomes = forward(store.read_share(plan, replica).events(), "b")
         assert store.commit_share(share_commit("a", plan.batch, replica, outcomes, (), busy))
     (work,) = store.batch_work()
     assert (work.op, work.batch, work.events, work.largest, work.tasks) == ("a", "0-7", 7, 4, 3)
@@ -209,7 +209,7 @@ def test_a_replayed_batch_keeps_its_division_when_r_changed(open_store):
     first = store.plan_batch("a", 0, 9, 2, alternate)
     replay = store.plan_batch("a", 0, 9, 3, lambda keys: [2] * len(keys))  # r is 3 by now
     assert replay == first and replay.replicas == 2
-    assert [e.id for e in store.read_share(replay, 1)] == ["src-1", "src-3", "src-5", "src-7"]
+    assert [e.id for e in store.read_share(replay, 1).events()] == ["src-1", "src-3", "src-5", "src-7"]
     with pytest.raises(QueueError, match="planned up to 9, now asked up to 8"):
         store.plan_batch("a", 0, 8, 2, alternate)
     with pytest.raises(QueueError, match="the division of batch 0-9 is invalid"):
@@ -223,7 +223,7 @@ def test_a_failed_commit_writes_nothing(open_store):
     store = make_queues(open_store())
     store.append("a", events(4), "src", 0)
     plan = store.plan_batch("a", 0, 4, 1, alternate)
-    broken = forward(store.read_share(plan, 0), "nowhere")
+    broken = forward(store.read_share(plan, 0).events(), "nowhere")
     with pytest.raises(QueueError, match="unknown queue 'nowhere'"):
         store.commit_share(share_commit("a", plan.batch, 0, broken, (), 0.0))
     assert not store.share_done("a", plan.batch, 0)
@@ -255,14 +255,14 @@ def every_fate(store: QueueStore) -> QueueStore:
     store.append("a", events(10), "src", 0)  # 8 accepted, 2 refused
     plan = store.plan_batch("a", 0, 8, 2, alternate)
     for replica in (0, 1):
-        shared = store.read_share(plan, replica)
+        shared = store.read_share(plan, replica).events()
         outcomes = forward(shared[:2], "b")
         outcomes += [Outcome(shared[2].id, shared[2].root, OutcomeKind.FILTERED)]
         outcomes += [Outcome(shared[3].id, shared[3].root, OutcomeKind.ERROR)]
         failed = [FailedEvent(shared[3].id, shared[3].root, "boom", b"")]
         store.commit_share(share_commit("a", plan.batch, replica, outcomes, failed, 0.0))
     b_plan = store.plan_batch("b", 0, 4, 1, alternate)
-    outcomes = forward(store.read_share(b_plan, 0), "out")
+    outcomes = forward(store.read_share(b_plan, 0).events(), "out")
     outcomes[0] = Outcome(outcomes[0].event_id, outcomes[0].root, OutcomeKind.TIMEOUT)
     store.commit_share(share_commit("b", b_plan.batch, 0, outcomes, (), 0.0))
     return store
@@ -337,7 +337,7 @@ def count_share(store: QueueStore, plan: BatchPlan, replica: int, target: str = 
     and state together; False if the share was committed before."""
     if store.share_done(plan.op, plan.batch, replica):
         return False
-    shared = store.read_share(plan, replica)
+    shared = store.read_share(plan, replica).events()
     keys = sorted({e.key for e in shared})
     committed = store.read_state(plan.op, [(key_group(k, GROUPS), k) for k in keys])
     state = KeyedState(plan.op, GROUPS, keys, committed)
@@ -362,7 +362,7 @@ def test_a_replayed_share_writes_its_state_once(open_store):
     plan = store.plan_batch("a", 0, 12, 2, lambda keys: by_group(keys, 2))
     assert count_share(store, plan, 0) is True
     after_first = counts(store)
-    shared = store.read_share(plan, 0)
+    shared = store.read_share(plan, 0).events()
     again = KeyedState("a", GROUPS, [e.key for e in shared], {})
     for e in shared:
         again.put(e.key, 1000)  # a replay that would overwrite: refused with the whole share
@@ -399,11 +399,11 @@ def test_state_deletes_commit_with_the_share_and_a_failed_commit_writes_no_state
     state.delete("k0")
     state.put("k1", {"seen": [1, 2]})
     later = store.plan_batch("a", 4, 8, 1, lambda keys: by_group(keys, 1))
-    broken = forward(store.read_share(later, 0), "nowhere")
+    broken = forward(store.read_share(later, 0).events(), "nowhere")
     with pytest.raises(QueueError, match="unknown queue 'nowhere'"):
         store.commit_share(share_commit("a", later.batch, 0, broken, (), 0.0, state.writes()))
     assert counts(store) == sent(4)  # nothing of the failed share's state
-    good = forward(store.read_share(later, 0), "b")
+    good = forward(store.read_share(later, 0).events(), "b")
     assert store.commit_share(share_commit("a", later.batch, 0, good, (), 0.0, state.writes()))
     assert counts(store) == {"k1": {"seen": [1, 2]}, "k2": 1, "k3": 1}
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 from helpers import linear_pipeline
 
-from elastream.model.events import Event, OutcomeKind
+from elastream.model.events import Event, EventColumns, OutcomeKind
 from elastream.model.grouping import group_owner, group_range, key_group, key_groups
 from elastream.model.pipeline import Grouping, TopologyError, pipeline_from_dict
 from elastream.model.state import KeyedState, StateError, decode_value
@@ -113,7 +113,9 @@ def test_a_failed_call_leaves_no_state_behind():
     ctx = OperatorContext(spec, counting_or_failing, {}, {"out": ("sink",)}, None)
     batch = [Event(f"e{i}", "k0" if i % 2 else "k1", 0.0, {"i": i}) for i in range(6)]
     state = KeyedState("op1", 128, ["k0", "k1"], {})
-    outcomes, errors = apply_operator(ctx, batch, state)
-    assert [o.kind for o in outcomes].count(OutcomeKind.ERROR) == 1 and len(errors) == 1
+    columns = EventColumns.of(batch)
+    applied = apply_operator(ctx, columns, state)
+    outcomes = applied.outcomes(columns)
+    assert [o.kind for o in outcomes].count(OutcomeKind.ERROR) == 1 and len(applied.errors) == 1
     # e3 (key k0) failed alone: its increment is undone, the batch's first attempt left nothing
     assert dict(state.items()) == {"k0": 2, "k1": 3}

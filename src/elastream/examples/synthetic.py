@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
-from elastream.model.events import Emit, Event
+from elastream.model.events import ColumnEmit, Emit, Event, EventColumns
 
 
 def generate(index: int, rng: random.Random) -> tuple[str, dict[str, int]]:
@@ -15,6 +15,11 @@ def generate(index: int, rng: random.Random) -> tuple[str, dict[str, int]]:
 
 def passthrough(events: list[Event]) -> Iterable[Emit]:
     return [e.emit(e.payload) for e in events]
+
+
+def passthrough_columns(batch: EventColumns) -> ColumnEmit:
+    """The vectorized pass-through (`vectorized: true`): every row forwarded, as columns."""
+    return batch.emit(batch.payloads)
 
 
 def drop_odd(events: list[Event]) -> Iterable[Emit]:

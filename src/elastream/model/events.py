@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -61,6 +62,100 @@ class Emit:
     payload: Any
     stream: str | None = None
     key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventColumns:
+    """A batch of events column by column: what a queue stores and a vectorized operator gets
+    (no Event object per event). Row k is the event (ids[k], keys[k], ts[k], payloads[k],
+    roots[k])."""
+
+    ids: list[str]
+    keys: list[str]
+    ts: list[float]
+    payloads: list[Any]
+    roots: list[str]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def of(cls, events: Sequence[Event]) -> EventColumns:
+        return cls(
+            [e.id for e in events],
+            [e.key for e in events],
+            [e.ts for e in events],
+            [e.payload for e in events],
+            [e.root for e in events],
+        )
+
+    @classmethod
+    def empty(cls) -> EventColumns:
+        return cls([], [], [], [], [])
+
+    @classmethod
+    def concat(cls, parts: Sequence[EventColumns]) -> EventColumns:
+        """The batches one after another."""
+        if len(parts) == 1:
+            return parts[0]
+        out = cls.empty()
+        for part in parts:
+            out.ids.extend(part.ids)
+            out.keys.extend(part.keys)
+            out.ts.extend(part.ts)
+            out.payloads.extend(part.payloads)
+            out.roots.extend(part.roots)
+        return out
+
+    def events(self) -> list[Event]:
+        """The rows as Event objects (for per-event operator functions)."""
+        restore = Event.restore
+        return list(map(restore, self.ids, self.keys, self.ts, self.payloads, self.roots))
+
+    def take(self, rows: Sequence[int]) -> EventColumns:
+        """The rows `rows`, in that order."""
+        ids, keys, ts, payloads, roots = self.ids, self.keys, self.ts, self.payloads, self.roots
+        return EventColumns(
+            [ids[k] for k in rows],
+            [keys[k] for k in rows],
+            [ts[k] for k in rows],
+            [payloads[k] for k in rows],
+            [roots[k] for k in rows],
+        )
+
+    def slice(self, lo: int, hi: int) -> EventColumns:
+        return EventColumns(
+            self.ids[lo:hi],
+            self.keys[lo:hi],
+            self.ts[lo:hi],
+            self.payloads[lo:hi],
+            self.roots[lo:hi],
+        )
+
+    def emit(
+        self,
+        payloads: Sequence[Any],
+        *,
+        parents: Sequence[int] | None = None,
+        stream: str | None = None,
+        keys: Sequence[str] | None = None,
+    ) -> ColumnEmit:
+        """Outputs of a vectorized operator: `payloads[k]` derived from row `parents[k]` (None:
+        one output per row, in order), to `stream` (None: the operator's only output), keyed by
+        `keys[k]` (None: the parent's key)."""
+        rows = range(len(self.ids)) if parents is None else parents
+        return ColumnEmit(rows, payloads, stream, keys)
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnEmit:
+    """Outputs of a vectorized operator to one stream: payloads[k] comes from input row
+    parents[k]; keys None: each output keeps its parent's key."""
+
+    parents: Sequence[int]
+    payloads: Sequence[Any]
+    stream: str | None = None
+    keys: Sequence[str] | None = None
 
 
 class OutcomeKind(StrEnum):

@@ -68,8 +68,9 @@ DEFAULT_ET_S = 0.01  # et_i when nothing is declared or measured, s (one place f
 
 
 class OperatorSpec(_Frozen):
-    """An operator: `function` (import path of `fn(list[Event]) -> Iterable[Emit]`) applied to
-    batches of its input, with its grouping and replica pool.
+    """An operator: `function` (import path of `fn(list[Event]) -> Iterable[Emit]`, or with
+    `vectorized` of `fn(EventColumns) -> Iterable[ColumnEmit]`) applied to batches of its input,
+    with its grouping and replica pool.
 
     `service_time_ms` adds a fixed per-event delay inside the replica, emulating an external call
     so that replica counts matter on a small machine."""
@@ -99,6 +100,11 @@ class OperatorSpec(_Frozen):
         None, gt=0, description="seed for the mean execution time per event"
     )
     params: dict[str, Any] = Field(default_factory=dict, description="keyword args of function")
+    vectorized: bool = Field(
+        False,
+        description="True: the function takes the batch column by column (EventColumns) and "
+        "returns columns.emit(...) outputs, with no Python object per event (the fast path)",
+    )
 
     @property
     def et_seed_s(self) -> float:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, Protocol
 
 import msgpack
 
-from elastream.model.events import Event, Outcome, OutcomeKind
+from elastream.model.events import Event, EventColumns, Outcome, OutcomeKind
 from elastream.model.state import StateWrite
 
 Divide = Callable[[list[str]], list[int]]  # the keys of a batch -> the replica of every event
@@ -103,7 +103,7 @@ class ShareCommit:
     replica: int
     events: int
     busy_s: float
-    outputs: dict[str, list[Event]] = field(default_factory=dict)  # target queue -> events
+    outputs: dict[str, EventColumns] = field(default_factory=dict)  # target queue -> events
     fates: dict[OutcomeKind, list[str]] = field(default_factory=dict)  # kind -> roots
     failures: tuple[FailedEvent, ...] = ()
     state: tuple[StateWrite, ...] = ()  # keyed-state puts and deletes of a stateful operator
@@ -194,17 +194,18 @@ def share_commit(
     cpu_s: float = 0.0,
 ) -> ShareCommit:
     """Fold a share's per-event outcomes into one commit: outputs grouped by target queue, the
-    roots of each fate (processed roots are not kept: their outputs carry them on), and the
-    share's state writes."""
+    roots of each fate, and the share's state writes (the runtime builds its commits from whole
+    columns instead: `runtime.spark.task`)."""
     outputs: dict[str, list[Event]] = {}
     fates: dict[OutcomeKind, list[str]] = {}
     for outcome in outcomes:
         for target, event in outcome.outputs:
             outputs.setdefault(target, []).append(event)
         fates.setdefault(outcome.kind, []).append(outcome.root)
+    columns = {target: EventColumns.of(events) for target, events in outputs.items()}
     n = len(outcomes)
     return ShareCommit(
-        op, batch, replica, n, busy_s, outputs, fates, tuple(failures), tuple(state), cpu_s
+        op, batch, replica, n, busy_s, columns, fates, tuple(failures), tuple(state), cpu_s
     )
 
 
@@ -213,16 +214,10 @@ def encode_payload(payload: Any) -> bytes:
     return msgpack.packb(payload, use_bin_type=True)
 
 
-def encode_events(events: Sequence[Event]) -> tuple[bytes, bytes]:
+def encode_events(events: EventColumns) -> tuple[bytes, bytes]:
     """A batch as two msgpack blobs: its keys (read at plan time) and the rest, column-wise."""
-    keys = msgpack.packb([e.key for e in events], use_bin_type=True)
-    columns = [
-        [e.id for e in events],
-        [e.root for e in events],
-        [e.ts for e in events],
-        [e.payload for e in events],
-    ]
-    body = msgpack.packb(columns, use_bin_type=True)
+    keys = msgpack.packb(events.keys, use_bin_type=True)
+    body = msgpack.packb([events.ids, events.roots, events.ts, events.payloads], use_bin_type=True)
     return keys, body
 
 
@@ -230,15 +225,18 @@ def decode_keys(blob: bytes) -> list[str]:
     return msgpack.unpackb(blob, raw=False)
 
 
-def decode_events(keys_blob: bytes, body_blob: bytes) -> list[Event]:
+def decode_columns(keys_blob: bytes, body_blob: bytes) -> EventColumns:
     """The inverse of `encode_events`."""
     keys = decode_keys(keys_blob)
     ids, roots, stamps, payloads = msgpack.unpackb(body_blob, raw=False, strict_map_key=False)
-    restore = Event.restore
-    return [
-        restore(i, k, ts, p, r)
-        for i, k, ts, p, r in zip(ids, keys, stamps, payloads, roots, strict=True)
-    ]
+    if not len(ids) == len(keys) == len(roots) == len(stamps) == len(payloads):
+        raise QueueError(f"a stored segment's columns differ in length ({len(ids)} ids)")
+    return EventColumns(ids, keys, stamps, payloads, roots)
+
+
+def decode_events(keys_blob: bytes, body_blob: bytes) -> list[Event]:
+    """A stored segment as Event objects."""
+    return decode_columns(keys_blob, body_blob).events()
 
 
 def pack_roots(roots: Sequence[str]) -> bytes:
@@ -340,18 +338,21 @@ class SegmentedQueues:
         self._record_plan(plan)
         return self._plan(op, start) or plan
 
-    def read_share(self, plan: BatchPlan, replica: int) -> list[Event]:
+    def read_share(self, plan: BatchPlan, replica: int) -> EventColumns:
         """Replica `replica`'s events of a planned batch, in offset order."""
-        events: list[Event] = []
+        parts: list[EventColumns] = []
         for first, _, keys, body in self._segments(plan.op, plan.start, plan.end):
-            decoded = decode_events(keys, body)
+            decoded = decode_columns(keys, body)
             lo = max(plan.start, first)
             hi = min(plan.end, first + len(decoded))
             owners = plan.owners[lo - plan.start : hi - plan.start]
-            events.extend(
-                decoded[lo - first + k] for k, owner in enumerate(owners) if owner == replica
-            )
-        return events
+            base = lo - first
+            if plan.replicas == 1:  # every event is replica 0's
+                parts.append(decoded.slice(base, base + len(owners) * (replica == 0)))
+            else:
+                rows = [base + k for k, owner in enumerate(owners) if owner == replica]
+                parts.append(decoded.take(rows))
+        return EventColumns.concat(parts)
 
     def plan(self, op: str, start: int, end: int) -> BatchPlan:
         recorded = self._plan(op, start)
@@ -415,8 +416,8 @@ class QueueStore(StateStore, Protocol):
         """The recorded plan of `op`'s batch [start, end) (QueueError if none)."""
         ...
 
-    def read_share(self, plan: BatchPlan, replica: int) -> list[Event]:
-        """Replica `replica`'s events of a planned batch, in offset order."""
+    def read_share(self, plan: BatchPlan, replica: int) -> EventColumns:
+        """Replica `replica`'s events of a planned batch, in offset order, column-wise."""
         ...
 
     def share_done(self, op: str, batch: str, replica: int) -> bool: ...

@@ -26,7 +26,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from elastream.model.events import Event, OutcomeKind
+from elastream.model.events import Event, EventColumns, OutcomeKind
 from elastream.runtime.queues.base import (
     Appended,
     Audit,
@@ -190,16 +190,16 @@ class _Append:
 
     q: str
     producer: str
-    events: Sequence[Event]
+    events: EventColumns
     sink: bool
     accepted: int = -1  # unknown until the first try: all of them
 
     def wire(self, now: float) -> dict[str, Any]:
         n = len(self.events)
         acc = n if self.accepted < 0 else self.accepted
-        accepted, refused = self.events[:acc], self.events[acc:]
-        keys, body = encode_events(accepted) if accepted else (b"", b"")
-        latency = sum(now - e.ts for e in accepted) if self.sink else 0.0
+        accepted = self.events.slice(0, acc)
+        keys, body = encode_events(accepted) if acc else (b"", b"")
+        latency = sum(now - t for t in accepted.ts) if self.sink else 0.0
         return {
             "q": self.q,
             "producer": self.producer,
@@ -208,7 +208,7 @@ class _Append:
             "keys": keys,
             "body": body,
             "lat": repr(latency),
-            "refused": pack_roots([e.root for e in refused]) if refused else b"",
+            "refused": pack_roots(self.events.roots[acc:]) if acc < n else b"",
         }
 
 
@@ -332,7 +332,7 @@ class RedisQueueStore(SegmentedQueues):
                     f"source {producer!r} appends events from #{first} to queue {q!r}, "
                     f"but only {expect} were offered before: events would be missing"
                 )
-            fresh = events[expect - first :]
+            fresh = EventColumns.of(events[expect - first :])
             after = max(expect, first + len(events))
             count = {"q": q, "name": producer, "expect": expect, "after": after}
             request = _Request(producer=count)

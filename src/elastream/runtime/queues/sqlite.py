@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from elastream.model.events import Event, OutcomeKind
+from elastream.model.events import Event, EventColumns, OutcomeKind
 from elastream.model.state import StateWrite
 from elastream.runtime.queues.base import (
     Appended,
@@ -149,7 +149,7 @@ class SqliteQueueStore(SegmentedQueues):
                 "INSERT OR REPLACE INTO producers VALUES (?, ?, ?)",
                 (q, producer, max(offered, first + len(events))),
             )
-            return self._append(q, fresh, producer, now)
+            return self._append(q, EventColumns.of(fresh), producer, now)
 
     def produced(self, q: str, producer: str) -> int:
         row = self.conn.execute(
@@ -157,7 +157,7 @@ class SqliteQueueStore(SegmentedQueues):
         ).fetchone()
         return row[0] if row else 0
 
-    def _append(self, q: str, events: Sequence[Event], producer: str, now: float) -> Appended:
+    def _append(self, q: str, events: EventColumns, producer: str, now: float) -> Appended:
         """Append one segment inside the caller's transaction; events beyond the queue's room
         (q_size) are refused and their roots kept for the audit."""
         if not events:
@@ -169,8 +169,9 @@ class SqliteQueueStore(SegmentedQueues):
             raise QueueError(f"unknown queue {q!r}")
         next_off, done, bound = row
         room = len(events) if bound is None else max(0, bound - (next_off - done))
-        accepted, refused = events[:room], events[room:]
-        if accepted:
+        accepted = events if room >= len(events) else events.slice(0, room)
+        refused = events.roots[len(accepted) :]
+        if len(accepted):
             keys, body = encode_events(accepted)
             end = next_off + len(accepted)
             self.conn.execute(
@@ -178,7 +179,7 @@ class SqliteQueueStore(SegmentedQueues):
                 (q, next_off, end, now, keys, body),
             )
             self.conn.execute("UPDATE queues SET next_off = ? WHERE q = ?", (end, q))
-        latency = sum(now - e.ts for e in accepted) if self._is_sink(q) else 0.0
+        latency = sum(now - t for t in accepted.ts) if self._is_sink(q) else 0.0
         self.conn.execute(
             "INSERT INTO appends VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
@@ -188,7 +189,7 @@ class SqliteQueueStore(SegmentedQueues):
                 len(accepted),
                 len(refused),
                 latency,
-                pack_roots([e.root for e in refused]) if refused else None,
+                pack_roots(refused) if refused else None,
             ),
         )
         return Appended(len(accepted), len(refused))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from elastream.model.events import Event, OutcomeKind
+from elastream.model.events import Event, EventColumns, OutcomeKind
 from elastream.model.pipeline import OperatorSpec, Pipeline, load_callable
 from elastream.model.state import KeyedState
 from elastream.runtime.operators import OUT_PLACEHOLDER, OperatorContext, apply_operator
@@ -132,13 +132,15 @@ def _run_operator(
         weights = {e.id: w for e, w in chunk}
         began = time.thread_time()
         state = _chunk_state(ctx, committed, [e for e, _ in chunk])
-        outcomes, errors = apply_operator(ctx, [e for e, _ in chunk], state)
+        batch = EventColumns.of([e for e, _ in chunk])
+        applied = apply_operator(ctx, batch, state)
+        outcomes, errors = applied.outcomes(batch), list(applied.errors.values())
         if state is not None:
             for write in state.writes():
                 _apply_write(committed, write.key, write.value)
         tally.cpu_s += time.thread_time() - began
         if errors and not tally.error:
-            tally.error = errors[0][1]
+            tally.error = errors[0]
         for outcome in outcomes:
             w = weights[outcome.event_id]
             if outcome.kind is OutcomeKind.ERROR:

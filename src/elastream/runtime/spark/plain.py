@@ -29,6 +29,11 @@ def run_in_memory(pipeline: Pipeline, events: list[Event], out_dir: str) -> int:
     reached = 0
     for name in pipeline.topological_order:
         spec = pipeline.operator(name)
+        if spec.vectorized:
+            raise ValueError(
+                f"operator {name!r} is vectorized: the plain-Spark baseline applies per-event "
+                f"functions only"
+            )
         params = {
             k: v.replace("{out}", out_dir) if isinstance(v, str) else v
             for k, v in spec.params.items()

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from elastream.model.events import Event, Outcome, OutcomeKind
+from elastream.model.events import EventColumns, OutcomeKind
 from elastream.model.grouping import key_group
 from elastream.model.pipeline import Pipeline, check_state_parameter, load_callable
 from elastream.model.state import KeyedState
-from elastream.runtime.operators import OUT_PLACEHOLDER, OperatorContext, apply_operator
+from elastream.runtime.operators import OUT_PLACEHOLDER, Applied, OperatorContext, apply_operator
 from elastream.runtime.queues import open_store
-from elastream.runtime.queues.base import FailedEvent, QueueStore, encode_payload, share_commit
+from elastream.runtime.queues.base import FailedEvent, QueueStore, ShareCommit, encode_payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,46 +62,83 @@ def run_share(queues: str, op: str, start: int, end: int, replica: int) -> TaskR
     if store.share_done(op, plan.batch, replica):
         return TaskResult(replica, plan.owners.count(replica), 0, 0, 0.0)
     events = store.read_share(plan, replica)
-    if not events:  # an active replica with nothing in this batch: no transaction at all
+    if not len(events):  # an active replica with nothing in this batch: no transaction at all
         return TaskResult(replica, 0, 0, 0, 0.0)
     state = share_state(store, ctx, events)
-    outcomes, failures = process(ctx, events, state)
+    applied, timed_out = process(ctx, events, state)
     busy, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-    writes = state.writes() if state is not None else ()
-    commit = share_commit(op, plan.batch, replica, outcomes, failures, busy, writes, cpu)
+    commit = commit_of(op, plan.batch, replica, applied, timed_out, busy, state, cpu)
     fresh = store.commit_share(commit)
     return TaskResult(replica, len(events), len(events) if fresh else 0, commit.n_out, busy)
 
 
-def share_state(store: QueueStore, ctx: OperatorContext, events: list[Event]) -> KeyedState | None:
+def share_state(store: QueueStore, ctx: OperatorContext, events: EventColumns) -> KeyedState | None:
     """A stateful operator's state handle for the keys of a share, as committed so far (None for
     a stateless operator). The plan gave this replica whole key groups, so no other replica
     writes these keys while this batch runs."""
     if ctx.spec.stateless:
         return None
     groups = ctx.spec.key_groups
-    keys = sorted({e.key for e in events})
+    keys = sorted(set(events.keys))
     committed = store.read_state(ctx.spec.name, [(key_group(k, groups), k) for k in keys])
     return KeyedState(ctx.spec.name, groups, keys, committed)
 
 
+@dataclass(frozen=True)
+class Processed:
+    """A share after the operator: the rows it ran on and what it did with them."""
+
+    live: EventColumns
+    applied: Applied
+
+
 def process(
-    ctx: OperatorContext, events: list[Event], state: KeyedState | None = None
-) -> tuple[list[Outcome], list[FailedEvent]]:
-    """t_out first (an event older than t_out when its turn comes is not processed), then the
-    operator function on the rest (with `state` for a stateful operator), then the operator's
-    declared service time."""
-    now = time.time()
-    t_out = ctx.t_out
-    expired = [e for e in events if t_out is not None and now - e.ts > t_out]
-    live = [e for e in events if not (t_out is not None and now - e.ts > t_out)]
-    outcomes, errors = apply_operator(ctx, live, state)
-    outcomes += [Outcome(e.id, e.root, OutcomeKind.TIMEOUT) for e in expired]
-    if ctx.spec.service_time_ms and live:
+    ctx: OperatorContext, events: EventColumns, state: KeyedState | None = None
+) -> tuple[Processed, list[str]]:
+    """t_out first (an event older than t_out when its turn comes is not processed: its root
+    is returned as timed out), then the operator function on the rest (with `state` for a
+    stateful operator), then the operator's declared service time."""
+    now, t_out = time.time(), ctx.t_out
+    stale = [] if t_out is None else [k for k, ts in enumerate(events.ts) if now - ts > t_out]
+    live = events
+    if stale:
+        gone = set(stale)
+        live = events.take([k for k in range(len(events)) if k not in gone])
+    applied = apply_operator(ctx, live, state)
+    if ctx.spec.service_time_ms and len(live):
         time.sleep(len(live) * ctx.spec.service_time_ms / 1000.0)
-    by_id = {e.id: e for e in live} if errors else {}
-    failures = [
-        FailedEvent(i, by_id[i].root, message, encode_payload(by_id[i].payload))
-        for i, message, _ in errors
-    ]
-    return outcomes, failures
+    return Processed(live, applied), [events.roots[k] for k in stale]
+
+
+def commit_of(
+    op: str,
+    batch: str,
+    replica: int,
+    processed: Processed,
+    timed_out: list[str],
+    busy_s: float,
+    state: KeyedState | None,
+    cpu_s: float,
+) -> ShareCommit:
+    """The share's one commit: outputs per target, the roots of every fate, the events the
+    function failed on alone, the state writes."""
+    live, applied = processed.live, processed.applied
+    fates = applied.fates(live)
+    if timed_out:
+        fates[OutcomeKind.TIMEOUT] = timed_out
+    failures = tuple(
+        FailedEvent(live.ids[k], live.roots[k], message, encode_payload(live.payloads[k]))
+        for k, message in sorted(applied.errors.items())
+    )
+    return ShareCommit(
+        op,
+        batch,
+        replica,
+        len(live) + len(timed_out),
+        busy_s,
+        applied.outputs,
+        fates,
+        failures,
+        tuple(state.writes()) if state is not None else (),
+        cpu_s,
+    )
