@@ -1,6 +1,8 @@
 """Groupings, including PSPS Alg. 1 (load balancing)."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from elastream.model.grouping import assign, key_hash, load_balancing, round_robin, shuffle
 from elastream.model.pipeline import Grouping
@@ -41,3 +43,53 @@ def test_alg1_gives_a_slower_replica_fewer_events():
     out, u = load_balancing(6, [0.0, 0.0], et_s=[0.1, 0.2], td_s=1.0)
     assert out.count(0) == 4 and out.count(1) == 2
     assert u == pytest.approx([0.4, 0.4])
+
+
+def one_by_one(n, utilization, et_s, td_s, rr_start=0):
+    """PSPS Alg. 1 as the paper states it, event by event: the reference for the merge form."""
+    u = [max(0.0, float(x)) for x in utilization]
+    ets = [float(et_s)] * len(u) if isinstance(et_s, int | float) else [float(e) for e in et_s]
+    steps = [e / td_s if td_s > 0 else 0.0 for e in ets]
+    out, rr = [], rr_start
+    for _ in range(n):
+        m = min(range(len(u)), key=lambda j: (u[j], j))
+        if u[m] >= 1.0:
+            m = rr % len(u)
+            rr += 1
+        else:
+            u[m] += steps[m]
+        out.append(m)
+    return out, u
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n=st.integers(0, 60),
+    replicas=st.integers(1, 5),
+    data=st.data(),
+    td_s=st.sampled_from([0.0, 0.5, 1.0, 3.0]),
+    rr_start=st.integers(0, 7),
+)
+def test_the_merge_form_of_load_balancing_equals_alg_1_event_by_event(
+    n, replicas, data, td_s, rr_start
+):
+    utilization = data.draw(
+        st.lists(
+            st.sampled_from([0.0, 0.1, 0.5, 0.95, 1.0, 1.5, -0.2]),
+            min_size=replicas,
+            max_size=replicas,
+        )
+    )
+    et_s = data.draw(
+        st.one_of(
+            st.sampled_from([0.0, 0.05, 0.1, 0.3]),
+            st.lists(
+                st.sampled_from([0.0, 0.01, 0.05, 0.1, 0.25, 0.3]),
+                min_size=replicas,
+                max_size=replicas,
+            ),
+        )
+    )
+    assert load_balancing(n, utilization, et_s, td_s, rr_start) == one_by_one(
+        n, utilization, et_s, td_s, rr_start
+    )

@@ -6,6 +6,8 @@ import random
 import zlib
 from collections.abc import Sequence
 
+import numpy as np
+
 from elastream.model.pipeline import Grouping
 
 
@@ -61,25 +63,30 @@ def load_balancing(
     adds et/td); if even the least loaded is saturated (U_{i,m} >= 1), fall back to round-robin.
     Ties go to the lowest index, which with equal loads gives round-robin order as the paper says.
     `et_s` may be one value per replica (replicas of unequal speed): a slower replica's U then
-    grows faster, so it gets proportionally fewer events. Returns the assignment and the final U."""
-    u = [max(0.0, float(x)) for x in utilization]
-    if not u:
+    grows faster, so it gets proportionally fewer events. Returns the assignment and the final U.
+
+    Computed as a merge, not event by event: replica m's k-th pick happens at the value its U
+    has after k additions of et_m/td (the same float additions, by cumulative sum), so the picks
+    in Alg. 1's order are all those values below 1 sorted by (value, m, k); what remains after
+    them goes round-robin."""
+    u = np.maximum(np.asarray(utilization, dtype=float), 0.0)
+    if not len(u):
         raise ValueError("load_balancing needs at least one replica")
-    ets = [float(et_s)] * len(u) if isinstance(et_s, int | float) else [float(e) for e in et_s]
+    ets = np.full(len(u), float(et_s)) if isinstance(et_s, int | float) else np.asarray(et_s, float)
     if len(ets) != len(u):
         raise ValueError(f"{len(ets)} execution times for {len(u)} replicas")
-    steps = [e / td_s if td_s > 0 else 0.0 for e in ets]
-    out: list[int] = []
-    rr = rr_start
-    for _ in range(n):
-        m = min(range(len(u)), key=lambda j: (u[j], j))
-        if u[m] >= 1.0:
-            m = rr % len(u)
-            rr += 1
-        else:
-            u[m] += steps[m]
-        out.append(m)
-    return out, u
+    steps = ets / td_s if td_s > 0 else np.zeros(len(u))
+    r = len(u)
+    # values[m, k]: replica m's U before its k-th pick (k = 0..n), by the same float additions
+    values = np.cumsum(np.column_stack([u, np.repeat(steps[:, None], n, axis=1)]), axis=1)
+    below = values[:, :n] < 1.0
+    replica = np.repeat(np.arange(r), n).reshape(r, n)[below]
+    order = np.lexsort((replica, values[:, :n][below]))[:n]  # by value, then replica (k: stable)
+    greedy = replica[order]
+    picks = np.bincount(greedy, minlength=r)
+    rest = (rr_start + np.arange(n - len(greedy))) % r
+    final = values[np.arange(r), picks]
+    return np.concatenate([greedy, rest]).tolist(), final.tolist()
 
 
 def assign(

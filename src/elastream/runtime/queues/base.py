@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 import msgpack
+import numpy as np
 
 from elastream.model.events import Event, EventColumns, Outcome, OutcomeKind
 from elastream.model.state import StateWrite
@@ -332,9 +333,13 @@ class SegmentedQueues:
         if not 1 <= replicas <= MAX_REPLICAS:
             raise QueueError(f"operator {op!r}: {replicas} replicas, expected 1..{MAX_REPLICAS}")
         owners = divide(self.keys(op, start, end)) if replicas > 1 else [0] * (end - start)
-        if len(owners) != end - start or any(not 0 <= o < replicas for o in owners):
+        try:
+            packed = bytes(owners)  # each owner in 0..255, else ValueError
+        except (ValueError, TypeError):
+            packed = b""
+        if len(packed) != end - start or max(packed) >= replicas:
             raise QueueError(f"operator {op!r}: the division of batch {start}-{end} is invalid")
-        plan = BatchPlan(op, start, end, replicas, bytes(owners))
+        plan = BatchPlan(op, start, end, replicas, packed)
         self._record_plan(plan)
         return self._plan(op, start) or plan
 
@@ -350,8 +355,8 @@ class SegmentedQueues:
             if plan.replicas == 1:  # every event is replica 0's
                 parts.append(decoded.slice(base, base + len(owners) * (replica == 0)))
             else:
-                rows = [base + k for k, owner in enumerate(owners) if owner == replica]
-                parts.append(decoded.take(rows))
+                mine = np.frombuffer(owners, dtype=np.uint8) == replica
+                parts.append(decoded.take((np.flatnonzero(mine) + base).tolist()))
         return EventColumns.concat(parts)
 
     def plan(self, op: str, start: int, end: int) -> BatchPlan:

@@ -99,7 +99,8 @@ def process(
     is returned as timed out), then the operator function on the rest (with `state` for a
     stateful operator), then the operator's declared service time."""
     now, t_out = time.time(), ctx.t_out
-    stale = [] if t_out is None else [k for k, ts in enumerate(events.ts) if now - ts > t_out]
+    fresh = t_out is None or now - min(events.ts) <= t_out
+    stale = [] if fresh else [k for k, ts in enumerate(events.ts) if now - ts > t_out]
     live = events
     if stale:
         gone = set(stale)
