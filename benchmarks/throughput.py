@@ -7,13 +7,16 @@ the embedded SQLite file, and Redis Streams on a redis-server the benchmark star
 
 Prints figures (no asserts). Usage:
     PYTHONPATH=src .venv/bin/python benchmarks/throughput.py [--quick] [--rates R1,R2] [--out D]
-        [--backends sqlite,redis]
+        [--backends sqlite,redis] [--kinds events,columns]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -29,9 +32,11 @@ from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.runtime.queues import QueueStore, open_store, reset_store
 from elastream.runtime.queues.base import share_commit
 from elastream.runtime.queues.redis_server import LocalRedis
+from elastream.runtime.spark import task
 from elastream.runtime.spark.feeder import SourceStream
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.runtime.spark.session import spark_session
+from elastream.runtime.spark.source import plan_partitions
 from elastream.workloads.generators import constant
 
 OPERATORS = ("first", "second", "third")
@@ -56,8 +61,16 @@ class RateStep:
         return self.processed_ratio >= MIN_PROCESSED and (self.p99_s or 0.0) <= MAX_P99_S
 
 
-def passthrough_pipeline(replicas: int) -> Pipeline:
-    """src -> first -> second -> third -> out, each operator a pass-through at `replicas`."""
+FUNCTIONS = {  # operator kind -> (the pass-through function, vectorized)
+    "events": ("elastream.examples.synthetic:passthrough", False),
+    "columns": ("elastream.examples.synthetic:passthrough_columns", True),
+}
+
+
+def passthrough_pipeline(replicas: int, kind: str = "events") -> Pipeline:
+    """src -> first -> second -> third -> out, each operator a pass-through at `replicas`: the
+    per-event function (`kind` "events") or the vectorized one ("columns")."""
+    function, vectorized = FUNCTIONS[kind]
     chain = ["src", *OPERATORS, "out"]
     return pipeline_from_dict(
         {
@@ -66,7 +79,8 @@ def passthrough_pipeline(replicas: int) -> Pipeline:
             "operators": [
                 {
                     "name": name,
-                    "function": "elastream.examples.synthetic:passthrough",
+                    "function": function,
+                    "vectorized": vectorized,
                     "et_ms": 0.01,  # a first admission cap that does not throttle the start
                     "replicas": {"min": 1, "max": replicas},
                 }
@@ -214,28 +228,31 @@ def store_round_trip_s(address: str, share: int = 10, rounds: int = 200) -> floa
     return elapsed / rounds
 
 
-def store_path_rate(address: str, events: int = 100_000, batch: int = 5_000) -> float:
-    """Events per second through the store alone, one process, no Spark: a source appends
-    batches of `batch`; each of the three operators plans each batch for 2 replicas, reads both
-    shares and commits them (outputs to the next queue), then releases it. The store's ceiling
-    on the data path, all hops included."""
+def store_path_rate(address: str, kind: str, events: int = 100_000, batch: int = 10_000) -> float:
+    """Events per second through the store and the replicas' task code alone, one process, no
+    Spark: a source appends batches of `batch`; each of the three operators plans each batch for
+    2 replicas (PSPS Alg. 1) and runs both shares (`task.run_share`: read, the `kind`
+    pass-through, commit). The ceiling of the data path outside Spark, all hops included."""
+    pipeline = passthrough_pipeline(2, kind)
     store = bench_store(address)
-    chain = [*OPERATORS, "out"]
+    store.set_meta("pipeline", pipeline.model_dump(mode="json", by_alias=True))
+    store.set_meta("t_out", 30.0)
+    store.set_meta("td", 5.0)
     for name in OPERATORS:
         store.create_queue(name, None)
+        store.set_control(name, 2, batch, 1e-5, [1e-5, 1e-5])
     store.create_queue("out", None, sink=True)
-    halves = lambda keys: [k % 2 for k in range(len(keys))]  # noqa: E731
+    task.store_for.cache_clear()
+    task.context_for.cache_clear()
     started = time.perf_counter()
     for first in range(0, events, batch):
         now = time.time()
         arrived = [Event(f"s-{i}", "k", now, {"i": i}) for i in range(first, first + batch)]
         store.append(OPERATORS[0], arrived, "src", first)
-        for op, target in pairwise(chain):
-            plan = store.plan_batch(op, first, first + batch, 2, halves)
+        for op in OPERATORS:
+            plan_partitions(address, op, first, first + batch)
             for replica in (0, 1):
-                outcomes = _forward(store.read_share(plan, replica).events(), target)
-                store.commit_share(share_commit(op, plan.batch, replica, outcomes, (), 0.0))
-            store.release(op, plan.end)
+                task.run_share(address, op, first, first + batch, replica)
     elapsed = time.perf_counter() - started
     store.close()
     return events / elapsed
@@ -292,6 +309,15 @@ def _rates(text: str) -> tuple[int, ...]:
 BACKENDS = ("sqlite", "redis")
 
 
+def _kinds(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(","))
+    if not names or any(n not in FUNCTIONS for n in names):
+        raise argparse.ArgumentTypeError(
+            f"--kinds: {text!r} names unknown kinds (known: {', '.join(FUNCTIONS)})"
+        )
+    return names
+
+
 def _backends(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(","))
     unknown = [n for n in names if n not in BACKENDS]
@@ -311,22 +337,40 @@ def addresses(backend: str, out: Path, server: LocalRedis | None) -> tuple[str |
 
 
 def bench_backend(
-    backend: str, pipeline: Pipeline, args: argparse.Namespace, out: Path, server: LocalRedis | None
-) -> int:
-    """The figures of one backend; its highest sustained rate."""
+    backend: str, args: argparse.Namespace, out: Path, server: LocalRedis | None
+) -> dict[str, int]:
+    """The figures of one backend; its highest sustained rate per operator kind."""
     queues, micro = addresses(backend, out, server)
     duration = 20.0 if args.quick else 60.0
     print(f"== {backend} queues", flush=True)
-    rate = feeder_rate(pipeline, 200_000, 5_000, micro)
+    rate = feeder_rate(passthrough_pipeline(2), 200_000, 5_000, micro)
     print(f"feeder alone: {rate:,.0f} events/s appended", flush=True)
-    rate = store_path_rate(micro)
-    print(f"store alone, 3 hops, 2 replicas, batches of 5,000: {rate:,.0f} events/s", flush=True)
-    print("elastream, 3 pass-through operators, static r = 2 (rising constant rate):")
-    rates = args.rates or (QUICK_RATES if args.quick else RATES)
-    steps = highest_sustained(pipeline, rates, duration, out / backend, queues)
+    for kind in args.kinds:
+        rate = store_path_rate(micro, kind)
+        print(
+            f"store + replica tasks alone ({kind} pass-through), 3 hops, 2 replicas, batches of "
+            f"10,000: {rate:,.0f} events/s",
+            flush=True,
+        )
+    best = {}
+    for kind in args.kinds:
+        print(f"elastream, 3 {kind} pass-through operators, static r = 2 (rising constant rate):")
+        rates = args.rates or (QUICK_RATES if args.quick else RATES)
+        pipeline = passthrough_pipeline(2, kind)
+        steps = highest_sustained(pipeline, rates, duration, out / backend / kind, queues)
+        best[kind] = max((s.rate for s in steps if s.sustained), default=0)
     print("latency per hop at 10 events/s:")
-    low_load_latency(pipeline, duration, out / backend, queues, micro)
-    return max((s.rate for s in steps if s.sustained), default=0)
+    low_load_latency(passthrough_pipeline(2), duration, out / backend, queues, micro)
+    return best
+
+
+def plain_in_subprocess(rate: int, batches: int, out: Path) -> tuple[float, float]:
+    """`plain_spark_capacity` in a fresh process (its own SparkSession, before any of ours)."""
+    command = [sys.executable, __file__, "--plain-only", str(rate), "--batches", str(batches)]
+    command += ["--out", str(out / "plain")]
+    lines = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    figures = json.loads(lines.strip().splitlines()[-1])
+    return figures["capacity"], figures["used"]
 
 
 def main() -> None:
@@ -344,28 +388,45 @@ def main() -> None:
         default=BACKENDS,
         help="queue backends to run, side by side (default: sqlite,redis)",
     )
+    parser.add_argument(
+        "--kinds",
+        type=_kinds,
+        default=tuple(FUNCTIONS),
+        help="pass-through operators to run: events (per-event function), columns (vectorized)",
+    )
+    parser.add_argument("--plain-only", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--batches", type=int, default=40, help=argparse.SUPPRESS)
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="elastream-throughput-"))
     out.mkdir(parents=True, exist_ok=True)
-    pipeline = passthrough_pipeline(replicas=2)
+    if args.plain_only is not None:
+        capacity, used = plain_spark_capacity(args.plain_only, args.batches, out)
+        print(json.dumps({"capacity": capacity, "used": used}))
+        return
+    plain_rate = 20_000 if args.quick else 50_000
+    capacity, used = plain_in_subprocess(plain_rate, 10 if args.quick else 40, out)
+    print(
+        f"plain Spark (first, in its own process), rate source at {plain_rate:,} rows/s, "
+        f"3 x mapInPandas: {used:.2f} s of each 1 s trigger used -> "
+        f"capacity {capacity:,.0f} rows/s",
+        flush=True,
+    )
     server = LocalRedis(out / "redis") if "redis" in args.backends else None
     try:
         if server is not None:
             server.start()
             print(f"redis-server {server.url} (AOF, appendfsync {server.appendfsync})")
-        best = {b: bench_backend(b, pipeline, args, out, server) for b in args.backends}
+        best = {b: bench_backend(b, args, out, server) for b in args.backends}
     finally:
         if server is not None:
             server.stop()
-    plain_rate = 20_000 if args.quick else 50_000
-    capacity, used = plain_spark_capacity(plain_rate, 10 if args.quick else 40, out)
-    print(
-        f"plain Spark, rate source at {plain_rate:,} rows/s, 3 x mapInPandas: "
-        f"{used:.2f} s of each 1 s trigger used -> capacity {capacity:,.0f} rows/s"
-    )
-    for backend, rate in best.items():
-        ratio = f"{rate / capacity:.3f}" if capacity else "n/a (plain Spark processed nothing)"
-        print(f"{backend}: highest sustained rate {rate:,} ev/s; ratio to plain Spark: {ratio}")
+    for backend, kinds in best.items():
+        for kind, rate in kinds.items():
+            ratio = f"{rate / capacity:.3f}" if capacity else "n/a (plain Spark processed nothing)"
+            print(
+                f"{backend}, {kind} pass-through: highest sustained rate {rate:,} ev/s; "
+                f"ratio to plain Spark: {ratio}"
+            )
     if args.out is None:
         shutil.rmtree(out, ignore_errors=True)
 
