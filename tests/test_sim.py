@@ -467,6 +467,20 @@ def test_replica_speed_and_noise_change_the_work_but_not_the_counts():
     assert totals.events_in == totals.completed == 1800
 
 
+def test_history_records_the_service_time_variance_the_simulator_draws_from():
+    # et_ij = 10 ms and 40 ms, times a log-normal factor of CV 0.3: σ_ij = 3 ms and 12 ms.
+    noisy = replace(EXACT, replica_speed={"op": [1.0, 0.25]}, et_noise=0.3)
+    for queue_model in ("per_replica", "micro_batch"):
+        sim = replace(noisy, queue_model=queue_model)
+        result = simulate(one_operator(pool=(2, 2)), config(replicas=2), constant(60, 10), sim)
+        op = result.snapshots[2].operators[0]
+        assert op.service_time_var == pytest.approx((0.003**2, 0.012**2))
+        rows = history_rows(result.snapshots[2:3])
+        assert [r.service_time_var for r in rows] == pytest.approx([0.003**2, 0.012**2])
+    exact = simulate(one_operator(), config(), constant(60, 6), EXACT).snapshots[1].operators[0]
+    assert exact.service_time_var == (0.0,)  # no noise: every event takes et exactly
+
+
 def test_same_seed_same_run_other_seed_other_run():
     settings = replace(EXACT, et_noise=0.2)
     cfg = config(policy="psps", replicas=None, seed=4)

@@ -557,6 +557,10 @@ class Operator:
             stateful=not self.spec.stateless,
             admission_capped=self.admission_capped,
             emitted_streams=self._emitted_streams(),
+            # one event takes et_ij times a log-normal factor of mean 1 and CV et_noise (noise())
+            service_time_var=tuple(
+                (rep.cost * self.setup.et_noise) ** 2 for rep in self.pool[: self.active]
+            ),
         )
         # Alg. 1 starts the next interval from U_ij(t) = μ_ij(t)·et_ij/td (Eq. 5 per replica).
         if self.setup.lb_refresh_steps:

@@ -22,6 +22,7 @@ from elastream.model.metrics import LatencyTally, RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import HostClock, OperatorStats, Snapshot
 from elastream.modeling.batching import admission_cap  # Eq. B1, docs/modeling.md
+from elastream.modeling.service_time import ShareSums, service_time_variance
 from elastream.runtime.queues import (
     QueueStore,
     ReplicaWork,
@@ -72,6 +73,14 @@ class OperatorState:
     replicas: int
     et_s: float
     replica_et: list[float] = field(default_factory=list)
+
+
+def _service_time_var(work: ReplicaWork | None) -> float | None:
+    """A replica's per-event service-time variance from its shares in the interval (Eq. V2)."""
+    if work is None:
+        return None
+    sums = ShareSums(work.shares, work.events, work.busy_s, work.busy_sq_per_event)
+    return service_time_variance(sums)
 
 
 def _last_batch(query: Any) -> int:
@@ -424,6 +433,7 @@ class SparkEngine:
             cpu_s=sum(w.cpu_s for w in tasks.values()),
             admission_capped=float(self.store.meta(cap_hit_key(name), -1.0)) >= t0,
             emitted_streams=self._emitted_streams(name, t0, t1),
+            service_time_var=tuple(_service_time_var(tasks.get(j)) for j in range(st.replicas)),
         )
 
     def _emitted_streams(self, name: str, t0: float, t1: float) -> tuple[tuple[str, int], ...]:
