@@ -36,7 +36,7 @@ from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
 from elastream.runtime.spark.session import spark_session, warm_python_workers
-from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key
+from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
 from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
@@ -148,6 +148,7 @@ class SparkEngine:
         )
         self.t0 = time.time() - resume_at
         self.t_prev = time.time()
+        open_interval(self.store, self.t_prev, self.config.td)
         self.feeder.start()
 
     def collect(self) -> Snapshot:
@@ -159,6 +160,7 @@ class SparkEngine:
         self._check_health()
         t0, t1 = self.t_prev, time.time()
         self.t_prev = t1
+        open_interval(self.store, t1, self.config.td)  # before any read of [t0, t1)
         stats_list = []
         for name in self.pipeline.topological_order:
             tasks = self.store.task_stats(name, t0, t1)
