@@ -130,3 +130,16 @@ def test_replica_rows_flag_a_capped_admission_and_split_outputs_per_stream():
     unsplit = replica_rows("run", "p", snapshot(o, t=10.0, td=2.0),
                            replace(o, emitted_streams=()), queue_before=15)  # fmt: skip
     assert unsplit[1].output_rates == pytest.approx({"*": 30.0})
+
+
+def test_replica_rows_carry_each_replicas_service_time_variance():
+    from helpers import snapshot, stats
+
+    from elastream.experiments.history import replica_rows
+
+    o = replace(stats("op", replicas=2, received=30, processed=40),
+                replica_processed=(10, 30), service_time_var=(1e-4, None))  # fmt: skip
+    rows = replica_rows("run", "p", snapshot(o, t=10.0, td=2.0), o, queue_before=0)
+    assert [r.service_time_var for r in rows] == [1e-4, None]
+    unknown = replica_rows("run", "p", snapshot(o), replace(o, service_time_var=()), 0)
+    assert [r.service_time_var for r in unknown] == [None, None]

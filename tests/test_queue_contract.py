@@ -22,6 +22,7 @@ from elastream.model.events import Event, Outcome, OutcomeKind
 from elastream.model.grouping import key_group, key_groups
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.model.state import KeyedState, decode_value
+from elastream.modeling.service_time import ShareSums, service_time_variance
 from elastream.runtime.operators import OperatorContext
 from elastream.runtime.queues import QueueError, QueueStore, RedisQueueStore, SqliteQueueStore
 from elastream.runtime.queues.base import BatchPlan, FailedEvent, share_commit
@@ -170,7 +171,9 @@ def test_a_replayed_share_adds_nothing(open_store):
     assert store.commit_share(commit) is False  # the same share committed again
     assert (store.latest("b"), store.pending("a")) == (3, 3)
     t0 = time.time() - 60
-    assert store.task_stats("a", t0, time.time() + 1) == {0: (3, pytest.approx(0.01), 0.0)}
+    assert store.task_stats("a", t0, time.time() + 1) == {
+        0: (3, pytest.approx(0.01), 0.0, 1, pytest.approx(0.01**2 / 3))
+    }
 
 
 def test_cpu_seconds_are_those_of_the_shares_committed_in_the_window(open_store):
@@ -186,9 +189,34 @@ def test_cpu_seconds_are_those_of_the_shares_committed_in_the_window(open_store)
     assert store.commit_share(replace(again, cpu_s=9.0)) is False  # a replay adds no CPU
     assert store.task_stats("a", time.time() + 1, time.time() + 2) == {}
     assert store.task_stats("a", t0 - 1, time.time() + 1) == {
-        0: (3, pytest.approx(0.1), pytest.approx(0.25)),
-        1: (3, pytest.approx(0.1), pytest.approx(0.5)),
+        0: (3, pytest.approx(0.1), pytest.approx(0.25), 1, pytest.approx(0.1**2 / 3)),
+        1: (3, pytest.approx(0.1), pytest.approx(0.5), 1, pytest.approx(0.1**2 / 3)),
     }
+
+
+def test_task_stats_keep_the_sums_of_the_service_time_variance(open_store):
+    # Replica 0 commits shares of 2 and 4 events in 0.2 s and 0.6 s (a replay adds nothing),
+    # replica 1 one share of 2 events in 0.3 s. Eq. V3's sums for replica 0: k = 2,
+    # Σ b²/n = 0.04/2 + 0.36/4 = 0.11; Eq. V2: σ² = (0.11 − 0.8²/6) / (2 − 1) = 1/300 s².
+    store = make_queues(open_store())
+    store.append("a", events(9), "src", 0)
+    t0 = time.time()
+    for start, end, owners, busy in ((0, 4, [0, 0, 1, 1], 0.2), (4, 9, [0] * 4 + [1], 0.6)):
+        plan = store.plan_batch("a", start, end, 2, lambda keys, o=owners: o[: len(keys)])
+        share = share_commit("a", plan.batch, 0, forward(store.read_share(plan, 0), "b"), (), busy)
+        assert store.commit_share(share) and not store.commit_share(share)
+    plan = store.plan("a", 0, 4)
+    assert store.commit_share(
+        share_commit("a", plan.batch, 1, forward(store.read_share(plan, 1), "b"), (), 0.3)
+    )
+    work = store.task_stats("a", t0 - 1, time.time() + 1)
+    assert work[0] == (6, pytest.approx(0.8), 0.0, 2, pytest.approx(0.11))
+    assert work[1] == (2, pytest.approx(0.3), 0.0, 1, pytest.approx(0.045))
+    sums = {
+        r: ShareSums(w.shares, w.events, w.busy_s, w.busy_sq_per_event) for r, w in work.items()
+    }
+    assert service_time_variance(sums[0]) == pytest.approx(1 / 300)
+    assert service_time_variance(sums[1]) is None  # one share: no spread to see
 
 
 def test_batch_work_gives_each_batch_its_slowest_and_largest_share(open_store):

@@ -132,3 +132,75 @@ def test_admission_cap_hit_is_noted_for_the_backpressure_flag(tmp_path):
     store.set_meta(cap_hit_key("op1"), -1.0)
     assert admitted_end(str(store.path), "op1", 5, None) == 8  # the rest fits: not capped
     assert store.meta(cap_hit_key("op1")) == -1.0
+
+
+def counting_meta_writes(monkeypatch) -> list[str]:
+    """The keys of every meta write any SQLite queue store makes from now on."""
+    from elastream.runtime.queues import SqliteQueueStore
+
+    keys: list[str] = []
+    write = SqliteQueueStore.set_meta
+
+    def counted(self, key, value):
+        keys.append(key)
+        write(self, key, value)
+
+    monkeypatch.setattr(SqliteQueueStore, "set_meta", counted)
+    return keys
+
+
+def test_a_capped_admission_is_written_once_per_history_interval(tmp_path, monkeypatch):
+    from elastream.runtime.spark.source import CapNote, admitted_end, cap_hit_key, open_interval
+
+    store = make_store(tmp_path)
+    store.set_control("op1", 1, 5, 0.01, [])
+    store.append("op1", events(30), "src", 0)
+    db, note = str(store.path), CapNote()
+    opened = time.time()
+    open_interval(store, opened, 60.0)
+    writes = counting_meta_writes(monkeypatch)
+
+    def noted() -> int:
+        return writes.count(cap_hit_key("op1"))
+
+    assert [admitted_end(db, "op1", k, None, note) for k in (0, 5, 10)] == [5, 10, 15]
+    assert noted() == 1  # three capped batches, one write in the interval
+    first = store.meta(cap_hit_key("op1"))
+    assert first >= opened  # the runtime flags [opened, opened + 60)
+    open_interval(store, first + 1e-3, 60.0)  # the runtime's next interval
+    assert admitted_end(db, "op1", 15, None, note) == 20
+    assert noted() == 2 and store.meta(cap_hit_key("op1")) > first  # noted again in it
+    open_interval(store, time.time() + 1e-3, 60.0)
+    assert admitted_end(db, "op1", 25, None, note) == 30  # the rest fits: nothing noted
+    assert noted() == 2
+
+
+def test_a_cap_hit_is_written_when_the_runtimes_collect_is_due(tmp_path, monkeypatch):
+    # The collect that ends the interval may have begun before it publishes the next one:
+    # from the due time on every capped batch is noted, so the next interval sees its own.
+    from elastream.runtime.spark.source import CapNote, admitted_end, cap_hit_key, open_interval
+
+    store = make_store(tmp_path)
+    store.set_control("op1", 1, 5, 0.01, [])
+    store.append("op1", events(20), "src", 0)
+    note = CapNote()
+    open_interval(store, time.time() - 2.0, 1.0)  # due a second ago
+    writes = counting_meta_writes(monkeypatch)
+    admitted_end(str(store.path), "op1", 0, None, note)
+    admitted_end(str(store.path), "op1", 5, None, note)
+    assert writes == [cap_hit_key("op1")] * 2
+
+
+def test_sparks_own_tighter_row_limit_is_not_our_cap(tmp_path, monkeypatch):
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
+    from elastream.runtime.spark.source import CapNote, admitted_end, cap_hit_key
+
+    store = make_store(tmp_path)
+    store.set_control("op1", 1, 5, 0.01, [])
+    store.append("op1", events(8), "src", 0)
+    writes = counting_meta_writes(monkeypatch)
+    assert admitted_end(str(store.path), "op1", 0, ReadMaxRows(3), CapNote()) == 3
+    assert writes == [] and store.meta(cap_hit_key("op1")) is None  # Spark's limit, not ours
+    assert admitted_end(str(store.path), "op1", 0, ReadMaxRows(5), CapNote()) == 5
+    assert writes == [cap_hit_key("op1")]  # both limits at 5: our cap bound too

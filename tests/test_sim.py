@@ -9,6 +9,7 @@ from elastream.config import RunConfig
 from elastream.control.policies import POLICIES, psps
 from elastream.control.policy import Decision
 from elastream.experiments import session as sim_engine  # the one run path simulate() takes
+from elastream.experiments.history import HistoryRecorder
 from elastream.experiments.session import simulate
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.sim import SimEngine, SimSettings
@@ -412,6 +413,49 @@ def test_micro_batch_waits_for_the_spark_trigger_when_idle():
     assert 300 < mean_latency(1.0) - mean_latency(0.0) < 600
 
 
+def history_rows(snapshots):
+    """The metrics history the run path records from these snapshots."""
+    recorder = HistoryRecorder("run", "p")
+    for snap in snapshots:
+        recorder(snap, Decision(()))
+    return recorder.rows
+
+
+def test_micro_batch_reports_a_capped_admission_while_the_backlog_drains():
+    # One replica, batches of at most 100 events (1 s of its work); 300/s for 10 s leaves a
+    # backlog that drains at 80/s under 20/s: every batch is capped while the queue shrinks.
+    settings = replace(EXACT, queue_model="micro_batch", batch_work_s=1.0)
+    trace = Trace(np.array([20.0] * 10 + [300.0] * 10 + [20.0] * 40))
+    snapshots = simulate(one_operator(), config(drain_s=30), trace, settings).snapshots
+    ops = [s.operators[0] for s in snapshots]
+    assert not any(o.admission_capped for o in ops[:4])  # light load: never capped
+    draining = [k for k in range(11, 20) if ops[k].queue < ops[k - 1].queue]
+    assert len(draining) >= 5
+    assert all(ops[k].admission_capped for k in draining)
+    assert not ops[-1].admission_capped and ops[-1].queue == 0
+    rows = history_rows(snapshots)
+    for k in draining:  # the queue shrank, but the cap was hit: backpressure
+        assert all(r.backpressure for r in rows if r.t == snapshots[k].t - snapshots[k].td)
+
+
+@pytest.mark.parametrize("queue_model", ["per_replica", "micro_batch"])
+def test_outputs_are_counted_per_output_stream(queue_model):
+    settings = replace(EXACT, queue_model=queue_model)
+    cfg = config(replicas=2, drain_s=10)
+    snapshots = simulate(filter_split_pipeline(pool=(2, 2)), cfg, constant(200, 30), settings)
+    snapshots = snapshots.snapshots
+    split = [s.op("split") for s in snapshots]
+    assert all(dict(o.emitted_streams).keys() == {"low", "high"} for o in split)
+    assert all(sum(n for _, n in o.emitted_streams) == o.emitted for o in split)
+    high = sum(dict(o.emitted_streams)["high"] for o in split)
+    assert high == sum(s.op("enrich").received for s in snapshots)  # all of "high" to enrich
+    assert high / sum(o.emitted for o in split) == pytest.approx(0.3, abs=0.06)
+    enrich = [s.op("enrich") for s in snapshots]
+    assert all(o.emitted_streams == (("out", o.emitted),) for o in enrich)  # its one stream
+    rows = [r for r in history_rows(snapshots) if r.operator == "split" and r.input_rate > 0]
+    assert rows and all(r.output_rates.keys() == {"low", "high"} for r in rows)
+
+
 def test_replica_speed_and_noise_change_the_work_but_not_the_counts():
     settings = replace(EXACT, replica_speed={"op": [1.0, 0.25]}, et_noise=0.3)
     engine = SimEngine(one_operator(pool=(2, 2)), config(replicas=2), constant(60, 30), settings)
@@ -421,6 +465,20 @@ def test_replica_speed_and_noise_change_the_work_but_not_the_counts():
     busy = np.sum([s.operators[0].busy_s for s in snapshots])
     assert busy == pytest.approx((loads[0] + 4 * loads[1]) * 0.01, rel=0.1)  # noise averages out
     assert totals.events_in == totals.completed == 1800
+
+
+def test_history_records_the_service_time_variance_the_simulator_draws_from():
+    # et_ij = 10 ms and 40 ms, times a log-normal factor of CV 0.3: σ_ij = 3 ms and 12 ms.
+    noisy = replace(EXACT, replica_speed={"op": [1.0, 0.25]}, et_noise=0.3)
+    for queue_model in ("per_replica", "micro_batch"):
+        sim = replace(noisy, queue_model=queue_model)
+        result = simulate(one_operator(pool=(2, 2)), config(replicas=2), constant(60, 10), sim)
+        op = result.snapshots[2].operators[0]
+        assert op.service_time_var == pytest.approx((0.003**2, 0.012**2))
+        rows = history_rows(result.snapshots[2:3])
+        assert [r.service_time_var for r in rows] == pytest.approx([0.003**2, 0.012**2])
+    exact = simulate(one_operator(), config(), constant(60, 6), EXACT).snapshots[1].operators[0]
+    assert exact.service_time_var == (0.0,)  # no noise: every event takes et exactly
 
 
 def test_same_seed_same_run_other_seed_other_run():

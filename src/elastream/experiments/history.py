@@ -20,10 +20,10 @@ def replica_rows(
     """One row per active replica of `o` in interval `snap`: the events offered to the operator
     in the interval (its arrivals, admitted or left queued) and its outputs, each split by the
     replica's share of what was processed, per output stream when the engine counts them; admitted
-    rate, busy share, CPU (cores, when the engine measures it), queue and backpressure (the
-    admission cap was hit or the queue grew). The backlog at the start is not offered again:
-    counting it would make a micro-batch runtime look saturated whenever an interval ends inside
-    a batch."""
+    rate, busy share, CPU (cores, when the engine measures it), queue, backpressure (the
+    admission cap was hit or the queue grew) and the replica's service-time variance. The
+    backlog at the start is not offered again: counting it would make a micro-batch runtime
+    look saturated whenever an interval ends inside a batch."""
     r = max(o.replicas, 1)
     td = snap.td
     shares = list(o.replica_processed) or [o.processed / r] * r
@@ -34,6 +34,7 @@ def replica_rows(
     for j, processed in enumerate(shares[:r]):
         part = processed / total if total else 1.0 / r
         busy = o.utilization[j] if j < len(o.utilization) else o.busy_s / (r * td)
+        variance = o.service_time_var[j] if j < len(o.service_time_var) else None
         rows.append(
             HistoryRow(
                 run_id=run_id,
@@ -50,6 +51,7 @@ def replica_rows(
                 cpu=None if o.cpu_s is None else o.cpu_s * part / td,
                 queue_length=o.queue / r,
                 backpressure=flag,
+                service_time_var=variance,
             )
         )
     return rows

@@ -28,6 +28,8 @@ class OperatorStats:
     stateful: bool = False  # keyed state (stateless: false): its rescales may be rate-limited
     admission_capped: bool = False  # a micro-batch admitted less than was queued (its cap hit)
     emitted_streams: tuple[tuple[str, int], ...] = ()  # outputs per output stream (() unknown)
+    # per active replica: variance of one event's service time, s² (None: not estimable in t)
+    service_time_var: tuple[float | None, ...] = ()
 
     @property
     def mean_utilization(self) -> float:

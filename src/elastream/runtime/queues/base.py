@@ -58,11 +58,15 @@ class BatchWork(NamedTuple):
 
 
 class ReplicaWork(NamedTuple):
-    """A replica's shares committed in a window: events handled, busy and CPU seconds."""
+    """A replica's shares committed in a window: events handled, busy and CPU seconds; and, for
+    the service-time variance (modeling/service_time.py, Eq. V3), how many of those shares had
+    events and the sum over them of busy_s² / events."""
 
     events: int
     busy_s: float
     cpu_s: float = 0.0
+    shares: int = 0
+    busy_sq_per_event: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -492,9 +492,12 @@ class RedisQueueStore(SegmentedQueues):
     def task_stats(self, op: str, t0: float, t1: float) -> dict[int, ReplicaWork]:
         out: dict[int, ReplicaWork] = {}
         for rec in self._shares(op, t0, t1):
-            n, busy, cpu = out.get(int(rec[1]), ReplicaWork(0, 0.0))
+            n, busy, cpu, k, sq = out.get(int(rec[1]), ReplicaWork(0, 0.0))
+            events, share_busy = int(rec[2]), float(rec[BUSY])
+            if events > 0:
+                k, sq = k + 1, sq + share_busy * share_busy / events
             out[int(rec[1])] = ReplicaWork(
-                n + int(rec[2]), busy + float(rec[BUSY]), cpu + float(rec[CPU])
+                n + events, busy + share_busy, cpu + float(rec[CPU]), k, sq
             )
         return out
 

@@ -383,11 +383,12 @@ class SqliteQueueStore(SegmentedQueues):
 
     def task_stats(self, op: str, t0: float, t1: float) -> dict[int, ReplicaWork]:
         rows = self.conn.execute(
-            "SELECT replica, SUM(n), SUM(busy), SUM(cpu) FROM shares "
+            "SELECT replica, SUM(n), SUM(busy), SUM(cpu), SUM(n > 0), "
+            "SUM(CASE WHEN n > 0 THEN busy * busy / n ELSE 0.0 END) FROM shares "
             "WHERE op = ? AND at >= ? AND at < ? GROUP BY replica",
             (op, t0, t1),
         )
-        return {r: ReplicaWork(n, busy, cpu or 0.0) for r, n, busy, cpu in rows}
+        return {r: ReplicaWork(n, busy, cpu or 0.0, k, sq) for r, n, busy, cpu, k, sq in rows}
 
     def batch_work(self) -> list[BatchWork]:
         """Per (operator, micro-batch): slowest busy seconds, events, largest share, shares."""

@@ -125,6 +125,8 @@ class BatchOperator(Operator):
         start = self.offset
         pieces, expired = self._take(cap, s)
         n = sum(c for _, c in pieces)
+        if n + expired == cap and self.queue:  # as spark/source.py notes it (cap_hit_key)
+            self.admission_capped = True
         counts = self._split(n, ready, start)
         noise = self.noise(r) or [1.0] * r
         busy = [c * rep.cost * f for c, f, rep in zip(counts, noise, ready, strict=True)]

@@ -127,8 +127,11 @@ class Operator:
         self.down = False  # restart downtime: queue, never serve
         self.service_out = 0.0
         self.plan: list[tuple[str, tuple[Node, ...], float]] = []
+        self.plan_streams: list[str] = []  # the stream of each plan entry ("" filtered/failed)
+        self.streams = tuple(c.stream for c in profile.channels if c.kind == STREAM)
         self.splitter: PartitionSplitter | RatioSplitter = RatioSplitter([], 1)
         self.direct: tuple[tuple[Node, ...], float] | None = None
+        self.direct_stream = ""  # the stream of `direct`
         self.rr = 0
         self.turn = 0
         self.key_splitters: dict[int, PartitionSplitter] = {}
@@ -152,6 +155,8 @@ class Operator:
             (c.kind, targets.get(c.stream, ()), self.profile.stream_weight(c.stream))
             for c in channels
         ]
+        self.plan_streams = [c.stream if c.kind == STREAM else "" for c in channels]
+        self.stream_emitted = [0] * len(self.plan)
         shares = [c.share for c in channels]
         self.splitter = (
             PartitionSplitter(shares)
@@ -164,6 +169,7 @@ class Operator:
         )
         if only is not None and only.kind == STREAM and ratio_one:
             self.direct = (self.plan[0][1], self.plan[0][2])
+            self.direct_stream = only.stream
 
     def reset_interval(self) -> None:
         self.backlogged = False  # an event waited past the step it arrived in (steady_intervals)
@@ -171,6 +177,8 @@ class Operator:
         self.received_from = dict.fromkeys(self.predecessors, 0)
         self.processed = 0
         self.emitted = 0
+        self.stream_emitted = [0] * len(self.plan)  # per plan entry (not counted when direct)
+        self.admission_capped = False  # a micro-batch admitted its cap with events left queued
         self.dropped_timeout = 0
         self.dropped_overflow = 0
         self.dropped_restart = 0
@@ -432,7 +440,9 @@ class Operator:
                 if c:
                     sent[k] = c
         counts = self.ledger.counts
-        for (kind, targets, weight), sent in zip(self.plan, per_channel, strict=True):
+        for i, ((kind, targets, weight), sent) in enumerate(
+            zip(self.plan, per_channel, strict=True)
+        ):
             if not sent:
                 continue
             c = sum(sent.values())
@@ -443,6 +453,7 @@ class Operator:
                 counts.failed += c
             else:
                 self.emitted += c
+                self.stream_emitted[i] += c
                 for target in targets:
                     target.receive(name, sent, weight, service)
 
@@ -544,6 +555,12 @@ class Operator:
             replica_processed=mu,
             utilization=tuple(m * (et or self.et) / td for m in mu),  # Eq. 5
             stateful=not self.spec.stateless,
+            admission_capped=self.admission_capped,
+            emitted_streams=self._emitted_streams(),
+            # one event takes et_ij times a log-normal factor of mean 1 and CV et_noise (noise())
+            service_time_var=tuple(
+                (rep.cost * self.setup.et_noise) ** 2 for rep in self.pool[: self.active]
+            ),
         )
         # Alg. 1 starts the next interval from U_ij(t) = μ_ij(t)·et_ij/td (Eq. 5 per replica).
         if self.setup.lb_refresh_steps:
@@ -552,6 +569,18 @@ class Operator:
             self.rebase([rep.busy / td for rep in self.ready])
         self.reset_interval()
         return stats
+
+    def _emitted_streams(self) -> tuple[tuple[str, int], ...]:
+        """This interval's outputs per output stream (every stream of the operator, 0 when
+        none went there): the simulator tells all streams apart, even two to the same node."""
+        counts = dict.fromkeys(self.streams, 0)
+        if self.direct is not None:
+            counts[self.direct_stream] = self.emitted
+        else:
+            for stream, n in zip(self.plan_streams, self.stream_emitted, strict=True):
+                if stream:
+                    counts[stream] += n
+        return tuple(counts.items())
 
 
 def _trim_tail(queue: deque[Cohort], n: int) -> None:

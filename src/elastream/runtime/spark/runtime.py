@@ -22,6 +22,7 @@ from elastream.model.metrics import LatencyTally, RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import HostClock, OperatorStats, Snapshot
 from elastream.modeling.batching import admission_cap  # Eq. B1, docs/modeling.md
+from elastream.modeling.service_time import ShareSums, service_time_variance
 from elastream.runtime.queues import (
     QueueStore,
     ReplicaWork,
@@ -35,7 +36,7 @@ from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
 from elastream.runtime.spark.session import spark_session, warm_python_workers
-from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key
+from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
 from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
@@ -58,6 +59,22 @@ class RuntimeFailure(RuntimeError):
 
 
 @dataclass
+class IntervalArrivals:
+    """The events offered to each queue in [t0, t1) per producer (`QueueStore.arrivals`), read
+    from the store once per queue however many of the Monitor step's figures need them."""
+
+    store: QueueStore
+    t0: float
+    t1: float
+    read: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def __call__(self, queue: str) -> dict[str, int]:
+        if queue not in self.read:
+            self.read[queue] = self.store.arrivals(queue, self.t0, self.t1)
+        return self.read[queue]
+
+
+@dataclass
 class Failing:
     """A query that failed: how many times in a row, and its last batch before the failure."""
 
@@ -72,6 +89,14 @@ class OperatorState:
     replicas: int
     et_s: float
     replica_et: list[float] = field(default_factory=list)
+
+
+def _service_time_var(work: ReplicaWork | None) -> float | None:
+    """A replica's per-event service-time variance from its shares in the interval (Eq. V2)."""
+    if work is None:
+        return None
+    sums = ShareSums(work.shares, work.events, work.busy_s, work.busy_sq_per_event)
+    return service_time_variance(sums)
 
 
 def _last_batch(query: Any) -> int:
@@ -139,6 +164,7 @@ class SparkEngine:
         )
         self.t0 = time.time() - resume_at
         self.t_prev = time.time()
+        open_interval(self.store, self.t_prev, self.config.td)
         self.feeder.start()
 
     def collect(self) -> Snapshot:
@@ -150,14 +176,8 @@ class SparkEngine:
         self._check_health()
         t0, t1 = self.t_prev, time.time()
         self.t_prev = t1
-        stats_list = []
-        for name in self.pipeline.topological_order:
-            tasks = self.store.task_stats(name, t0, t1)
-            stats = self._operator_stats(name, t0, t1, tasks)
-            self._remember(stats, tasks)
-            stats_list.append(stats)
-        ops = tuple(stats_list)
-        sources = tuple((s, self._source_count(s, t0, t1)) for s in self.pipeline.source_names)
+        open_interval(self.store, t1, self.config.td)  # before any read of [t0, t1)
+        ops, sources = self._measure(t0, t1)
         n_sink, latency = self.store.sink_latency(t0, t1)
         self._expire(t1)
         return Snapshot(
@@ -170,6 +190,21 @@ class SparkEngine:
             latency_ms_mean=latency,
             **self._host_clocks(t1 - self.t0),
         )
+
+    def _measure(
+        self, t0: float, t1: float
+    ) -> tuple[tuple[OperatorStats, ...], tuple[tuple[str, int], ...]]:
+        """Every operator's stats and every source's events in [t0, t1), each queue's arrivals
+        read once (an operator's own, its stream targets' and a source's first target's)."""
+        arrivals = IntervalArrivals(self.store, t0, t1)
+        stats_list = []
+        for name in self.pipeline.topological_order:
+            tasks = self.store.task_stats(name, t0, t1)
+            stats = self._operator_stats(name, t0, t1, tasks, arrivals)
+            self._remember(stats, tasks)
+            stats_list.append(stats)
+        sources = tuple((s, self._source_count(s, arrivals)) for s in self.pipeline.source_names)
+        return tuple(stats_list), sources
 
     def _expire(self, now: float) -> None:
         """Retention of the store's audit records (spark.retention_s), their latencies kept."""
@@ -391,11 +426,16 @@ class SparkEngine:
             del self.failing[name]
 
     def _operator_stats(
-        self, name: str, t0: float, t1: float, tasks: dict[int, ReplicaWork]
+        self,
+        name: str,
+        t0: float,
+        t1: float,
+        tasks: dict[int, ReplicaWork],
+        reads: IntervalArrivals,
     ) -> OperatorStats:
         spec = self.pipeline.operator(name)
         st = self.ops[name]
-        arrivals = self.store.arrivals(name, t0, t1)
+        arrivals = reads(name)
         kinds, emitted = self.store.outcome_counts(name, t0, t1)
         handled = sum(w.events for w in tasks.values())
         busy = sum(w.busy_s for w in tasks.values())
@@ -423,19 +463,20 @@ class SparkEngine:
             stateful=not spec.stateless,
             cpu_s=sum(w.cpu_s for w in tasks.values()),
             admission_capped=float(self.store.meta(cap_hit_key(name), -1.0)) >= t0,
-            emitted_streams=self._emitted_streams(name, t0, t1),
+            emitted_streams=self._emitted_streams(name, reads),
+            service_time_var=tuple(_service_time_var(tasks.get(j)) for j in range(st.replicas)),
         )
 
-    def _emitted_streams(self, name: str, t0: float, t1: float) -> tuple[tuple[str, int], ...]:
-        """Outputs per output stream in [t0, t1): what the stream's first target received from
-        `name` (a stream feeding several targets sends each a copy). () when two streams of
-        `name` feed the same node, since a queue does not tell them apart."""
+    def _emitted_streams(self, name: str, reads: IntervalArrivals) -> tuple[tuple[str, int], ...]:
+        """Outputs per output stream in the interval: what the stream's first target received
+        from `name` (a stream feeding several targets sends each a copy). () when two streams
+        of `name` feed the same node, since a queue does not tell them apart."""
         routes = self.pipeline.routes(name)
         firsts = [targets[0] for targets in routes.values()]
         if len(set(firsts)) < len(firsts):
             return ()
         return tuple(
-            (stream, self.store.arrivals(target, t0, t1).get(name, 0))
+            (stream, reads(target).get(name, 0))
             for stream, target in zip(routes, firsts, strict=True)
         )
 
@@ -449,10 +490,10 @@ class SparkEngine:
         st.replica_et = [known.get(j, st.et_s) for j in range(stats.max_replicas)]
         self._publish(stats.name)
 
-    def _source_count(self, source: str, t0: float, t1: float) -> int:
-        """λ_G share of one source: events it offered during [t0, t1) to its first target."""
+    def _source_count(self, source: str, reads: IntervalArrivals) -> int:
+        """λ_G share of one source: events it offered in the interval to its first target."""
         first = self.pipeline.successors(source)[0]
-        return self.store.arrivals(first, t0, t1).get(source, 0)
+        return reads(first).get(source, 0)
 
     def _fed_until(self) -> float:
         return self.t0 + self.trace.duration_s

@@ -8,6 +8,7 @@ driver objects.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -17,11 +18,13 @@ from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
 from elastream.model.grouping import assign
+from elastream.runtime.queues import QueueStore
 from elastream.runtime.spark.task import context_for, run_share, store_for
 
 SOURCE_NAME = "elastream_queue"
 RELEASE_EVERY_S = 5.0
 SCHEMA = "replica INT, events INT, fresh INT, outputs INT, busy DOUBLE"
+INTERVAL_KEY = "history_interval"  # meta: the runtime's current interval, {"start", "due"} (s)
 
 
 @dataclass(frozen=True)
@@ -67,18 +70,55 @@ def cap_hit_key(op: str) -> str:
     return f"cap_hit:{op}"
 
 
-def admitted_end(db: str, op: str, start: int, limit: ReadLimit | None) -> int:
+def open_interval(store: QueueStore, start: float, td: float) -> None:
+    """The runtime's Monitor step opens a history interval at `start` (wall-clock s); its next
+    collect is due at start + td, not sooner."""
+    store.set_meta(INTERVAL_KEY, {"start": start, "due": start + td})
+
+
+def _interval_start(store: QueueStore, now: float) -> float:
+    """When the runtime's current history interval started; +inf when that is not known, or
+    when its collect is due (the next interval may have begun already)."""
+    interval = store.meta(INTERVAL_KEY)
+    if not interval or now >= interval["due"]:
+        return math.inf
+    return float(interval["start"])
+
+
+@dataclass
+class CapNote:
+    """When one reader last noted its operator's capped admission (wall-clock s)."""
+
+    written_at: float = -math.inf
+
+
+def _note_cap_hit(store: QueueStore, op: str, note: CapNote) -> None:
+    """Note the capped admission (`cap_hit_key`) once per history interval: the runtime flags
+    an interval [t0, t1) when the noted time is ≥ t0, so a later note in the same interval adds
+    nothing; one meta read instead of a write on every capped batch."""
+    now = time.time()
+    if note.written_at >= _interval_start(store, now):
+        return
+    store.set_meta(cap_hit_key(op), now)
+    note.written_at = now
+
+
+def admitted_end(
+    db: str, op: str, start: int, limit: ReadLimit | None, note: CapNote | None = None
+) -> int:
     """Admission control: at most `cap` events per batch (what the active replicas can process
-    in one batch), fewer if Spark's own limit is tighter; the rest stays queued. A capped batch
-    is noted in the store (`cap_hit_key`): it feeds the history's backpressure flag."""
+    in one batch), fewer if Spark's own limit is tighter; the rest stays queued. When our cap
+    left events queued (not Spark's tighter limit), it is noted in the store for the history's
+    backpressure flag (`_note_cap_hit`; `note` is the reader's memory of its last note)."""
     store = store_for(db)
     _, cap, _, _ = store.control(op)
     latest = store.latest(op)
     end = min(latest, start + cap)
-    if isinstance(limit, ReadMaxRows):
-        end = min(end, start + limit.maxRows)
-    if end < latest:
-        store.set_meta(cap_hit_key(op), time.time())
+    spark_max = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+    if spark_max is not None:
+        end = min(end, start + spark_max)
+    if start + cap < latest and (spark_max is None or cap <= spark_max):
+        _note_cap_hit(store, op, note or CapNote())
     return end
 
 
@@ -87,12 +127,13 @@ class QueueStreamReader(DataSourceStreamReader):
         self.db = db
         self.op = op
         self.released_at = time.monotonic()
+        self.cap_note = CapNote()
 
     def initialOffset(self) -> dict:
         return {"off": 0}
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        return {"off": admitted_end(self.db, self.op, int(start["off"]), limit)}
+        return {"off": admitted_end(self.db, self.op, int(start["off"]), limit, self.cap_note)}
 
     def reportLatestOffset(self) -> dict:
         return {"off": store_for(self.db).latest(self.op)}
