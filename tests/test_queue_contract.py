@@ -167,7 +167,9 @@ def test_a_replayed_share_adds_nothing(open_store):
     store.append("a", events(6), "src", 0)
     plan = store.plan_batch("a", 0, 6, 2, alternate)
     assert run_share(store, plan, 0, "b") is True
-    commit = share_commit("a", plan.batch, 0, forward(store.read_share(plan, 0).events(), "b"), (), 0.0)
+    commit = share_commit(
+        "a", plan.batch, 0, forward(store.read_share(plan, 0).events(), "b"), (), 0.0
+    )
     assert store.commit_share(commit) is False  # the same share committed again
     assert (store.latest("b"), store.pending("a")) == (3, 3)
     t0 = time.time() - 60
@@ -185,7 +187,9 @@ def test_cpu_seconds_are_those_of_the_shares_committed_in_the_window(open_store)
         outcomes = forward(store.read_share(plan, replica).events(), "b")
         commit = share_commit("a", plan.batch, replica, outcomes, (), 0.1, cpu_s=cpu)
         assert store.commit_share(commit) is True
-    again = share_commit("a", plan.batch, 1, forward(store.read_share(plan, 1).events(), "b"), (), 0.1)
+    again = share_commit(
+        "a", plan.batch, 1, forward(store.read_share(plan, 1).events(), "b"), (), 0.1
+    )
     assert store.commit_share(replace(again, cpu_s=9.0)) is False  # a replay adds no CPU
     assert store.task_stats("a", time.time() + 1, time.time() + 2) == {}
     assert store.task_stats("a", t0 - 1, time.time() + 1) == {
@@ -237,7 +241,12 @@ def test_a_replayed_batch_keeps_its_division_when_r_changed(open_store):
     first = store.plan_batch("a", 0, 9, 2, alternate)
     replay = store.plan_batch("a", 0, 9, 3, lambda keys: [2] * len(keys))  # r is 3 by now
     assert replay == first and replay.replicas == 2
-    assert [e.id for e in store.read_share(replay, 1).events()] == ["src-1", "src-3", "src-5", "src-7"]
+    assert [e.id for e in store.read_share(replay, 1).events()] == [
+        "src-1",
+        "src-3",
+        "src-5",
+        "src-7",
+    ]
     with pytest.raises(QueueError, match="planned up to 9, now asked up to 8"):
         store.plan_batch("a", 0, 8, 2, alternate)
     with pytest.raises(QueueError, match="the division of batch 0-9 is invalid"):

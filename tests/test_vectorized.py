@@ -40,16 +40,16 @@ def run_through(store: SqliteQueueStore, replicas: int = 2) -> None:
     """Every queued event through op1..op3, `replicas` shares per batch, then a replay of each."""
     for op in ("op1", "op2", "op3"):
         end = store.latest(op)
-        store.plan_batch(op, 0, end, replicas, lambda keys: [k % replicas for k in range(len(keys))])
+        store.plan_batch(
+            op, 0, end, replicas, lambda keys: [k % replicas for k in range(len(keys))]
+        )
         for replica in range(replicas):
             assert task.run_share(str(store.path), op, 0, end, replica).fresh > 0
             assert task.run_share(str(store.path), op, 0, end, replica).fresh == 0
 
 
 def test_vectorized_and_per_event_pass_through_deliver_the_same_events(tmp_path):
-    stores = {
-        v: store_with(tmp_path, PASS_COLUMNS if v else PASS_EVENTS, v) for v in (False, True)
-    }
+    stores = {v: store_with(tmp_path, PASS_COLUMNS if v else PASS_EVENTS, v) for v in (False, True)}
     sent = events(50)
     for store in stores.values():
         store.append("op1", sent, "src", 0)
