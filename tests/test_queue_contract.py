@@ -207,11 +207,13 @@ def test_task_stats_keep_the_sums_of_the_service_time_variance(open_store):
     t0 = time.time()
     for start, end, owners, busy in ((0, 4, [0, 0, 1, 1], 0.2), (4, 9, [0] * 4 + [1], 0.6)):
         plan = store.plan_batch("a", start, end, 2, lambda keys, o=owners: o[: len(keys)])
-        share = share_commit("a", plan.batch, 0, forward(store.read_share(plan, 0), "b"), (), busy)
+        share = share_commit(
+            "a", plan.batch, 0, forward(store.read_share(plan, 0).events(), "b"), (), busy
+        )
         assert store.commit_share(share) and not store.commit_share(share)
     plan = store.plan("a", 0, 4)
     assert store.commit_share(
-        share_commit("a", plan.batch, 1, forward(store.read_share(plan, 1), "b"), (), 0.3)
+        share_commit("a", plan.batch, 1, forward(store.read_share(plan, 1).events(), "b"), (), 0.3)
     )
     work = store.task_stats("a", t0 - 1, time.time() + 1)
     assert work[0] == (6, pytest.approx(0.8), 0.0, 2, pytest.approx(0.11))
