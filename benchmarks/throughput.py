@@ -93,11 +93,17 @@ def passthrough_pipeline(replicas: int, kind: str = "events") -> Pipeline:
 
 
 def run_rate(
-    pipeline: Pipeline, rate: int, duration_s: float, out: Path, queues: str | None
+    pipeline: Pipeline,
+    rate: int,
+    duration_s: float,
+    out: Path,
+    queues: str | None,
+    spark: dict | None = None,
 ) -> tuple[RateStep, dict]:
-    """One run at a constant `rate` (queues at `queues`, None: the embedded default); its result
-    and the queries' mean progress durations."""
+    """One run at a constant `rate` (queues at `queues`, None: the embedded default; `spark`:
+    Spark settings); its result and the queries' mean progress durations."""
     config = make_config(
+        spark=spark or {},
         policy="static",
         replicas=2,
         td=5.0,

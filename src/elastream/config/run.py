@@ -75,6 +75,13 @@ class SparkSettings(Settings):
         "the shares of released batches), s; older ones are folded into counts so a long "
         "run's store stays flat (None: keep them for the whole run)",
     )
+    checkpoints: Path | None = Field(
+        None,
+        description="folder of the operator queries' checkpoints (None: checkpoints/ in the "
+        "output directory); a tmpfs such as /dev/shm/NAME makes each micro-batch's offset "
+        "and commit files cheaper, and --resume then works while that folder survives "
+        "(a killed process: yes; a reboot: no, docs/runtime.md)",
+    )
     conf: dict[str, str] = Field(
         default_factory=dict,
         description="extra Spark configuration for the session (e.g. spark.driver.host and "

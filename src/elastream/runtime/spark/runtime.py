@@ -319,6 +319,11 @@ class SparkEngine:
             raise RuntimeFailure("this run leases no hosts: set spark.leasing in the run settings")
         return self.leases
 
+    @property
+    def checkpoints(self) -> Path:
+        """Where the operator queries keep their checkpoints."""
+        return self.config.spark.checkpoints or self.out / "checkpoints"
+
     def _slots(self) -> int:
         """One task slot per pre-allocated replica, so every active replica really runs."""
         return max(2, self.pipeline.r_over)
@@ -327,7 +332,7 @@ class SparkEngine:
         if self.resume and not store_exists(self.queues):
             raise RuntimeFailure(f"nothing to resume: no queue store at {self.queues}")
         if not self.resume:
-            shutil.rmtree(self.out / "checkpoints", ignore_errors=True)
+            shutil.rmtree(self.checkpoints, ignore_errors=True)
             reset_store(self.queues)
         self.out.mkdir(parents=True, exist_ok=True)
         self.store: QueueStore = open_store(self.queues)
@@ -362,7 +367,7 @@ class SparkEngine:
             reader.load()
             .writeStream.format("noop")
             .queryName(f"elastream-{name}")
-            .option("checkpointLocation", str((self.out / "checkpoints" / name).resolve()))
+            .option("checkpointLocation", str((self.checkpoints / name).resolve()))
         )
         if self.config.spark.trigger_s > 0:
             writer = writer.trigger(processingTime=f"{self.config.spark.trigger_s} seconds")
