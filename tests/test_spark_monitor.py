@@ -86,3 +86,20 @@ def test_operator_stats_carry_each_replicas_service_time_variance(engine):
     reads = IntervalArrivals(engine.store, now - 10, now + 10)
     stats = engine._operator_stats("split", now - 10, now + 10, tasks, reads)
     assert stats.service_time_var == (pytest.approx(1 / 300), None)
+
+
+def test_checkpoints_go_where_the_settings_say_and_a_fresh_run_clears_them(tmp_path):
+    trace = Trace(np.full(10, 1.0))
+    default = RunConfig(out=tmp_path / "run", policy="static", replicas=1)
+    assert SparkEngine(filter_split_pipeline(), default, trace).checkpoints == (
+        tmp_path / "run" / "checkpoints"
+    )
+    elsewhere = tmp_path / "tmpfs" / "ckpt"
+    (elsewhere / "parse").mkdir(parents=True)
+    config = RunConfig(
+        out=tmp_path / "run", policy="static", replicas=1, spark={"checkpoints": elsewhere}
+    )
+    engine = SparkEngine(filter_split_pipeline(), config, trace)
+    assert engine.checkpoints == elsewhere
+    engine._prepare_store()  # a fresh run (no --resume) starts without old checkpoints
+    assert not elsewhere.exists()
