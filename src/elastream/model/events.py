@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class EventError(ValueError):
@@ -48,15 +48,15 @@ class Event:
 
     def emit(self, payload: Any, stream: str | None = None, key: str | None = None) -> Emit:
         """An output derived from this event, to `stream` (None: the operator's only output)."""
-        return Emit(parent=self, payload=payload, stream=stream, key=key)
+        return Emit(self, payload, stream, key)
 
     def to_json(self) -> str:
         return json.dumps(self.payload, separators=(",", ":"))
 
 
-@dataclass(frozen=True, slots=True)
-class Emit:
-    """An operator output: the payload, its named output stream and the input event it came from."""
+class Emit(NamedTuple):
+    """An operator output: the payload, its named output stream and the input event it came from
+    (a named tuple: one is made per output, so it must be cheap to make)."""
 
     parent: Event
     payload: Any

@@ -194,24 +194,29 @@ def route(
 ) -> Applied:
     """Give each output its deterministic id (the k-th output of a parent, in emit order), its
     parent's timestamp and root (and key unless it set one), and route it by its stream."""
-    op, ids = ctx.spec.name, batch.ids
-    emitted = [0] * len(batch)
-    child_ids = []
-    for parent in parents:
-        child_ids.append(derived_id(ids[parent], op, emitted[parent]))
-        emitted[parent] += 1
-    parent_keys = batch.keys
+    op, ids, n = ctx.spec.name, batch.ids, len(batch)
+    # one output per row, in row order (a map, a pass-through): the parents' columns are reused
+    one_each = len(parents) == n and parents == list(range(n))
+    if one_each:
+        emitted = [1] * n
+        child_ids = [derived_id(i, op, 0) for i in ids]
+    else:
+        emitted = [0] * n
+        child_ids = []
+        for parent in parents:
+            child_ids.append(derived_id(ids[parent], op, emitted[parent]))
+            emitted[parent] += 1
+
+    def inherited(column: list[Any]) -> list[Any]:
+        return column if one_each else [column[p] for p in parents]
+
     child_keys = (
-        [parent_keys[p] for p in parents]
+        inherited(batch.keys)
         if keys is None or all(k is None for k in keys)
-        else [parent_keys[p] if k is None else k for k, p in zip(keys, parents, strict=True)]
+        else [batch.keys[p] if k is None else k for k, p in zip(keys, parents, strict=True)]
     )
     children = EventColumns(
-        child_ids,
-        child_keys,
-        [batch.ts[p] for p in parents],
-        payloads,
-        [batch.roots[p] for p in parents],
+        child_ids, child_keys, inherited(batch.ts), payloads, inherited(batch.roots)
     )
     by_stream = {streams: range(len(parents))} if isinstance(streams, str) else _rows_by(streams)
     outputs: dict[str, list[tuple[EventColumns, list[int]]]] = defaultdict(list)
