@@ -54,6 +54,10 @@ from elastream.modeling.validation import (
 APP = Path(__file__).parents[1] / "src" / "elastream" / "examples" / "wordcount.yaml"
 COUNTER_P, TD_S = 4, 4
 TRIGGER_S, CORES = 0.2, 2.0  # spark.trigger_s (default); the machine's cores
+# A step is saturated when the replica admitted < 90 % of what it was offered (its backlog grew
+# clearly). On the micro-batch runtime a step below SP lags 2-3 % behind its source while the
+# batches grow (soft saturation), which the models' default 2 % rule counts as saturated.
+SATURATED_SHORTFALL = 0.10
 PAPER = {"st_error_2": 0.029, "st_error_4": 0.025, "cp_error": 0.028, "cpu_2": 0.048, "cpu_4": 0.03}
 
 
@@ -72,7 +76,7 @@ class Variant:
 
 
 VARIANTS = {
-    "sleep": Variant("sleep", 40, 0, tuple(range(8, 89, 8)), 20, 3, (2, 4), 2.0),
+    "sleep": Variant("sleep", 40, 0, tuple(range(8, 121, 8)), 20, 3, (2, 4), 2.0),
     "cpu": Variant("cpu", 0, 40, (5, 10, 15, 20, 25, 30, 40, 50, 60, 70), 12, 1, (2, 3, 4), 2.0),
 }
 
@@ -120,7 +124,7 @@ def _uptime() -> str:
 def plateau(points: list[MeasuredPoint]) -> tuple[float, float | None]:
     """A replica's saturated rate and CPU: the mean admitted rate and CPU (cores) of the steps in
     which it admitted less than 90 % of what it was offered (the backlog grew clearly)."""
-    above = [pt for pt in points if pt.input_rate < 0.9 * pt.source_rate]
+    above = [pt for pt in points if pt.input_rate < (1 - SATURATED_SHORTFALL) * pt.source_rate]
     if not above:
         raise SystemExit("the splitter never saturated clearly: raise the rates")
     cpus = [pt.cpu for pt in above if pt.cpu is not None]
@@ -162,9 +166,12 @@ def cpu_table(variant: Variant, rows: dict[int, list[HistoryRow]]) -> None:
               f"{errors} | {used} |")  # fmt: skip
 
 
-def history_rows(history: Path) -> list[HistoryRow]:
-    with HistoryStore(history) as store:
-        return store.rows()
+def history_rows(folder: Path) -> list[HistoryRow]:
+    """A run's history rows inside its own trace (the rates it was given, one line a second:
+    runs of one variant may have been given different sweeps), the drain left out."""
+    trace_s = len((folder / "rates.txt").read_text().splitlines())
+    with HistoryStore(folder / "history.sqlite") as store:
+        return [row for row in store.rows() if row.t < trace_s]
 
 
 def steady_points(rows: list[HistoryRow], variant: Variant) -> dict[str, list[MeasuredPoint]]:
@@ -200,9 +207,9 @@ def _mean(values: Iterable[float]) -> float:
 
 
 def steady(row: HistoryRow, variant: Variant) -> bool:
-    """An interval inside a rate step of the trace, not the step's first one."""
+    """An interval of a rate step that is not the step's first one."""
     step = int(row.t // variant.step_s)
-    return step < len(variant.rates) and row.t - step * variant.step_s >= TD_S - 1e-6
+    return row.t - step * variant.step_s >= TD_S - 1e-6
 
 
 def counter_plateau(rows: list[HistoryRow], variant: Variant, splitter_sp: float) -> float:
@@ -252,7 +259,11 @@ def batch_profile(folder: Path, op: str = "splitter") -> dict[str, float]:
 def sleep_table(variant: Variant, rows: dict[int, list[HistoryRow]]) -> None:
     """V-C, V-D and V-E: fit at fit_p, predict the test parallelisms, compare with the runs."""
     measured = {p: steady_points(r, variant) for p, r in rows.items()}
-    fit = fit_instance(measured[variant.fit_p]["splitter"], what=f"splitter at p={variant.fit_p}")
+    fit = fit_instance(
+        measured[variant.fit_p]["splitter"],
+        what=f"splitter at p={variant.fit_p}",
+        tolerance=SATURATED_SHORTFALL,
+    )
     counted = words_per_sentence()
     print(f"splitter at p={variant.fit_p}: α = {fit.alpha:.3f} words per sentence, SP = "
           f"{fit.sp:.2f} sentences/s and ST = {fit.st:.1f} words/s per replica")  # fmt: skip
@@ -264,12 +275,18 @@ def sleep_table(variant: Variant, rows: dict[int, list[HistoryRow]]) -> None:
     fit_points = measured[variant.fit_p]["splitter"]
     batching = MicroBatch(variant.batch_s, TRIGGER_S)
     for p in variant.test_ps:
-        row = validate("splitter", Grouping.LOAD_BALANCING, fit_points, measured[p]["splitter"])
+        row = validate(
+            "splitter",
+            Grouping.LOAD_BALANCING,
+            fit_points,
+            measured[p]["splitter"],
+            tolerance=SATURATED_SHORTFALL,
+        )
         paper = PAPER.get(f"st_error_{p}")
         print(f"| splitter ST at p={p} (words/s) | {_pct(paper)} | {row.predicted_st:,.1f} | "
               f"{row.observed_st:,.1f} | {row.st_error:.1%} |")  # fmt: skip
         mb = validate("splitter", Grouping.LOAD_BALANCING, fit_points, measured[p]["splitter"],
-                      batching=batching)  # fmt: skip
+                      batching=batching, tolerance=SATURATED_SHORTFALL)  # fmt: skip
         print(f"| … with the micro-batch term (Eq. B2–B3) | | {mb.predicted_st:,.1f} | "
               f"{mb.observed_st:,.1f} | {mb.st_error:.1%} |")  # fmt: skip
         if row.predicted_cpu is not None and row.observed_cpu is not None:
@@ -282,11 +299,16 @@ def sleep_table(variant: Variant, rows: dict[int, list[HistoryRow]]) -> None:
                   f"{row.observed_cpu:.4f} | "
                   f"{relative_error(at_observed, row.observed_cpu):.1%} |")  # fmt: skip
     graph = graph_of(pipeline_from_dict(pipeline_at(variant, 2)))
-    models = fit_pipeline(graph, measured[variant.fit_p])
+    models = fit_pipeline(graph, measured[variant.fit_p], SATURATED_SHORTFALL)
     if 2 in rows:
         top = float(max(variant.rates))
         prediction = predict(graph, models, {"splitter": 2, "counter": COUNTER_P}, top)
-        observed_sp = fit_instance(measured[2]["splitter"], what="splitter at p=2").sp * 2
+        observed_sp = (
+            fit_instance(
+                measured[2]["splitter"], what="splitter at p=2", tolerance=SATURATED_SHORTFALL
+            ).sp
+            * 2
+        )
         observed = counter_plateau(rows[2], variant, observed_sp)
         error = relative_error(prediction.critical_path_output, observed)
         print(f"| topology output at splitter 2 / counter {COUNTER_P} (words/s) | "
@@ -302,13 +324,13 @@ def plot_fits(variant: Variant, rows: dict[int, list[HistoryRow]], path: Path) -
     fig = Figure(figsize=(7, 4.2))
     ax = fig.add_subplot()
     measured = {p: steady_points(r, variant)["splitter"] for p, r in rows.items()}
-    fit_sp = fit_instance(measured[variant.fit_p]).sp
+    fit_sp = fit_instance(measured[variant.fit_p], tolerance=SATURATED_SHORTFALL).sp
     for k, (p, points) in enumerate(sorted(measured.items())):
         color = f"C{k}"
         ax.scatter([pt.source_rate for pt in points], [pt.input_rate for pt in points], s=12,
                    color=color, label=f"p = {p} measured")  # fmt: skip
         top = max(pt.source_rate for pt in points)
-        sp = fit_instance(points).sp
+        sp = fit_instance(points, tolerance=SATURATED_SHORTFALL).sp
         ax.plot([0, sp, top], [0, sp, sp], color=color, lw=1.2, label=f"p = {p} fit: SP {sp:.1f}")
     ax.axhline(fit_sp, color="k", ls=":", lw=1, label=f"fit at p = {variant.fit_p}: predicted SP")
     ax.set_xlabel("offered to a replica, sentences/s")
@@ -355,7 +377,7 @@ def main() -> None:
             folders[p] = folder if done else run(args.out, variant, p)
         if args.runs_only:
             continue
-        rows = {p: history_rows(f / "history.sqlite") for p, f in folders.items()}
+        rows = {p: history_rows(f) for p, f in folders.items()}
         print(f"## variant {variant.name}")
         if variant.name == "cpu":
             cpu_table(variant, rows)

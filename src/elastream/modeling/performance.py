@@ -20,6 +20,7 @@ from elastream.modeling.graph import (
 )
 from elastream.modeling.queueing import sojourn_time
 from elastream.modeling.throughput import (
+    SATURATION_TOLERANCE,
     InstanceFit,
     backpressure_risk,
     even_shares,
@@ -85,8 +86,15 @@ def mean_service_time(points: Sequence[MeasuredPoint]) -> float | None:
     return _service_stats(points)[0]
 
 
-def fit_component(name: str, grouping: Grouping, points: Sequence[MeasuredPoint]) -> ComponentModel:
-    """Fit one component from per-replica points of any number of runs and parallelisms.
+def fit_component(
+    name: str,
+    grouping: Grouping,
+    points: Sequence[MeasuredPoint],
+    tolerance: float = SATURATION_TOLERANCE,
+) -> ComponentModel:
+    """Fit one component from per-replica points of any number of runs and parallelisms (a
+    point is saturated when it admitted less than 1 − `tolerance` of its source rate, or
+    flagged backpressure).
 
     A component never measured in saturation keeps SP = inf: its risk is "unknown" above the
     highest source rate measured.
@@ -95,7 +103,9 @@ def fit_component(name: str, grouping: Grouping, points: Sequence[MeasuredPoint]
     return ComponentModel(
         name=name,
         grouping=grouping,
-        instance=fit_instance(points, what=f"component {name!r}", require_saturation=False),
+        instance=fit_instance(
+            points, what=f"component {name!r}", tolerance=tolerance, require_saturation=False
+        ),
         psi=fit_psi(points, what=f"component {name!r}"),
         service_time=service_time,
         service_scv=scv,
@@ -104,14 +114,16 @@ def fit_component(name: str, grouping: Grouping, points: Sequence[MeasuredPoint]
 
 
 def fit_pipeline(
-    graph: PipelineGraph, points: Mapping[str, Sequence[MeasuredPoint]]
+    graph: PipelineGraph,
+    points: Mapping[str, Sequence[MeasuredPoint]],
+    tolerance: float = SATURATION_TOLERANCE,
 ) -> dict[str, ComponentModel]:
     """Fit every component of the graph; a component without history is an error naming it."""
     models = {}
     for comp in graph.components:
         if not points.get(comp):
             raise ModelError(f"pipeline {graph.name!r}: no history for component {comp!r}")
-        models[comp] = fit_component(comp, graph.grouping_into(comp), points[comp])
+        models[comp] = fit_component(comp, graph.grouping_into(comp), points[comp], tolerance)
     return models
 
 

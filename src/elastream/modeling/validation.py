@@ -15,7 +15,7 @@ from elastream.modeling.performance import (
     component_saturation_point,
     fit_component,
 )
-from elastream.modeling.throughput import fit_instance, is_saturated
+from elastream.modeling.throughput import SATURATION_TOLERANCE, fit_instance, is_saturated
 
 
 def relative_error(predicted: float, observed: float) -> float:
@@ -40,9 +40,11 @@ class ValidationRow:
     alpha_observed: float
 
 
-def _observed_saturated_cpu(points: Sequence[MeasuredPoint], p: int) -> float | None:
+def _observed_saturated_cpu(
+    points: Sequence[MeasuredPoint], p: int, tolerance: float
+) -> float | None:
     """Mean CPU of a saturated replica times p: the component's CPU at saturation."""
-    cpus = [pt.cpu for pt in points if pt.cpu is not None and is_saturated(pt)]
+    cpus = [pt.cpu for pt in points if pt.cpu is not None and is_saturated(pt, tolerance)]
     return float(np.mean(cpus)) * p if cpus else None
 
 
@@ -53,18 +55,20 @@ def validate(
     test_points: Sequence[MeasuredPoint],
     cores: float | None = None,
     batching: MicroBatch | None = None,
+    tolerance: float = SATURATION_TOLERANCE,
 ) -> ValidationRow:
     """Fit `name` on `fit_points`, predict its ST and CPU at the test run's parallelism, and
     compare with the curve fitted on `test_points` (which must cross saturation too).
 
     With `batching`, a replica's saturation point at the new parallelism comes from the
-    micro-batch capacity (Eq. B2–B4) instead of staying the fitted one (Eq. 9)."""
+    micro-batch capacity (Eq. B2–B4) instead of staying the fitted one (Eq. 9). `tolerance`:
+    how far below its source rate a replica's input must be to count as saturated (both fits)."""
     ps = {pt.parallelism for pt in test_points}
     if len(ps) != 1:
         raise ModelError(f"{name}: test points must share one parallelism, got {sorted(ps)}")
     p = ps.pop()
-    model = fit_component(name, grouping, fit_points)
-    observed = fit_instance(test_points, what=f"{name} at p={p}")
+    model = fit_component(name, grouping, fit_points, tolerance)
+    observed = fit_instance(test_points, what=f"{name} at p={p}", tolerance=tolerance)
     if batching is None:
         sp = component_saturation_point(model, p, cores)
     else:
@@ -72,7 +76,7 @@ def validate(
     predicted_st = model.instance.alpha * sp
     observed_st = observed.st * p
     predicted_cpu = None if model.psi is None else model.psi * sp
-    observed_cpu = _observed_saturated_cpu(test_points, p)
+    observed_cpu = _observed_saturated_cpu(test_points, p, tolerance)
     cpu_error = (
         relative_error(predicted_cpu, observed_cpu)
         if predicted_cpu is not None and observed_cpu

@@ -219,6 +219,11 @@ def encode_payload(payload: Any) -> bytes:
     return msgpack.packb(payload, use_bin_type=True)
 
 
+def as_columns(events: Sequence[Event] | EventColumns) -> EventColumns:
+    """A batch to append, column-wise (sources may append either form)."""
+    return events if isinstance(events, EventColumns) else EventColumns.of(events)
+
+
 def encode_events(events: EventColumns) -> tuple[bytes, bytes]:
     """A batch as two msgpack blobs: its keys (read at plan time) and the rest, column-wise."""
     keys = msgpack.packb(events.keys, use_bin_type=True)
@@ -404,7 +409,9 @@ class QueueStore(StateStore, Protocol):
     def control(self, op: str) -> tuple[int, int, float, list[float]]: ...
 
     # -- producing
-    def append(self, q: str, events: Sequence[Event], producer: str, first: int) -> Appended:
+    def append(
+        self, q: str, events: Sequence[Event] | EventColumns, producer: str, first: int
+    ) -> Appended:
         """A source offers its events number `first`, `first + 1`, … to `q`; events it offered
         before (a resumed source regenerating them) are skipped, so appends are idempotent."""
         ...

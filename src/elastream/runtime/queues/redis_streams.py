@@ -38,6 +38,7 @@ from elastream.runtime.queues.base import (
     ReplicaWork,
     SegmentedQueues,
     ShareCommit,
+    as_columns,
     build_audit,
     encode_events,
     pack_roots,
@@ -323,8 +324,11 @@ class RedisQueueStore(SegmentedQueues):
         raise QueueError(f"the room of queues {[a.q for a in request.appends]} kept changing")
 
     # -- producing ----------------------------------------------------------------------------
-    def append(self, q: str, events: Sequence[Event], producer: str, first: int) -> Appended:
+    def append(
+        self, q: str, events: Sequence[Event] | EventColumns, producer: str, first: int
+    ) -> Appended:
         """A source offers its events number `first`, `first + 1`, … to `q`, idempotently."""
+        batch = as_columns(events)
         expect = first  # what the source's count usually is; the script says if not
         while True:
             if first > expect:
@@ -332,8 +336,8 @@ class RedisQueueStore(SegmentedQueues):
                     f"source {producer!r} appends events from #{first} to queue {q!r}, "
                     f"but only {expect} were offered before: events would be missing"
                 )
-            fresh = EventColumns.of(events[expect - first :])
-            after = max(expect, first + len(events))
+            fresh = batch.slice(expect - first, len(batch))
+            after = max(expect, first + len(batch))
             count = {"q": q, "name": producer, "expect": expect, "after": after}
             request = _Request(producer=count)
             if fresh:

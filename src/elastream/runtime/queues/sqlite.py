@@ -29,6 +29,7 @@ from elastream.runtime.queues.base import (
     ReplicaWork,
     SegmentedQueues,
     ShareCommit,
+    as_columns,
     build_audit,
     encode_events,
     pack_roots,
@@ -131,9 +132,12 @@ class SqliteQueueStore(SegmentedQueues):
         return row[0], row[1], row[2], json.loads(row[3])
 
     # -- producing ----------------------------------------------------------------------------
-    def append(self, q: str, events: Sequence[Event], producer: str, first: int) -> Appended:
+    def append(
+        self, q: str, events: Sequence[Event] | EventColumns, producer: str, first: int
+    ) -> Appended:
         """A source offers its events number `first`, `first + 1`, … to `q`, idempotently."""
         now = time.time()
+        batch = as_columns(events)
         with _Transaction(self.conn):
             row = self.conn.execute(
                 "SELECT offered FROM producers WHERE q = ? AND producer = ?", (q, producer)
@@ -144,12 +148,12 @@ class SqliteQueueStore(SegmentedQueues):
                     f"source {producer!r} appends events from #{first} to queue {q!r}, "
                     f"but only {offered} were offered before: events would be missing"
                 )
-            fresh = events[offered - first :]
+            fresh = batch.slice(offered - first, len(batch))
             self.conn.execute(
                 "INSERT OR REPLACE INTO producers VALUES (?, ?, ?)",
-                (q, producer, max(offered, first + len(events))),
+                (q, producer, max(offered, first + len(batch))),
             )
-            return self._append(q, EventColumns.of(fresh), producer, now)
+            return self._append(q, fresh, producer, now)
 
     def produced(self, q: str, producer: str) -> int:
         row = self.conn.execute(

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from elastream.model.events import Event
+from elastream.model.events import EventColumns
 from elastream.model.pipeline import Pipeline, SourceSpec, load_callable
 from elastream.runtime.queues import QueueStore, open_store
 from elastream.workloads.trace import Trace
@@ -102,12 +102,17 @@ class SourceStream:
         """Generate and append the events number `sent` .. `due - 1`."""
         if due <= self.sent:
             return
-        now = time.time()
-        events = [self._event(i, now) for i in range(self.sent, due)]
+        events = self.columns(self.sent, due, time.time())
         for target in self.targets:
             self.store.append(target, events, self.name, self.sent)
         self.sent = due
 
-    def _event(self, index: int, now: float) -> Event:
-        key, payload = self.generate(index, self.rng)
-        return Event(f"{self.name}-{index}", str(key), now, payload)
+    def columns(self, first: int, end: int, now: float) -> EventColumns:
+        """Events number `first` .. `end - 1`, made column by column (no object per event):
+        id `<source>-<index>`, the generator's key and payload, timestamp `now`."""
+        generate, rng = self.generate, self.rng
+        drawn = [generate(index, rng) for index in range(first, end)]
+        ids = [f"{self.name}-{index}" for index in range(first, end)]
+        return EventColumns(
+            ids, [str(key) for key, _ in drawn], [now] * len(ids), [p for _, p in drawn], ids
+        )
