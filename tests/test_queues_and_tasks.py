@@ -204,3 +204,24 @@ def test_sparks_own_tighter_row_limit_is_not_our_cap(tmp_path, monkeypatch):
     assert writes == [] and store.meta(cap_hit_key("op1")) is None  # Spark's limit, not ours
     assert admitted_end(str(store.path), "op1", 0, ReadMaxRows(5), CapNote()) == 5
     assert writes == [cap_hit_key("op1")]  # both limits at 5: our cap bound too
+
+
+def test_a_source_appends_its_generated_events_as_columns_and_resumes_where_it_stopped(tmp_path):
+    import random
+
+    from elastream.examples.synthetic import generate
+    from elastream.runtime.spark.feeder import SourceStream
+
+    store = make_store(tmp_path)
+    pipeline = pipeline_from_dict(linear_pipeline(3, (1, 4)))
+    stream = SourceStream(pipeline.sources[0], pipeline, store, seed=7)
+    stream.feed_until(5)
+    again = SourceStream(pipeline.sources[0], pipeline, store, seed=7)  # a resumed run
+    assert again.sent == 5
+    again.feed_until(8)
+    rng = random.Random("7-src")
+    expected = [generate(i, rng) for i in range(5)]
+    stored = [s.event for s in store.read("op1", 0, 8)]
+    assert [e.id for e in stored] == [f"src-{i}" for i in range(8)]
+    assert [(e.key, e.payload) for e in stored[:5]] == expected
+    assert all(e.root == e.id for e in stored) and store.latest("op1") == 8
