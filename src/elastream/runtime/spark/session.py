@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from elastream.runtime.spark.source import QueueDataSource
 
 _registered: set[int] = set()
+RAW_LOCAL_FS = "org.apache.hadoop.fs.local.RawLocalFs"
 
 
 def spark_session(
@@ -38,6 +39,10 @@ def spark_session(
         .config("spark.sql.streaming.metricsEnabled", "false")
         .config("spark.sql.streaming.numRecentProgressUpdates", "2000")
         .config("spark.driver.memory", "2g")
+        # checkpoint files without Hadoop's .crc side files: each micro-batch's offset and
+        # commit files cost fewer file operations (measured: commit log 0.19 -> 0.11 s per
+        # batch); the checkpoint manager's atomic rename still guards against torn files
+        .config("spark.hadoop.fs.AbstractFileSystem.file.impl", RAW_LOCAL_FS)
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
