@@ -68,3 +68,20 @@ def linear_pipeline(n_ops: int = 3, pool: tuple[int, int] = (1, 4)) -> dict:
         "sinks": [{"name": "sink"}],
         "streams": [{"from": a, "to": b} for a, b in pairwise(chain)],
     }
+
+
+def queue_store(path, pipeline, *, q_size=None, t_out=None):
+    """A SQLite queue store set up as the Spark runtime sets it up for `pipeline` (one queue per
+    operator, the sink `sink`), with the task code's caches cleared; no Spark."""
+    from elastream.runtime.queues import SqliteQueueStore
+    from elastream.runtime.spark import task
+
+    store = SqliteQueueStore(path)
+    store.set_meta("pipeline", pipeline.model_dump(mode="json", by_alias=True))
+    store.set_meta("t_out", t_out)
+    for op in pipeline.operator_names:
+        store.create_queue(op, q_size)
+    store.create_queue("sink", None, sink=True)
+    task.store_for.cache_clear()
+    task.context_for.cache_clear()
+    return store

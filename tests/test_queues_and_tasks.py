@@ -4,7 +4,7 @@ exactly-once replays, error isolation."""
 import time
 
 import pytest
-from helpers import linear_pipeline
+from helpers import linear_pipeline, queue_store
 
 from elastream.model.events import Event
 from elastream.model.pipeline import pipeline_from_dict
@@ -17,16 +17,7 @@ def make_store(
 ):
     data = linear_pipeline(3, (1, 4))
     data["operators"][1]["function"] = middle
-    pipeline = pipeline_from_dict(data)
-    store = SqliteQueueStore(tmp_path / "q.db")
-    store.set_meta("pipeline", pipeline.model_dump(mode="json", by_alias=True))
-    store.set_meta("t_out", t_out)
-    for op in pipeline.operator_names:
-        store.create_queue(op, q_size)
-    store.create_queue("sink", None, sink=True)
-    task.store_for.cache_clear()
-    task.context_for.cache_clear()
-    return store
+    return queue_store(tmp_path / "q.db", pipeline_from_dict(data), q_size=q_size, t_out=t_out)
 
 
 def events(n, start=0, ts=None):
@@ -136,7 +127,6 @@ def test_admission_cap_hit_is_noted_for_the_backpressure_flag(tmp_path):
 
 def counting_meta_writes(monkeypatch) -> list[str]:
     """The keys of every meta write any SQLite queue store makes from now on."""
-    from elastream.runtime.queues import SqliteQueueStore
 
     keys: list[str] = []
     write = SqliteQueueStore.set_meta

@@ -3,7 +3,7 @@ the same ids, fates, routes, error isolation and exactly-once commits as a per-e
 
 import time
 
-from helpers import linear_pipeline
+from helpers import linear_pipeline, queue_store
 
 from elastream.model.events import Event, EventColumns, OutcomeKind, derived_id
 from elastream.model.pipeline import pipeline_from_dict
@@ -24,16 +24,7 @@ def store_with(tmp_path, function: str, vectorized: bool) -> SqliteQueueStore:
     data = linear_pipeline(3)
     for op in data["operators"]:
         op.update(function=function, vectorized=vectorized)
-    pipeline = pipeline_from_dict(data)
-    store = SqliteQueueStore(tmp_path / f"{vectorized}.db")
-    store.set_meta("pipeline", pipeline.model_dump(mode="json", by_alias=True))
-    store.set_meta("t_out", None)
-    for op in pipeline.operator_names:
-        store.create_queue(op, None)
-    store.create_queue("sink", None, sink=True)
-    task.store_for.cache_clear()
-    task.context_for.cache_clear()
-    return store
+    return queue_store(tmp_path / f"{vectorized}.db", pipeline_from_dict(data))
 
 
 def run_through(store: SqliteQueueStore, replicas: int = 2) -> None:
