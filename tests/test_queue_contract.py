@@ -258,6 +258,26 @@ def test_a_replayed_batch_keeps_its_division_when_r_changed(open_store):
     assert store.plan_batch("a", 9, 9, 2, alternate).owners == b""  # an empty batch
 
 
+def test_a_replayed_range_reuses_every_batch_recorded_in_it(open_store):
+    """Asynchronous progress tracking: Spark's offsets lag the batches it ran, so after a
+    restart it replays a range spanning several recorded batches, then asks from where the
+    last recorded one started."""
+    store = make_queues(open_store())
+    store.append("a", events(12), "src", 0)
+    first = store.plan_batch("a", 0, 4, 2, alternate)
+    second = store.plan_batch("a", 4, 7, 2, alternate)
+    assert (store.planned_end("a", 0), store.planned_end("a", 4)) == (4, 7)
+    assert store.planned_end("a", 7) is None and store.planned_end("a", 1) is None
+    replay = store.plan_range("a", 0, 7, 3, lambda keys: [2] * len(keys))  # r is 3 by now
+    assert replay == [first, second]
+    extended = store.plan_range("a", 4, 12, 3, lambda keys: [2] * len(keys))
+    assert extended[0] == second
+    assert (extended[1].start, extended[1].end, extended[1].owners) == (7, 12, bytes([2] * 5))
+    assert store.plan_range("a", 12, 12, 2, alternate) == []
+    with pytest.raises(QueueError, match="the range 0-5 cuts the batch planned from 4 to 7"):
+        store.plan_range("a", 0, 5, 2, alternate)
+
+
 def test_a_failed_commit_writes_nothing(open_store):
     store = make_queues(open_store())
     store.append("a", events(4), "src", 0)

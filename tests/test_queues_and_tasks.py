@@ -125,6 +125,56 @@ def test_admission_cap_hit_is_noted_for_the_backpressure_flag(tmp_path):
     assert store.meta(cap_hit_key("op1")) == -1.0
 
 
+def test_a_batch_planned_before_a_restart_is_admitted_again_as_it_was(tmp_path):
+    from elastream.runtime.spark.source import admitted_end
+
+    store = make_store(tmp_path)
+    store.set_control("op1", 1, 5, 0.01, [])
+    store.append("op1", events(20), "src", 0)
+    store.plan_batch("op1", 0, 3, 1, lambda keys: [0] * len(keys))
+    assert admitted_end(str(store.path), "op1", 0, None) == 3  # not 5, the cap now
+    assert admitted_end(str(store.path), "op1", 3, None) == 8
+
+
+def replayed_range(tmp_path, **operator) -> str:
+    """The queue store's address: op1 (with `operator`'s fields) holds 12 events, planned as
+    0-4 and 4-7 for 2 replicas; r is 3 by now."""
+    data = linear_pipeline(3, (1, 4))
+    data["operators"][0].update(operator)
+    store = queue_store(tmp_path / "q.db", pipeline_from_dict(data))
+    store.append("op1", events(12), "src", 0)
+    for start, end in ((0, 4), (4, 7)):
+        store.plan_batch("op1", start, end, 2, lambda keys: [k % 2 for k in range(len(keys))])
+    store.set_control("op1", 3, 100, 0.01, [])
+    return str(store.path)
+
+
+def test_a_replayed_range_runs_each_recorded_batch_as_planned_then_the_rest(tmp_path):
+    from elastream.runtime.spark.source import plan_partitions
+
+    db = replayed_range(tmp_path)
+    parts = plan_partitions(db, "op1", 0, 12)
+    assert [(p.start, p.end, p.replica) for p in parts] == [
+        (0, 4, 0), (0, 4, 1), (4, 7, 0), (4, 7, 1), (7, 12, 0), (7, 12, 1), (7, 12, 2)
+    ]  # fmt: skip
+    done = [task.run_share(db, "op1", p.start, p.end, p.replica) for p in parts]
+    assert sum(r.events for r in done) == 12
+
+
+def test_a_stateful_replay_with_an_unfinished_batch_before_the_last_is_refused(tmp_path):
+    from elastream.runtime.spark.source import plan_partitions
+
+    keyed = {"function": "elastream.examples.keyed:count", "grouping": "key_hash"}
+    db = replayed_range(tmp_path, stateless=False, **keyed)
+    with pytest.raises(QueueError, match="the replayed batch 0-4 is unfinished"):
+        plan_partitions(db, "op1", 0, 7)
+    for replica in (0, 1):
+        task.run_share(db, "op1", 0, 4, replica)
+    assert [(p.start, p.end) for p in plan_partitions(db, "op1", 0, 7)] == [(0, 4)] * 2 + [
+        (4, 7)
+    ] * 2  # only the last batch of the range is unfinished: in order
+
+
 def counting_meta_writes(monkeypatch) -> list[str]:
     """The keys of every meta write any SQLite queue store makes from now on."""
 

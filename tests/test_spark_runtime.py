@@ -151,3 +151,31 @@ def test_a_killed_helper_then_a_killed_run_lose_nothing_and_deliver_once(tmp_pat
     assert (len(sink_ids), len(set(sink_ids))) == (800, 800)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["processed_ratio"] == 1.0
+
+
+def test_a_resume_replays_batches_spark_had_not_yet_made_durable(tmp_path):
+    """Asynchronous progress tracking with offsets made durable once an hour: when the run is
+    SIGKILLed, each query's offset log holds only its first batch while the queue store recorded
+    many; the resumed run replays that whole range as the recorded batches, and delivers once."""
+    settings = tmp_path / "run.yaml"
+    settings.write_text("spark:\n  async_progress: true\n  progress_interval_s: 3600\n")
+    out = tmp_path / "run"
+    db = out / "queues.db"
+    first = run_cli(out, "--config", str(settings))
+    wait_for_outcomes(first, db, 200, op="ingest")
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=30)
+    durable = list((out / "checkpoints" / "ingest" / "offsets").glob("[0-9]*"))
+    with sqlite3.connect(db, timeout=30) as conn:
+        planned = conn.execute("SELECT COUNT(*) FROM plans WHERE op = 'ingest'").fetchone()[0]
+    assert len(durable) <= 2 < planned  # Spark's log lags the batches that ran
+
+    second = run_cli(out, "--resume", "--config", str(settings))
+    output, _ = second.communicate(timeout=600)
+    assert second.returncode == 0, output
+    store = SqliteQueueStore(db)
+    audit = store.audit()
+    assert_conserved(audit, 1600)
+    assert audit.timeout == audit.overflow == audit.failed == 0
+    sink_ids = store.sink_ids("out")
+    assert (len(sink_ids), len(set(sink_ids))) == (800, 800)

@@ -52,6 +52,20 @@ class SparkSettings(Settings):
     trigger_s: float = Field(
         0.2, ge=0, description="processing-time trigger, s; bounds idle polling (0: none)"
     )
+    async_progress: bool = Field(
+        False,
+        description="write each query's offset and commit logs in the background (Spark's "
+        "asynchronous progress tracking) instead of on every micro-batch's path; exactly-once "
+        "holds because the queue store's recorded plans, not the offset log, fix each replayed "
+        "batch's range; off by default: a stopped query can stay registered in the session "
+        "(docs/runtime.md)",
+    )
+    progress_interval_s: float = Field(
+        1.0,
+        ge=0,
+        description="with async_progress: how often a query's offsets are made durable, s (a "
+        "restart replays at most this much, from the recorded plans)",
+    )
     max_restarts: int = Field(
         5,
         ge=0,

@@ -352,6 +352,28 @@ class SegmentedQueues:
         self._record_plan(plan)
         return self._plan(op, start) or plan
 
+    def plan_range(
+        self, op: str, start: int, end: int, replicas: int, divide: Divide
+    ) -> list[BatchPlan]:
+        at, plans = start, []
+        while at < end:
+            recorded = self._plan(op, at)
+            if recorded is None:
+                plans.append(self.plan_batch(op, at, end, replicas, divide))
+                break
+            if recorded.end > end:
+                raise QueueError(
+                    f"operator {op!r}: the range {start}-{end} cuts the batch planned "
+                    f"from {at} to {recorded.end}"
+                )
+            plans.append(recorded)
+            at = recorded.end
+        return plans
+
+    def planned_end(self, op: str, start: int) -> int | None:
+        recorded = self._plan(op, start)
+        return None if recorded is None else recorded.end
+
     def read_share(self, plan: BatchPlan, replica: int) -> EventColumns:
         """Replica `replica`'s events of a planned batch, in offset order."""
         parts: list[EventColumns] = []
@@ -425,6 +447,19 @@ class QueueStore(StateStore, Protocol):
     def plan_batch(self, op: str, start: int, end: int, replicas: int, divide: Divide) -> BatchPlan:
         """The plan of `op`'s batch [start, end): recorded now, or the one recorded before (an
         empty batch is not recorded)."""
+        ...
+
+    def plan_range(
+        self, op: str, start: int, end: int, replicas: int, divide: Divide
+    ) -> list[BatchPlan]:
+        """The plans covering `op`'s offsets [start, end): the batches recorded there before, in
+        order, then one new plan (`plan_batch`) for the rest. Spark replays a range whole after a
+        restart, and with asynchronous progress tracking a replayed range may span several
+        recorded batches: each is re-run as it was planned. QueueError if the range cuts one."""
+        ...
+
+    def planned_end(self, op: str, start: int) -> int | None:
+        """Where the batch recorded from `start` ends; None if none is recorded there."""
         ...
 
     def read(self, q: str, start: int, end: int) -> list[Stored]: ...

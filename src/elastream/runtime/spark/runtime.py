@@ -369,8 +369,12 @@ class SparkEngine:
             .queryName(f"elastream-{name}")
             .option("checkpointLocation", str((self.checkpoints / name).resolve()))
         )
-        if self.config.spark.trigger_s > 0:
-            writer = writer.trigger(processingTime=f"{self.config.spark.trigger_s} seconds")
+        spark = self.config.spark
+        if spark.async_progress:  # needs a processing-time trigger (0 s: back to back)
+            interval_ms = str(round(spark.progress_interval_s * 1000))
+            writer = writer.option("asyncProgressTrackingEnabled", "true")
+            writer = writer.option("asyncProgressTrackingCheckpointIntervalMs", interval_ms)
+        writer = writer.trigger(processingTime=f"{spark.trigger_s} seconds")
         query = writer.start()
         self.queries[name] = query
         if new_run:

@@ -18,7 +18,7 @@ from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
 from elastream.model.grouping import assign
-from elastream.runtime.queues import QueueStore
+from elastream.runtime.queues import BatchPlan, QueueError, QueueStore
 from elastream.runtime.spark.task import context_for, run_share, store_for
 
 SOURCE_NAME = "elastream_queue"
@@ -38,8 +38,10 @@ class ReplicaPartition(InputPartition):
 
 
 def plan_partitions(db: str, op: str, start: int, end: int) -> list[ReplicaPartition]:
-    """Exactly r_i partitions: the batch's plan (recorded now with the operator's grouping, or
-    the one recorded when Spark first planned this batch, whatever r_i is now).
+    """One partition per replica of each batch planned in [start, end): the plans recorded when
+    Spark first planned these offsets (whatever r_i is now), then a new one for the rest, divided
+    with the operator's grouping. A range spans several recorded batches only when Spark replays
+    it after a restart with asynchronous progress tracking (`plan_range`).
 
     For load balancing (PSPS Alg. 1) every replica starts the batch with U = 0, since each has
     finished its share of the previous micro-batch; each event then costs that replica its own
@@ -61,8 +63,24 @@ def plan_partitions(db: str, op: str, start: int, end: int) -> list[ReplicaParti
     def divide(keys: list[str]) -> list[int]:
         return assign(grouping, keys, replicas, seed=start, et_s=ets, td_s=td, groups=groups)
 
-    plan = store.plan_batch(op, start, end, replicas, divide)
-    return [ReplicaPartition(j, start, end) for j in range(plan.replicas)]
+    if end == start:  # an empty batch (Spark plans one at start-up)
+        return [ReplicaPartition(j, start, end) for j in range(replicas)]
+    plans = store.plan_range(op, start, end, replicas, divide)
+    if not spec.stateless:
+        _check_replay_order(store, plans)
+    return [ReplicaPartition(j, p.start, p.end) for p in plans for j in range(p.replicas)]
+
+
+def _check_replay_order(store: QueueStore, plans: list[BatchPlan]) -> None:
+    """A stateful operator's shares of one range run side by side, so only the last batch of a
+    replayed range may still be unfinished: an earlier one would race it for the keyed state.
+    (Spark runs an operator's batches one after the other, so a replay never finds that.)"""
+    for plan in plans[:-1]:
+        if not all(store.share_done(plan.op, plan.batch, j) for j in range(plan.replicas)):
+            raise QueueError(
+                f"operator {plan.op!r}: the replayed batch {plan.batch} is unfinished but not "
+                "the last of its range; its keyed state cannot be rebuilt in order"
+            )
 
 
 def cap_hit_key(op: str) -> str:
@@ -107,10 +125,15 @@ def admitted_end(
     db: str, op: str, start: int, limit: ReadLimit | None, note: CapNote | None = None
 ) -> int:
     """Admission control: at most `cap` events per batch (what the active replicas can process
-    in one batch), fewer if Spark's own limit is tighter; the rest stays queued. When our cap
+    in one batch), fewer if Spark's own limit is tighter; the rest stays queued. A batch already
+    planned from `start` (its offsets were not yet durable in Spark's checkpoint when the query
+    stopped) is admitted again as it was. When our cap
     left events queued (not Spark's tighter limit), it is noted in the store for the history's
     backpressure flag (`_note_cap_hit`; `note` is the reader's memory of its last note)."""
     store = store_for(db)
+    planned = store.planned_end(op, start)
+    if planned is not None:  # planned before a restart: the same batch again
+        return planned
     _, cap, _, _ = store.control(op)
     latest = store.latest(op)
     end = min(latest, start + cap)
