@@ -12,7 +12,7 @@ host's cores (C/ψ, and the micro-batch Eq. B2–B4) against the runs. Both prin
 backlogged micro-batches (events per replica, cycle, busy time, overhead) from the queue store.
 
     .venv/bin/python benchmarks/caladrius_gatsby.py [--variant sleep|cpu|both] [--out runs/gatsby]
-        [--reuse] [--runs-only] [--plots DIR]
+        [--reuse] [--runs-only] [--plots DIR] [--async-progress]
 
 `--reuse` refits from the histories of an earlier invocation without running Spark again.
 """
@@ -92,15 +92,17 @@ def pipeline_at(variant: Variant, splitter: int) -> dict:
     return spec
 
 
-def run(out: Path, variant: Variant, splitter: int) -> Path:
-    """One Spark run at splitter parallelism `splitter`; returns its output folder."""
+def run(out: Path, variant: Variant, splitter: int, async_progress: bool = False) -> Path:
+    """One Spark run at splitter parallelism `splitter` (`async_progress`: the setting of that
+    name); returns its output folder."""
     folder = out / variant.name / f"p{splitter}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "pipeline.yaml").write_text(yaml.safe_dump(pipeline_at(variant, splitter)))
     trace = folder / "rates.txt"  # `lines` format: one rate per second
     trace.write_text("".join(f"{rate}\n" * variant.step_s for rate in variant.rates))
     settings = folder / "settings.yaml"
-    config = {"drain_s": 10, "q_size": None, "t_out": None, "spark": {"batch_s": variant.batch_s}}
+    spark = {"batch_s": variant.batch_s, "async_progress": async_progress}
+    config = {"drain_s": 10, "q_size": None, "t_out": None, "spark": spark}
     settings.write_text(json.dumps(config))
     history = folder / "history.sqlite"
     history.unlink(missing_ok=True)
@@ -366,6 +368,9 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="refit earlier runs' histories")
     parser.add_argument("--runs-only", action="store_true", help="run Spark, do not analyse")
     parser.add_argument("--plots", type=Path, help="write gatsby-sleep-fits.png into this folder")
+    parser.add_argument(
+        "--async-progress", action="store_true", help="spark.async_progress in every run"
+    )
     args = parser.parse_args()
     chosen = list(VARIANTS) if args.variant == "both" else [args.variant]
     for name in chosen:
@@ -374,7 +379,7 @@ def main() -> None:
         for p in (variant.fit_p, *variant.test_ps):
             folder = args.out / variant.name / f"p{p}"
             done = args.reuse and (folder / "history.sqlite").exists()
-            folders[p] = folder if done else run(args.out, variant, p)
+            folders[p] = folder if done else run(args.out, variant, p, args.async_progress)
         if args.runs_only:
             continue
         rows = {p: history_rows(f) for p, f in folders.items()}

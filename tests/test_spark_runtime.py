@@ -121,6 +121,21 @@ def descendants(pid: int, marker: str) -> list[int]:
     return found
 
 
+def resume_delivers_once(out: Path, db: Path, *extra: str) -> SqliteQueueStore:
+    """`--resume` the killed run in `out` to its end: all 1,600 events accounted for, none lost
+    to a timeout, overflow or failure, and each of the 800 that pass the filter at the sink once."""
+    second = run_cli(out, "--resume", *extra)
+    output, _ = second.communicate(timeout=600)
+    assert second.returncode == 0, output
+    store = SqliteQueueStore(db)
+    audit = store.audit()
+    assert_conserved(audit, 1600)
+    assert audit.timeout == audit.overflow == audit.failed == 0
+    sink_ids = store.sink_ids("out")
+    assert (len(sink_ids), len(set(sink_ids))) == (800, 800)
+    return store
+
+
 def test_a_killed_helper_then_a_killed_run_lose_nothing_and_deliver_once(tmp_path):
     """Two failures in one run: a query's plan-time helper is SIGKILLed (the runtime restarts
     the query from its checkpoint by itself), then the whole run is SIGKILLed and resumed."""
@@ -138,17 +153,8 @@ def test_a_killed_helper_then_a_killed_run_lose_nothing_and_deliver_once(tmp_pat
     killed_at = outcomes_so_far(db)
     assert 0 < killed_at < 800
 
-    second = run_cli(out, "--resume")
-    output, _ = second.communicate(timeout=600)
-    assert second.returncode == 0, output
-
-    store = SqliteQueueStore(db)
-    audit = store.audit()
-    assert_conserved(audit, 1600)
-    assert audit.timeout == audit.overflow == audit.failed == 0
-    assert audit.filtered == 800
-    sink_ids = store.sink_ids("out")
-    assert (len(sink_ids), len(set(sink_ids))) == (800, 800)
+    store = resume_delivers_once(out, db)
+    assert store.audit().filtered == 800
     summary = json.loads((out / "summary.json").read_text())
     assert summary["processed_ratio"] == 1.0
 
@@ -170,12 +176,4 @@ def test_a_resume_replays_batches_spark_had_not_yet_made_durable(tmp_path):
         planned = conn.execute("SELECT COUNT(*) FROM plans WHERE op = 'ingest'").fetchone()[0]
     assert len(durable) <= 2 < planned  # Spark's log lags the batches that ran
 
-    second = run_cli(out, "--resume", "--config", str(settings))
-    output, _ = second.communicate(timeout=600)
-    assert second.returncode == 0, output
-    store = SqliteQueueStore(db)
-    audit = store.audit()
-    assert_conserved(audit, 1600)
-    assert audit.timeout == audit.overflow == audit.failed == 0
-    sink_ids = store.sink_ids("out")
-    assert (len(sink_ids), len(set(sink_ids))) == (800, 800)
+    resume_delivers_once(out, db, "--config", str(settings))
