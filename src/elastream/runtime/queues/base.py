@@ -339,6 +339,12 @@ class SegmentedQueues:
                     f"now asked up to {end}"
                 )
             return recorded
+        return self._record_new_plan(op, start, end, replicas, divide)
+
+    def _record_new_plan(
+        self, op: str, start: int, end: int, replicas: int, divide: Divide
+    ) -> BatchPlan:
+        """Divide [start, end) and record it; the plan recorded first wins a race."""
         if not 1 <= replicas <= MAX_REPLICAS:
             raise QueueError(f"operator {op!r}: {replicas} replicas, expected 1..{MAX_REPLICAS}")
         owners = divide(self.keys(op, start, end)) if replicas > 1 else [0] * (end - start)
@@ -359,7 +365,7 @@ class SegmentedQueues:
         while at < end:
             recorded = self._plan(op, at)
             if recorded is None:
-                plans.append(self.plan_batch(op, at, end, replicas, divide))
+                plans.append(self._record_new_plan(op, at, end, replicas, divide))
                 break
             if recorded.end > end:
                 raise QueueError(

@@ -127,9 +127,9 @@ def admitted_end(
     """Admission control: at most `cap` events per batch (what the active replicas can process
     in one batch), fewer if Spark's own limit is tighter; the rest stays queued. A batch already
     planned from `start` (its offsets were not yet durable in Spark's checkpoint when the query
-    stopped) is admitted again as it was. When our cap
-    left events queued (not Spark's tighter limit), it is noted in the store for the history's
-    backpressure flag (`_note_cap_hit`; `note` is the reader's memory of its last note)."""
+    stopped) is admitted again as it was. When our cap left events queued (not Spark's tighter
+    limit), it is noted in the store for the history's backpressure flag (`_note_cap_hit`;
+    `note` is the reader's memory of its last note)."""
     store = store_for(db)
     planned = store.planned_end(op, start)
     if planned is not None:  # planned before a restart: the same batch again
