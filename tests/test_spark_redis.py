@@ -60,16 +60,19 @@ def assert_exactly_once(out: Path, store: RedisQueueStore) -> None:
 
 
 def test_a_killed_run_on_redis_resumes_exactly_once(tmp_path, server):
+    """With Spark's synchronous progress logs (the other kill tests run asynchronously)."""
+    settings = tmp_path / "run.yaml"
+    settings.write_text("spark:\n  async_progress: false\n")
     out = tmp_path / "run"
     store = run_store(out, server.url)
-    first = run_cli(out, "--queues", server.url)
+    first = run_cli(out, "--queues", server.url, "--config", str(settings))
     wait_for_outcomes(first, store, 150)
     os.killpg(first.pid, signal.SIGKILL)  # the driver, its JVM and Python workers at once
     first.wait(timeout=30)
     killed_at = emitted(store)
     assert 0 < killed_at < 800
 
-    second = run_cli(out, "--queues", server.url, "--resume")
+    second = run_cli(out, "--queues", server.url, "--resume", "--config", str(settings))
     output, _ = second.communicate(timeout=600)
     assert second.returncode == 0, output
     assert_exactly_once(out, store)

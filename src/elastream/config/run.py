@@ -53,12 +53,11 @@ class SparkSettings(Settings):
         0.2, ge=0, description="processing-time trigger, s; bounds idle polling (0: none)"
     )
     async_progress: bool = Field(
-        False,
+        True,
         description="write each query's offset and commit logs in the background (Spark's "
         "asynchronous progress tracking) instead of on every micro-batch's path; exactly-once "
         "holds because the queue store's recorded plans, not the offset log, fix each replayed "
-        "batch's range; off by default: a stopped query can stay registered in the session "
-        "(docs/runtime.md)",
+        "batch's range (docs/runtime.md); false: Spark's synchronous logs",
     )
     progress_interval_s: float = Field(
         1.0,

@@ -35,7 +35,7 @@ from elastream.runtime.queues import (
 from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
-from elastream.runtime.spark.session import spark_session, warm_python_workers
+from elastream.runtime.spark.session import spark_session, stop_query, warm_python_workers
 from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
 from elastream.workloads.trace import Trace
 
@@ -301,7 +301,7 @@ class SparkEngine:
             # In-flight empty batches interrupted by stop() log aborted commits: not errors.
             self.spark.sparkContext.setLogLevel("FATAL")
         for query in self.queries.values():
-            query.stop()
+            stop_query(self.spark, query)
         if self.queries:
             self.spark.sparkContext.setLogLevel("ERROR")
         if hasattr(self, "spark") and not self.keep_session:
@@ -422,7 +422,7 @@ class SparkEngine:
             f"from its checkpoint ({failing.in_a_row + 1}/{spark.max_restarts})",
             file=sys.stderr,
         )
-        query.stop()
+        stop_query(self.spark, query)
         time.sleep(spark.restart_backoff_s * 2**failing.in_a_row)
         self._start_query(name, new_run=False)
         self.failing[name] = Failing(failing.in_a_row + 1, failing.last_batch)

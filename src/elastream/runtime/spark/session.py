@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
 
 from elastream.runtime.spark.source import QueueDataSource
 
@@ -52,6 +53,19 @@ def spark_session(
         spark.dataSource.register(QueueDataSource)
         _registered.add(id(spark))
     return spark
+
+
+def stop_query(spark: SparkSession, query: StreamingQuery) -> None:
+    """Stop `query` and make sure the session forgets it. With asynchronous progress tracking
+    Spark 4.3 can fail its own clean-up: it commits the Python source once more after the
+    source's helper process is gone (`ClosedChannelException` in `commitAllSources`), which skips
+    the query's deregistration, and the stopped query then blocks any query started from the
+    same checkpoint (`CONCURRENT_QUERY`) or under the same name. We deregister it as that
+    clean-up would have (docs/runtime.md, "Asynchronous progress tracking")."""
+    query.stop()
+    if spark.streams.get(query.id) is not None:
+        execution = query._jsq.streamingQuery()  # the StreamExecution, as Spark registers it
+        spark._jsparkSession.streams().notifyQueryTermination(execution)
 
 
 def warm_python_workers(spark: SparkSession, n: int, hold_s: float = 1.0) -> int:
