@@ -81,7 +81,35 @@ class Milp:
         relax: bool = False,
         start: dict[int, float] | None = None,
     ) -> MilpResult:
-        """Maximize with HiGHS (the LP relaxation if `relax`); raise when there is no solution."""
+        """Maximize with HiGHS (the LP relaxation if `relax`); raise when there is no solution.
+        A `start` whose run reports an objective its own solution does not have is not trusted
+        (HiGHS 1.16 does this after a partial start: its incumbent's value and the dual bound
+        both wrong, so it stops at the root claiming optimality): the model is solved again
+        without it."""
+        lp = self._lp(relax)
+        highs = _run(lp, time_limit_s, gap, start)
+        if start and not _objective_is_consistent(highs, lp):
+            highs = _run(lp, time_limit_s, gap, None)
+        status = highs.modelStatusToString(highs.getModelStatus())
+        if status in ("Infeasible", "Primal infeasible or unbounded"):
+            raise InfeasibleError("no replication and placement satisfies the constraints")
+        info = highs.getInfo()
+        if info.primal_solution_status != 2 and not (relax and status == "Optimal"):
+            raise PlacementError(f"HiGHS found no plan within {time_limit_s:g} s ({status})")
+        return MilpResult(
+            status=status,
+            values=np.array(highs.getSolution().col_value),
+            objective=float(info.objective_function_value),
+            dual_bound=float(info.mip_dual_bound),
+            gap=float(info.mip_gap),
+            run_s=float(highs.getRunTime()),
+            n_vars=self.n_vars,
+            n_binaries=sum(self._integer),
+            n_rows=len(self._rows),
+        )
+
+    def _lp(self, relax: bool) -> highspy.HighsLp:
+        """The model as HiGHS' LP structure, rows as a row-wise sparse matrix."""
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = self.n_vars, len(self._rows)
         lp.col_cost_ = np.array(self._cost)
@@ -107,38 +135,39 @@ class Milp:
         ]
         lp.sense_ = highspy.ObjSense.kMaximize
         lp.offset_ = self.offset
-        highs = highspy.Highs()
-        highs.setOptionValue("output_flag", False)
-        highs.setOptionValue("time_limit", float(time_limit_s))
-        highs.setOptionValue("mip_rel_gap", float(gap))
-        highs.setOptionValue("threads", 1)
-        highs.setOptionValue("random_seed", 0)
-        # measured on the paper's instance (benchmarks/placement_speed.py): each of these
-        # slows the root of the ODRP models down, whose proof is the bulk of the solve
-        highs.setOptionValue("mip_heuristic_run_rins", False)
-        highs.setOptionValue("mip_heuristic_run_rens", False)
-        highs.setOptionValue("mip_heuristic_run_root_reduced_cost", False)
-        highs.setOptionValue("mip_allow_restart", False)
-        highs.setOptionValue("mip_pscost_minreliable", 0)  # no strong branching
-        highs.passModel(lp)
-        if start:  # a known plan: HiGHS completes the other columns and starts from it
-            cols = np.array(sorted(start), dtype=np.int32)
-            highs.setSolution(len(cols), cols, np.array([start[c] for c in cols]))
-        highs.run()
-        status = highs.modelStatusToString(highs.getModelStatus())
-        if status in ("Infeasible", "Primal infeasible or unbounded"):
-            raise InfeasibleError("no replication and placement satisfies the constraints")
-        info = highs.getInfo()
-        if info.primal_solution_status != 2 and not (relax and status == "Optimal"):
-            raise PlacementError(f"HiGHS found no plan within {time_limit_s:g} s ({status})")
-        return MilpResult(
-            status=status,
-            values=np.array(highs.getSolution().col_value),
-            objective=float(info.objective_function_value),
-            dual_bound=float(info.mip_dual_bound),
-            gap=float(info.mip_gap),
-            run_s=float(highs.getRunTime()),
-            n_vars=self.n_vars,
-            n_binaries=sum(self._integer),
-            n_rows=len(self._rows),
-        )
+        return lp
+
+
+def _run(
+    lp: highspy.HighsLp, time_limit_s: float, gap: float, start: dict[int, float] | None
+) -> highspy.Highs:
+    """One HiGHS run of `lp`, from `start` if given (HiGHS completes the other columns)."""
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("time_limit", float(time_limit_s))
+    highs.setOptionValue("mip_rel_gap", float(gap))
+    highs.setOptionValue("threads", 1)
+    highs.setOptionValue("random_seed", 0)
+    # measured on the paper's instance (benchmarks/placement_speed.py): each of these
+    # slows the root of the ODRP models down, whose proof is the bulk of the solve
+    highs.setOptionValue("mip_heuristic_run_rins", False)
+    highs.setOptionValue("mip_heuristic_run_rens", False)
+    highs.setOptionValue("mip_heuristic_run_root_reduced_cost", False)
+    highs.setOptionValue("mip_allow_restart", False)
+    highs.setOptionValue("mip_pscost_minreliable", 0)  # no strong branching
+    highs.passModel(lp)
+    if start:
+        cols = np.array(sorted(start), dtype=np.int32)
+        highs.setSolution(len(cols), cols, np.array([start[c] for c in cols]))
+    highs.run()
+    return highs
+
+
+def _objective_is_consistent(highs: highspy.Highs, lp: highspy.HighsLp) -> bool:
+    """Whether the objective HiGHS reports is that of the solution it returns."""
+    if highs.getInfo().primal_solution_status != 2:
+        return True  # no solution to check
+    values = np.array(highs.getSolution().col_value)
+    own = lp.offset_ + float(np.asarray(lp.col_cost_) @ values)
+    reported = highs.getInfo().objective_function_value
+    return abs(own - reported) <= 1e-7 * max(1.0, abs(own))
