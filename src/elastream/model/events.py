@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
+
+import xxhash
 
 
 class EventError(ValueError):
@@ -182,5 +183,14 @@ def derived_id(parent_id: str, operator: str, index: int) -> str:
 
     Deterministic ids make a retried batch produce the same output ids, so the queue's
     uniqueness constraint turns a replay into a no-op (exactly-once per event)."""
-    digest = hashlib.blake2b(f"{parent_id}|{operator}|{index}".encode(), digest_size=10)
-    return digest.hexdigest()
+    return derived_ids([parent_id], operator, index)[0]
+
+
+def derived_ids(parent_ids: Sequence[str], operator: str, index: int = 0) -> list[str]:
+    """`derived_id` of each parent's `index`-th output, a batch at once: 80 bits of XXH3-128
+    (stable across processes and machines; a fifth of blake2b's cost per id here)."""
+    suffix = f"|{operator}|{index}"
+    return [_xxh3_128_hex(f"{parent}{suffix}".encode())[:20] for parent in parent_ids]
+
+
+_xxh3_128_hex = xxhash.xxh3_128_hexdigest

@@ -22,6 +22,7 @@ from elastream.model.events import (
     Outcome,
     OutcomeKind,
     derived_id,
+    derived_ids,
 )
 from elastream.model.pipeline import DEFAULT_STREAM, OperatorSpec
 from elastream.model.state import KeyedState
@@ -199,7 +200,7 @@ def route(
     one_each = len(parents) == n and parents == list(range(n))
     if one_each:
         emitted = [1] * n
-        child_ids = [derived_id(i, op, 0) for i in ids]
+        child_ids = derived_ids(ids, op)
     else:
         emitted = [0] * n
         child_ids = []
