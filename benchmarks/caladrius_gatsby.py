@@ -92,7 +92,7 @@ def pipeline_at(variant: Variant, splitter: int) -> dict:
     return spec
 
 
-def run(out: Path, variant: Variant, splitter: int, async_progress: bool = False) -> Path:
+def run(out: Path, variant: Variant, splitter: int, async_progress: bool = True) -> Path:
     """One Spark run at splitter parallelism `splitter` (`async_progress`: the setting of that
     name); returns its output folder."""
     folder = out / variant.name / f"p{splitter}"
@@ -369,7 +369,9 @@ def main() -> None:
     parser.add_argument("--runs-only", action="store_true", help="run Spark, do not analyse")
     parser.add_argument("--plots", type=Path, help="write gatsby-sleep-fits.png into this folder")
     parser.add_argument(
-        "--async-progress", action="store_true", help="spark.async_progress in every run"
+        "--sync-progress",
+        action="store_true",
+        help="spark.async_progress false in every run (Spark's synchronous progress logs)",
     )
     args = parser.parse_args()
     chosen = list(VARIANTS) if args.variant == "both" else [args.variant]
@@ -379,7 +381,7 @@ def main() -> None:
         for p in (variant.fit_p, *variant.test_ps):
             folder = args.out / variant.name / f"p{p}"
             done = args.reuse and (folder / "history.sqlite").exists()
-            folders[p] = folder if done else run(args.out, variant, p, args.async_progress)
+            folders[p] = folder if done else run(args.out, variant, p, not args.sync_progress)
         if args.runs_only:
             continue
         rows = {p: history_rows(f) for p, f in folders.items()}
