@@ -68,19 +68,24 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path):
 
 
 def test_runs_back_to_back_in_one_session_each_start_their_queries(tmp_path):
-    """Three short runs in one SparkSession, as the benchmarks do. With asynchronous progress
-    tracking (the default), Spark 4.3's clean-up of a stopped query sometimes fails and leaves
-    it registered under its name; `stop_query` deregisters it, so the next run's queries, under
-    the same names, start (without it: "Cannot start query with name elastream-ingest")."""
+    """Two short runs in one SparkSession, as the benchmarks do. With asynchronous progress
+    tracking (the default), Spark 4.3's clean-up of a stopped query can fail and leave it
+    registered under its name — every time here when the offsets are written on every batch
+    (`progress_interval_s: 0`: 12 stops of 12, against about 1 in 4 at 1 s); `stop_query`
+    deregisters it, so the second run's queries, under the same names, start (without it:
+    "Cannot start query with name elastream-ingest")."""
     pipeline = load_pipeline(PIPELINE)
-    trace = Trace(np.array([10.0] * 6))
+    trace = Trace(np.array([10.0] * 5))
+    spark = {"progress_interval_s": 0}
     engines = []
     try:
-        for i in range(3):
-            config = make_config(td=3.0, out=tmp_path / f"run{i}", drain_s=30, t_out=None)
+        for i in range(2):
+            config = make_config(
+                td=3.0, out=tmp_path / f"run{i}", drain_s=30, t_out=None, spark=spark
+            )
             engines.append(SparkEngine(pipeline, config, trace, keep_session=True))
             result = run_mape(engines[-1], Controller.build("static"))
-            assert_conserved(engines[-1].store.audit(), 60)
+            assert_conserved(engines[-1].store.audit(), 50)
             assert result.summary.processed_ratio == 1.0
             assert not engines[-1].spark.streams.active  # none left registered
     finally:

@@ -188,7 +188,7 @@ def derived_id(parent_id: str, operator: str, index: int) -> str:
 
 def derived_ids(parent_ids: Sequence[str], operator: str, index: int = 0) -> list[str]:
     """`derived_id` of each parent's `index`-th output, a batch at once: 80 bits of XXH3-128
-    (stable across processes and machines; a fifth of blake2b's cost per id here)."""
+    (stable across processes and machines; a third of blake2b's cost per id here)."""
     suffix = f"|{operator}|{index}"
     return [_xxh3_128_hex(f"{parent}{suffix}".encode())[:20] for parent in parent_ids]
 
