@@ -183,14 +183,15 @@ def derived_id(parent_id: str, operator: str, index: int) -> str:
 
     Deterministic ids make a retried batch produce the same output ids, so the queue's
     uniqueness constraint turns a replay into a no-op (exactly-once per event)."""
-    return derived_ids([parent_id], operator, index)[0]
+    return _xxh3_128_hex(f"{parent_id}|{operator}|{index}".encode())[:ID_HEX_CHARS]
 
 
 def derived_ids(parent_ids: Sequence[str], operator: str, index: int = 0) -> list[str]:
     """`derived_id` of each parent's `index`-th output, a batch at once: 80 bits of XXH3-128
     (stable across processes and machines; a third of blake2b's cost per id here)."""
     suffix = f"|{operator}|{index}"
-    return [_xxh3_128_hex(f"{parent}{suffix}".encode())[:20] for parent in parent_ids]
+    return [_xxh3_128_hex(f"{parent}{suffix}".encode())[:ID_HEX_CHARS] for parent in parent_ids]
 
 
 _xxh3_128_hex = xxhash.xxh3_128_hexdigest
+ID_HEX_CHARS = 20  # 80 bits
