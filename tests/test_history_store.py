@@ -10,6 +10,7 @@ from elastream.history import (
     HistoryError,
     HistoryRow,
     HistoryStore,
+    RunCpuRow,
     backpressure,
     points_by_operator,
     source_series,
@@ -143,3 +144,61 @@ def test_replica_rows_carry_each_replicas_service_time_variance():
     assert [r.service_time_var for r in rows] == [1e-4, None]
     unknown = replica_rows("run", "p", snapshot(o), replace(o, service_time_var=()), 0)
     assert [r.service_time_var for r in unknown] == [None, None]
+
+
+def test_batches_and_the_runs_own_cpu_round_trip(tmp_path):
+    with HistoryStore(tmp_path / "h.db") as store:
+        store.record([row(batches=3), row(replica=1, batches=None)])
+        cpu = [RunCpuRow("r1", "wc", 0.0, 5.0, 0.75), RunCpuRow("r1", "wc", 5.0, 5.0, 1.25)]
+        assert store.record_run_cpu(cpu) == 2
+        store.record_run_cpu([RunCpuRow("r2", "other", 0.0, 5.0, 0.5)])
+    with HistoryStore(tmp_path / "h.db") as store:
+        assert [r.batches for r in store.rows()] == [3, None]
+        assert [r.point().batch_rate for r in store.rows()] == [pytest.approx(0.6), None]
+        assert store.run_cpu(pipeline="wc") == cpu
+        assert [r.run_id for r in store.run_cpu(run_ids=["r2"])] == ["r2"]
+
+
+def test_a_history_written_before_the_batches_column_gets_it(tmp_path):
+    import sqlite3
+
+    from elastream.history.store import SCHEMA
+
+    path = tmp_path / "old.db"
+    old_schema = SCHEMA.replace("    batches INTEGER,\n", "")
+    assert old_schema != SCHEMA
+    with sqlite3.connect(path) as conn:
+        conn.executescript(old_schema)
+        conn.execute(
+            "INSERT INTO history VALUES ('r0', 'wc', 'split', 0, 1, 0, 5, 10, 8, 60, '{}', "
+            "NULL, NULL, 0, 0, NULL)"
+        )
+    with HistoryStore(path) as store:  # the column is added; old rows read as not counted
+        assert [r.batches for r in store.rows()] == [None]
+        store.record([row(batches=2)])
+        assert sorted(str(r.batches) for r in store.rows()) == ["2", "None"]
+
+
+def test_a_bad_batch_count_is_named():
+    with pytest.raises(HistoryError, match=r"operator 'split', t=0.0\): batches must be ≥ 0"):
+        row(batches=-1)
+
+
+def test_a_bad_run_cpu_row_is_named():
+    with pytest.raises(HistoryError, match=r"run 'r1', t=5.0\): cores must be ≥ 0"):
+        RunCpuRow("r1", "wc", 5.0, 5.0, -0.1)
+    with pytest.raises(HistoryError, match="interval_s must be > 0"):
+        RunCpuRow("r1", "wc", 5.0, 0.0, 0.1)
+
+
+def test_replica_rows_carry_each_replicas_batches():
+    from helpers import snapshot, stats
+
+    from elastream.experiments.history import replica_rows
+
+    o = replace(stats("op", replicas=2, received=30, processed=40),
+                replica_processed=(10, 30), replica_batches=(1, 3))  # fmt: skip
+    rows = replica_rows("run", "p", snapshot(o, t=10.0, td=2.0), o, queue_before=0)
+    assert [r.batches for r in rows] == [1, 3]
+    uncounted = replica_rows("run", "p", snapshot(o), replace(o, replica_batches=()), 0)
+    assert [r.batches for r in uncounted] == [None, None]

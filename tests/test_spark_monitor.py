@@ -86,6 +86,7 @@ def test_operator_stats_carry_each_replicas_service_time_variance(engine):
     reads = IntervalArrivals(engine.store, now - 10, now + 10)
     stats = engine._operator_stats("split", now - 10, now + 10, tasks, reads)
     assert stats.service_time_var == (pytest.approx(1 / 300), None)
+    assert stats.replica_batches == (2, 1)  # the shares with events each replica committed
 
 
 def test_checkpoints_go_where_the_settings_say_and_a_fresh_run_clears_them(tmp_path):

@@ -17,6 +17,7 @@ from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
+from elastream.history import HistoryStore
 from elastream.model.pipeline import DEFAULT_STREAM
 from elastream.runtime.queues import SqliteQueueStore
 from elastream.runtime.spark.runtime import SparkEngine
@@ -159,7 +160,18 @@ def resume_delivers_once(out: Path, db: Path, *extra: str) -> SqliteQueueStore:
     assert audit.timeout == audit.overflow == audit.failed == 0
     sink_ids = store.sink_ids("out")
     assert (len(sink_ids), len(set(sink_ids))) == (800, 800)
+    assert_history_counts_batches_and_cpu(out.parent / "history.sqlite")
     return store
+
+
+def assert_history_counts_batches_and_cpu(path: Path) -> None:
+    """The run recorded, per replica, the micro-batches it worked in (the operators handled
+    1,600 events, so some did), and its own processes' CPU per interval."""
+    with HistoryStore(path) as history:
+        batches = [row.batches for row in history.rows()]
+        cpu = history.run_cpu()
+    assert batches and None not in batches and sum(batches) > 0
+    assert cpu and all(r.cores >= 0 for r in cpu) and max(r.cores for r in cpu) > 0
 
 
 def test_a_killed_helper_then_a_killed_run_lose_nothing_and_deliver_once(tmp_path):

@@ -3,11 +3,13 @@ the rows are derived from the same Snapshots on either engine (docs/modeling.md)
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from elastream.control.policy import Decision
-from elastream.history import HistoryRow, HistoryStore, backpressure
+from elastream.experiments.process_cpu import tree_cpu_seconds
+from elastream.history import HistoryRow, HistoryStore, RunCpuRow, backpressure
 from elastream.model.snapshot import OperatorStats, Snapshot
 from elastream.modeling.graph import ANY_STREAM
 
@@ -21,7 +23,8 @@ def replica_rows(
     in the interval (its arrivals, admitted or left queued) and its outputs, each split by the
     replica's share of what was processed, per output stream when the engine counts them; admitted
     rate, busy share, CPU (cores, when the engine measures it), queue, backpressure (the
-    admission cap was hit or the queue grew) and the replica's service-time variance. The
+    admission cap was hit or the queue grew), the replica's service-time variance and its
+    micro-batches with events (when the engine counts them). The
     backlog at the start is not offered again: counting it would make a micro-batch runtime
     look saturated whenever an interval ends inside a batch."""
     r = max(o.replicas, 1)
@@ -35,6 +38,7 @@ def replica_rows(
         part = processed / total if total else 1.0 / r
         busy = o.utilization[j] if j < len(o.utilization) else o.busy_s / (r * td)
         variance = o.service_time_var[j] if j < len(o.service_time_var) else None
+        batches = o.replica_batches[j] if j < len(o.replica_batches) else None
         rows.append(
             HistoryRow(
                 run_id=run_id,
@@ -52,6 +56,7 @@ def replica_rows(
                 queue_length=o.queue / r,
                 backpressure=flag,
                 service_time_var=variance,
+                batches=batches,
             )
         )
     return rows
@@ -63,14 +68,20 @@ FLUSH_ROWS = 20_000  # rows held in memory before they are appended to the histo
 @dataclass
 class HistoryRecorder:
     """A MAPE-loop observer that keeps the history rows of one run; with a `path` it appends
-    them to that history store every FLUSH_ROWS rows, so a long run holds few in memory."""
+    them to that history store every FLUSH_ROWS rows, so a long run holds few in memory. With
+    `process_cpu` (a run in real time whose processes all descend from this one: Spark in local
+    mode) it also records the CPU of this process and its descendants per interval, from the
+    second interval on (the first one's start is not sampled)."""
 
     run_id: str
     pipeline: str
     path: Path | None = None
+    process_cpu: bool = False
     rows: list[HistoryRow] = field(default_factory=list)
+    cpu_rows: list[RunCpuRow] = field(default_factory=list)
     queues: dict[str, int] = field(default_factory=dict)
     saved: int = 0
+    _cpu_sample: tuple[float, float] | None = None  # (wall s, CPU s) at the last interval's end
 
     def __call__(self, snapshot: Snapshot, decision: Decision) -> None:
         for o in snapshot.operators:
@@ -78,8 +89,21 @@ class HistoryRecorder:
                 before = self.queues.get(o.name, 0)
                 self.rows += replica_rows(self.run_id, self.pipeline, snapshot, o, before)
             self.queues[o.name] = o.queue
+        if self.process_cpu:
+            self._sample_cpu(snapshot)
         if self.path is not None and len(self.rows) >= FLUSH_ROWS:
             self.save()
+
+    def _sample_cpu(self, snapshot: Snapshot) -> None:
+        """The run's own CPU since the last interval's end, in cores over the wall time."""
+        cpu, wall = tree_cpu_seconds(), time.monotonic()
+        if cpu is None:
+            return  # no /proc here: the run's own CPU is not recorded (docs/modeling.md)
+        last, self._cpu_sample = self._cpu_sample, (wall, cpu)
+        if last is not None and wall > last[0]:
+            cores = max(0.0, cpu - last[1]) / (wall - last[0])
+            t = snapshot.t - snapshot.td
+            self.cpu_rows.append(RunCpuRow(self.run_id, self.pipeline, t, snapshot.td, cores))
 
     def save(self, path: Path | None = None) -> int:
         """Append the rows not saved yet to the history database at `path` (default: the
@@ -89,5 +113,6 @@ class HistoryRecorder:
             raise ValueError("HistoryRecorder.save: no history path given")
         with HistoryStore(target) as store:
             self.saved += store.record(self.rows)
-        self.rows = []
+            store.record_run_cpu(self.cpu_rows)
+        self.rows, self.cpu_rows = [], []
         return self.saved

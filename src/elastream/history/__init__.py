@@ -3,6 +3,7 @@
 from elastream.history.rows import (
     HistoryError,
     HistoryRow,
+    RunCpuRow,
     backpressure,
     points_by_operator,
     source_series,
@@ -13,6 +14,7 @@ __all__ = [
     "HistoryError",
     "HistoryRow",
     "HistoryStore",
+    "RunCpuRow",
     "backpressure",
     "points_by_operator",
     "source_series",

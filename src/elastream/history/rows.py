@@ -26,7 +26,8 @@ class HistoryRow:
     """Measured over [t, t + interval_s) for one replica; rates in events/s, cpu in cores.
 
     source_rate: offered to the replica (admitted or left queued); input_rate: admitted;
-    output_rates: per output stream; busy: busy seconds per second; queue_length at the end.
+    output_rates: per output stream; busy: busy seconds per second; queue_length at the end;
+    batches: micro-batches in which the replica processed events (None: not counted).
     """
 
     run_id: str
@@ -44,6 +45,7 @@ class HistoryRow:
     queue_length: float = 0.0
     backpressure: bool = False
     service_time_var: float | None = None
+    batches: int | None = None
 
     def __post_init__(self) -> None:
         where = f"history row (run {self.run_id!r}, operator {self.operator!r}, t={self.t})"
@@ -52,6 +54,8 @@ class HistoryRow:
                 raise HistoryError(f"{where}: {name} must not be empty")
         if self.interval_s <= 0:
             raise HistoryError(f"{where}: interval_s must be > 0, got {self.interval_s}")
+        if self.batches is not None and self.batches < 0:
+            raise HistoryError(f"{where}: batches must be ≥ 0, got {self.batches}")
         try:
             self.point()
         except ModelError as exc:
@@ -70,7 +74,30 @@ class HistoryRow:
             cpu=self.cpu,
             busy=self.busy,
             service_time_var=self.service_time_var,
+            batch_rate=None if self.batches is None else self.batches / self.interval_s,
         )
+
+
+@dataclass(frozen=True)
+class RunCpuRow:
+    """CPU used by a run's own processes over [t, t + interval_s), in cores: the driver and all
+    its descendants (in local mode Spark's JVM and its Python workers). What the operators'
+    rows do not count of it is the platform's share (modeling/cpu.py, Eq. C2)."""
+
+    run_id: str
+    pipeline: str
+    t: float
+    interval_s: float
+    cores: float
+
+    def __post_init__(self) -> None:
+        where = f"run CPU row (run {self.run_id!r}, t={self.t})"
+        if not self.run_id or not self.pipeline:
+            raise HistoryError(f"{where}: run_id and pipeline must not be empty")
+        if not self.interval_s > 0:
+            raise HistoryError(f"{where}: interval_s must be > 0, got {self.interval_s}")
+        if not self.cores >= 0:
+            raise HistoryError(f"{where}: cores must be ≥ 0, got {self.cores}")
 
 
 def points_by_operator(rows: Iterable[HistoryRow]) -> dict[str, list[MeasuredPoint]]:

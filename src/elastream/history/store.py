@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from elastream.history.rows import HistoryError, HistoryRow
+from elastream.history.rows import HistoryError, HistoryRow, RunCpuRow
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS history (
@@ -30,16 +30,26 @@ CREATE TABLE IF NOT EXISTS history (
     queue_length REAL NOT NULL,
     backpressure INTEGER NOT NULL,
     service_time_var REAL,
+    batches INTEGER,
     PRIMARY KEY (pipeline, run_id, operator, replica, t)
 );
 CREATE INDEX IF NOT EXISTS history_pipeline ON history (pipeline, operator, t);
+CREATE TABLE IF NOT EXISTS run_cpu (
+    run_id TEXT NOT NULL,
+    pipeline TEXT NOT NULL,
+    t REAL NOT NULL,
+    interval_s REAL NOT NULL,
+    cores REAL NOT NULL,
+    PRIMARY KEY (pipeline, run_id, t)
+);
 """
 
 COLUMNS = (
     "run_id", "pipeline", "operator", "replica", "parallelism", "t", "interval_s",
     "source_rate", "input_rate", "output_rate", "output_rates", "busy", "cpu",
-    "queue_length", "backpressure", "service_time_var",
+    "queue_length", "backpressure", "service_time_var", "batches",
 )  # fmt: skip
+ADDED_COLUMNS = {"batches": "INTEGER"}  # columns newer than some stored files: added on open
 
 
 def _values(row: HistoryRow) -> tuple:
@@ -47,7 +57,7 @@ def _values(row: HistoryRow) -> tuple:
         row.run_id, row.pipeline, row.operator, row.replica, row.parallelism, row.t,
         row.interval_s, row.source_rate, row.input_rate, sum(row.output_rates.values()),
         json.dumps(dict(row.output_rates), sort_keys=True), row.busy, row.cpu,
-        row.queue_length, int(row.backpressure), row.service_time_var,
+        row.queue_length, int(row.backpressure), row.service_time_var, row.batches,
     )  # fmt: skip
 
 
@@ -62,6 +72,31 @@ def _row(record: sqlite3.Row) -> HistoryRow:
     return row
 
 
+def _where(
+    pipeline: str | None,
+    run_ids: Sequence[str] | None,
+    operators: Sequence[str] | None = None,
+    since: float | None = None,
+    until: float | None = None,
+) -> tuple[str, list]:
+    """A WHERE clause (or "") and its arguments for the filters given."""
+    clauses, args = [], []
+    if pipeline is not None:
+        clauses.append("pipeline = ?")
+        args.append(pipeline)
+    for column, values in (("run_id", run_ids), ("operator", operators)):
+        if values is not None:
+            clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
+            args.extend(values)
+    if since is not None:
+        clauses.append("t >= ?")
+        args.append(since)
+    if until is not None:
+        clauses.append("t < ?")
+        args.append(until)
+    return (f" WHERE {' AND '.join(clauses)}" if clauses else ""), args
+
+
 class HistoryStore:
     """`record(rows)` appends (a re-recorded interval replaces the old one); queries filter by
     pipeline, runs, operators and a time window, and return rows or a pandas frame."""
@@ -73,7 +108,16 @@ class HistoryStore:
         self._conn.row_factory = sqlite3.Row
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.executescript(SCHEMA)
+        self._add_missing_columns()
         self._lock = threading.Lock()  # one connection shared by the service's worker threads
+
+    def _add_missing_columns(self) -> None:
+        """A history file written before a column existed gets it (NULL in its old rows)."""
+        present = {r[1] for r in self._conn.execute("PRAGMA table_info(history)")}
+        with self._conn:
+            for name, kind in ADDED_COLUMNS.items():
+                if name not in present:
+                    self._conn.execute(f"ALTER TABLE history ADD COLUMN {name} {kind}")
 
     def close(self) -> None:
         self._conn.close()
@@ -94,6 +138,27 @@ class HistoryStore:
             )
         return len(values)
 
+    def record_run_cpu(self, rows: Iterable[RunCpuRow]) -> int:
+        """Write the run's own CPU per interval in one transaction; returns how many rows."""
+        values = [(r.run_id, r.pipeline, r.t, r.interval_s, r.cores) for r in rows]
+        with self._lock, self._conn:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO run_cpu (run_id, pipeline, t, interval_s, cores) "
+                "VALUES (?, ?, ?, ?, ?)",
+                values,
+            )
+        return len(values)
+
+    def run_cpu(
+        self, pipeline: str | None = None, run_ids: Sequence[str] | None = None
+    ) -> list[RunCpuRow]:
+        """The runs' own CPU per interval, in run and time order."""
+        where, args = _where(pipeline, run_ids)
+        columns = "run_id, pipeline, t, interval_s, cores"
+        sql = f"SELECT {columns} FROM run_cpu{where} ORDER BY run_id, t"
+        with self._lock:
+            return [RunCpuRow(*r) for r in self._conn.execute(sql, args)]
+
     def _select(
         self,
         pipeline: str | None,
@@ -102,21 +167,7 @@ class HistoryStore:
         since: float | None,
         until: float | None,
     ) -> tuple[str, list]:
-        clauses, args = [], []
-        if pipeline is not None:
-            clauses.append("pipeline = ?")
-            args.append(pipeline)
-        for column, values in (("run_id", run_ids), ("operator", operators)):
-            if values is not None:
-                clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
-                args.extend(values)
-        if since is not None:
-            clauses.append("t >= ?")
-            args.append(since)
-        if until is not None:
-            clauses.append("t < ?")
-            args.append(until)
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        where, args = _where(pipeline, run_ids, operators, since, until)
         return f"SELECT * FROM history{where} ORDER BY run_id, t, operator, replica", args
 
     def rows(

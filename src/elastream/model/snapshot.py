@@ -30,6 +30,8 @@ class OperatorStats:
     emitted_streams: tuple[tuple[str, int], ...] = ()  # outputs per output stream (() unknown)
     # per active replica: variance of one event's service time, s² (None: not estimable in t)
     service_time_var: tuple[float | None, ...] = ()
+    # per active replica: micro-batches in which it processed events during t (() not counted)
+    replica_batches: tuple[int, ...] = ()
 
     @property
     def mean_utilization(self) -> float:

@@ -474,6 +474,7 @@ class SparkEngine:
             admission_capped=float(self.store.meta(cap_hit_key(name), -1.0)) >= t0,
             emitted_streams=self._emitted_streams(name, reads),
             service_time_var=tuple(_service_time_var(tasks.get(j)) for j in range(st.replicas)),
+            replica_batches=tuple(tasks[j].shares if j in tasks else 0 for j in range(st.replicas)),
         )
 
     def _emitted_streams(self, name: str, reads: IntervalArrivals) -> tuple[tuple[str, int], ...]:
