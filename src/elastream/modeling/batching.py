@@ -77,6 +77,13 @@ def contended_service_time(
     return max(et_s, p * psi / cores)
 
 
+def saturated_batch_rate(sp_rep: float, p: int, et_s: float, batching: MicroBatch) -> float:
+    """Eq. B5: a saturated replica runs SP_rep / c micro-batches per second (each holds its
+    c = cap/p events of Eq. B1, one per cycle of Eq. B2): the batch rate of CPU's Eq. C1."""
+    _check(p, et_s)
+    return sp_rep / (admission_cap(p, et_s, batching.batch_s) / p)
+
+
 def predicted_replica_sp(
     fit_sp: float,
     fit_p: int,

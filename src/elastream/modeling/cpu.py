@@ -1,8 +1,10 @@
-"""CPU load ψ = CPU / input rate (Caladrius V-E) and the host's core-capacity term (beyond it)."""
+"""CPU load ψ = CPU / input rate (Caladrius V-E), its per-micro-batch term and the host's
+core-capacity term (both beyond the paper)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,6 +25,55 @@ def fit_psi(points: Sequence[MeasuredPoint], what: str = "component") -> float |
     if denom <= 0:
         raise ModelError(f"{what}: CPU measured only at zero input rate; ψ is undefined")
     return float(np.dot(x, y) / denom)
+
+
+@dataclass(frozen=True)
+class BatchCpuModel:
+    """Eq. C1: CPU = κ · batches/s + ψ · input rate (cores). A micro-batch costs its replica κ
+    CPU seconds whatever it holds (reading the plan and the share, the commit's preparation),
+    each event ψ more. V-E's ψ alone is Eq. C1 with κ = 0."""
+
+    kappa: float  # CPU seconds per micro-batch with events
+    psi: float  # CPU seconds per event
+
+    def cpu(self, input_rate: float, batch_rate: float) -> float:
+        """Eq. C1 at a replica's input rate (events/s) and micro-batch rate (batches/s)."""
+        return self.kappa * batch_rate + self.psi * input_rate
+
+
+def _nonnegative_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least squares y ≈ x·(a, b) for two columns; a coefficient that comes out negative is
+    set to 0 and the other refitted alone (a cost is never negative)."""
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    if coef.min() >= 0:
+        return float(coef[0]), float(coef[1])
+    keep = int(np.argmax(coef))
+    column = x[:, keep]
+    alone = float(np.dot(column, y) / np.dot(column, column))
+    return (alone, 0.0) if keep == 0 else (0.0, alone)
+
+
+def fit_batch_cpu(points: Sequence[MeasuredPoint], what: str = "component") -> BatchCpuModel | None:
+    """Eq. C1 by least squares through 0 over the points that carry both CPU and a batch rate
+    (κ, ψ ≥ 0). None when fewer than two such points."""
+    usable = [p for p in points if p.cpu is not None and p.batch_rate is not None]
+    if len(usable) < 2:
+        return None
+    x = np.array([[p.batch_rate, p.input_rate] for p in usable], dtype=float)
+    if not np.any(x[:, 1] > 0):
+        raise ModelError(f"{what}: CPU measured only at zero input rate; ψ is undefined")
+    kappa, psi = _nonnegative_fit(x, np.array([p.cpu for p in usable], dtype=float))
+    return BatchCpuModel(kappa=kappa, psi=psi)
+
+
+def platform_psi(run_cores: float, operator_cores: float, source_rate: float) -> float:
+    """Eq. C2: the CPU a run spends outside its operators' code (the engine's JVM, the Python
+    workers' plumbing and store writes, the driver) per event entering the pipeline, ψ_P =
+    (its processes' CPU − its operators' measured CPU) / source rate, in CPU seconds. With it
+    the host's cap on the source rate is C / (Σ_c ψ_c·g_c + ψ_P) (Eq. C3, `core_capped_rate`)."""
+    if not source_rate > 0:
+        raise ModelError(f"platform CPU: the source rate must be > 0, got {source_rate}")
+    return max(0.0, run_cores - operator_cores) / source_rate
 
 
 def predict_cpu(psi: float, input_rate: float) -> float:

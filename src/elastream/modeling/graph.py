@@ -110,7 +110,9 @@ class MeasuredPoint:
 
     `source_rate` is what was offered to the replica (admitted or still queued), `input_rate`
     what it admitted, `output_rates` its output per stream; `busy` the busy seconds per second,
-    `service_time_var` the variance of the per-event service time (s²) when measured.
+    `service_time_var` the variance of the per-event service time (s²) when measured,
+    `batch_rate` the micro-batches per second in which the replica processed events (the
+    per-batch term of the CPU model, cpu.py) when counted.
     """
 
     parallelism: int
@@ -122,6 +124,7 @@ class MeasuredPoint:
     cpu: float | None = None
     busy: float | None = None
     service_time_var: float | None = None
+    batch_rate: float | None = None
 
     def __post_init__(self) -> None:
         if self.parallelism < 1:
@@ -132,7 +135,7 @@ class MeasuredPoint:
             )
         rates = {"source_rate": self.source_rate, "input_rate": self.input_rate}
         rates.update({f"output_rates[{k}]": v for k, v in self.output_rates.items()})
-        for extra in ("cpu", "busy", "service_time_var"):
+        for extra in ("cpu", "busy", "service_time_var", "batch_rate"):
             if getattr(self, extra) is not None:
                 rates[extra] = getattr(self, extra)
         for name, value in rates.items():

@@ -8,7 +8,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.modeling.cpu import core_capped_rate, effective_servers, fit_psi, predict_cpu
+from elastream.modeling.cpu import (
+    BatchCpuModel,
+    core_capped_rate,
+    effective_servers,
+    fit_batch_cpu,
+    fit_psi,
+    predict_cpu,
+)
 from elastream.modeling.graph import (
     ANY_STREAM,
     Edge,
@@ -33,7 +40,8 @@ RANGE_TOLERANCE = 1e-9  # relative: a rate equal to the highest measured one is 
 
 @dataclass(frozen=True)
 class ComponentModel:
-    """A component fitted from its replicas' history: curve, ψ, service time, key bias."""
+    """A component fitted from its replicas' history: curve, ψ, service time, key bias, and
+    the per-batch CPU model (Eq. C1) when the history counts micro-batches."""
 
     name: str
     grouping: Grouping
@@ -42,6 +50,7 @@ class ComponentModel:
     service_time: float | None
     service_scv: float | None
     key_shares: Mapping[int, tuple[float, ...]]
+    batch_cpu: BatchCpuModel | None = None
 
     def shares(self, parallelism: int) -> tuple[tuple[float, ...], str]:
         """Per-replica shares of the source rate and the equation behind them.
@@ -110,6 +119,7 @@ def fit_component(
         service_time=service_time,
         service_scv=scv,
         key_shares=_key_shares(points) if grouping is Grouping.KEY_HASH else {},
+        batch_cpu=fit_batch_cpu(points, what=f"component {name!r}"),
     )
 
 

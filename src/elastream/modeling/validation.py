@@ -7,7 +7,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.modeling.batching import MicroBatch, predicted_replica_sp
+from elastream.modeling.batching import (
+    MicroBatch,
+    contended_service_time,
+    predicted_replica_sp,
+    saturated_batch_rate,
+)
 from elastream.modeling.cpu import core_capped_rate
 from elastream.modeling.graph import Grouping, MeasuredPoint, ModelError
 from elastream.modeling.performance import (
@@ -61,7 +66,8 @@ def validate(
     compare with the curve fitted on `test_points` (which must cross saturation too).
 
     With `batching`, a replica's saturation point at the new parallelism comes from the
-    micro-batch capacity (Eq. B2–B4) instead of staying the fitted one (Eq. 9). `tolerance`:
+    micro-batch capacity (Eq. B2–B4) instead of staying the fitted one (Eq. 9), and the CPU
+    from Eq. C1 at its batch rate (Eq. B5) when the history counted batches. `tolerance`:
     how far below its source rate a replica's input must be to count as saturated (both fits)."""
     ps = {pt.parallelism for pt in test_points}
     if len(ps) != 1:
@@ -71,11 +77,12 @@ def validate(
     observed = fit_instance(test_points, what=f"{name} at p={p}", tolerance=tolerance)
     if batching is None:
         sp = component_saturation_point(model, p, cores)
+        predicted_cpu = None if model.psi is None else model.psi * sp
     else:
-        sp = micro_batch_saturation_point(model, fit_points, p, batching, cores)
+        at = micro_batch_saturation(model, fit_points, p, batching, cores)
+        sp, predicted_cpu = at.sp, at.cpu
     predicted_st = model.instance.alpha * sp
     observed_st = observed.st * p
-    predicted_cpu = None if model.psi is None else model.psi * sp
     observed_cpu = _observed_saturated_cpu(test_points, p, tolerance)
     cpu_error = (
         relative_error(predicted_cpu, observed_cpu)
@@ -95,25 +102,40 @@ def validate(
     )
 
 
-def micro_batch_saturation_point(
+@dataclass(frozen=True)
+class MicroBatchSaturation:
+    """A component at its predicted saturation point on the micro-batch runtime."""
+
+    sp: float  # SP_c, events/s offered to the component
+    cpu: float | None  # its CPU there, cores (Eq. C1 with Eq. B5, or V-E's ψ · SP_c)
+
+
+def micro_batch_saturation(
     model: ComponentModel,
     fit_points: Sequence[MeasuredPoint],
     p: int,
     batching: MicroBatch,
     cores: float | None = None,
-) -> float:
+) -> MicroBatchSaturation:
     """SP_c(p) on the micro-batch runtime from a fit at one parallelism: the most loaded replica
     saturates first, SP_c = SP_rep(p) / max_i w_i (Eq. 8 or 10 with Eq. B2–B4); the host's C/ψ
-    applies on top (with B4's stretch it does not bind)."""
+    applies on top (with B4's stretch it does not bind). CPU there (Eq. C1): ψ · SP_c plus κ
+    per batch of each of the p replicas — one batch plan feeds them all, at the saturated
+    replica's batch rate (Eq. B5); ψ · SP_c alone without a per-batch fit (V-E)."""
     fit_ps = {pt.parallelism for pt in fit_points}
     if len(fit_ps) != 1:
         raise ModelError(
             f"{model.name}: fit points must share one parallelism, got {sorted(fit_ps)}"
         )
-    if model.service_time is None:
+    et = model.service_time
+    if et is None:
         raise ModelError(f"{model.name}: no busy time measured, so et (Eq. B2) is unknown")
-    sp_rep = predicted_replica_sp(
-        model.instance.sp, fit_ps.pop(), p, model.service_time, batching, model.psi, cores
-    )
+    fit_p = fit_ps.pop()
+    sp_rep = predicted_replica_sp(model.instance.sp, fit_p, p, et, batching, model.psi, cores)
     shares, _ = model.shares(p)
-    return core_capped_rate(sp_rep / max(shares), model.psi, cores)
+    sp = core_capped_rate(sp_rep / max(shares), model.psi, cores)
+    if model.batch_cpu is not None:
+        et_p = contended_service_time(p, et, model.psi, cores, fit_p)  # Eq. B4, as in SP_rep
+        batches = saturated_batch_rate(sp_rep, p, et_p, batching)
+        return MicroBatchSaturation(sp, model.batch_cpu.cpu(sp, p * batches))
+    return MicroBatchSaturation(sp, None if model.psi is None else model.psi * sp)
