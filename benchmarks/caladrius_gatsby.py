@@ -35,10 +35,15 @@ import numpy as np
 import yaml
 
 from elastream.examples.wordcount import words_per_sentence
-from elastream.history import HistoryRow, HistoryStore
+from elastream.history import HistoryRow, HistoryStore, RunCpuRow
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.modeling.batching import MicroBatch, batch_overhead, predicted_replica_sp
-from elastream.modeling.cpu import core_capped_rate, fit_psi
+from elastream.modeling.cpu import (
+    core_capped_rate,
+    fit_batch_cpu,
+    fit_psi,
+    platform_psi,
+)
 from elastream.modeling.from_pipeline import graph_of
 from elastream.modeling.graph import Grouping, MeasuredPoint
 from elastream.modeling.performance import (
@@ -123,21 +128,63 @@ def _uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def plateau(points: list[MeasuredPoint]) -> tuple[float, float | None]:
-    """A replica's saturated rate and CPU: the mean admitted rate and CPU (cores) of the steps in
-    which it admitted less than 90 % of what it was offered (the backlog grew clearly)."""
+def plateau(points: list[MeasuredPoint]) -> float:
+    """A replica's saturated rate: the mean admitted rate of the steps in which it admitted
+    less than 90 % of what it was offered (the backlog grew clearly)."""
     above = [pt for pt in points if pt.input_rate < (1 - SATURATED_SHORTFALL) * pt.source_rate]
     if not above:
         raise SystemExit("the splitter never saturated clearly: raise the rates")
-    cpus = [pt.cpu for pt in above if pt.cpu is not None]
-    return _mean(pt.input_rate for pt in above), (_mean(cpus) if cpus else None)
+    return _mean(pt.input_rate for pt in above)
 
 
-def cpu_table(variant: Variant, rows: dict[int, list[HistoryRow]]) -> None:
+@dataclass(frozen=True)
+class CoreUse:
+    """Mean cores in a run's steady intervals with the splitter clearly backlogged."""
+
+    rate: float  # sentences/s admitted by the splitter (Σ replicas)
+    splitter: float
+    others: float  # the other operators
+    run: float | None  # the run's processes (None: not recorded)
+
+    @property
+    def platform(self) -> float | None:
+        """What the run used beyond its operators' measured CPU."""
+        return None if self.run is None else self.run - self.splitter - self.others
+
+
+def backlogged_core_use(
+    rows: list[HistoryRow], cpu_rows: list[RunCpuRow], variant: Variant
+) -> CoreUse:
+    """Where a run's CPU went while its splitter was clearly backlogged (every replica admitted
+    less than 90 % of what it was offered): the splitter, the other operators, the platform."""
+    by_t: dict[float, list[HistoryRow]] = defaultdict(list)
+    for row in rows:
+        if steady(row, variant):
+            by_t[row.t].append(row)
+    run = {r.t: r.cores for r in cpu_rows}
+    rate, split, others, runs = [], [], [], []
+    for t, group in by_t.items():
+        mine = [r for r in group if r.operator == "splitter"]
+        if mine and all(r.input_rate < (1 - SATURATED_SHORTFALL) * r.source_rate for r in mine):
+            rate.append(sum(r.input_rate for r in mine))
+            split.append(sum(r.cpu or 0.0 for r in mine))
+            others.append(sum(r.cpu or 0.0 for r in group if r.operator != "splitter"))
+            runs.append(run.get(t))
+    if not split:
+        raise SystemExit("the splitter never saturated clearly: raise the rates")
+    recorded = [x for x in runs if x is not None]
+    total = _mean(recorded) if len(recorded) == len(runs) else None
+    return CoreUse(_mean(rate), _mean(split), _mean(others), total)
+
+
+def cpu_table(
+    variant: Variant, rows: dict[int, list[HistoryRow]], cpu_rows: dict[int, list[RunCpuRow]]
+) -> None:
     """The CPU-bound splitter: from p = 1, predict ST at every p without and with the host's
-    cores (the C/ψ cap, and the micro-batch Eq. B2–B4), against the runs. The saturated rate is
-    the plateau of the clearly backlogged steps, since a CPU-starved p = 1 may never be seen
-    below saturation (fit_instance would refuse it)."""
+    cores (the C/ψ cap, the micro-batch Eq. B2–B4, and the cap with the whole run's CPU per
+    sentence, Eq. C2–C3), against the runs. The saturated rate is the plateau of the
+    clearly backlogged steps, since a CPU-starved p = 1 may never be seen below saturation
+    (fit_instance would refuse it)."""
     measured = {p: steady_points(r, variant)["splitter"] for p, r in rows.items()}
     base = measured[variant.fit_p]
     admitted = sum(pt.input_rate for pt in base)
@@ -145,27 +192,45 @@ def cpu_table(variant: Variant, rows: dict[int, list[HistoryRow]]) -> None:
     psi = fit_psi(base, what="splitter")
     busy = [pt for pt in base if pt.busy is not None and pt.input_rate > 0]
     et = sum(pt.busy or 0.0 for pt in busy) / sum(pt.input_rate for pt in busy)
-    sp1, _ = plateau(base)
+    sp1 = plateau(base)
     batching = MicroBatch(variant.batch_s, TRIGGER_S)
     overhead = batch_overhead(sp1, variant.fit_p, et, batching)
     print(f"splitter at p={variant.fit_p}: plateau {sp1:.2f} sentences/s per replica, et = "
           f"{et * 1000:.0f} ms (wall), ψ = {(psi or 0) * 1000:.1f} ms CPU per sentence, batch "
           f"overhead O = {overhead:.2f} s (Eq. B3); host: {CORES:g} cores")  # fmt: skip
+    use = {p: backlogged_core_use(r, cpu_rows.get(p, []), variant) for p, r in rows.items()}
+    fit_use = use[variant.fit_p]
+    psi_run = None  # the run's CPU per sentence: splitter, other operators and platform
+    if fit_use.run is not None and fit_use.platform is not None:
+        psi_p = platform_psi(fit_use.run, fit_use.splitter + fit_use.others, fit_use.rate)
+        psi_run = (psi or 0.0) + fit_use.others / fit_use.rate + psi_p
+        print(f"fit run, splitter backlogged at {fit_use.rate:.1f} sentences/s: platform "
+              f"{fit_use.platform:.2f} cores, ψ_P = {psi_p * 1000:.1f} ms per sentence (Eq. C2), "
+              f"other operators {fit_use.others:.3f} cores: the run's CPU per sentence "
+              f"{psi_run * 1000:.1f} ms, cap C / that = {CORES / psi_run:.1f} sentences/s "
+              f"(Eq. C3)")  # fmt: skip
     print()
-    print("| splitter p | Eq. 9 (no cores) | + C/ψ cap | + micro-batch B2–B4 | observed | "
-          "errors (Eq. 9 / C/ψ / B2–B4) | CPU used, cores |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+    print("| splitter p | Eq. 9 (no cores) | + C/ψ cap | + micro-batch B2–B4 | "
+          "+ the run's CPU C2–C3 | observed | errors (Eq. 9 / C/ψ / B2–B4 / C2–C3) | "
+          "cores: splitter / other operators / platform |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     for p, points in sorted(measured.items()):
         linear = alpha * p * sp1
         capped = alpha * core_capped_rate(p * sp1, psi, CORES)
         sp_rep = predicted_replica_sp(sp1, variant.fit_p, p, et, batching, psi, CORES)
         batched = alpha * core_capped_rate(p * sp_rep, psi, CORES)
-        per_replica, cpu = plateau(points)
+        predictions = [linear, capped, batched]
+        left = "–"
+        if psi_run is not None:
+            predictions.append(alpha * core_capped_rate(p * sp_rep, psi_run, CORES))
+            left = f"{predictions[-1]:,.1f}"
+        per_replica = plateau(points)
         observed = alpha * p * per_replica
-        errors = " / ".join(f"{relative_error(x, observed):.1%}" for x in (linear, capped, batched))
-        used = "–" if cpu is None else f"{cpu * p:.2f}"
-        print(f"| {p} | {linear:,.1f} | {capped:,.1f} | {batched:,.1f} | {observed:,.1f} | "
-              f"{errors} | {used} |")  # fmt: skip
+        errors = " / ".join(f"{relative_error(x, observed):.1%}" for x in predictions)
+        platform = "–" if use[p].platform is None else f"{use[p].platform:.2f}"
+        print(f"| {p} | {linear:,.1f} | {capped:,.1f} | {batched:,.1f} | {left} | "
+              f"{observed:,.1f} | {errors} | {use[p].splitter:.2f} / {use[p].others:.3f} / "
+              f"{platform} |")  # fmt: skip
 
 
 def history_rows(folder: Path) -> list[HistoryRow]:
@@ -174,6 +239,13 @@ def history_rows(folder: Path) -> list[HistoryRow]:
     trace_s = len((folder / "rates.txt").read_text().splitlines())
     with HistoryStore(folder / "history.sqlite") as store:
         return [row for row in store.rows() if row.t < trace_s]
+
+
+def run_cpu_rows(folder: Path) -> list[RunCpuRow]:
+    """A run's own CPU per interval inside its trace (empty for runs recorded before it was)."""
+    trace_s = len((folder / "rates.txt").read_text().splitlines())
+    with HistoryStore(folder / "history.sqlite") as store:
+        return [row for row in store.run_cpu() if row.t < trace_s]
 
 
 def steady_points(rows: list[HistoryRow], variant: Variant) -> dict[str, list[MeasuredPoint]]:
@@ -188,6 +260,7 @@ def steady_points(rows: list[HistoryRow], variant: Variant) -> dict[str, list[Me
     for (operator, replica, _), group in sorted(steps.items()):
         streams = {k for row in group for k in row.output_rates}
         cpus = [row.cpu for row in group if row.cpu is not None]
+        batches = [row.batches / row.interval_s for row in group if row.batches is not None]
         grouped[operator].append(
             MeasuredPoint(
                 parallelism=group[0].parallelism,
@@ -199,6 +272,7 @@ def steady_points(rows: list[HistoryRow], variant: Variant) -> dict[str, list[Me
                 replica=replica,
                 cpu=_mean(cpus) if len(cpus) == len(group) else None,
                 busy=_mean(row.busy or 0.0 for row in group),
+                batch_rate=_mean(batches) if len(batches) == len(group) else None,
             )
         )
     return grouped
@@ -276,6 +350,10 @@ def sleep_table(variant: Variant, rows: dict[int, list[HistoryRow]]) -> None:
     print("|---|---|---|---|---|")
     fit_points = measured[variant.fit_p]["splitter"]
     batching = MicroBatch(variant.batch_s, TRIGGER_S)
+    cpu_model = fit_batch_cpu(fit_points, what="splitter")
+    if cpu_model is not None:
+        print(f"splitter CPU at p={variant.fit_p} (Eq. C1): κ = {cpu_model.kappa * 1000:.3f} ms "
+              f"per micro-batch, ψ = {cpu_model.psi * 1000:.4f} ms per sentence")  # fmt: skip
     for p in variant.test_ps:
         row = validate(
             "splitter",
@@ -293,13 +371,12 @@ def sleep_table(variant: Variant, rows: dict[int, list[HistoryRow]]) -> None:
               f"{mb.observed_st:,.1f} | {mb.st_error:.1%} |")  # fmt: skip
         if row.predicted_cpu is not None and row.observed_cpu is not None:
             paper = PAPER.get(f"cpu_{p}")
-            print(f"| splitter CPU at saturation, p={p} (cores) | {_pct(paper)} | "
+            print(f"| splitter CPU at saturation, p={p}, ψ alone (V-E) (cores) | {_pct(paper)} | "
                   f"{row.predicted_cpu:.4f} | {row.observed_cpu:.4f} | "
                   f"{row.cpu_error:.1%} |")  # fmt: skip
-            at_observed = row.predicted_cpu * row.observed_st / row.predicted_st  # ψ·observed SP_c
-            print(f"| … ψ at the observed saturation rate | | {at_observed:.4f} | "
-                  f"{row.observed_cpu:.4f} | "
-                  f"{relative_error(at_observed, row.observed_cpu):.1%} |")  # fmt: skip
+        if cpu_model is not None and mb.predicted_cpu is not None and mb.observed_cpu is not None:
+            print(f"| … κ per batch + ψ per sentence (Eq. C1, B5) | | {mb.predicted_cpu:.4f} | "
+                  f"{mb.observed_cpu:.4f} | {mb.cpu_error:.1%} |")  # fmt: skip
     graph = graph_of(pipeline_from_dict(pipeline_at(variant, 2)))
     models = fit_pipeline(graph, measured[variant.fit_p], SATURATED_SHORTFALL)
     if 2 in rows:
@@ -343,6 +420,37 @@ def plot_fits(variant: Variant, rows: dict[int, list[HistoryRow]], path: Path) -
     fig.savefig(path, dpi=110)
 
 
+def plot_cpu(variant: Variant, rows: dict[int, list[HistoryRow]], path: Path) -> None:
+    """The fit run's splitter CPU per replica and rate step against its admitted rate: V-E's
+    line through 0 and Eq. C1 at each step's own batch rate (fitted at fit_p)."""
+    from matplotlib.figure import Figure
+
+    points = steady_points(rows[variant.fit_p], variant)["splitter"]
+    points = [pt for pt in points if pt.cpu is not None and pt.batch_rate is not None]
+    model = fit_batch_cpu(points, what="splitter")
+    psi = fit_psi(points, what="splitter")
+    if model is None or psi is None:
+        return
+    fig = Figure(figsize=(7, 4.2))
+    ax = fig.add_subplot()
+    x = [pt.input_rate for pt in points]
+    ax.scatter(x, [1000 * (pt.cpu or 0.0) for pt in points], s=14, color="C0",
+               label="measured (one replica, one rate step)")  # fmt: skip
+    ax.scatter(x, [1000 * model.cpu(pt.input_rate, pt.batch_rate or 0.0) for pt in points],
+               s=22, facecolors="none", edgecolors="C3",
+               label=f"Eq. C1: κ = {model.kappa * 1000:.2f} ms/batch, "
+                     f"ψ = {model.psi * 1000:.3f} ms/sentence")  # fmt: skip
+    top = max(x)
+    ax.plot([0, top], [0, 1000 * psi * top], color="k", ls=":", lw=1,
+            label=f"V-E: ψ = {psi * 1000:.3f} ms/sentence through 0")  # fmt: skip
+    ax.set_xlabel("admitted by the replica, sentences/s")
+    ax.set_ylabel("CPU, millicores")
+    ax.set_title(f"Gatsby splitter at p = {variant.fit_p} ({variant.name}): CPU per replica")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value:.1%}"
 
@@ -367,7 +475,9 @@ def main() -> None:
     parser.add_argument("--variant", choices=[*VARIANTS, "both"], default="sleep")
     parser.add_argument("--reuse", action="store_true", help="refit earlier runs' histories")
     parser.add_argument("--runs-only", action="store_true", help="run Spark, do not analyse")
-    parser.add_argument("--plots", type=Path, help="write gatsby-sleep-fits.png into this folder")
+    parser.add_argument(
+        "--plots", type=Path, help="write gatsby-sleep-fits.png and -cpu.png into this folder"
+    )
     parser.add_argument(
         "--sync-progress",
         action="store_true",
@@ -387,13 +497,14 @@ def main() -> None:
         rows = {p: history_rows(f) for p, f in folders.items()}
         print(f"## variant {variant.name}")
         if variant.name == "cpu":
-            cpu_table(variant, rows)
+            cpu_table(variant, rows, {p: run_cpu_rows(f) for p, f in folders.items()})
         else:
             sleep_table(variant, rows)
         print_profiles(variant, folders)
         if args.plots and variant.name == "sleep":
             args.plots.mkdir(parents=True, exist_ok=True)
             plot_fits(variant, rows, args.plots / f"gatsby-{variant.name}-fits.png")
+            plot_cpu(variant, rows, args.plots / f"gatsby-{variant.name}-cpu.png")
         print()
 
 
