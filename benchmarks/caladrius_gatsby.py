@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -414,12 +415,9 @@ def plot_fits(variant: Variant, rows: dict[int, list[HistoryRow]], path: Path) -
         sp = fit_instance(points, tolerance=SATURATED_SHORTFALL).sp
         ax.plot([0, sp, top], [0, sp, sp], color=color, lw=1.2, label=f"p = {p} fit: SP {sp:.1f}")
     ax.axhline(fit_sp, color="k", ls=":", lw=1, label=f"fit at p = {variant.fit_p}: predicted SP")
-    ax.set_xlabel("offered to a replica, sentences/s")
-    ax.set_ylabel("admitted by the replica, sentences/s")
-    ax.set_title(f"Gatsby splitter on Spark ({variant.name} variant): per-replica saturation")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    labels = ("offered to a replica, sentences/s", "admitted by the replica, sentences/s")
+    title = f"Gatsby splitter on Spark ({variant.name} variant): per-replica saturation"
+    _save(fig, ax, labels, title, path)
 
 
 def plot_cpu(variant: Variant, rows: dict[int, list[HistoryRow]], path: Path) -> None:
@@ -445,9 +443,16 @@ def plot_cpu(variant: Variant, rows: dict[int, list[HistoryRow]], path: Path) ->
     top = max(x)
     ax.plot([0, top], [0, 1000 * psi * top], color="k", ls=":", lw=1,
             label=f"V-E: ψ = {psi * 1000:.3f} ms/sentence through 0")  # fmt: skip
-    ax.set_xlabel("admitted by the replica, sentences/s")
-    ax.set_ylabel("CPU, millicores")
-    ax.set_title(f"Gatsby splitter at p = {variant.fit_p} ({variant.name}): CPU per replica")
+    labels = ("admitted by the replica, sentences/s", "CPU, millicores")
+    title = f"Gatsby splitter at p = {variant.fit_p} ({variant.name}): CPU per replica"
+    _save(fig, ax, labels, title, path)
+
+
+def _save(fig: Any, ax: Any, labels: tuple[str, str], title: str, path: Path) -> None:
+    """Axis labels, title and legend, then the figure to `path`."""
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.set_title(title)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
