@@ -78,3 +78,12 @@ def test_the_recorder_writes_the_runs_cpu_from_the_second_interval(tmp_path):
     off(snapshot(o, t=2.0, td=2.0), None)
     off(snapshot(o, t=4.0, td=2.0), None)
     assert off.cpu_rows == []
+
+
+def test_the_runs_own_cpu_is_recorded_only_where_all_its_processes_are_below_the_driver():
+    from elastream.config.run import SparkSettings
+
+    assert SparkSettings().local and SparkSettings(master="local[4,4]").local
+    cluster = SparkSettings(master="spark://host:7077")
+    assert cluster.standalone and not cluster.local
+    assert not SparkSettings(master="yarn").local and not SparkSettings().standalone

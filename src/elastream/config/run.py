@@ -101,6 +101,17 @@ class SparkSettings(Settings):
         "spark.driver.port on a multi-machine cluster, docs/deploy.md); applied last",
     )
 
+    @property
+    def standalone(self) -> bool:
+        """A standalone cluster's master (spark://HOST:PORT)."""
+        return (self.master or "").startswith("spark://")
+
+    @property
+    def local(self) -> bool:
+        """Local mode (the default local[n] or a local[...] master): every process of the run
+        descends from the driver."""
+        return self.master is None or self.master.startswith("local")
+
 
 class RunConfig(Settings):
     """Everything `elastream run`, `simulate`, `demo` and `bench` take besides the pipeline."""

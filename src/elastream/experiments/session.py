@@ -174,8 +174,8 @@ def run_session(
     workload = prepare_workload(config, pipeline)
     started = config.starting_pipeline(pipeline)
     run_id = f"{Path(config.out).name}-{time.strftime('%Y%m%dT%H%M%S')}"
-    local_spark = config.engine == "spark" and not (config.spark.master or "").startswith("spark:")
-    history = HistoryRecorder(run_id, pipeline.name, config.history_path(), local_spark)
+    own_cpu = config.engine == "spark" and config.spark.local  # all its processes below this one
+    history = HistoryRecorder(run_id, pipeline.name, config.history_path(), own_cpu)
     series = open_series(started, Path(config.out), config.series_resolution_s)
     with LiveTable(started, quiet=quiet, title=title) as live, series:
         engine = build_engine(pipeline, config, workload, sim=sim, resume=resume)

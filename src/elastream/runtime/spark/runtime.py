@@ -143,7 +143,7 @@ class SparkEngine:
         spark = self.config.spark
         conf = dict(spark.conf)
         if spark.leasing is not None:
-            if not (spark.master or "").startswith("spark://"):
+            if not spark.standalone:
                 raise RuntimeFailure(
                     "spark.leasing leases executors of a standalone cluster: give "
                     "--master spark://HOST:PORT (elastream cluster up starts one)"
