@@ -129,10 +129,15 @@ def _uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
+def backlogged(row: HistoryRow | MeasuredPoint) -> bool:
+    """Admitted less than 90 % of what was offered: the backlog grew clearly."""
+    return row.input_rate < (1 - SATURATED_SHORTFALL) * row.source_rate
+
+
 def plateau(points: list[MeasuredPoint]) -> float:
     """A replica's saturated rate: the mean admitted rate of the steps in which it admitted
     less than 90 % of what it was offered (the backlog grew clearly)."""
-    above = [pt for pt in points if pt.input_rate < (1 - SATURATED_SHORTFALL) * pt.source_rate]
+    above = [pt for pt in points if backlogged(pt)]
     if not above:
         raise SystemExit("the splitter never saturated clearly: raise the rates")
     return _mean(pt.input_rate for pt in above)
@@ -166,7 +171,7 @@ def backlogged_core_use(
     rate, split, others, runs = [], [], [], []
     for t, group in by_t.items():
         mine = [r for r in group if r.operator == "splitter"]
-        if mine and all(r.input_rate < (1 - SATURATED_SHORTFALL) * r.source_rate for r in mine):
+        if mine and all(backlogged(r) for r in mine):
             rate.append(sum(r.input_rate for r in mine))
             split.append(sum(r.cpu or 0.0 for r in mine))
             others.append(sum(r.cpu or 0.0 for r in group if r.operator != "splitter"))
