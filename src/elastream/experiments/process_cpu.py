@@ -24,9 +24,9 @@ def tree_cpu_seconds(root: int | None = None, proc: Path = PROC) -> float | None
     """User + system CPU seconds of `root` (default: this process) and its living descendants,
     each with the children it has reaped (a worker that exited is counted in its parent once
     reaped). None where there is no /proc (not Linux)."""
-    if not (proc / str(root or os.getpid())).is_dir():
-        return None
     root = root or os.getpid()
+    if not (proc / str(root)).is_dir():
+        return None
     children: dict[int, list[int]] = defaultdict(list)
     ticks: dict[int, int] = {}
     for entry in proc.iterdir():
