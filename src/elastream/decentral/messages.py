@@ -95,7 +95,3 @@ class Envelope:
     src: NodeId
     dst: NodeId
     msg: Message
-
-    @property
-    def is_control(self) -> bool:
-        return not isinstance(self.msg, Data)

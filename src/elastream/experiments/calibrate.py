@@ -88,8 +88,3 @@ def calibrate(engine: SparkEngine, **overrides: Any) -> Calibration:
     fitted = overhead_settings(model)
     update = {k: v for k, v in fitted.items() if k not in overrides}
     return Calibration(settings.model_copy(update=update), records, model)
-
-
-def calibrated_settings(engine: SparkEngine, **overrides: Any) -> SimSettings:
-    """`calibrate(engine, **overrides).settings`."""
-    return calibrate(engine, **overrides).settings

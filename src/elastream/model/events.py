@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -50,9 +49,6 @@ class Event:
     def emit(self, payload: Any, stream: str | None = None, key: str | None = None) -> Emit:
         """An output derived from this event, to `stream` (None: the operator's only output)."""
         return Emit(self, payload, stream, key)
-
-    def to_json(self) -> str:
-        return json.dumps(self.payload, separators=(",", ":"))
 
 
 class Emit(NamedTuple):

@@ -163,14 +163,6 @@ class OperatorAggregates:
         return {name: dict(totals.row) for name, totals in self.totals.items()}
 
 
-def operator_aggregates(items: Sequence[Interval], pipeline: Pipeline) -> dict[str, Row]:
-    """Whole-run figures per operator, in topological order."""
-    aggregates = OperatorAggregates(pipeline)
-    for item in items:
-        aggregates.add(item.snapshot)
-    return aggregates.rows()
-
-
 def jsonable(value: Any, where: str = "value") -> Any:
     """Plain JSON data from settings-like values (paths and enums as text, NaN/inf as null)."""
     if isinstance(value, dict):
