@@ -117,12 +117,12 @@ def test_a_pipeline_runs_live_on_the_cluster_on_redis_and_survives_an_executor_s
     summary = json.loads((out / "summary.json").read_text())
     assert summary["reconfigurations"] > 0  # replicas changed live, on the cluster
     assert summary["processed_ratio"] == 1.0
-    assert "query_restarts" in summary  # counted (Spark usually retries the lost tasks itself)
+    # Spark usually retries the lost tasks itself; a query that failed anyway was restarted, and
+    # each restart is both reported on the console and counted in the summary.
+    assert summary["query_restarts"] == output.count("restarting it from its checkpoint")
     assert not (out / "queues.db").exists()  # the queues are in Redis
     audit = store.audit()
     assert_conserved(audit, summary["events_in"])  # nothing lost, nothing twice
-    replacements = [pid for w in workers for pid in descendants(w, "CoarseGrainedExecutorBackend")]
-    assert executors[0] not in replacements
 
 
 def test_executors_are_leased_as_hosts_and_released_in_the_last_part_of_their_btu(
