@@ -84,10 +84,11 @@ def test_config_describe_prints_every_option_with_its_meaning(capsys):
     assert main(["config", "--describe"]) == 0
     out = capsys.readouterr().out
     for option in (
-        "td: float = 5.0",
+        "td: float > 0 = 5.0",
         "guards.stabilization_s",
         "queue_model",
         "target_utilization",
     ):
         assert option in out
     assert "MAPE interval, s" in out
+    assert "FieldInfo" not in out and "Annotated" not in out  # readable types only

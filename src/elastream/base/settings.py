@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 
@@ -230,13 +231,34 @@ class Option:
 
 
 def _type_name(annotation: Any) -> str:
+    """A readable type: `float > 0`, `dict[str, float > 0]`, `int | None` (constraints of an
+    Annotated type written after it, no pydantic internals)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        base, *extras = typing.get_args(annotation)
+        bounds = [_bound(m) for extra in extras for m in getattr(extra, "metadata", [extra])]
+        return " ".join([_type_name(base), *(b for b in bounds if b)])
     if annotation is type(None):
         return "None"
     if isinstance(annotation, type) and not typing.get_args(annotation):
         return annotation.__name__
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         return " | ".join(_type_name(a) for a in typing.get_args(annotation))
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is not None and args:
+        inner = ", ".join("..." if a is Ellipsis else _type_name(a) for a in args)
+        return f"{getattr(origin, '__name__', str(origin))}[{inner}]"
     return str(annotation).replace("typing.", "")
+
+
+_BOUNDS = {"gt": ">", "ge": "≥", "lt": "<", "le": "≤"}
+
+
+def _bound(constraint: Any) -> str:
+    """`> 0` for pydantic's Gt(gt=0) and the like; '' for other metadata."""
+    for attr, sign in _BOUNDS.items():
+        if getattr(constraint, attr, None) is not None:
+            return f"{sign} {getattr(constraint, attr)}"
+    return ""
 
 
 def _default(info: Any) -> str:
@@ -251,6 +273,16 @@ def _default(info: Any) -> str:
     return str(value) if isinstance(value, Path) else repr(value)
 
 
+def _field_type(info: FieldInfo) -> str:
+    """A field's readable type with its bounds: `float > 0`, `int ≥ 1 | None`."""
+    bounds = " ".join(b for b in map(_bound, info.metadata) if b)
+    args = typing.get_args(info.annotation)
+    if bounds and type(None) in args:
+        kinds = " | ".join(_type_name(a) for a in args if a is not type(None))
+        return f"{kinds} {bounds} | None"
+    return f"{_type_name(info.annotation)} {bounds}".rstrip()
+
+
 def describe(model: type[BaseModel], prefix: str = "") -> list[Option]:
     """Every setting of a model tree with its type, default and description."""
     out: list[Option] = []
@@ -260,9 +292,7 @@ def describe(model: type[BaseModel], prefix: str = "") -> list[Option]:
         if nested and isinstance(info.annotation, type):
             out.extend(describe(nested[0], f"{path}."))
             continue
-        out.append(
-            Option(path, _type_name(info.annotation), _default(info), info.description or "")
-        )
+        out.append(Option(path, _field_type(info), _default(info), info.description or ""))
     return out
 
 
