@@ -21,7 +21,12 @@ def add_sodrp_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--plan-weights", default="r=1", help="weights of the re-plan (as `plan --weights`)"
     )
-    group.add_argument("--plan-solver", choices=SOLVER_CHOICES, default="compact")
+    group.add_argument(
+        "--plan-solver",
+        choices=SOLVER_CHOICES,
+        default="compact",
+        help="solver of each re-plan (default compact: the compact ILP on HiGHS)",
+    )
     group.add_argument(
         "--window", type=float, default=10.0, help="seconds measured before the re-plan"
     )

@@ -22,7 +22,12 @@ def demo_pipeline_path() -> Path:
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("demo", help="run the tweet-analysis example on Spark (a few minutes)")
     add_run_options(parser, pipeline=False)
-    parser.add_argument("--engine", choices=("spark", "sim"), default="spark")
+    parser.add_argument(
+        "--engine",
+        choices=("spark", "sim"),
+        default="spark",
+        help="spark: run on local Spark (default); sim: the simulator, in seconds",
+    )
     parser.set_defaults(handler=handle)
 
 
