@@ -11,8 +11,7 @@ import json
 import time
 from pathlib import Path
 
-from elastream.cli.forecast import load_series, plot, run_backtests, scores
-from elastream.modeling.forecasting import FORECASTERS
+from elastream.cli.forecast import backtest_models, load_series, plot, run_backtests, scores
 
 DAY, HOUR = 86_400.0, 3_600.0
 # trace file: (resampling step s, history s, horizon s)
@@ -40,24 +39,34 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/modeling-backtests"))
     parser.add_argument("--origins", type=int, default=10)
     args = parser.parse_args()
-    models = [n for n, s in FORECASTERS.items() if s.available()]
-    print("| trace | step | history | horizon | model | MASE | sMAPE % | coverage 90 % |")
-    print("|---|---|---|---|---|---|---|---|")
+    models = backtest_models(None)
+    print("| trace | step | history | horizon | model | MASE | skill | sMAPE % | coverage 90 % |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, (step, history, horizon) in SETTINGS.items():
         started = time.process_time()
         series, title = load_series(str(args.data_dir / "traces" / name), None, step)
         results, skipped = run_backtests(series, models, history, horizon, args.origins)
         out = args.out / Path(name).stem
         out.mkdir(parents=True, exist_ok=True)
-        (out / "backtest.json").write_text(json.dumps(scores(results), indent=2) + "\n")
+        table = scores(results)
+        (out / "backtest.json").write_text(json.dumps(table, indent=2) + "\n")
         plot(series, results, title, out / "backtest.png")
-        for model in models:
-            cells = [name, span(step), span(history), span(horizon), model]
-            if model in results:
-                r = results[model]
-                cells += [f"{r.mase:.2f}", f"{r.smape:.1f}", f"{r.coverage90:.2f}"]
+        best = min(table, key=lambda m: table[m]["mase"])
+        first = [Path(name).stem, span(step), span(history), span(horizon)]
+        for k, model in enumerate(models):
+            cells = first if k == 0 else [""] * 4
+            if model in table:
+                row = table[model]
+                mark = "**" if model == best else ""
+                cells += [
+                    f"{mark}{model}{mark}",
+                    f"{mark}{row['mase']:.2f}{mark}",
+                    f"{row['skill']:+.2f}",
+                    f"{row['smape']:.1f}",
+                    f"{row['coverage90']:.2f}",
+                ]
             else:
-                cells += ["n/a", "n/a", skipped.get(model, "not installed")[:60]]
+                cells += [model, "n/a: " + skipped.get(model, "not installed")[:60], "", "", ""]
             print("| " + " | ".join(cells) + " |")
         print(f"<!-- {name}: {time.process_time() - started:.1f} CPU-s -->")
 
