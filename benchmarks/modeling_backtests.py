@@ -1,7 +1,8 @@
 """Backtest every forecaster on every real trace of ../shared/data/traces (docs/modeling.md).
 
 Usage: python benchmarks/modeling_backtests.py [--data-dir ../shared/data] [--out DIR]
-Prints the Markdown table of docs/modeling.md; writes DIR/<trace>/backtest.json and .png.
+Prints the Markdown table of docs/modeling.md (the naive baselines first, each model's skill
+against naive, the best MASE per trace in bold); writes DIR/<trace>/backtest.json and .png.
 """
 
 from __future__ import annotations
@@ -11,11 +12,18 @@ import json
 import time
 from pathlib import Path
 
-from elastream.cli.forecast import load_series, plot, run_backtests, scores
-from elastream.modeling.forecasting import FORECASTERS
+from elastream.cli.forecast import (
+    backtest_models,
+    default_windows,
+    load_series,
+    plot,
+    run_backtests,
+    scores,
+)
 
 DAY, HOUR = 86_400.0, 3_600.0
-# trace file: (resampling step s, history s, horizon s)
+# trace file: (resampling step s, history s, horizon s); any other trace of the folder is
+# backtested at its own step (at least 1 min) with the CLI's default windows
 SETTINGS = {
     "twitter_sample_per_second_3days.txt": (60.0, 2 * DAY, HOUR),
     "nab_twitter_volume_aapl_5min.csv": (300.0, 7 * DAY, HOUR),
@@ -34,30 +42,49 @@ def span(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
+def _is_trace(name: str) -> bool:
+    return name.endswith((".csv", ".txt")) and not name.startswith("LICENSE")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
     parser.add_argument("--out", type=Path, default=Path("runs/modeling-backtests"))
     parser.add_argument("--origins", type=int, default=10)
     args = parser.parse_args()
-    models = [n for n, s in FORECASTERS.items() if s.available()]
-    print("| trace | step | history | horizon | model | MASE | sMAPE % | coverage 90 % |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, (step, history, horizon) in SETTINGS.items():
+    models = backtest_models(None)
+    print("| trace | step | history | horizon | model | MASE | skill | sMAPE % | coverage 90 % |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    folder = args.data_dir / "traces"
+    names = [*SETTINGS, *sorted(p.name for p in folder.glob("*.*") if _is_trace(p.name))]
+    for name in dict.fromkeys(names):
         started = time.process_time()
-        series, title = load_series(str(args.data_dir / "traces" / name), None, step)
+        step_s = SETTINGS[name][0] if name in SETTINGS else None
+        series, title = load_series(str(folder / name), None, step_s)
+        step, history, horizon = SETTINGS.get(name) or (series.step_s, *default_windows(series))
         results, skipped = run_backtests(series, models, history, horizon, args.origins)
         out = args.out / Path(name).stem
         out.mkdir(parents=True, exist_ok=True)
-        (out / "backtest.json").write_text(json.dumps(scores(results), indent=2) + "\n")
+        table = scores(results)
+        (out / "backtest.json").write_text(json.dumps(table, indent=2) + "\n")
         plot(series, results, title, out / "backtest.png")
-        for model in models:
-            cells = [name, span(step), span(history), span(horizon), model]
-            if model in results:
-                r = results[model]
-                cells += [f"{r.mase:.2f}", f"{r.smape:.1f}", f"{r.coverage90:.2f}"]
+        best = min(table, key=lambda m: table[m]["mase"])
+        first = [Path(name).stem, span(step), span(history), span(horizon)]
+        for k, model in enumerate(models):
+            cells = first if k == 0 else [""] * 4
+            if model in table:
+                row = table[model]
+                mark = "**" if model == best else ""
+                cells += [
+                    f"{mark}{model}{mark}",
+                    f"{mark}{row['mase']:.2f}{mark}",
+                    f"{row['skill']:+.2f}",
+                    f"{row['smape']:.1f}",
+                    f"{row['coverage90']:.2f}",
+                ]
             else:
-                cells += ["n/a", "n/a", skipped.get(model, "not installed")[:60]]
+                why = skipped.get(model, "not installed").split(": ", 1)[-1].split(";")[0]
+                cells += [model, f"n/a: {why}", "", "", ""]
             print("| " + " | ".join(cells) + " |")
         print(f"<!-- {name}: {time.process_time() - started:.1f} CPU-s -->")
 

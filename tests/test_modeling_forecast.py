@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+from statistics import NormalDist
 
 import numpy as np
 import pytest
 
-from elastream.modeling.backtest import backtest, coverage, mase, origins_for, smape
+from elastream.base.registry import Registry
+from elastream.cli.forecast import backtest_models, default_windows, run_backtests, scores
+from elastream.modeling.backtest import backtest, coverage, mase, origins_for, skill, smape
 from elastream.modeling.forecasting import FORECASTERS, FitCache, Series, forecast, season_for
 from elastream.modeling.graph import ModelError
 
@@ -91,7 +94,7 @@ def test_unknown_model_and_bad_params():
 
 
 def test_prophet_is_optional():
-    spec = FORECASTERS["prophet"]
+    spec = FORECASTERS.get("prophet")
     installed = importlib.util.find_spec("prophet") is not None
     assert spec.available() is installed
     if not installed:
@@ -100,3 +103,70 @@ def test_prophet_is_optional():
         pytest.skip("prophet not installed (optional extra elastream[prophet])")
     res = backtest(seasonal_series(days=10), "prophet", history=7 * 48, horizon=48, origins=2)
     assert res.mase < 2.0
+
+
+def test_naive_forecast_hand_worked():
+    fc = forecast(Series(np.array([1.0, 3.0, 2.0, 6.0]), 60.0), "naive", 3)
+    np.testing.assert_allclose(fc.point, [6.0, 6.0, 6.0])
+    # one-step differences 2, −1, 4: σ = √((4 + 1 + 16) / 3) = √7; h steps ahead: ±z·σ·√h
+    z = NormalDist().inv_cdf(0.95)
+    np.testing.assert_allclose(fc.upper, 6.0 + z * np.sqrt(7.0) * np.sqrt([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(fc.lower, np.maximum(0.0, fc.point * 2 - fc.upper))
+    assert fc.lower[0] == pytest.approx(6.0 - z * np.sqrt(7.0))
+    assert fc.start_s == 240.0
+
+
+def test_seasonal_naive_forecast_hand_worked():
+    history = Series(np.array([1.0, 2.0, 3.0, 4.0, 6.0, 8.0]), 60.0)
+    fc = forecast(history, "seasonal-naive", 5, {"season_length": 3})
+    np.testing.assert_allclose(fc.point, [4.0, 6.0, 8.0, 4.0, 6.0])
+    # seasonal differences 3, 4, 5: σ = √(50 / 3); the second season ahead: σ·√2
+    z = NormalDist().inv_cdf(0.95)
+    spread = np.sqrt(50.0 / 3.0) * np.array([1.0, 1.0, 1.0, np.sqrt(2.0), np.sqrt(2.0)])
+    np.testing.assert_allclose(fc.upper - fc.point, z * spread)
+    # the default season is one day: 48 samples of 30 min, once ≥ 2 days are in the history
+    daily = forecast(seasonal_series(days=3), "seasonal-naive", 48)
+    np.testing.assert_allclose(daily.point, seasonal_series(days=3).values[-48:])
+    with pytest.raises(ModelError, match="seasonal-naive: 48 samples .* fewer than 2 days"):
+        forecast(seasonal_series(days=1), "seasonal-naive", 4)
+
+
+def test_skill_against_naive_hand_worked():
+    assert skill(0.5, 2.0) == pytest.approx(0.75)
+    assert skill(2.0, 2.0) == 0.0
+    assert skill(3.0, 2.0) == pytest.approx(-0.5)
+    assert skill(0.0, 0.0) == 0.0
+    assert skill(1.0, 0.0) == float("-inf")
+    # the ramp 0..7: naive from [0, 1, 2, 3] forecasts 3, 3 for 4, 5 (MAE 1.5); in-sample
+    # one-step MAE 1, so MASE 1.5; the mean of the window (1.5) is off by 2.5 and 3.5: MASE 3
+    ramp = Series(np.arange(8.0), 1.0)
+    naive = backtest(ramp, "naive", history=4, horizon=2, origins=1)
+    mean = backtest(ramp, "summary", history=4, horizon=2, origins=1, params={"statistic": "mean"})
+    assert naive.origins == (4,)
+    assert naive.mase == pytest.approx(1.5)
+    assert mean.mase == pytest.approx(3.0)
+    assert skill(mean.mase, naive.mase) == pytest.approx(-1.0)
+
+
+def test_baselines_are_registered_and_always_backtested():
+    assert isinstance(FORECASTERS, Registry)
+    assert {"naive", "seasonal-naive"} <= set(FORECASTERS)
+    assert backtest_models(["summary", "naive"]) == ["naive", "seasonal-naive", "summary"]
+    results, skipped = run_backtests(seasonal_series(), ["summary"], 14 * 86400.0, 86400.0, 3)
+    assert list(results) == ["naive", "seasonal-naive", "summary"] and not skipped
+    table = scores(results)
+    assert table["naive"]["skill"] == 0.0
+    assert table["seasonal-naive"]["skill"] == pytest.approx(
+        1 - results["seasonal-naive"].mase / results["naive"].mase
+    )
+    # a daily season against a noise of σ = 4: repeating yesterday beats repeating the last value
+    assert table["seasonal-naive"]["skill"] > 0.5
+
+
+def test_default_windows_follow_the_trace():
+    three_days = Series(np.ones(3 * 1440), 60.0)  # 1-minute steps
+    assert default_windows(three_days) == (2 * 86400.0, 3600.0)  # 2/3 of it; 1 h
+    hourly = Series(np.ones(60 * 24), 3600.0)  # 60 days of hours: 14 d cap; 12 steps
+    assert default_windows(hourly) == (14 * 86400.0, 12 * 3600.0)
+    short = Series(np.ones(57), 60.0)  # 57 min: 38 min; a tenth (342 s) in whole steps
+    assert default_windows(short) == (38 * 60.0, 300.0)

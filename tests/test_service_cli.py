@@ -39,10 +39,11 @@ def test_forecast_writes_backtest_json_and_plot(trace, tmp_path, capsys):
     )  # fmt: skip
     assert code == 0
     data = json.loads((out / "backtest.json").read_text())
-    assert set(data) == {"summary", "seasonal-profile"}
+    assert set(data) == {"naive", "seasonal-naive", "summary", "seasonal-profile"}  # + baselines
     for scores in data.values():
-        assert set(scores) == {"mase", "smape", "coverage90"}
+        assert set(scores) == {"mase", "skill", "smape", "coverage90"}
     assert data["seasonal-profile"]["mase"] < data["summary"]["mase"]
+    assert data["naive"]["skill"] == 0.0 and data["seasonal-profile"]["skill"] > 0.5
     assert (out / "backtest.png").stat().st_size > 10_000
     printed = capsys.readouterr().out
     assert "seasonal-profile" in printed and "MASE" in printed

@@ -9,27 +9,42 @@ from pathlib import Path
 
 import numpy as np
 
-from elastream.modeling.backtest import BacktestResult, backtest, origins_for
-from elastream.modeling.forecasting import FORECASTERS, FitCache, Series
+from elastream.modeling.backtest import BacktestResult, backtest, origins_for, skill
+from elastream.modeling.forecasting import BASELINES, FORECASTERS, FitCache, Series
 from elastream.modeling.graph import ModelError
+
+DAY_S, HOUR_S = 86_400.0, 3_600.0
+MAX_HISTORY_S = 14 * DAY_S  # the default fit window: 2/3 of the trace, at most two weeks
+HORIZON_STEPS = 12  # the default horizon: 1 h or 12 steps, at most a tenth of the trace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "forecast",
-        help="backtest traffic forecasters on a trace (MASE, sMAPE, 90%% coverage)",
+        help="backtest traffic forecasters on a trace (MASE, skill, sMAPE, 90%% coverage)",
         description="Rolling-origin backtest: at each origin fit on the previous --history "
-        "seconds and forecast --horizon seconds; prints MASE, sMAPE and the coverage of the "
-        "90%% interval per model and plots the forecasts.",
+        "seconds and forecast --horizon seconds; prints MASE, the skill against the naive "
+        "forecast (1 - MASE/MASE_naive), sMAPE and the coverage of the 90% interval per model "
+        "and plots the forecasts. The naive and seasonal-naive baselines are always included.",
     )
     parser.add_argument("trace", help="trace file (path or name under --data-dir)")
     parser.add_argument(
         "--model",
         action="append",
-        help=f"forecaster (repeatable; default: every installed one of {', '.join(FORECASTERS)})",
+        help="forecaster (repeatable; default: every installed one of "
+        f"{', '.join(FORECASTERS)}; {' and '.join(BASELINES)} are always added)",
     )
-    parser.add_argument("--history", type=float, required=True, help="fit window, seconds")
-    parser.add_argument("--horizon", type=float, required=True, help="forecast horizon, seconds")
+    parser.add_argument(
+        "--history",
+        type=float,
+        help="fit window, seconds (default: two thirds of the resampled trace, at most 14 days)",
+    )
+    parser.add_argument(
+        "--horizon",
+        type=float,
+        help="forecast horizon, seconds (default: 1 hour or 12 steps of the resampled trace, "
+        "whichever is longer, at most a tenth of the trace)",
+    )
     parser.add_argument(
         "--step", type=float, help="resample to this step, seconds (default: the trace's, ≥ 60)"
     )
@@ -60,16 +75,35 @@ def load_series(spec: str, data_dir: Path | None, step: float | None) -> tuple[S
     return Series(values, step_s), trace.name
 
 
+def default_windows(series: Series) -> tuple[float, float]:
+    """(history s, horizon s) from the trace's step and length, as --help states."""
+    step, length = series.step_s, series.values.size * series.step_s
+    horizon = min(max(HOUR_S, HORIZON_STEPS * step), length / 10)
+    horizon = max(1, int(horizon // step)) * step
+    history = max(2, int(min(MAX_HISTORY_S, 2 * length / 3) // step)) * step
+    return history, horizon
+
+
+def backtest_models(requested: list[str] | None) -> list[str]:
+    """The baselines first, then the requested models (default: every installed one)."""
+    chosen = requested or [n for n in FORECASTERS if FORECASTERS.get(n).available()]
+    unknown = [m for m in chosen if m not in FORECASTERS]
+    if unknown:
+        raise ValueError(f"--model: unknown {', '.join(unknown)}; known: {', '.join(FORECASTERS)}")
+    return [*BASELINES, *(m for m in dict.fromkeys(chosen) if m not in BASELINES)]
+
+
 def run_backtests(
-    series: Series, models: list[str], history_s: float, horizon_s: float, origins: int
+    series: Series, models: list[str] | None, history_s: float, horizon_s: float, origins: int
 ) -> tuple[dict[str, BacktestResult], dict[str, str]]:
-    """Backtest each model; a model that cannot run on this series is reported, not fatal."""
+    """Backtest the baselines and each model; a model that cannot run on this series is
+    reported, not fatal."""
     history = round(history_s / series.step_s)
     horizon = max(1, round(horizon_s / series.step_s))
     origins_for(series.values.size, history, horizon, origins)  # a bad window fails for all
     cache = FitCache()
     results, skipped = {}, {}
-    for m in models:
+    for m in backtest_models(models):
         try:
             results[m] = backtest(series, m, history, horizon, origins, {"level": 0.9}, cache)
         except ModelError as exc:
@@ -77,10 +111,24 @@ def run_backtests(
     return results, skipped
 
 
+def skills(results: dict[str, BacktestResult]) -> dict[str, float]:
+    """Each model's skill against the naive forecast (run_backtests always includes it)."""
+    if "naive" not in results:
+        raise ValueError("the naive baseline could not be backtested: no skill to report")
+    naive = results["naive"].mase
+    return {name: skill(r.mase, naive) for name, r in results.items()}
+
+
 def scores(results: dict[str, BacktestResult]) -> dict[str, dict[str, float]]:
-    """The content of backtest.json: {model: {"mase", "smape", "coverage90"}}."""
+    """The content of backtest.json: {model: {"mase", "skill", "smape", "coverage90"}}."""
+    skill_of = skills(results)
     return {
-        name: {"mase": r.mase, "smape": r.smape, "coverage90": r.coverage90}
+        name: {
+            "mase": r.mase,
+            "skill": skill_of[name],
+            "smape": r.smape,
+            "coverage90": r.coverage90,
+        }
         for name, r in results.items()
     }
 
@@ -114,21 +162,24 @@ def plot(series: Series, results: dict[str, BacktestResult], title: str, out: Pa
 
 
 def handle(args: argparse.Namespace) -> int:
-    models = args.model or [n for n, s in FORECASTERS.items() if s.available()]
-    unknown = [m for m in models if m not in FORECASTERS]
-    if unknown:
-        raise ValueError(f"--model: unknown {', '.join(unknown)}; known: {', '.join(FORECASTERS)}")
+    models = backtest_models(args.model)  # an unknown name fails before the trace is read
     series, name = load_series(args.trace, args.data_dir, args.step)
-    results, skipped = run_backtests(series, models, args.history, args.horizon, args.origins)
+    history, horizon = default_windows(series)
+    history, horizon = args.history or history, args.horizon or horizon
+    results, skipped = run_backtests(series, models, history, horizon, args.origins)
     for model, reason in skipped.items():
         print(f"{model}: skipped: {reason}", file=sys.stderr)
     if not results:
         raise ValueError("no model could be backtested on this trace")
     print(f"{name}: {series.values.size} samples of {series.step_s:g} s, "
+          f"history {history:.0f} s, horizon {horizon:.0f} s, "
           f"{len(next(iter(results.values())).origins)} origins")  # fmt: skip
-    print(f"{'model':<16} {'MASE':>8} {'sMAPE %':>8} {'cov90':>6}")
+    skill_of = skills(results)
+    print(f"{'model':<16} {'MASE':>8} {'skill':>7} {'sMAPE %':>8} {'cov90':>6}")
     for model, r in results.items():
-        print(f"{model:<16} {r.mase:8.3f} {r.smape:8.2f} {r.coverage90:6.3f}")
+        print(
+            f"{model:<16} {r.mase:8.3f} {skill_of[model]:7.3f} {r.smape:8.2f} {r.coverage90:6.3f}"
+        )
     default = args.out / "backtest.png" if args.out else Path(f"forecast-{Path(name).stem}.png")
     png = None if args.no_plot else (args.plot or default)
     if args.out:

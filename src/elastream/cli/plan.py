@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
+import os
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--time-limit", type=float, default=60.0, help="solver limit, seconds")
     parser.add_argument("--gap", type=float, default=1e-6, help="relative MIP gap accepted")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object (the only output on stdout)"
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -72,9 +79,29 @@ def handle(args: argparse.Namespace) -> int:
         time_limit_s=args.time_limit,
         gap=args.gap,
     )
-    result = plan(request, clock=time.perf_counter)
+    with native_stdout_to_stderr():
+        result = plan(request, clock=time.perf_counter)
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0
+
+
+@contextmanager
+def native_stdout_to_stderr() -> Iterator[None]:
+    """Send what native code writes to file descriptor 1 to stderr while the body runs.
+
+    HiGHS prints its banner to stdout when a process makes its first `Highs()`, before any
+    option (`output_flag`, set off in milp.py) can be set; so stdout holds only our output.
+    C's stdout buffer is flushed before fd 1 is restored, so nothing it held leaks out later.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        ctypes.CDLL(None).fflush(None)
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def render(result: dict[str, Any]) -> str:

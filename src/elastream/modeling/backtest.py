@@ -32,6 +32,18 @@ def mase(actual: np.ndarray, predicted: np.ndarray, train: np.ndarray, season: i
     return err / scale
 
 
+def skill(model_mase: float, naive_mase: float) -> float:
+    """Skill against the naive forecast on the same origins: 1 − MASE_model / MASE_naive.
+
+    Positive: the model's error is that fraction below naive's (1 is a perfect forecast);
+    0: no better than naive; negative: worse. A perfect naive forecast leaves no room (0 for
+    another perfect one, −inf otherwise).
+    """
+    if naive_mase == 0:
+        return 0.0 if model_mase == 0 else float("-inf")
+    return 1.0 - model_mase / naive_mase
+
+
 def smape(actual: np.ndarray, predicted: np.ndarray) -> float:
     """Symmetric MAPE in percent, 200·|y − ŷ|/(|y| + |ŷ|); a 0/0 term counts as 0."""
     denom = np.abs(actual) + np.abs(predicted)

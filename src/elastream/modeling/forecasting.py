@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from elastream.base.registry import Registry
 from elastream.modeling.graph import ModelError
 
 DAY_S = 86_400.0
@@ -110,6 +111,18 @@ class ProfileParams(Params):
     statistic: Literal["mean", "median"] = Field("median", description="per-phase statistic")
     level_shift: bool = Field(
         True, description="shift the profile by the median deviation of the last season"
+    )
+
+
+class NaiveParams(Params):
+    """The naive baseline: every step ahead is the last sample (a random walk)."""
+
+
+class SeasonalNaiveParams(Params):
+    """The seasonal-naive baseline: each step ahead repeats the same phase of the last season."""
+
+    season_length: int | None = Field(
+        None, ge=2, description="samples per season (None: one day if ≥ 2 days of history)"
     )
 
 
@@ -236,6 +249,47 @@ def _fit_holt(history: Series, params: HoltParams) -> _HoltFit:
 
 
 @dataclass(frozen=True)
+class _NaiveFit:
+    """y_{T+h} = y_{T+h-m(k+1)}, k = ⌊(h-1)/m⌋, with interval ±z·σ·√(k+1) (Hyndman &
+    Athanasopoulos, FPP3 5.5): m = 1 is the naive forecast, m = the season the seasonal one."""
+
+    history: Series
+    level: float
+    season: int
+    sigma: float  # standard deviation of the in-sample (seasonal) differences
+
+    def forecast(self, horizon: int) -> Forecast:
+        start, h = _times(self.history, horizon)
+        steps = np.arange(h)
+        point = self.history.values[-self.season :][steps % self.season]
+        spread = self.sigma * np.sqrt(steps // self.season + 1.0)
+        z = NormalDist().inv_cdf(0.5 + self.level / 2.0)
+        point, lower, upper = _rates(point, point - z * spread, point + z * spread)
+        return Forecast(point, lower, upper, self.level, self.history.step_s, start)
+
+
+def _fit_naive_at(history: Series, level: float, season: int) -> _NaiveFit:
+    x = history.values
+    diffs = x[season:] - x[:-season]
+    sigma = float(np.sqrt(np.mean(diffs**2)))  # the residuals' RMS: their mean is 0 by model
+    return _NaiveFit(history, level, season, sigma)
+
+
+def _fit_naive(history: Series, params: NaiveParams) -> _NaiveFit:
+    return _fit_naive_at(history, params.level, 1)
+
+
+def _fit_seasonal_naive(history: Series, params: SeasonalNaiveParams) -> _NaiveFit:
+    season = season_for(history, params.season_length)
+    if season is None:
+        raise ModelError(
+            f"seasonal-naive: {history.values.size} samples of {history.step_s:g} s hold "
+            "fewer than 2 days; give season_length"
+        )
+    return _fit_naive_at(history, params.level, season)
+
+
+@dataclass(frozen=True)
 class _ProfileFit:
     history: Series
     params: ProfileParams
@@ -319,55 +373,71 @@ def _has_prophet() -> bool:
     return importlib.util.find_spec("prophet") is not None
 
 
-FORECASTERS: dict[str, ForecasterSpec] = {
-    spec.name: spec
-    for spec in (
-        ForecasterSpec(
-            "summary",
-            "Caladrius' simple model: median (or mean) of a window, interval from its quantiles",
-            SummaryParams,
-            lambda h, p: _SummaryFit(h, p),  # type: ignore[arg-type]
-            _always,
-        ),
-        ForecasterSpec(
-            "holt",
-            "Holt's linear trend with fixed α, β (no fitting: fast enough for a control loop); "
-            "ETS(A,A,N) interval from the one-step errors",
-            HoltParams,
-            _fit_holt,  # type: ignore[arg-type]
-            _always,
-        ),
-        ForecasterSpec(
-            "holt-winters",
-            "ETS(A,N/A,A) Holt-Winters with a daily season (statsmodels), analytic intervals",
-            SeasonalParams,
-            _fit_seasonal,  # type: ignore[arg-type]
-            _always,
-        ),
-        ForecasterSpec(
-            "seasonal-profile",
-            "per-phase median of the last seasons (default 7 days), shifted to the last "
-            "season's level; interval from the per-phase deviations",
-            ProfileParams,
-            _fit_profile,  # type: ignore[arg-type]
-            _always,
-        ),
-        ForecasterSpec(
-            "prophet",
-            "Prophet additive trend + seasonality; interval from its yhat_lower/yhat_upper "
-            "(optional extra: pip install elastream[prophet])",
-            ProphetParams,
-            _fit_prophet,  # type: ignore[arg-type]
-            _has_prophet,
-        ),
-    )
-}
+BASELINES = ("naive", "seasonal-naive")  # always backtested: every skill is against naive
+
+FORECASTERS: Registry[ForecasterSpec] = Registry("forecast model")
+for _spec in (
+    ForecasterSpec(
+        "naive",
+        "baseline: the last sample repeated; interval ±z·σ·√h from the one-step differences",
+        NaiveParams,
+        _fit_naive,  # type: ignore[arg-type]
+        _always,
+    ),
+    ForecasterSpec(
+        "seasonal-naive",
+        "baseline: the same phase of the last season (one day); interval from the seasonal "
+        "differences, widening per season ahead",
+        SeasonalNaiveParams,
+        _fit_seasonal_naive,  # type: ignore[arg-type]
+        _always,
+    ),
+    ForecasterSpec(
+        "summary",
+        "Caladrius' simple model: median (or mean) of a window, interval from its quantiles",
+        SummaryParams,
+        lambda h, p: _SummaryFit(h, p),  # type: ignore[arg-type]
+        _always,
+    ),
+    ForecasterSpec(
+        "holt",
+        "Holt's linear trend with fixed α, β (no fitting: fast enough for a control loop); "
+        "ETS(A,A,N) interval from the one-step errors",
+        HoltParams,
+        _fit_holt,  # type: ignore[arg-type]
+        _always,
+    ),
+    ForecasterSpec(
+        "holt-winters",
+        "ETS(A,N/A,A) Holt-Winters with a daily season (statsmodels), analytic intervals",
+        SeasonalParams,
+        _fit_seasonal,  # type: ignore[arg-type]
+        _always,
+    ),
+    ForecasterSpec(
+        "seasonal-profile",
+        "per-phase median of the last seasons (default 7 days), shifted to the last "
+        "season's level; interval from the per-phase deviations",
+        ProfileParams,
+        _fit_profile,  # type: ignore[arg-type]
+        _always,
+    ),
+    ForecasterSpec(
+        "prophet",
+        "Prophet additive trend + seasonality; interval from its yhat_lower/yhat_upper "
+        "(optional extra: pip install elastream[prophet])",
+        ProphetParams,
+        _fit_prophet,  # type: ignore[arg-type]
+        _has_prophet,
+    ),
+):
+    FORECASTERS.register(_spec.name, _spec)
 
 
 def get_forecaster(name: str) -> ForecasterSpec:
     if name not in FORECASTERS:
         raise ModelError(f"unknown forecast model {name!r}; known: {', '.join(FORECASTERS)}")
-    spec = FORECASTERS[name]
+    spec = FORECASTERS.get(name)
     if not spec.available():
         raise ModelError(f"forecast model {name!r} is not installed here")
     return spec

@@ -5,9 +5,10 @@ from __future__ import annotations
 import itertools
 import math
 
+from elastream.placement.diagnosis import infeasible
 from elastream.placement.evaluator import Plan, evaluate
 from elastream.placement.instance import Instance
-from elastream.placement.model import InfeasibleError, PlacementError
+from elastream.placement.model import PlacementError
 from elastream.placement.solution import Solution
 
 MAX_COMBINATIONS = 2_000_000
@@ -34,7 +35,7 @@ class BruteForce:
             if best is None or value > best[0]:
                 best = (value, plan)
         if best is None:
-            raise InfeasibleError("no replication and placement fits the node resources")
+            raise infeasible(inst, self.name, time_limit_s)
         return Solution(self.name, best[1], best[0], True, "Optimal", evaluations=count)
 
 

@@ -16,14 +16,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from elastream.placement.compact_model import Relaxation, relaxed_choice
+from elastream.placement.diagnosis import infeasible, packs
 from elastream.placement.evaluator import Plan, evaluate
 from elastream.placement.instance import Instance, Pattern, longest_path
-from elastream.placement.model import InfeasibleError
+from elastream.placement.model import InfeasibleError, PlacementError
 from elastream.placement.solution import Solution
 
 FRESH_NODES = 4  # unused candidate nodes offered to each operator, best static score first
 SMALL = 400  # operators x nodes up to which both starts are searched
 LP_PATTERNS = 20_000  # deployments x_{i,U} up to which the LP relaxation is solved
+
+
+class NoStartError(PlacementError):
+    """Neither start of the heuristic fits the nodes (a plan may still exist)."""
 
 
 def _pattern(counts: Counter) -> Pattern:
@@ -156,7 +161,10 @@ class Heuristic:
     seed: int = 0
 
     def solve(self, inst: Instance, time_limit_s: float, gap: float) -> Solution:
-        return self.search(inst, time_limit_s)
+        try:
+            return self.search(inst, time_limit_s)
+        except NoStartError:
+            raise _no_start(inst, self.name, time_limit_s) from None
 
     def search(
         self, inst: Instance, time_limit_s: float, relaxed: Relaxation | None = None
@@ -170,7 +178,7 @@ class Heuristic:
             if best is None or state.value > best[0] + 1e-12:
                 best = (state.value, list(state.deps))
         if best is None:
-            raise InfeasibleError("heuristic: no start fits the nodes; try an exact solver")
+            raise NoStartError(f"{self.name}: no start fits the nodes")
         state = _State(inst, best[1])
         rng = np.random.default_rng(self.seed)
         for _ in range(self.kicks):
@@ -183,6 +191,17 @@ class Heuristic:
         plan = Plan(tuple(best[1]))
         value = evaluate(inst, plan).utility
         return Solution(self.name, plan, value, False, "Heuristic", evaluations=evaluations)
+
+
+def _no_start(inst: Instance, name: str, time_limit_s: float) -> PlacementError:
+    """No start fits: say why if no plan exists at all, else point to an exact solver."""
+    found = packs(inst, list(range(inst.n_ops)), time_limit_s)
+    if found is False:
+        return infeasible(inst, f"{name} (its packing check)", time_limit_s)
+    return NoStartError(
+        f"{name}: its starts (rounded LP, greedy first fit) do not fit the nodes, but "
+        f"a placement {'exists' if found else 'may exist'}: use --solver compact or exact"
+    )
 
 
 def _starts(inst: Instance, time_limit_s: float, relaxed: Relaxation | None) -> list[list[Pattern]]:

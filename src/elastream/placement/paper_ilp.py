@@ -6,10 +6,11 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from elastream.placement.diagnosis import infeasible
 from elastream.placement.evaluator import Plan
 from elastream.placement.instance import Instance
 from elastream.placement.milp import Expr, Milp, add
-from elastream.placement.model import PlacementError
+from elastream.placement.model import InfeasibleError, PlacementError
 from elastream.placement.solution import Solution, chosen_patterns, milp_solution
 
 MAX_PATHS = 10_000
@@ -155,23 +156,32 @@ def _start(p: _Paper, plan: Plan) -> dict[int, float]:
     return start
 
 
+def _heuristic_start(p: _Paper, time_limit_s: float) -> dict[int, float] | None:
+    """The heuristic's plan as a MIP start; None when it finds none (HiGHS starts cold)."""
+    from elastream.placement.heuristic import Heuristic, NoStartError
+
+    try:
+        return _start(p, Heuristic().search(p.inst, time_limit_s).plan)
+    except (InfeasibleError, NoStartError):  # no start, or an infeasible LP relaxation
+        return None
+
+
 @dataclass(frozen=True)
 class PaperIlp:
     """Eq. 22-32 as written, with Eq. 24-25 summed over the deployments that use u (and v)."""
 
     name: str = "exact"
-    warm_start: bool = True  # start HiGHS from the heuristic's plan
+    warm_start: bool = True  # start HiGHS from the heuristic's plan when it finds one
 
     def solve(self, inst: Instance, time_limit_s: float, gap: float) -> Solution:
         model = _Paper(inst)
         for block in (_objective, _paths, _nodes, _streams):
             block(model)
-        start = None
-        if self.warm_start:
-            from elastream.placement.heuristic import Heuristic
-
-            start = _start(model, Heuristic().solve(inst, time_limit_s, gap).plan)
-        res = model.m.solve(time_limit_s, gap, start=start)
+        start = _heuristic_start(model, time_limit_s) if self.warm_start else None
+        try:
+            res = model.m.solve(time_limit_s, gap, start=start)
+        except InfeasibleError:
+            raise infeasible(inst, self.name, time_limit_s) from None
         return milp_solution(self.name, chosen_patterns(model.pats, model.x, res.values), res)
 
 

@@ -117,7 +117,7 @@ def create_app(
                 available=s.available(),
                 params=s.params.model_json_schema(),
             )
-            for s in FORECASTERS.values()
+            for s in map(FORECASTERS.get, FORECASTERS)
         ]
         return forecasters + list(PERFORMANCE_MODELS)
 
