@@ -32,22 +32,35 @@ def find_period(series: np.ndarray, min_lag: int, min_corr: float) -> int | None
     y = np.atleast_2d(np.asarray(series, dtype=float).T).T
     means = y.mean(axis=0)
     x = (y / np.where(means > 0, means, 1.0)).sum(axis=1)
-    corr = [_lag_corr(x, lag) for lag in range(1, x.size // 2 + 1)]
+    corr = lag_correlations(x, x.size // 2)
     negative = [lag for lag, c in enumerate(corr, start=1) if c < 0]
     if not negative:
         return None
     lags = range(max(negative[0] + 1, min_lag), x.size // 2 + 1)
-    best = max(lags, key=lambda lag: corr[lag - 1], default=None)
-    return best if best is not None and corr[best - 1] >= min_corr else None
+    if not lags:
+        return None
+    top = max(corr[lag - 1] for lag in lags)
+    best = next(lag for lag in lags if corr[lag - 1] >= top - 1e-9)  # the shortest of ties
+    return best if top >= min_corr else None
 
 
-def _lag_corr(x: np.ndarray, lag: int) -> float:
-    """Pearson correlation of x[t] and x[t + lag] (0 when either part is constant)."""
-    a, b = x[:-lag], x[lag:]
-    sa, sb = a.std(), b.std()
-    if sa == 0 or sb == 0:
-        return 0.0
-    return float(((a - a.mean()) * (b - b.mean())).mean() / (sa * sb))
+def lag_correlations(x: np.ndarray, max_lag: int) -> list[float]:
+    """Pearson correlation of x[t] and x[t + lag] for lag = 1 .. max_lag (0 where either part
+    is constant), all lags at once from running sums."""
+    n = x.size
+    lags = np.arange(1, max_lag + 1)
+    dots = np.correlate(x, x, mode="full")[n - 1 + lags]  # sum of x[t] x[t + lag]
+    c1 = np.concatenate(([0.0], np.cumsum(x)))
+    c2 = np.concatenate(([0.0], np.cumsum(x * x)))
+    m = n - lags
+    sum_a, sum_b = c1[m], c1[n] - c1[lags]  # x[:-lag] and x[lag:]
+    sq_a, sq_b = c2[m], c2[n] - c2[lags]
+    cov = dots / m - (sum_a / m) * (sum_b / m)
+    var_a = np.maximum(sq_a / m - (sum_a / m) ** 2, 0.0)
+    var_b = np.maximum(sq_b / m - (sum_b / m) ** 2, 0.0)
+    sd = np.sqrt(var_a * var_b)
+    tiny = 1e-12 * max(1.0, float(np.abs(x).max(initial=0.0))) ** 2
+    return [float(c / d) if d > tiny else 0.0 for c, d in zip(cov, sd, strict=True)]
 
 
 def max_rise(series: np.ndarray, horizon: int) -> np.ndarray:
