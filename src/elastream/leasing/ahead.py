@@ -1,12 +1,4 @@
-"""The lease-ahead policy: forecast the peak need, lease before the boot time, release at BTU end.
-
-Beyond the paper. Its forecaster picks, by backtest on the observed arrivals, between a
-seasonal-naive forecast (period found by autocorrelation) and the naive one widened by the
-largest rise seen within the horizon; the policy sizes every operator for the forecast peak over
-the time a new host needs to be useful (boot + instance start + one provisioning interval), fills
-paid room with instances in the need's mix, and in a host's release window releases it only when
-the forecast over the next BTU says the remaining hosts carry the need. Pure: every decision is a
-function of the observation, the cluster and the settings (docs/reproduction/btu.md)."""
+"""The lease-ahead policy: forecast the peak need, lease before the boot, release at BTU end."""
 
 from __future__ import annotations
 
@@ -311,7 +303,16 @@ def decide_release(
 
 @dataclass(frozen=True)
 class AheadPolicy:
-    """The lease-ahead policy in the simulator's LeasingPolicy shape (no state of its own)."""
+    """The lease-ahead policy in the simulator's LeasingPolicy shape (no state of its own).
+
+    Beyond the paper. The forecaster picks, by backtest on the observed arrivals, between a
+    seasonal-naive forecast (period found by autocorrelation) and the naive one widened by the
+    largest rise seen within the horizon; every operator is sized for the forecast peak over the
+    time a new host needs to be useful (boot + instance start + one provisioning interval), paid
+    room is filled with instances in the need's mix, and a host in the last part of its BTU is
+    released only when the forecast over the next BTU says the remaining hosts carry the need.
+    Pure: each decision is a function of the observation, the cluster and the settings
+    (docs/reproduction/btu.md)."""
 
     kind: HostType
     settings: AheadSettings = field(default_factory=AheadSettings)
