@@ -23,6 +23,7 @@ from elastream.model.metrics import summarize
 from elastream.report import load_intervals, load_summary
 from elastream.report.series import Interval
 from elastream.report.stream import PlotPoints
+from elastream.runtime.sim.settings import FAST_FORWARD_EXACT, SimSettings
 from elastream.workloads.trace import Trace
 
 POLICIES = ["psps", "static", "threshold", "ds2", "dabs", "lagaware"]
@@ -50,8 +51,7 @@ def test_running_summary_equals_the_summary_of_every_snapshot(policy):
 
 def test_running_summary_counts_a_fast_forwarded_stretch_once_per_interval():
     cfg = config(policy="psps", replicas=None, td=5.0)
-    settings = replace(EXACT, fast_forward=True)
-    result = simulate(one_operator(service_ms=10.0), cfg, steady_buckets(), settings)
+    result = simulate(one_operator(service_ms=10.0), cfg, steady_buckets(), EXACT)
     assert any(s.intervals > 1 for s in result.snapshots)
     assert result.summary == summarize(result.snapshots, result.totals, result.summary.r_over)
     assert result.summary.intervals == sum(s.intervals for s in result.snapshots)
@@ -71,18 +71,8 @@ def test_a_run_longer_than_keep_snapshots_keeps_none_and_the_same_summary():
 # ----------------------------------------------------------------------------- fast-forward
 
 
-@pytest.mark.parametrize("pipeline", [one_operator, filter_split_pipeline])
-@pytest.mark.parametrize("policy", ["psps", "threshold", "static"])
-def test_fast_forward_gives_the_summary_of_full_stepping(pipeline, policy):
-    """Within a steady stretch no event waits, so fast-forward moves the same events through
-    the same paths with the same latency (each path's service time), and the splitters carry
-    their remainders, so every count is the same. What differs is the order in which latencies
-    are added up (a stretch at once instead of step by step): floating-point rounding, hence
-    1e-9 relative. The trace has fractional rates per step and a bucket of overload."""
-    cfg = config(policy=policy, replicas=2 if policy == "static" else None, td=5.0, t_out=5.0)
-    full = simulate(pipeline(), cfg, steady_buckets(), EXACT)
-    fast = simulate(pipeline(), cfg, steady_buckets(), replace(EXACT, fast_forward=True))
-    assert len(fast.snapshots) < len(full.snapshots) / 4  # most of the run was skipped
+def assert_same_summary(fast, full):
+    """Every count equal; every float within floating-point rounding (1e-9 relative)."""
     assert fast.summary.intervals == full.summary.intervals
     expected = full.summary.as_dict()
     for name, value in fast.summary.as_dict().items():
@@ -92,17 +82,75 @@ def test_fast_forward_gives_the_summary_of_full_stepping(pipeline, policy):
             assert value == expected[name], name
 
 
-def test_fast_forward_is_off_by_default_and_leaves_the_run_unchanged():
-    cfg = config(policy="psps", replicas=None, td=5.0)
+@pytest.mark.parametrize("pipeline", [one_operator, filter_split_pipeline])
+@pytest.mark.parametrize("policy", sorted(FAST_FORWARD_EXACT))
+def test_fast_forward_gives_the_summary_of_full_stepping(pipeline, policy):
+    """Within a steady stretch no event waits, so fast-forward moves the same events through
+    the same paths with the same latency (each path's service time), and the splitters carry
+    their remainders, so every count is the same. What differs is the order in which latencies
+    are added up (a stretch at once instead of step by step): floating-point rounding, hence
+    1e-9 relative. The trace has fractional rates per step and a bucket of overload. Every
+    policy fast-forward is on for by default is checked."""
+    cfg = config(policy=policy, replicas=2 if policy == "static" else None, td=5.0, t_out=5.0)
+    full = simulate(pipeline(), cfg, steady_buckets(), replace(EXACT, fast_forward=False))
+    fast = simulate(pipeline(), cfg, steady_buckets(), EXACT)  # the default: on where exact
+    assert len(fast.snapshots) < len(full.snapshots) / 4  # most of the run was skipped
+    assert_same_summary(fast, full)
+
+
+@pytest.mark.parametrize("grouping", ["round_robin", "key_hash"])
+def test_fast_forward_shares_a_pass_by_the_grouping(grouping):
+    """Three replicas on a steady load: round robin gives each replica the events stepping
+    gives it; key hash follows the key shares (its carried remainders are chunked otherwise:
+    within a few events per replica); the Summary is that of stepping."""
+    cfg = config(policy="static", replicas=3, td=5.0)
+    pipeline = one_operator(grouping, pool=(3, 3), service_ms=1.0)
+    trace = Trace(np.array([300.0, 120.5, 300.0]), step_s=100.0)
+    full = simulate(pipeline, cfg, trace, replace(EXACT, fast_forward=False))
+    fast = simulate(pipeline, cfg, trace, EXACT)
+    assert len(fast.snapshots) < len(full.snapshots) / 4
+    assert_same_summary(fast, full)
+
+    def per_replica(result):
+        return np.sum([s.operators[0].replica_processed for s in result.snapshots], axis=0)
+
+    stepped, passed = per_replica(full), per_replica(fast)
+    assert passed.sum() == stepped.sum()
+    if grouping == "round_robin":
+        assert list(passed) == list(stepped)
+    else:
+        assert np.abs(passed - stepped).max() <= 3
+        assert stepped.max() - stepped.min() > 1000  # the key skew is there, and kept
+
+
+def test_fast_forward_is_on_by_default_only_where_it_is_exact():
+    default = SimSettings()
+    assert default.fast_forward is None
+    assert all(default.fast_forward_for(p) for p in ("psps", "static", "threshold", "ds2"))
+    assert not any(default.fast_forward_for(p) for p in ("dabs", "proactive", "lagaware"))
+    assert not default.fast_forward_for("decentralized")
+    assert not SimSettings(queue_model="micro_batch").fast_forward_for("psps")
+    assert not SimSettings(et_noise=0.1).fast_forward_for("psps")
+    assert not SimSettings(source_hold=100).fast_forward_for("psps")
+    assert SimSettings(fast_forward=True).fast_forward_for("dabs")
+    assert not SimSettings(fast_forward=False).fast_forward_for("psps")
+
+
+def test_dabs_keeps_every_interval_by_default():
+    """DABS regresses over the last N intervals' rates: a skipped stretch would shorten its
+    window, so it is stepped (and forcing fast-forward on changes its figures)."""
+    cfg = config(policy="dabs", replicas=None, td=5.0, t_out=5.0)
     result = simulate(one_operator(), cfg, steady_buckets(), EXACT)
     assert all(s.intervals == 1 for s in result.snapshots)
+    forced = simulate(one_operator(), cfg, steady_buckets(), replace(EXACT, fast_forward=True))
+    assert forced.summary.latency_ms_mean != result.summary.latency_ms_mean
 
 
 def test_no_fast_forward_while_events_wait():
     """Overload: queues never empty, so every interval is stepped."""
     cfg = config(policy="static", replicas=1, td=5.0, t_out=None, q_size=None)
     trace = Trace(np.array([150.0, 150.0]), step_s=100.0)  # one replica serves 100/s
-    result = simulate(one_operator(), cfg, trace, replace(EXACT, fast_forward=True))
+    result = simulate(one_operator(), cfg, trace, EXACT)
     assert all(s.intervals == 1 for s in result.snapshots)
 
 

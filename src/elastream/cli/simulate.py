@@ -46,9 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     sim.add_argument("--sample-events", type=int, help="events per source in the profiling pass")
     sim.add_argument(
         "--fast-forward",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
-        help="skip steady stretches in one go (long traces; docs/simulator.md)",
+        help="skip steady stretches in one go (default: on where that is exact: per_replica "
+        "model, no et_noise or source_hold, policy psps, static, threshold or ds2; "
+        "docs/simulator.md)",
     )
     add_sodrp_options(parser)
     parser.set_defaults(handler=handle)

@@ -67,6 +67,48 @@ class ForecastSettings(_Settings):
     reactive: bool = Field(True, description="also add one instance when Alg. 1 fires")
 
 
+class AheadSettings(_Settings):
+    """The lease-ahead policy (beyond the paper; leasing/ahead.py, docs/reproduction/btu.md)."""
+
+    utilisation: float = Field(
+        0.9, gt=0, le=1, description="target instance utilisation of the forecast peak"
+    )
+    peak_utilisation: float = Field(
+        0.9, gt=0, le=1, description="utilisation the known peak (peak_rates) is sized at"
+    )
+    drain_s: float = Field(600.0, gt=0, description="time to drain a backlog when sizing (s)")
+    boot_s: float = Field(60.0, ge=0, description="longest host boot the lease must precede (s)")
+    start_s: float = Field(
+        30.0, ge=0, description="longest instance start, image download included (s)"
+    )
+    provision_s: float = Field(60.0, gt=0, description="the provisioning interval (s)")
+    min_period: int = Field(
+        8, ge=2, description="shortest seasonal period the forecaster looks for (samples)"
+    )
+    min_corr: float = Field(
+        0.8, gt=0, le=1, description="autocorrelation a seasonal period must reach"
+    )
+    seasonal_gain: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="the seasonal forecast is used when its backtest error is below this "
+        "fraction of the naive one",
+    )
+    margin: float = Field(
+        0.3, ge=0, description="relative head-room added to a seasonal forecast peak"
+    )
+    fill: bool = Field(True, description="fill paid room with instances in the need's mix")
+    peak_rates: dict[str, float] = Field(
+        default_factory=dict,
+        description="known peak arrival rate per operator (items/s), as static_peak is told: "
+        "the forecast during the warm-up and its cap after (empty: no prior, cap = peak seen)",
+    )
+    warmup: int = Field(
+        20, ge=1, description="monitoring samples of history before the forecaster is trusted"
+    )
+
+
 class SimSettings(_Settings):
     """The simulated setting of the paper's evaluation."""
 

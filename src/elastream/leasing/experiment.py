@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.leasing.config import BTUSettings, CacheFavours, SimSettings
+from elastream.leasing.ahead import AheadPolicy
+from elastream.leasing.config import AheadSettings, BTUSettings, CacheFavours, SimSettings
 from elastream.leasing.hosts import HostType, LeasingError
 from elastream.leasing.metrics import RunMetrics
 from elastream.leasing.patterns import HIGH, Pattern
@@ -35,12 +36,20 @@ def _static_peak(kind: HostType) -> LeasingPolicy:
     return StaticPeakPolicy(kind, dict(zip(topo.names, rates, strict=True)))
 
 
+def _ahead(kind: HostType) -> LeasingPolicy:
+    """The lease-ahead policy, told the same peak as static_peak (its prior and cap)."""
+    topo = manufacturing()
+    rates = topo.steady_rates(float(HIGH))
+    return AheadPolicy(kind, AheadSettings(peak_rates=dict(zip(topo.names, rates, strict=True))))
+
+
 APPROACHES: dict[str, Callable[[HostType], LeasingPolicy]] = {
     "btu": BTUPolicy,
     "threshold": ThresholdPolicy,
     "forecast": ForecastPolicy,
     "btu_runtime_cf": _btu_runtime_cf,
     "static_peak": _static_peak,
+    "ahead": _ahead,
 }
 BTUS = ((10, 1.0), (30, 3.0), (60, 6.0))  # minutes, price per BTU (linear pricing)
 

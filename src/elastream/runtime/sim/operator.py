@@ -341,12 +341,16 @@ class Operator:
 
     def serve_all(self) -> None:
         """Fast-forward (SimEngine.skip): serve everything in the inbox at once, as a steady
-        stretch does step by step, shared evenly among the ready replicas."""
+        stretch does step by step. Shared among the ready replicas by the grouping where that
+        does not depend on the steps (round robin: the same counts; key hash: the key shares,
+        with their carried remainders), evenly otherwise (load balancing, shuffle)."""
         inbox, self.inbox = self.inbox, {}
         n = sum(inbox.values())
         if not n:
             return
-        for rep, mu in zip(self.ready, apportion(n, [1] * len(self.ready)), strict=True):
+        by_key = self.spec.grouping in (Grouping.KEY_HASH, Grouping.ROUND_ROBIN)
+        shares = self.dispatch(n) if by_key else apportion(n, [1] * len(self.ready))
+        for rep, mu in zip(self.ready, shares, strict=True):
             rep.mu += mu
             rep.busy += mu * rep.cost
         self.processed += n

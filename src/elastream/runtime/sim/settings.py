@@ -12,6 +12,10 @@ from elastream.base.settings import Settings, line_of, requirement
 QueueModel = Literal["per_replica", "micro_batch"]
 Reconfiguration = Literal["pool", "restart", "delayed"]
 QUEUE_MODELS = get_args(QueueModel)
+# Policies whose decisions do not depend on how many steady intervals they were shown: their
+# state holds no per-interval series (dabs, proactive: a window of rates; lagaware: Holt state
+# updated each interval; decentralized: live agents), so a skipped stretch changes nothing.
+FAST_FORWARD_EXACT = frozenset({"psps", "static", "threshold", "ds2"})
 RECONFIGURATIONS = get_args(Reconfiguration)
 
 
@@ -120,13 +124,22 @@ class SimSettings(Settings):
     )
     measure_cpu: bool = Field(True, description="measure operator CPU time in the profiling pass")
     seed: int | None = Field(None, description="random seed (None: the run config's seed)")
-    fast_forward: bool = Field(
-        False,
+    fast_forward: bool | None = Field(
+        None,
         description="skip steady stretches in one go: while the input rate is constant, every "
         "event passes without waiting and the policy changes nothing, the coming intervals up "
-        "to the next rate change are reported as one snapshot (per_replica model, et_noise 0; "
-        "docs/simulator.md)",
+        "to the next rate change are reported as one snapshot (per_replica model, et_noise 0, "
+        "no source_hold). None (default): on wherever that is exact, i.e. for the policies "
+        "in FAST_FORWARD_EXACT; true/false force it (docs/simulator.md)",
     )
+
+    def fast_forward_for(self, policy: str) -> bool:
+        """Whether fast-forward is on for a run of `policy`: the setting if given; by default
+        only where skipping gives the Summary of full stepping (the model and the policy)."""
+        if self.fast_forward is not None:
+            return self.fast_forward
+        exact_model = self.queue_model == "per_replica" and not self.et_noise
+        return exact_model and not self.source_hold and policy in FAST_FORWARD_EXACT
 
     @field_validator("replica_speed", "selectivity")
     @classmethod

@@ -153,7 +153,10 @@ class SimEngine:
         per_replica = settings.queue_model == "per_replica"
         self.noisy = settings.et_noise > 0
         self.can_skip = (
-            settings.fast_forward and per_replica and not self.noisy and not settings.source_hold
+            settings.fast_forward_for(config.policy)
+            and per_replica
+            and not self.noisy
+            and not settings.source_hold
         )
         self.placement: SimPlacement | None = None
         self.base_service: dict[str, float] = {}

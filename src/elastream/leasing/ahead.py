@@ -1,0 +1,326 @@
+"""The lease-ahead policy: forecast the peak need, lease before the boot, release at BTU end."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from elastream.leasing.algorithms import select_host
+from elastream.leasing.config import AheadSettings, BTUSettings
+from elastream.leasing.hosts import Cluster, HostType, LeasingError, Plan
+from elastream.leasing.policies import Draft, Observation, _swap
+
+
+# ----------------------------------------------------------------------------- forecaster
+def find_period(series: np.ndarray, min_lag: int, min_corr: float) -> int | None:
+    """The seasonal period (samples) of `series` (time x columns, summed over the columns after
+    scaling each to mean 1): the lag with the highest correlation between the series and its
+    lagged copy, among the lags after that correlation first turns negative and with two
+    periods in the series, if it reaches `min_corr`; None when there is none (a trend or a
+    random walk stays positively correlated)."""
+    y = np.atleast_2d(np.asarray(series, dtype=float).T).T
+    means = y.mean(axis=0)
+    x = (y / np.where(means > 0, means, 1.0)).sum(axis=1)
+    corr = lag_correlations(x, x.size // 2)
+    negative = [lag for lag, c in enumerate(corr, start=1) if c < 0]
+    if not negative:
+        return None
+    lags = range(max(negative[0] + 1, min_lag), x.size // 2 + 1)
+    if not lags:
+        return None
+    top = max(corr[lag - 1] for lag in lags)
+    best = next(lag for lag in lags if corr[lag - 1] >= top - 1e-9)  # the shortest of ties
+    return best if top >= min_corr else None
+
+
+def lag_correlations(x: np.ndarray, max_lag: int) -> list[float]:
+    """Pearson correlation of x[t] and x[t + lag] for lag = 1 .. max_lag (0 where either part
+    is constant), all lags at once from running sums."""
+    n = x.size
+    lags = np.arange(1, max_lag + 1)
+    dots = np.correlate(x, x, mode="full")[n - 1 + lags]  # sum of x[t] x[t + lag]
+    c1 = np.concatenate(([0.0], np.cumsum(x)))
+    c2 = np.concatenate(([0.0], np.cumsum(x * x)))
+    m = n - lags
+    sum_a, sum_b = c1[m], c1[n] - c1[lags]  # x[:-lag] and x[lag:]
+    sq_a, sq_b = c2[m], c2[n] - c2[lags]
+    cov = dots / m - (sum_a / m) * (sum_b / m)
+    var_a = np.maximum(sq_a / m - (sum_a / m) ** 2, 0.0)
+    var_b = np.maximum(sq_b / m - (sum_b / m) ** 2, 0.0)
+    sd = np.sqrt(var_a * var_b)
+    tiny = 1e-12 * max(1.0, float(np.abs(x).max(initial=0.0))) ** 2
+    return [float(c / d) if d > tiny else 0.0 for c, d in zip(cov, sd, strict=True)]
+
+
+def max_rise(series: np.ndarray, horizon: int) -> np.ndarray:
+    """Per column, the largest rise seen within `horizon` samples: max over t of
+    (max of y[t+1 .. t+horizon]) - y[t], never below 0 (0 for a single sample)."""
+    y = np.atleast_2d(np.asarray(series, dtype=float).T).T
+    rise = np.zeros(y.shape[1])
+    for k in range(1, min(horizon, y.shape[0] - 1) + 1):
+        rise = np.maximum(rise, (y[k:] - y[:-k]).max(axis=0))
+    return rise
+
+
+def seasonal_peak(series: np.ndarray, period: int, horizon: int) -> np.ndarray:
+    """Per column, the largest seasonal-naive forecast over the next `horizon` samples: the value
+    one (or more) periods before each coming sample."""
+    y = np.atleast_2d(np.asarray(series, dtype=float).T).T
+    n = y.shape[0]
+    rows = [n - 1 + k - period * math.ceil(k / period) for k in range(1, horizon + 1)]
+    return y[rows].max(axis=0)
+
+
+def backtest_errors(series: np.ndarray, period: int, horizon: int) -> tuple[float, float]:
+    """Mean absolute error of the seasonal-naive and of the naive forecast `horizon` samples
+    ahead over the history (both forecast the same samples)."""
+    y = np.atleast_2d(np.asarray(series, dtype=float).T).T
+    lag = period * math.ceil(horizon / period)
+    start = max(lag, horizon)
+    target = y[start:]
+    naive = y[start - horizon : y.shape[0] - horizon]
+    seasonal = y[start - lag : y.shape[0] - lag]
+    return float(np.abs(target - seasonal).mean()), float(np.abs(target - naive).mean())
+
+
+@dataclass(frozen=True)
+class PeakForecast:
+    """The forecast peak rate of every column over a horizon, and which model gave it."""
+
+    rates: np.ndarray
+    model: str  # "seasonal(P)" or "naive+rise"
+
+
+def forecast_peak(
+    series: np.ndarray, horizon: int, settings: AheadSettings, prior: np.ndarray | None = None
+) -> PeakForecast:
+    """Peak rate per column over the next `horizon` samples: the seasonal-naive peak when a
+    period is found and its backtest error is below `seasonal_gain` x the naive one; else the
+    last value plus the largest rise seen within the horizon, capped at the highest value seen
+    (a level already reached is the expected peak); never below the last value. With a `prior`
+    (the known peak): the prior while the history is shorter than `warmup`; after, the same
+    forecast with the prior as the cap of the rise, and everything capped at the prior (what a
+    fleet sized for the peak carries)."""
+    y = np.atleast_2d(np.asarray(series, dtype=float).T).T
+    if prior is not None and y.shape[0] < settings.warmup:
+        return PeakForecast(np.asarray(prior, dtype=float), "prior")
+    last = y[-1]
+    cap = y.max(axis=0) if prior is None else np.asarray(prior, dtype=float)
+    top = np.inf if prior is None else cap
+    period = find_period(y, settings.min_period, settings.min_corr)
+    if period is not None and y.shape[0] > period * math.ceil(horizon / period) + horizon:
+        seasonal, naive = backtest_errors(y, period, horizon)
+        if seasonal < settings.seasonal_gain * naive:
+            peak = np.maximum(seasonal_peak(y, period, horizon) * (1 + settings.margin), last)
+            return PeakForecast(np.minimum(peak, top), f"seasonal({period})")
+    rising = np.maximum(np.minimum(last + max_rise(y, horizon), cap), last)
+    return PeakForecast(np.minimum(rising, top), "naive+rise")
+
+
+# ----------------------------------------------------------------------------- sizing
+def instances_needed(
+    rates: np.ndarray,
+    queues: Mapping[str, float],
+    obs: Observation,
+    settings: AheadSettings,
+    prior: np.ndarray | None = None,
+) -> dict[str, int]:
+    """Instances per operator for `rates` (items/s, in the order of obs.status) at the target
+    utilisation, plus what drains the queue within `drain_s`; at least one each, and with a
+    `prior` (the known peak) never more than it needs at `peak_utilisation` (the fleet sized
+    for the peak)."""
+    need = {}
+    for k, op in enumerate(obs.status):
+        mu = obs.service_rate[op]
+        load = rates[k] / (mu * settings.utilisation) + queues[op] / (mu * settings.drain_s)
+        n = max(1, math.ceil(load - 1e-9))
+        if prior is not None:
+            n = min(n, max(1, math.ceil(prior[k] / (mu * settings.peak_utilisation) - 1e-9)))
+        need[op] = n
+    return need
+
+
+def _samples(seconds: float, obs: Observation) -> int:
+    return max(1, math.ceil(seconds / obs.monitor_s - 1e-9))
+
+
+def lead_s(settings: AheadSettings) -> float:
+    """How far ahead a lease must be decided: the host's boot, an instance start and one
+    provisioning interval (a need is seen only at the next provisioning)."""
+    return settings.boot_s + settings.start_s + settings.provision_s
+
+
+def _place(draft: Draft, op: str, needs: Mapping[str, int], btu: BTUSettings) -> None:
+    """One more instance of `op`: the best Alg. 2 host, else room from another type's surplus
+    over its need, else a new host (leased now, ahead of the need)."""
+    host = select_host(draft.cluster, op, btu)
+    if host is not None:
+        draft.put(op, host)
+        return
+    surplus = sorted(
+        ((draft.cluster.count(v) - n, v) for v, n in needs.items() if v != op), reverse=True
+    )
+    if any(extra > 0 and _swap(draft, victim, op) for extra, victim in surplus):
+        return
+    draft.put(op, draft.new_host())
+
+
+def _fill(draft: Draft, needs: Mapping[str, int], btu: BTUSettings) -> None:
+    """Paid room is free: add instances where they fit, to the type furthest below its need's
+    share (count / need lowest), until no type fits anywhere."""
+    while True:
+        for op in sorted(needs, key=lambda o: draft.cluster.count(o) / needs[o]):
+            host = select_host(draft.cluster, op, btu)
+            if host is not None:
+                draft.put(op, host)
+                break
+        else:
+            return
+
+
+def _prior(obs: Observation, settings: AheadSettings) -> np.ndarray | None:
+    """The known peak rates in the order of obs.status (None when none is given)."""
+    if not settings.peak_rates:
+        return None
+    missing = sorted(set(obs.status) - set(settings.peak_rates))
+    if missing:
+        raise LeasingError(f"ahead policy: peak_rates has no rate for {', '.join(missing)}")
+    return np.array([settings.peak_rates[op] for op in obs.status])
+
+
+def decide_provision(
+    obs: Observation, cluster: Cluster, kind: HostType, settings: AheadSettings, btu: BTUSettings
+) -> Plan:
+    """Each provisioning interval: every operator sized for the forecast peak over the lead time
+    (hosts leased now for what the forecast needs then), then the paid room filled."""
+    draft = Draft(cluster, kind, obs.now)
+    if obs.arrivals.shape[0] == 0:
+        return draft.plan()
+    horizon = _samples(lead_s(settings), obs)
+    prior = _prior(obs, settings)
+    peak = forecast_peak(obs.arrivals, horizon, settings, prior)
+    queues = {op: s.queue for op, s in obs.status.items()}
+    needs = instances_needed(peak.rates, queues, obs, settings, prior)
+    for op, need in needs.items():
+        for _ in range(need - draft.cluster.count(op)):
+            _place(draft, op, needs, btu)
+    if settings.fill:
+        _fill(draft, needs, btu)
+    return draft.plan()
+
+
+def _vacate(
+    trial: Draft, hid: str, keep: Mapping[str, int], gone: frozenset[str], btu: BTUSettings
+) -> bool:
+    """Stop the host's instances beyond `keep`; move the rest to other hosts (Alg. 2, released
+    hosts excluded), making room there by stopping instances beyond `keep` (filled room).
+    False when a needed instance fits nowhere else, or the host took instances this plan
+    moved (they are not running yet)."""
+    if any(inst.instance_id in trial.created for inst in trial.cluster.on_host(hid)):
+        return False
+    for inst in trial.cluster.on_host(hid):
+        if trial.cluster.count(inst.operator) > keep[inst.operator]:
+            trial.remove(inst.instance_id)
+            continue
+        target = select_host(trial.cluster, inst.operator, btu, gone | {hid})
+        if target is None:
+            target = _free_room(trial, inst.operator, keep, gone | {hid})
+        if target is None:
+            return False
+        trial.remove(inst.instance_id)
+        trial.put(inst.operator, target, inst.instance_id)
+    return True
+
+
+def _free_room(
+    trial: Draft, operator: str, keep: Mapping[str, int], exclude: frozenset[str]
+) -> str | None:
+    """A host (not in `exclude`) where stopping instances of types above their `keep` makes
+    room for one `operator` instance; stops them and returns the host, else None."""
+    d = trial.cluster.demand(operator)
+    for host in trial.cluster.hosts:
+        if host.host_id in exclude:
+            continue
+        cpu, mem = trial.cluster.free_raw(host.host_id)
+        victims = []
+        spare = {op: trial.cluster.count(op) - n for op, n in keep.items()}
+        for inst in trial.cluster.on_host(host.host_id):
+            if cpu >= d.cpu_shares and mem >= d.memory_mb:
+                break
+            placed_now = inst.instance_id in trial.created  # this plan's own: not stoppable
+            if inst.operator != operator and spare[inst.operator] > 0 and not placed_now:
+                spare[inst.operator] -= 1
+                v = trial.cluster.demand(inst.operator)
+                cpu, mem = cpu + v.cpu_shares, mem + v.memory_mb
+                victims.append(inst.instance_id)
+        if cpu >= d.cpu_shares and mem >= d.memory_mb:
+            for iid in victims:
+                trial.remove(iid)
+            return host.host_id
+    return None
+
+
+def decide_release(
+    obs: Observation,
+    cluster: Cluster,
+    hosts: tuple[str, ...],
+    kind: HostType,
+    settings: AheadSettings,
+    btu: BTUSettings,
+) -> Plan:
+    """Hosts in the last part of their BTU: release one only when the forecast peak over the next
+    BTU fits on the hosts that stay (its surplus instances stop, the needed ones move); else it
+    is prolonged. With no history yet every host is prolonged."""
+    draft = Draft(cluster, kind, obs.now)
+    if obs.arrivals.shape[0] == 0:
+        draft.prolong.extend(hosts)
+        return draft.plan()
+    horizon = _samples(kind.btu_s, obs)
+    prior = _prior(obs, settings)
+    peak = forecast_peak(obs.arrivals, horizon, settings, prior)
+    queues = {op: s.queue for op, s in obs.status.items()}
+    keep = instances_needed(peak.rates, queues, obs, settings, prior)
+    gone: frozenset[str] = frozenset()
+    undecided = set(hosts)
+    for hid in hosts:
+        undecided.discard(hid)
+        trial = Draft(draft.cluster, kind, obs.now)
+        trial.created = set(draft.created)
+        if _vacate(trial, hid, keep, gone | undecided, btu):
+            draft.cluster = trial.cluster
+            draft.created = trial.created
+            draft.stop += trial.stop
+            draft.place += trial.place
+            draft.release.append(hid)
+            gone = gone | {hid}
+        else:
+            draft.prolong.append(hid)  # and a target for the hosts after it
+    return draft.plan()
+
+
+@dataclass(frozen=True)
+class AheadPolicy:
+    """The lease-ahead policy in the simulator's LeasingPolicy shape (no state of its own).
+
+    Beyond the paper. The forecaster picks, by backtest on the observed arrivals, between a
+    seasonal-naive forecast (period found by autocorrelation) and the naive one widened by the
+    largest rise seen within the horizon; every operator is sized for the forecast peak over the
+    time a new host needs to be useful (boot + instance start + one provisioning interval), paid
+    room is filled with instances in the need's mix, and a host in the last part of its BTU is
+    released only when the forecast over the next BTU says the remaining hosts carry the need.
+    Pure: each decision is a function of the observation, the cluster and the settings
+    (docs/reproduction/btu.md)."""
+
+    kind: HostType
+    settings: AheadSettings = field(default_factory=AheadSettings)
+    btu: BTUSettings = field(default_factory=BTUSettings)
+    name: str = "ahead"
+
+    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+        return decide_provision(obs, cluster, self.kind, self.settings, self.btu)
+
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
+        return decide_release(obs, cluster, hosts, self.kind, self.settings, self.btu)

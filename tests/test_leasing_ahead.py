@@ -1,0 +1,198 @@
+"""The lease-ahead policy on hand-worked cases: its forecaster, leasing ahead of the boot time,
+releasing only when the next BTU does not need the host, and the slack of a perfect forecaster."""
+
+import numpy as np
+import pytest
+
+from elastream.leasing.ahead import (
+    AheadPolicy,
+    decide_provision,
+    decide_release,
+    find_period,
+    forecast_peak,
+    max_rise,
+    seasonal_peak,
+)
+from elastream.leasing.algorithms import OperatorStatus
+from elastream.leasing.config import AheadSettings, BTUSettings
+from elastream.leasing.hosts import (
+    Cluster,
+    Demand,
+    HostType,
+    LeasingError,
+    Placement,
+    Plan,
+    apply_plan,
+)
+from elastream.leasing.policies import Observation
+from elastream.leasing.slack import oracle_btus
+
+KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)  # 4 instances of "a" per host
+SETTINGS = AheadSettings()  # lead: 60 + 30 + 60 s = 10 samples of 15 s; BTU: 40 samples
+BTU = BTUSettings()
+
+
+def square(periods: float, low: float = 5.0, high: float = 60.0, half: int = 8) -> np.ndarray:
+    """A square wave: `half` samples low, `half` high, for `periods` periods (one column)."""
+    n = int(periods * 2 * half)
+    return np.where((np.arange(n) // half) % 2 == 1, high, low)[:, None]
+
+
+def cluster(per_host: tuple[int, ...]) -> Cluster:
+    """Hosts h1, h2, ... holding that many instances of "a" each (placed long ago)."""
+    c = Cluster(demands={"a": Demand(1024, 1000)})
+    hosts = tuple(f"h{k + 1}" for k in range(len(per_host)))
+    place = tuple(Placement("a", h) for h, n in zip(hosts, per_host, strict=True) for _ in range(n))
+    return apply_plan(c, Plan(lease=hosts, place=place), 0, KIND).cluster
+
+
+def obs(rates: np.ndarray, instances: int, queue: float = 0.0) -> Observation:
+    """One operator "a" of 10 items/s per instance, observed every 15 s."""
+    return Observation(
+        now=3000.0,
+        monitor_s=15.0,
+        status={"a": OperatorStatus(instances, 0.5, 1.0, 0, queue)},
+        history={"a": (0.5, 0.5)},
+        arrivals=np.asarray(rates, dtype=float).reshape(len(rates), 1),
+        service_rate={"a": 10.0},
+    )
+
+
+# ----------------------------------------------------------------------------- forecaster
+def test_the_period_of_a_square_wave_is_found_and_a_random_walk_has_none():
+    assert find_period(square(4), min_lag=8, min_corr=0.8) == 16
+    walk = np.cumsum(np.random.default_rng(3).choice([-1.0, 0.0, 1.0], 200)) + 50
+    assert find_period(walk[:, None], min_lag=8, min_corr=0.8) is None
+    assert find_period(square(1.5), min_lag=8, min_corr=0.8) is None  # not two periods yet
+
+
+def test_max_rise_is_the_largest_rise_within_the_horizon():
+    y = np.array([1.0, 2.0, 5.0, 3.0, 4.0])[:, None]
+    # t=0: max(2, 5) - 1 = 4; t=1: max(5, 3) - 2 = 3; t=2: -1; t=3: 1
+    assert max_rise(y, 2)[0] == 4.0
+    assert max_rise(y, 1)[0] == 3.0  # 2 -> 5
+    assert max_rise(np.array([[7.0]]), 5)[0] == 0.0
+
+
+def test_seasonal_peak_looks_one_period_back():
+    y = square(3.5)  # 56 samples: the last 8 are low, the next 8 are high
+    assert seasonal_peak(y, 16, 1)[0] == 60.0  # sample 56 is like sample 40: high
+    assert seasonal_peak(square(3.25), 16, 4)[0] == 5.0  # mid-way through a low half
+    # in that low half, 10 samples ahead reach the next high half
+    assert seasonal_peak(square(3.25), 16, 10)[0] == 60.0
+
+
+def test_forecast_picks_seasonal_with_head_room_on_a_periodic_load():
+    got = forecast_peak(square(3.5), 10, SETTINGS)
+    assert got.model == "seasonal(16)"
+    assert got.rates[0] == pytest.approx(60.0 * 1.3)  # 30 % head-room on a point forecast
+
+
+def test_forecast_without_season_is_last_plus_largest_rise_capped_at_the_peak_seen():
+    y = np.array([5.0] * 30 + [8.0, 11.0, 14.0] + [5.0] * 7)[:, None]
+    got = forecast_peak(y, 10, SETTINGS)
+    assert got.model == "naive+rise"
+    assert got.rates[0] == 14.0  # 5 + 9 (5 -> 14 within 3 samples), capped at 14
+    flat = forecast_peak(np.full((40, 1), 5.0), 10, SETTINGS)
+    assert flat.rates[0] == 5.0
+
+
+def test_a_prior_is_the_forecast_while_warming_up_and_the_cap_after():
+    prior = np.array([50.0])
+    warm = forecast_peak(np.full((3, 1), 5.0), 10, SETTINGS, prior)
+    assert warm.model == "prior" and warm.rates[0] == 50.0
+    capped = forecast_peak(square(3.5), 10, SETTINGS, prior)
+    assert capped.rates[0] == 50.0  # the seasonal 78 is above the known peak
+
+
+# ----------------------------------------------------------------------------- provision
+def test_leases_ahead_of_the_boot_when_the_forecast_sees_the_peak_coming():
+    """Now 5/s (one instance would do) but the next 8 samples are high: 60 x 1.3 = 78/s at
+    90 % of 10/s each = 9 instances; h1 holds 4, so two hosts are leased now (4 + 4 + 1) and
+    the paid room is filled (3 more): 8 placed, nothing released."""
+    plan = decide_provision(obs(square(3.5), 4), cluster((4,)), KIND, SETTINGS, BTU)
+    assert len(plan.lease) == 2
+    assert len(plan.place) == 8 and {p.host_id for p in plan.place} == set(plan.lease)
+    assert plan.release == () and plan.stop == ()
+
+
+def test_no_lease_for_a_flat_load_and_paid_room_is_filled():
+    plan = decide_provision(obs(np.full(40, 15.0), 1), cluster((1,)), KIND, SETTINGS, BTU)
+    # 15/s -> ceil(15 / 9) = 2 instances; h1 has room for 4: +1 needed, +2 filling it
+    assert plan.lease == () and len(plan.place) == 3
+    assert plan.release == ()
+
+
+def test_provision_never_releases_even_when_idle():
+    plan = decide_provision(obs(np.full(40, 1.0), 8), cluster((4, 4)), KIND, SETTINGS, BTU)
+    assert plan.empty  # hosts go only at the end of their BTU (decide_release)
+
+
+# ----------------------------------------------------------------------------- release
+def test_prolong_when_the_next_btu_needs_the_host():
+    """Flat 5/s now, but the seasonal forecast over the next BTU (40 samples) reaches 78/s:
+    9 instances, more than h1's 4: h2 is kept."""
+    plan = decide_release(obs(square(3.5), 8), cluster((4, 4)), ("h2",), KIND, SETTINGS, BTU)
+    assert plan.prolong == ("h2",) and plan.release == () and plan.stop == ()
+
+
+def test_release_when_the_next_btu_needs_only_what_stays():
+    plan = decide_release(obs(np.full(40, 5.0), 8), cluster((4, 4)), ("h2",), KIND, SETTINGS, BTU)
+    # 5/s -> 1 instance: h2's four are surplus and stop; h1 keeps its four
+    assert plan.release == ("h2",) and len(plan.stop) == 4 and plan.place == ()
+
+
+def test_release_moves_what_is_needed_to_the_hosts_that_stay():
+    c = cluster((1, 3))
+    plan = decide_release(obs(np.full(40, 25.0), 4), c, ("h2",), KIND, SETTINGS, BTU)
+    # 25/s -> ceil(25 / 9) = 3 needed: one of h2's three stops, two move to h1 (room for 3)
+    assert plan.release == ("h2",)
+    assert len(plan.stop) == 3 and [p.host_id for p in plan.place] == ["h1", "h1"]
+    assert all(p.migrated_from in plan.stop for p in plan.place)
+
+
+def test_release_stops_filled_instances_to_make_room_for_needed_ones():
+    """h1 is full of filled instances of "b" (not needed); the needed "a" on h2 moves there."""
+    c = Cluster(demands={"a": Demand(1024, 1000), "b": Demand(1024, 1000)})
+    place = (*(Placement("b", "h1") for _ in range(4)), Placement("a", "h2"))
+    c = apply_plan(c, Plan(lease=("h1", "h2"), place=place), 0, KIND).cluster
+    o = Observation(
+        now=3000.0,
+        monitor_s=15.0,
+        status={"a": OperatorStatus(1, 0.5, 1.0, 0, 0), "b": OperatorStatus(4, 0.5, 1.0, 0, 0)},
+        history={},
+        arrivals=np.full((40, 2), 5.0),
+        service_rate={"a": 10.0, "b": 10.0},
+    )
+    plan = decide_release(o, c, ("h2",), KIND, SETTINGS, BTU)
+    assert plan.release == ("h2",)
+    assert [p.host_id for p in plan.place] == ["h1"] and plan.place[0].operator == "a"
+    stopped = {i.instance_id: i.operator for i in c.instances if i.instance_id in plan.stop}
+    assert sorted(stopped.values()) == ["a", "b"]  # one b makes room, the a moves
+
+
+def test_no_history_prolongs_every_host():
+    empty = obs(np.zeros((0, 1)), 2)
+    plan = decide_release(empty, cluster((1, 1)), ("h1", "h2"), KIND, SETTINGS, BTU)
+    assert plan.prolong == ("h1", "h2")
+
+
+def test_the_policy_is_pure_and_checks_its_prior():
+    policy = AheadPolicy(KIND)
+    o, c = obs(square(3.5), 4), cluster((4,))
+    assert policy.provision(o, c) == policy.provision(o, c)
+    bad = AheadPolicy(KIND, AheadSettings(peak_rates={"other": 1.0}))
+    with pytest.raises(LeasingError, match="no rate for a"):
+        bad.provision(o, c)
+
+
+# ----------------------------------------------------------------------------- slack
+def test_oracle_btus_release_only_when_the_next_btu_is_free():
+    t = np.arange(0.0, 3600.0, 60.0)  # one hour, a sample a minute, BTU of 10 min
+    # host 2 needed in minutes 0-4 and 30-34: released at 10 (10-20 free), leased again at 30
+    need = np.where((t % 1800) < 300, 2, 1)
+    assert oracle_btus(need, t, 600.0) == 6 + 2
+    # needed in minutes 0-4 and 15-19: at 10 the next BTU (10-20) needs it: prolonged
+    need = np.where((t < 300) | ((t >= 900) & (t < 1200)), 2, 1)
+    assert oracle_btus(need, t, 600.0) == 6 + 2
+    assert oracle_btus(np.full(t.size, 3), t, 600.0) == 18  # a flat need: the fixed fleet
