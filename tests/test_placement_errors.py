@@ -147,3 +147,11 @@ def test_planning_file_errors_name_the_line(tmp_path: Path) -> None:
     negative.write_text("default_link: {delay_ms: 0}\nnodes:\n  - {name: n0, resources: -1}\n")
     with pytest.raises(PlacementError, match=r"negative.yaml: nodes.0.resources: .* \(line 3\)$"):
         load_request(str(negative), None, Weights(r=1))
+
+
+def test_duplicate_names_are_named() -> None:
+    twice = NodeSpec(name="n0", resources=1)
+    with pytest.raises(ValidationError, match=r"duplicate node name\(s\): n0"):
+        Infrastructure(nodes=(twice, twice, NodeSpec(name="n1", resources=1)), default_link=LINK)
+    with pytest.raises(ValidationError, match=r"duplicate operator name\(s\): src"):
+        app(SRC, SRC, OperatorSpec(name="op", service_rate=5))
