@@ -18,7 +18,7 @@ import numpy as np
 
 from elastream.decentral.agent import AgentConfig
 from elastream.decentral.decision import DecisionConfig
-from elastream.decentral.sim import SimConfig, SimResult, run
+from reproductions.decentralized.sim import SimConfig, SimResult, run
 
 LOCAL_OP = 2  # the operator of Fig. 4 (the middle one: predecessors and successors)
 SEEDS = range(20)

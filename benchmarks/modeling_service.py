@@ -15,11 +15,11 @@ import httpx
 import numpy as np
 
 from elastream.history import HistoryStore
-from elastream.history.synthetic import WORDCOUNT_GRAPH, wordcount_history
 from elastream.service.app import create_app
 from elastream.service.operations import Modeller
 from elastream.service.planners import PLANNERS
 from elastream.service.server import BackgroundServer
+from reproductions.caladrius.synthetic import WORDCOUNT_GRAPH, wordcount_history
 
 
 def timed_job(client: httpx.Client, path: str, body: dict) -> tuple[float, dict]:

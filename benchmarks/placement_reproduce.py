@@ -23,19 +23,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from elastream.placement.compact_ilp import CompactIlp
-from elastream.placement.debs import (
-    PAPER_TABLE3,
-    SERVICE_RATES,
-    TABLE2_BOUNDS,
-    debs_application,
-    debs_infrastructure,
-)
 from elastream.placement.evaluator import QoS, evaluate
 from elastream.placement.heuristic import Heuristic
 from elastream.placement.instance import Instance, build_instance
 from elastream.placement.model import InfeasibleError, PlanRequest, Weights
 from elastream.placement.paper_ilp import PaperIlp
 from elastream.placement.solution import Solution, Solver
+from reproductions.odrp.debs import (
+    PAPER_TABLE3,
+    SERVICE_RATES,
+    TABLE2_BOUNDS,
+    debs_application,
+    debs_infrastructure,
+)
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "reproduction"
 RATES = (20, 40, 60, 80, 100, 120)
@@ -393,7 +393,7 @@ def main() -> None:
         + (" --exact" if args.exact else "")
         + f"` in {time.perf_counter() - started:.0f} s on {os.cpu_count()} cores (load average "
         f"{load:.1f} at the start: times are wall clock on a shared machine). "
-        "Instance: `src/elastream/placement/"
+        "Instance: `src/reproductions/odrp/"
         "debs.py` (Table 2 service rates, k_i = 3 except source, metronome and globalRank, "
         "6 nodes x 8 slots, delays uniform in [12, 32] ms, Table 2 normalization); what the "
         "paper does not print (Fig. 3's edges, the stream rates) is assumed there.",

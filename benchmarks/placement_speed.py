@@ -21,19 +21,19 @@ import statistics
 import time
 
 from elastream.placement.compact_ilp import CompactIlp
-from elastream.placement.debs import (
-    SERVICE_RATES,
-    STREAMS,
-    TABLE2_BOUNDS,
-    debs_application,
-    debs_infrastructure,
-)
 from elastream.placement.generator import random_instance
 from elastream.placement.heuristic import Heuristic
 from elastream.placement.instance import Instance, build_instance
 from elastream.placement.model import PlanRequest, Weights
 from elastream.placement.paper_ilp import PaperIlp, paper_variable_count
 from elastream.placement.solution import Solution, Solver
+from reproductions.odrp.debs import (
+    SERVICE_RATES,
+    STREAMS,
+    TABLE2_BOUNDS,
+    debs_application,
+    debs_infrastructure,
+)
 
 OBJECTIVES = {
     "A": Weights(a=1),

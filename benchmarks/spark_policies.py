@@ -90,7 +90,7 @@ def plain_spark_per_event(pipeline: Pipeline, events: int, out: Path, batch: int
     """Seconds per event for a plain Structured Streaming query applying the same operator
     functions in mapInPandas to the same generated events read from JSON files, all in one
     micro-batch, as the elastream run above admits the whole backlog in one batch per operator."""
-    from elastream.runtime.spark.plain import run_plain_query
+    from reproductions.baselines.plain_spark import run_plain_query
 
     return run_plain_query(pipeline, events, out, batch) / events
 

@@ -36,8 +36,9 @@ def lint(src: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A copy of the package, to break on purpose."""
-    shutil.copytree(ROOT / "src" / "elastream", tmp_path / "elastream")
+    """A copy of the packages, to break on purpose."""
+    for package in ("elastream", "reproductions"):
+        shutil.copytree(ROOT / "src" / package, tmp_path / package)
     return tmp_path
 
 
@@ -54,6 +55,10 @@ def test_the_contracts_hold_on_the_tree():
         ("control/guards.py", "import time", "Pure packages import no engine"),
         ("runtime/sim/ledger.py", "import elastream.runtime.spark.task", "engines do not know"),
         ("examples/synthetic.py", "import elastream.runtime.queues", "Example applications"),
+        ("decentral/node.py", "import asyncio", "Pure packages import no engine"),
+        ("placement/yaml_io.py", "import sqlite3", "Pure packages import no engine"),
+        ("control/plan.py", "import elastream.decentral.tcp", "reaches decentral's TCP"),
+        ("placement/heuristic.py", "import reproductions.odrp.debs", "does not import the papers"),
     ],
 )
 def test_a_wrong_import_breaks_the_build(tree, module, line, contract):

@@ -7,7 +7,7 @@ from elastream.decentral.agent import Agent, AgentConfig
 from elastream.decentral.decision import DecisionConfig
 from elastream.decentral.messages import NodeId
 from elastream.decentral.node import Effects, Node
-from elastream.decentral.sim import SimConfig, loads, run
+from reproductions.decentralized.sim import SimConfig, loads, run
 
 
 def cfg(seed=0, **kw):

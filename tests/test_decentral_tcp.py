@@ -89,7 +89,8 @@ async def across_processes():
     sizes = [2, 2, 2]
     layout = Cluster.pipeline(sizes)
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "elastream.decentral.tcp_process", "--sizes", "2,2,2", "--op", "2",
+        sys.executable, "-m", "reproductions.decentralized.tcp_process",
+        "--sizes", "2,2,2", "--op", "2",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")},
     )  # fmt: skip

@@ -15,7 +15,7 @@ from elastream.history import (
     points_by_operator,
     source_series,
 )
-from elastream.history.synthetic import wordcount_history
+from reproductions.caladrius.synthetic import wordcount_history
 
 
 def row(**over) -> HistoryRow:

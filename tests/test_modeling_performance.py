@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from elastream.history.rows import points_by_operator
-from elastream.history.synthetic import WORDCOUNT, wordcount_history
 from elastream.modeling.cpu import core_capped_rate, effective_servers, fit_psi, predict_cpu
 from elastream.modeling.graph import (
     ANY_STREAM,
@@ -20,6 +19,7 @@ from elastream.modeling.graph import (
 )
 from elastream.modeling.performance import Host, fit_component, fit_pipeline, predict
 from elastream.modeling.queueing import erlang_c, ggc_wait, mmc_wait, sojourn_time
+from reproductions.caladrius.synthetic import WORDCOUNT, wordcount_history
 
 GRAPH = PipelineGraph(
     "wordcount",

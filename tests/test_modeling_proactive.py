@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from elastream.history.rows import points_by_operator
-from elastream.history.synthetic import wordcount_history
 from elastream.modeling.forecasting import FitCache, Forecast, Series
 from elastream.modeling.graph import Edge, Grouping, ModelError, PipelineGraph
 from elastream.modeling.performance import Host, fit_pipeline, predict
 from elastream.modeling.proactive import plan_from_history, plan_parallelism, provisioning_rate
+from reproductions.caladrius.synthetic import wordcount_history
 
 GRAPH = PipelineGraph(
     "wordcount",

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from elastream.history.rows import points_by_operator
-from elastream.history.synthetic import WORDCOUNT, wordcount_history
 from elastream.modeling.graph import Grouping, ModelError
 from elastream.modeling.validation import relative_error, validate
+from reproductions.caladrius.synthetic import WORDCOUNT, wordcount_history
 
 
 def splitter_points(p: int, seed: int):

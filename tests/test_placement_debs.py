@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from elastream.placement.compact_ilp import CompactIlp
-from elastream.placement.debs import (
+from elastream.placement.evaluator import evaluate
+from elastream.placement.instance import build_instance
+from elastream.placement.model import InfeasibleError, PlanRequest, Weights
+from elastream.placement.paper_ilp import paper_variable_count
+from reproductions.odrp.debs import (
     PAPER_TABLE3,
     SERVICE_RATES,
     STREAMS,
@@ -13,10 +17,6 @@ from elastream.placement.debs import (
     debs_application,
     debs_infrastructure,
 )
-from elastream.placement.evaluator import evaluate
-from elastream.placement.instance import build_instance
-from elastream.placement.model import InfeasibleError, PlanRequest, Weights
-from elastream.placement.paper_ilp import paper_variable_count
 
 
 def request(rate: float, **extra) -> PlanRequest:

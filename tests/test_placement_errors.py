@@ -132,3 +132,26 @@ def test_planning_file_errors_name_file_and_field(tmp_path: Path) -> None:
     req = load_request(str(pinned_missing), pipeline, Weights(r=1))
     with pytest.raises(PlacementError, match=r"operator 'op': unknown candidate node 'n7'"):
         build_instance(req)
+
+
+def test_planning_file_errors_name_the_line(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("nodes:\n  - {name: n0, resources: 2\n")
+    with pytest.raises(PlacementError, match=r"broken.yaml:3: not valid YAML"):
+        load_request(str(broken), None, Weights(r=1))
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("nodes: [{name: n0, resources: 2}]\nnodes: []\n")
+    with pytest.raises(PlacementError, match=r"twice.yaml:2: duplicate key 'nodes'"):
+        load_request(str(twice), None, Weights(r=1))
+    negative = tmp_path / "negative.yaml"
+    negative.write_text("default_link: {delay_ms: 0}\nnodes:\n  - {name: n0, resources: -1}\n")
+    with pytest.raises(PlacementError, match=r"negative.yaml: nodes.0.resources: .* \(line 3\)$"):
+        load_request(str(negative), None, Weights(r=1))
+
+
+def test_duplicate_names_are_named() -> None:
+    twice = NodeSpec(name="n0", resources=1)
+    with pytest.raises(ValidationError, match=r"duplicate node name\(s\): n0"):
+        Infrastructure(nodes=(twice, twice, NodeSpec(name="n1", resources=1)), default_link=LINK)
+    with pytest.raises(ValidationError, match=r"duplicate operator name\(s\): src"):
+        app(SRC, SRC, OperatorSpec(name="op", service_rate=5))

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from elastream.placement.compact_ilp import CompactIlp
-from elastream.placement.debs import TABLE2_BOUNDS, debs_application, debs_infrastructure
 from elastream.placement.evaluator import check_plan, evaluate
 from elastream.placement.generator import random_instance
 from elastream.placement.heuristic import Heuristic
 from elastream.placement.instance import build_instance
 from elastream.placement.model import PlanRequest, Weights
+from reproductions.odrp.debs import TABLE2_BOUNDS, debs_application, debs_infrastructure
 
 WEIGHTS = {
     "R": Weights(r=1),

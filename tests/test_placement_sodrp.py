@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from elastream.placement.debs import STREAMS, TABLE2_BOUNDS, debs_application, debs_infrastructure
 from elastream.placement.model import PlacementError, PlanRequest, Weights
 from elastream.placement.sodrp import Measurements, replan, schedule, with_measurements
+from reproductions.odrp.debs import STREAMS, TABLE2_BOUNDS, debs_application, debs_infrastructure
 
 
 def request(rate: float) -> PlanRequest:

@@ -11,7 +11,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from elastream.history import HistoryStore
-from elastream.history.synthetic import WORDCOUNT_GRAPH, wordcount_history
 from elastream.service.app import Planner, create_app
 from elastream.service.graphs import GraphDirectory
 from elastream.service.jobs import JobManager
@@ -19,6 +18,7 @@ from elastream.service.operations import Modeller
 from elastream.service.planners import PLANNERS
 from elastream.service.schemas import HistorySelection
 from elastream.service.server import BackgroundServer
+from reproductions.caladrius.synthetic import WORDCOUNT_GRAPH, wordcount_history
 
 
 class FitRequest(BaseModel):

@@ -16,7 +16,7 @@ import yaml
 from elastream.cli import main
 from elastream.cli.whatif import parse_parallelism
 from elastream.history import HistoryStore
-from elastream.history.synthetic import WORDCOUNT_GRAPH, wordcount_history
+from reproductions.caladrius.synthetic import WORDCOUNT_GRAPH, wordcount_history
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
 from elastream.history import HistoryStore
-from elastream.history.synthetic import wordcount_history
 from elastream.service.app import create_app
 from elastream.service.operations import Modeller
 from elastream.service.server import BackgroundServer
+from reproductions.caladrius.synthetic import wordcount_history
 
 
 @pytest.fixture(scope="module")

@@ -88,3 +88,12 @@ class Agent:
         if fx.activated:
             self.phase = now
         return fx
+
+
+def n_view(node: Node, agents: dict[NodeId, Agent]) -> int:
+    """n_t as a neighbour knows it (Section 4.1.1): the first predecessor's successor count."""
+    if node.preds:
+        return len(agents[min(node.preds)].node.succs)
+    if node.succs:
+        return len(agents[min(node.succs)].node.preds)
+    return sum(1 for a in agents.values() if a.node.id.op == node.id.op and not a.node.terminated)

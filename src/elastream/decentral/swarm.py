@@ -4,7 +4,7 @@ Operators are the protocol's layers in the order given (topological: each operat
 are the operators before and after it, exact for a chain). Operator i starts with `initial`
 agents; the first `min` of them are keepers (they never leave, so the pool never drops below
 its minimum). Each step, every active agent observes its own load and its view n_t (its first
-predecessor's successor count, as in `sim.py`), with an even share of its pool's free slots, so
+predecessor's successor count, `agent.n_view`), with an even share of its pool's free slots, so
 that concurrent siblings can never create more replicas than the pool holds. The operator's
 replica count is its number of active agents once the protocol is quiet."""
 
@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from elastream.decentral.agent import Agent, AgentConfig
+from elastream.decentral.agent import Agent, AgentConfig, n_view
 from elastream.decentral.messages import NodeId
 from elastream.decentral.node import Node
-from elastream.decentral.sim import n_view
 from elastream.decentral.transport import Observation, Transport
 
 

@@ -58,11 +58,7 @@ class Infrastructure(_Frozen):
 
     @model_validator(mode="after")
     def _check_names(self) -> Infrastructure:
-        names = [n.name for n in self.nodes]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"duplicate node name(s): {', '.join(dup)}")
-        known = set(names)
+        known = _unique([n.name for n in self.nodes], "node")
         for k, link in enumerate(self.links):
             for end in (link.src, link.dst):
                 if end not in known:
@@ -119,11 +115,7 @@ class Application(_Frozen):
 
     @model_validator(mode="after")
     def _check_graph(self) -> Application:
-        names = [o.name for o in self.operators]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"duplicate operator name(s): {', '.join(dup)}")
-        known = set(names)
+        known = _unique([o.name for o in self.operators], "operator")
         seen: set[tuple[str, str]] = set()
         for k, s in enumerate(self.streams):
             for end in (s.src, s.dst):
@@ -132,12 +124,20 @@ class Application(_Frozen):
             if (s.src, s.dst) in seen:
                 raise ValueError(f"streams[{k}]: duplicate stream {s.src} -> {s.dst}")
             seen.add((s.src, s.dst))
-        topological_order(names, [(s.src, s.dst) for s in self.streams])
+        topological_order([o.name for o in self.operators], [(s.src, s.dst) for s in self.streams])
         fed = {s.dst for s in self.streams}
         for o in self.operators:
             if o.name not in fed and o.source_rate is None:
                 raise ValueError(f"operator {o.name!r} has no input stream: give its source_rate")
         return self
+
+
+def _unique(names: list[str], what: str) -> set[str]:
+    """The names as a set; a name given twice is an error naming every such `what`."""
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"duplicate {what} name(s): {', '.join(dup)}")
+    return set(names)
 
 
 def topological_order(names: list[str], edges: list[tuple[str, str]]) -> list[str]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from elastream.base.settings import line_of
 from elastream.placement.model import (
     Application,
     Bounds,
@@ -61,17 +62,20 @@ class PlanningFile(BaseModel):
 
 
 def parse_planning(data: Any, where: str) -> PlanningFile:
-    """Validate a loaded planning file; errors name the file and the field."""
+    """Validate a loaded planning file; errors name the file, the field and (when the data came
+    from the line-aware reader) the line."""
     try:
         return PlanningFile.model_validate(data)
     except ValidationError as exc:
-        raise PlacementError(f"{where}: {_first_error(exc)}") from exc
+        raise PlacementError(f"{where}: {_first_error(exc, data)}") from exc
 
 
-def _first_error(exc: ValidationError) -> str:
+def _first_error(exc: ValidationError, data: Any = None) -> str:
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in err["loc"])
-    return f"{loc}: {err['msg']}" if loc else err["msg"]
+    message = f"{loc}: {err['msg']}" if loc else err["msg"]
+    line = line_of(data, err["loc"])
+    return f"{message} (line {line})" if line else message
 
 
 def application_from(plan_file: PlanningFile, pipeline: dict | None, where: str) -> Application:

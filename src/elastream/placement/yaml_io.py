@@ -5,21 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from elastream.base import settings
+from elastream.base.settings import SettingsError
 from elastream.placement.generator import parse_spec, random_instance
 from elastream.placement.model import Metric, PlacementError, PlanRequest, SolverName, Weights
 from elastream.placement.spec import application_from, parse_planning
 
 
-def read_yaml(path: Path) -> Any:
-    """Load one YAML file; a missing file or bad YAML is a clear error naming the file."""
+def read_yaml(path: Path, what: str) -> Any:
+    """One YAML file through the settings reader: a missing file, bad YAML or a duplicate key is
+    a PlacementError naming the file (and the line)."""
     if not path.is_file():
         raise PlacementError(f"{path}: no such file")
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise PlacementError(f"{path}: not valid YAML: {exc}") from exc
+        return settings.read_yaml(path, what)
+    except SettingsError as exc:
+        raise PlacementError(str(exc)) from None
 
 
 def load_request(
@@ -45,8 +46,8 @@ def load_request(
             raise PlacementError("a random infra generates its own application: omit PIPELINE")
         app, resources = random_instance(**parse_spec(infra))  # type: ignore[arg-type]
         return PlanRequest(application=app, infrastructure=resources, **common)
-    plan_file = parse_planning(read_yaml(Path(infra)), infra)
-    topology = read_yaml(pipeline) if pipeline is not None else None
+    plan_file = parse_planning(read_yaml(Path(infra), "planning file"), infra)
+    topology = read_yaml(pipeline, "pipeline file") if pipeline is not None else None
     if topology is not None and not isinstance(topology, dict):
         raise PlacementError(f"{pipeline}: a pipeline file must be a mapping")
     app = application_from(plan_file, topology, infra)

@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from elastream.decentral.agent import Agent, AgentConfig
+from elastream.decentral.agent import Agent, AgentConfig, n_view
 from elastream.decentral.memory import Cluster, MemoryNetwork
 from elastream.decentral.messages import DeletionAck, DuplicationAck, Envelope, NodeId
 from elastream.decentral.node import Effects, Node
@@ -92,15 +92,6 @@ def loads(config: SimConfig) -> np.ndarray:
 def owner(env: Envelope) -> int:
     """The operator whose scaling a message belongs to: the initiator's (receiver for acks)."""
     return env.dst.op if isinstance(env.msg, DuplicationAck | DeletionAck) else env.src.op
-
-
-def n_view(node: Node, agents: dict[NodeId, Agent]) -> int:
-    """n_t as a neighbour knows it (Section 4.1.1): the first predecessor's successor count."""
-    if node.preds:
-        return len(agents[min(node.preds)].node.succs)
-    if node.succs:
-        return len(agents[min(node.succs)].node.preds)
-    return sum(1 for a in agents.values() if a.node.id.op == node.id.op and not a.node.terminated)
 
 
 def run(config: SimConfig) -> SimResult:

@@ -1,6 +1,6 @@
 """I/O: a TcpHost in its own process, driven over stdin/stdout with JSON lines.
 
-    python -m elastream.decentral.tcp_process --sizes 2,2,1 --op 2
+    python -m reproductions.decentralized.tcp_process --sizes 2,2,1 --op 2
 
 hosts the initial instances of operator `op` of a pipeline with those sizes, prints
 {"addr": [host, port]}, then reads commands: {"directory": {node: [host, port]}} (addresses of

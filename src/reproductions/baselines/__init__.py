@@ -1,0 +1,1 @@
+"""Baselines the benchmarks measure elastream against (a plain Structured Streaming query)."""
