@@ -52,7 +52,7 @@ class Objective(LatencyTarget):
 
 
 def operator_latency_s(stats: OperatorStats, td: float) -> float | None:
-    """An operator's latency in one interval by Little's law (Eq. O8 of docs/policies.md):
+    """An operator's latency in one interval by Little's law (Eq. O9 of docs/policies.md):
     the queue it ended with over its throughput, plus one event's execution time. None when it
     neither processed nor held anything."""
     service = stats.et_s or 0.0

@@ -9,10 +9,13 @@ for operator i with r replicas:
    default, `modeling.forecasting`) forecasts the next intervals (Caladrius IV-A). The rate
    planned over a lookahead of A seconds is the forecast's peak over it, never below what was
    just observed:  P_p(A) = max(x_p(t), max_{k ≤ ⌈A/td⌉} F_p(t + k))                      (O1)
+   with F the upper edge of the forecast's prediction interval at `level` (0.98; or the
+   point forecast with `bound: point`): the plan covers the rate's forecast error.
    The rates follow the operators through the observed selectivities s_{p,i} = λ^p_i / μ_p
    (PSPS Eq. 2c; Caladrius Eq. 12 below saturation), with every upstream queue spread over
    the bound B of the objective (its events must leave within B):
-       λ̂_i = Σ_{p ∈ pred(i)} s_{p,i}·(λ̂_p + q_p / B),    λ̂_source = P_source(A)           (O2)
+       λ̂_i = Σ_{p ∈ pred(i)} s_{p,i}·(λ̂_p + q_p / B),    λ̂_source = β·P_source(A)         (O2)
+   β ≥ 1 is the burst factor of step 7 (O8).
 2. The queue when the change acts. A replica change takes `actuation_s` = a to act; until then
    the r_i(t) replicas keep serving, so the queue the new count inherits is
        q'_i = max(0, q_i + (λ̂_i − r_i(t)·ρ_i)·a)                                             (O3)
@@ -34,10 +37,18 @@ for operator i with r replicas:
    until L(r) ≤ B or the path is at its pools' limits. For one path this is the optimum of a
    separable convex allocation; on a DAG it is the greedy on the current critical path.
 6. Scale out early, scale in late. Scale-ups use the lookahead A = td + a (the forecast rise
-   before the next decision has acted is provisioned now, O1). A count below the current one
-   is kept only to the extent that the objective also holds with margin m over the longer
-   horizon A_in: r_in solves step 5 with P(A_in) and the bound (1 − m)·B, and the target is
+   before the next decision has acted is provisioned now, O1). r_in solves step 5 with
+   P(A_in) over the longer horizon A_in and the bound (1 − m)·B (margin m). A scale-up goes
+   at once to max(r_up, r_in) (one change, not several); a count below the current one is
+   taken only as far as the objective also holds with the margin over A_in:
    max(r_up, min(r(t), r_in)).
+7. Calibration. The model assumes Poisson arrivals at the interval's mean rate; arrivals
+   burstier within an interval show as a measured latency above the model's. In an interval
+   whose replica counts did not change, the model is inverted on the measured latency ℓ(t)
+   (as Caladrius Eq. 13 inverts Eq. 12):
+       β(t) = min{β ∈ [1, β_max] : L(r(t); β·x(t), q(t − 1)) ≥ ℓ(t)}                         (O8)
+   and the plan multiplies the source rates by the largest β of the last `burst_window`
+   intervals.
 
 No guard is needed for the scale-in (step 6 is the hysteresis); the guard layer still clamps to
 the pools. The per-interval verdict of a run against its objective is in `model.objective`.
@@ -48,7 +59,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -73,6 +84,12 @@ class ObjectiveConfig(Settings):
     forecaster: str = Field("holt", description="forecast model of the modelling registry")
     forecaster_params: dict[str, Any] = Field(
         default_factory=dict, description="the forecaster's own parameters (docs/modeling.md)"
+    )
+    bound: Literal["upper", "point"] = Field(
+        "upper", description="plan for the prediction interval's upper edge, or the point (O1)"
+    )
+    level: float = Field(
+        0.98, gt=0, lt=1, description="coverage of the forecast's prediction interval (O1)"
     )
     history_s: float = Field(600.0, gt=0, description="seconds of source-rate history fitted")
     min_history: int = Field(4, ge=2, description="intervals before forecasting (before: x_p(t))")
@@ -219,9 +236,11 @@ def planned_rates(
                 plan[name] = observed
             continue
         series = Series(list(values), step_s=td)
-        point = forecast(series, config.forecaster, max(steps), config.forecaster_params).point
+        params = {"level": config.level, **config.forecaster_params}
+        predicted = forecast(series, config.forecaster, max(steps), params)
+        values = predicted.upper if config.bound == "upper" else predicted.point
         for plan, k in zip(out, steps, strict=True):
-            plan[name] = max(observed, float(max(point[:k])))
+            plan[name] = max(observed, float(max(values[:k])))
     return out
 
 
