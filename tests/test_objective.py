@@ -337,3 +337,22 @@ def test_a_simulated_run_marks_every_interval_and_sums_them_up(tmp_path, monkeyp
     assert (rows.loc[rows["objective_met"] == 0, "latency_ms_p99"].fillna(1e9) > 1000).all()
     assert summary["met_share"] == pytest.approx(summary["intervals_met"] / len(judged))
     assert "Latency objective: p99 ≤ 1 s" in paths["report"].read_text()
+
+
+def test_the_live_table_shows_the_verdict_and_the_share_so_far():
+    import io
+
+    from rich.console import Console
+
+    from elastream.control.policy import Decision
+    from elastream.report.live import LiveTable
+
+    pipeline = one_operator()
+    live = LiveTable(pipeline, console=Console(file=io.StringIO(), width=300), objective=P99_2S)
+    snap = one_op_snapshot(replicas=1, emitted=10, processed=10, busy_s=0.1, p99_ms=100.0)
+    live(snap, Decision.of({"op": 1}))
+    assert "objective p99 ≤ 2 s: met (100.0% of intervals)" in live.header(snap)
+    late = one_op_snapshot(replicas=1, emitted=10, processed=10, busy_s=0.1, p99_ms=2500.0)
+    live(late, Decision.of({"op": 1}))
+    assert "objective p99 ≤ 2 s: MISSED (50.0% of intervals)" in live.header(late)
+    assert "objective" not in LiveTable(pipeline).header(late)
