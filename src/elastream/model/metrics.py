@@ -205,6 +205,7 @@ RUN_METRICS: tuple[Metric, ...] = (
         "Σ over intervals of active replicas × td: the resources used",
         "sum over intervals",
         "lower",
+        digits=0,
     ),
     Metric(
         "messages",
