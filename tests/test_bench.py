@@ -410,3 +410,16 @@ def test_sim_backend_measures_sla_from_the_simulator_ledger(tmp_path):
     assert row["slo_ms"] == 20.0
     assert row["processed_ratio"] == 1.0
     assert 0 < row["sla_1x"] <= row["sla_5x"] == 1.0
+
+
+def test_markdown_leaves_the_blocks_of_other_scenario_files_alone(tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "<!-- bench-table: other -->\nkept\n<!-- /bench-table -->\n"
+        "<!-- bench-table: T1 -->\nold\n<!-- /bench-table -->\n"
+    )
+    assert update_markdown(doc, {"T1": "new\n"}) == ["T1"]
+    assert doc.read_text() == (
+        "<!-- bench-table: other -->\nkept\n<!-- /bench-table -->\n"
+        "<!-- bench-table: T1 -->\nnew\n<!-- /bench-table -->\n"
+    )

@@ -500,3 +500,12 @@ def test_outputs_beyond_a_bounded_successor_are_refused_and_counted(open_store):
     assert store.arrivals("b", t0, time.time() + 1) == {"a": 5}
     audit = store.audit()
     assert (audit.events_in, audit.overflow, audit.pending) == (5, 3, 2)
+
+
+def test_sink_latencies_of_an_interval_are_those_that_arrived_in_it(open_store):
+    store = every_fate(make_queues(open_store(), bound=8))
+    now = time.time()
+    every = store.sink_latencies_ms()
+    assert len(every) == 3
+    assert sorted(store.sink_latencies_ms_between(0.0, now + 1)) == sorted(every)
+    assert store.sink_latencies_ms_between(now + 1, now + 2) == []

@@ -11,6 +11,7 @@ from elastream.base.settings import Settings
 from elastream.control.controller import Controller
 from elastream.control.guards import GuardConfig
 from elastream.control.policies import POLICIES
+from elastream.model.objective import Objective
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 
 
@@ -121,6 +122,12 @@ class RunConfig(Settings):
         default_factory=dict, description="options of the policy (its own settings)"
     )
     replicas: int | None = Field(None, ge=1, description="r for the static policy")
+    objective: Objective | None = Field(
+        None,
+        description="latency objective, e.g. {latency_p99_s: 2} or {latency_mean_s: 1}, optionally "
+        "with per-operator bounds {operators: {NAME: {latency_p99_s: ...}}}: every interval is "
+        "marked met or missed, and the `objective` policy plans for it (None: no objective)",
+    )
     td: float = Field(5.0, gt=0, description="MAPE interval, s")
     t_out: float | None = Field(30.0, gt=0, description="event timeout, s (None: never)")
     q_size: int | None = Field(100_000, ge=1, description="queue bound, events (None: unbounded)")
@@ -216,7 +223,21 @@ class RunConfig(Settings):
         options = dict(self.policy_options)
         if self.replicas is not None and self.policy == "static":
             options.setdefault("replicas", self.replicas)
+        takes_objective = "objective" in POLICIES.get(self.policy).config_type.model_fields
+        if takes_objective and self.objective is not None:
+            options.setdefault("objective", self.objective)
         return options
+
+    def check_objective(self, pipeline: Pipeline) -> None:
+        """Every operator the objective bounds must be one of the pipeline's."""
+        if self.objective is None:
+            return
+        unknown = sorted(set(self.objective.operators) - set(pipeline.operator_names))
+        if unknown:
+            raise ConfigError(
+                f"objective.operators: {', '.join(unknown)} not in pipeline {pipeline.name!r} "
+                f"(operators: {', '.join(pipeline.operator_names)})"
+            )
 
 
 def make_config(**values: Any) -> RunConfig:

@@ -86,6 +86,7 @@ def run_pipeline(
 ) -> RunResult:
     """Run `pipeline` on `engine` (default: the config's) under the workload prepared from
     `trace` (None: the configured one)."""
+    config.check_objective(pipeline)
     workload = prepare_workload(config, pipeline, trace)
     built = build_engine(pipeline, config, workload, engine=engine, sim=sim, resume=resume)
     return run_engine(built, config, observers)
@@ -176,8 +177,10 @@ def run_session(
     run_id = f"{Path(config.out).name}-{time.strftime('%Y%m%dT%H%M%S')}"
     own_cpu = config.engine == "spark" and config.spark.local  # all its processes below this one
     history = HistoryRecorder(run_id, pipeline.name, config.history_path(), own_cpu)
-    series = open_series(started, Path(config.out), config.series_resolution_s)
-    with LiveTable(started, quiet=quiet, title=title) as live, series:
+    config.check_objective(pipeline)
+    series = open_series(started, Path(config.out), config.series_resolution_s, config.objective)
+    live_table = LiveTable(started, quiet=quiet, title=title, objective=config.objective)
+    with live_table as live, series:
         engine = build_engine(pipeline, config, workload, sim=sim, resume=resume)
         observers: list[Observer] = [live, history, series]
         if runner is None:

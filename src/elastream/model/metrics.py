@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import pairwise
 
+from elastream.model.objective import Objective, judge
 from elastream.model.snapshot import Snapshot
 
 
@@ -204,6 +205,7 @@ RUN_METRICS: tuple[Metric, ...] = (
         "Σ over intervals of active replicas × td: the resources used",
         "sum over intervals",
         "lower",
+        digits=0,
     ),
     Metric(
         "messages",
@@ -428,6 +430,25 @@ INTERVAL_SERIES: tuple[Metric, ...] = (
         resample="sink_events",
     ),
     Metric(
+        "latency_ms_p99",
+        "latency p99",
+        "p99 ms",
+        "ms",
+        "99th percentile of end-to-end latency of the events reaching sinks in t",
+        "nearest rank in t (aggregated rows: weighted by sink events, an approximation)",
+        resample="sink_events",
+    ),
+    Metric(
+        "objective_met",
+        "objective met",
+        "obj. met",
+        "ratio",
+        "1 when the interval kept the run's latency objective, 0 when it missed it, empty "
+        "when not judged or without an objective (docs/policies.md, objective)",
+        "verdict of t (aggregated rows: share of the intervals judged)",
+        resample="mean",
+    ),
+    Metric(
         "replicas_total",
         "replicas",
         "Σ replicas",
@@ -461,7 +482,20 @@ INTERVAL_SERIES: tuple[Metric, ...] = (
         "at the end of t",
     ),
 )
-METRICS: dict[str, Metric] = {m.name: m for m in (*RUN_METRICS, *SLA_METRICS)}
+OBJECTIVE_METRICS: tuple[Metric, ...] = (
+    Metric(
+        "objective_met_share",
+        "Objective met",
+        "obj. met",
+        "ratio",
+        "share of the intervals judged whose end-to-end latency kept the run's objective "
+        "(docs/policies.md, objective)",
+        "intervals met / intervals judged",
+        "higher",
+        digits=3,
+    ),
+)
+METRICS: dict[str, Metric] = {m.name: m for m in (*RUN_METRICS, *SLA_METRICS, *OBJECTIVE_METRICS)}
 # The four metrics of PSPS Section V-A.3, as Summary fields.
 PAPER_METRICS = tuple(m.name for m in RUN_METRICS if m.paper)
 
@@ -598,8 +632,19 @@ def throughput_degradation(snapshots: Sequence[Snapshot]) -> float:
     return sum(ratios) / total if total else 0.0
 
 
-def interval_rows(snapshots: Sequence[Snapshot]) -> list[dict[str, float | int | None]]:
-    """One row per interval with the system-level figures (columns: INTERVAL_SERIES)."""
+def objective_column(snapshot: Snapshot, objective: Objective | None) -> float | None:
+    """intervals.csv's objective_met: 1.0 met, 0.0 missed, None not judged or no objective."""
+    if objective is None:
+        return None
+    met = judge(snapshot, objective).met
+    return None if met is None else float(met)
+
+
+def interval_rows(
+    snapshots: Sequence[Snapshot], objective: Objective | None = None
+) -> list[dict[str, float | int | None]]:
+    """One row per interval with the system-level figures (columns: INTERVAL_SERIES); each
+    interval judged against `objective` when the run has one."""
     return [
         {
             "t": s.t,
@@ -610,6 +655,8 @@ def interval_rows(snapshots: Sequence[Snapshot]) -> list[dict[str, float | int |
             "input_rate": s.lambda_g / s.td if s.td > 0 else 0.0,
             "output_rate": s.completed / s.td if s.td > 0 else 0.0,
             "latency_ms_mean": s.latency_ms_mean,
+            "latency_ms_p99": s.latency_ms_p99,
+            "objective_met": objective_column(s, objective),
             "replicas_total": total_replicas(s),
             "queue_total": sum(o.queue for o in s.operators),
             "hosts_up": s.hosts_up,

@@ -11,6 +11,7 @@ import pandas as pd
 
 from elastream.control.mape import RunResult
 from elastream.model.metrics import PAPER_METRICS
+from elastream.model.objective import Objective
 from elastream.model.pipeline import Pipeline
 from elastream.report.html import render_page
 from elastream.report.plots import all_plots
@@ -52,14 +53,22 @@ def output_paths(out_dir: Path) -> dict[str, Path]:
 
 
 def open_series(
-    pipeline: Pipeline, out_dir: Path, resolution_s: float | None = None
+    pipeline: Pipeline,
+    out_dir: Path,
+    resolution_s: float | None = None,
+    objective: Objective | None = None,
 ) -> SeriesWriter:
-    """The observer that writes timeseries.csv and intervals.csv into `out_dir` as a run goes."""
+    """The observer that writes timeseries.csv and intervals.csv into `out_dir` as a run goes
+    (each interval judged against the run's latency `objective`, if any)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = output_paths(out_dir)
     return SeriesWriter(
-        pipeline, paths["timeseries"], paths["intervals"], resolution_s=resolution_s
+        pipeline,
+        paths["timeseries"],
+        paths["intervals"],
+        resolution_s=resolution_s,
+        objective=objective,
     )
 
 
@@ -72,6 +81,7 @@ def write_outputs(
     settings: dict,
     series: SeriesWriter | None = None,
     resolution_s: float | None = None,
+    objective: Objective | None = None,
 ) -> dict[str, Path]:
     """Write summary.json, timeseries.csv, intervals.csv and report.html into `out_dir`.
 
@@ -86,14 +96,19 @@ def write_outputs(
                 "that observed it (open_series)"
             )
         items = intervals(result, pipeline)
-        series = open_series(pipeline, out_dir, resolution_s)
+        series = open_series(pipeline, out_dir, resolution_s, objective)
         with series:
             for item in items:
                 series(item.snapshot, item.decision)
     series.close()
     paths = output_paths(out_dir)
     document = summary_document(
-        result, pipeline, series.operator_rows(), title=title, settings=settings
+        result,
+        pipeline,
+        series.operator_rows(),
+        title=title,
+        settings=settings,
+        objective=series.objective_summary(),
     )
     paths["summary"].write_text(json.dumps(document, indent=2, allow_nan=False) + "\n")
     plots = all_plots(series.plot_items(), pipeline, result.summary)

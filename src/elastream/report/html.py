@@ -81,6 +81,21 @@ def headline_table(summary: Mapping[str, Any]) -> str:
     return f"<table class='headline'>{head}{''.join(rows)}</table>"
 
 
+def objective_paragraph(objective: Mapping[str, Any] | None) -> str:
+    """The run's latency objective and the intervals that met it ('' without an objective)."""
+    if not objective:
+        return ""
+    share = objective.get("met_share")
+    bound = f"{objective['bound_s']:g}"
+    return (
+        f"<p class='objective' data-met-share='{escape(_raw(share))}'>Latency objective: "
+        f"{escape(str(objective['statistic']))} ≤ {escape(bound)} s, "
+        f"met in <b>{escape(fmt.pct(share, 1))}</b> of the intervals judged "
+        f"({objective['intervals_met']} met, {objective['intervals_missed']} missed, "
+        f"{objective['intervals_unjudged']} without sink events or waiting events).</p>"
+    )
+
+
 def _raw(value: Any) -> str:
     return "" if value is None else repr(value)
 
@@ -151,6 +166,7 @@ def render_page(document: Mapping[str, Any], plots: Sequence[Plot]) -> str:
         f"<h1>{escape(title)}</h1>",
         f"<p class='meta'>{meta}</p>",
         "<h2>Summary</h2>",
+        objective_paragraph(document.get("objective")),
         headline_table(document),
         "<h2>Over time</h2>",
         *(figure_html(p) for p in plots),

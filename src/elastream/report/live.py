@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from elastream.control.policy import Decision
+from elastream.model.objective import Objective, ObjectiveTally, judge
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats, Snapshot
 from elastream.report import formatting as fmt
@@ -31,8 +32,10 @@ class LiveTable:
         quiet: bool = False,
         title: str | None = None,
         refresh_per_second: float = 4.0,
+        objective: Objective | None = None,
     ) -> None:
         self.pipeline = pipeline
+        self.tally = ObjectiveTally(objective) if objective is not None else None
         self.console = console or Console()
         self.quiet = quiet
         self.title = title or pipeline.name
@@ -59,6 +62,8 @@ class LiveTable:
             self._live = None
 
     def __call__(self, snapshot: Snapshot, decision: Decision) -> None:
+        if self.tally is not None:
+            self.tally(snapshot)
         if self.quiet:
             return
         if self._live is not None:
@@ -72,8 +77,20 @@ class LiveTable:
         return (
             f"t={s.t:,.1f} s  input {fmt.rate(per_second(s.lambda_g, s.td))} ev/s  "
             f"output {fmt.rate(per_second(s.completed, s.td))} ev/s  "
-            f"latency {fmt.ms(s.latency_ms_mean)}"
+            f"latency {fmt.ms(s.latency_ms_mean)} (p99 {fmt.ms(s.latency_ms_p99)})"
+            f"{self.objective_text(s)}"
         )
+
+    def objective_text(self, snapshot: Snapshot) -> str:
+        """'  objective p99 ≤ 2 s: met (97.5% of intervals)', or '' without an objective."""
+        if self.tally is None:
+            return ""
+        objective = self.tally.objective
+        verdict = judge(snapshot, objective).met
+        word = "not judged" if verdict is None else "met" if verdict else "MISSED"
+        share = self.tally.met_share
+        so_far = "" if share is None else f" ({fmt.pct(share, 1)} of intervals)"
+        return f"  objective {objective.statistic} ≤ {objective.bound_s:g} s: {word}{so_far}"
 
     @staticmethod
     def hosts(snapshot: Snapshot) -> str:

@@ -13,6 +13,7 @@ from elastream.control.mape import RunResult
 from elastream.control.policy import Decision
 from elastream.model.metrics import INTERVAL_SERIES, OPERATOR_SERIES
 from elastream.model.metrics import interval_rows as metric_interval_rows
+from elastream.model.objective import Objective
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats, Snapshot
 
@@ -98,9 +99,10 @@ def timeseries_rows(items: Sequence[Interval]) -> list[Row]:
     return rows
 
 
-def interval_rows(items: Sequence[Interval]) -> list[Row]:
-    """One row per interval with the system-level figures (columns: INTERVAL_COLUMNS)."""
-    return metric_interval_rows([item.snapshot for item in items])
+def interval_rows(items: Sequence[Interval], objective: Objective | None = None) -> list[Row]:
+    """One row per interval with the system-level figures (columns: INTERVAL_COLUMNS), each
+    judged against the run's `objective` if it has one."""
+    return metric_interval_rows([item.snapshot for item in items], objective)
 
 
 class OperatorTotals:
@@ -185,14 +187,22 @@ def jsonable(value: Any, where: str = "value") -> Any:
 
 
 def summary_document(
-    result: RunResult, pipeline: Pipeline, operators: dict[str, Row], *, title: str, settings: dict
+    result: RunResult,
+    pipeline: Pipeline,
+    operators: dict[str, Row],
+    *,
+    title: str,
+    settings: dict,
+    objective: Row | None = None,
 ) -> Row:
-    """Everything summary.json holds: the run metrics, what ran, and per-operator aggregates."""
+    """Everything summary.json holds: the run metrics, what ran, per-operator aggregates and,
+    for a run with a latency objective, how many intervals met it (`objective`)."""
     return {
         "title": title,
         "pipeline": pipeline.name,
         "policy": settings.get("policy"),
         **jsonable(result.summary.as_dict()),
+        "objective": jsonable(objective),
         "operators": jsonable(operators),
         "settings": jsonable(settings, "settings"),
     }

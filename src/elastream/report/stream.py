@@ -12,6 +12,7 @@ from typing import IO
 
 from elastream.control.policy import Decision
 from elastream.model.metrics import INTERVAL_SERIES, OPERATOR_SERIES, Metric
+from elastream.model.objective import Objective, ObjectiveTally
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import Snapshot
 from elastream.report.series import (
@@ -99,8 +100,11 @@ class SeriesWriter:
         *,
         resolution_s: float | None = None,
         plot_points: int = PLOT_POINTS,
+        objective: Objective | None = None,
     ) -> None:
         self.pipeline = pipeline
+        self.objective = objective
+        self.tally = ObjectiveTally(objective) if objective is not None else None
         self.known = set(pipeline.operator_names)
         self.resolution_s = resolution_s
         self.aggregates = OperatorAggregates(pipeline)
@@ -138,6 +142,8 @@ class SeriesWriter:
                     f"is not in pipeline {self.pipeline.name!r}"
                 )
         self.seen += 1
+        if self.tally is not None:
+            self.tally(snapshot)
         item = Interval(snapshot, decision)
         self.aggregates.add(snapshot)
         self.plot.add(item)
@@ -153,7 +159,8 @@ class SeriesWriter:
     def _write_window(self) -> None:
         items, self.window = self.window, []
         spans = [item.snapshot.td for item in items]
-        self.intervals.writerow(resample(interval_rows(items), INTERVAL_SERIES, spans))
+        rows = interval_rows(items, self.objective)
+        self.intervals.writerow(resample(rows, INTERVAL_SERIES, spans))
         by_operator: dict[str, tuple[list[Row], list[float]]] = {}
         for item in items:
             for row in timeseries_rows([item]):
@@ -164,12 +171,17 @@ class SeriesWriter:
             self.timeseries.writerow(resample(rows, OPERATOR_SERIES, own_spans))
 
     def _write(self, items: Sequence[Interval]) -> None:
-        self.intervals.writerows(interval_rows(items))
+        self.intervals.writerows(interval_rows(items, self.objective))
         self.timeseries.writerows(timeseries_rows(items))
 
     def operator_rows(self) -> dict[str, Row]:
         """Whole-run figures per operator (summary.json's `operators`)."""
         return self.aggregates.rows()
+
+    def objective_summary(self) -> Row | None:
+        """summary.json's `objective` block: intervals met, missed, not judged, and the share
+        met (None without an objective)."""
+        return None if self.tally is None else self.tally.as_dict()
 
     def plot_items(self) -> list[Interval]:
         """The intervals the report plots: all of them, or merged neighbours past the limit."""

@@ -5,6 +5,7 @@ from elastream.control.policies import (
     decentralized,
     ds2,
     lagaware,
+    objective,
     proactive,
     psps,
     static,
@@ -12,6 +13,6 @@ from elastream.control.policies import (
 )
 from elastream.control.policy import POLICIES
 
-REGISTERED = (dabs, decentralized, ds2, lagaware, proactive, psps, static, threshold)
+REGISTERED = (dabs, decentralized, ds2, lagaware, objective, proactive, psps, static, threshold)
 
 __all__ = ["POLICIES", "REGISTERED"]

@@ -33,6 +33,8 @@ LEADING = (
     "processed_ratio",
     "latency_ms_mean",
     "latency_ms_p99",
+    "objective",
+    "objective_met_share",
     "slo_ms",
     "sla_1x",
     "sla_2x",

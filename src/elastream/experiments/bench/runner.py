@@ -23,6 +23,7 @@ from elastream.experiments.history import HistoryRecorder
 from elastream.experiments.session import prepare_workload
 from elastream.history import HistoryRow, HistoryStore
 from elastream.model.metrics import interval_rows
+from elastream.model.objective import Objective, ObjectiveTally
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.workloads import Trace, resolve_trace
 
@@ -158,13 +159,17 @@ def execute(spec: RunSpec, backend: Backend, record_history: bool = False) -> Ru
         config = build_config(spec)
         pipeline = with_grouping(load_pipeline(spec.pipeline), spec.grouping)
         recorder = HistoryRecorder(spec.run_id, pipeline.name)
-        observers = [recorder] if record_history else []
+        tally = ObjectiveTally(config.objective) if config.objective is not None else None
+        observers: list[Observer] = [recorder] if record_history else []
+        observers += [tally] if tally is not None else []
         outcome = backend.run(pipeline, config, raw_trace(spec), dict(spec.sim), observers)
         pipeline = config.starting_pipeline(pipeline)
-        row = identity_columns(spec, config, pipeline) | metrics_row(
-            outcome.result, outcome.latency_histogram_ms, pipeline, spec.slo_ms
+        row = (
+            identity_columns(spec, config, pipeline)
+            | metrics_row(outcome.result, outcome.latency_histogram_ms, pipeline, spec.slo_ms)
+            | objective_columns(tally)
         )
-        series = interval_series(outcome.result) if spec.timeseries else []
+        series = interval_series(outcome.result, config.objective) if spec.timeseries else []
     except Exception as exc:  # reported in the row and on the console, never swallowed
         detail = traceback.format_exception_only(exc)[-1].strip()
         return RunRecord(base | {"error": detail, "wall_s": time.perf_counter() - started})
@@ -174,14 +179,25 @@ def execute(spec: RunSpec, backend: Backend, record_history: bool = False) -> Ru
     return RunRecord(row, series, recorder.rows)
 
 
-def interval_series(result: RunResult) -> list[dict[str, Any]]:
+def objective_columns(tally: ObjectiveTally | None) -> dict[str, Any]:
+    """The results columns of a run's latency objective (empty without one)."""
+    if tally is None:
+        return {}
+    return {
+        "objective": f"{tally.objective.statistic} <= {tally.objective.bound_s:g} s",
+        "objective_met_share": tally.met_share,
+        "objective_intervals_missed": tally.missed,
+    }
+
+
+def interval_series(result: RunResult, objective: Objective | None = None) -> list[dict[str, Any]]:
     """The run's per-interval rows (the scenario's `timeseries`), which need its snapshots."""
     if not result.snapshots_kept:
         raise BenchError(
             "timeseries: the run was longer than keep_snapshots, so its snapshots were not kept "
             "(raise keep_snapshots or leave timeseries off)"
         )
-    return interval_rows(result.snapshots)
+    return interval_rows(result.snapshots, objective)
 
 
 # ---------------------------------------------------------------------------- the matrix

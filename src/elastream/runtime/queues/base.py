@@ -299,6 +299,10 @@ class SegmentedQueues:
     def sink_latencies_ms(self, before: float = math.inf) -> list[float]:
         return [(enq - e.ts) * 1000 for _, enq, e in self._sink_events(before)]
 
+    def sink_latencies_ms_between(self, t0: float, t1: float) -> list[float]:
+        """End-to-end latencies of the sink events kept that arrived in [t0, t1)."""
+        return [(enq - e.ts) * 1000 for _, enq, e in self._sink_events(t1) if enq >= t0]
+
     def sink_ids(self, q: str) -> list[str]:
         return [e.id for sink, _, e in self._sink_events() if sink == q]
 
@@ -501,6 +505,10 @@ class QueueStore(StateStore, Protocol):
     def sink_latency(self, t0: float, t1: float | None = None) -> tuple[int, float | None]: ...
     def sink_latencies_ms(self, before: float = math.inf) -> list[float]:
         """End-to-end latencies of the sink events kept (those `expire(before)` would forget)."""
+        ...
+
+    def sink_latencies_ms_between(self, t0: float, t1: float) -> list[float]:
+        """End-to-end latencies of the sink events kept that arrived in [t0, t1)."""
         ...
 
     def sink_ids(self, q: str) -> list[str]: ...

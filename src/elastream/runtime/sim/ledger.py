@@ -37,19 +37,23 @@ class Ledger:
         self.s = 0  # current step
         self.counts = Counts()
         self.histogram: dict[tuple[int, float], int] = {}  # (lag steps, path service s) -> n
+        self.interval_histogram: dict[float, int] = {}  # latency s -> n, since the last snapshot
 
     def arrive_at_sink(self, cohorts: dict[int, int], weight: float, service_s: float) -> None:
         c = self.counts
         s = self.s
         step = self.step_s
         histogram = self.histogram
+        recent = self.interval_histogram
         n_all = 0
         for k, n in cohorts.items():
             lag = s - k
             n_all += n
-            c.latency_s_sum += n * (lag * step + service_s)
+            latency = lag * step + service_s
+            c.latency_s_sum += n * latency
             key = (lag, service_s)
             histogram[key] = histogram.get(key, 0) + n
+            recent[latency] = recent.get(latency, 0) + n
         c.sink_events += n_all
         c.completed_w += n_all * weight
 
@@ -59,6 +63,13 @@ class Ledger:
             ((lag * self.step_s + service) * 1000.0, n)
             for (lag, service), n in self.histogram.items()
         )
+
+    def interval_latency_ms_p99(self) -> float | None:
+        """The nearest-rank p99 of the sink latencies since the last call, which starts the next
+        interval's histogram."""
+        recent, self.interval_histogram = self.interval_histogram, {}
+        p99 = histogram_quantile(sorted(recent.items()), 0.99)
+        return None if p99 is None else p99 * 1000.0
 
     def latency_ms_p99(self) -> float | None:
         """The nearest-rank 99th percentile of sink latencies, every cohort weighted by its size."""

@@ -534,6 +534,7 @@ class SimEngine:
             completed=round(now.completed_w) - round(prev.completed_w),
             sink_events=sink_events,
             latency_ms_mean=latency / sink_events * 1000.0 if sink_events else None,
+            latency_ms_p99=self.ledger.interval_latency_ms_p99(),
             dropped_restart=now.dropped_restart - prev.dropped_restart,
             intervals=intervals,
             idle_intervals=idle_intervals,

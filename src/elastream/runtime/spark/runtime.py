@@ -179,6 +179,7 @@ class SparkEngine:
         open_interval(self.store, t1, self.config.td)  # before any read of [t0, t1)
         ops, sources = self._measure(t0, t1)
         n_sink, latency = self.store.sink_latency(t0, t1)
+        recent = self.store.sink_latencies_ms_between(t0, t1)
         self._expire(t1)
         return Snapshot(
             t=t1 - self.t0,
@@ -188,6 +189,7 @@ class SparkEngine:
             completed=self.store.completed(t0, t1),
             sink_events=n_sink,
             latency_ms_mean=latency,
+            latency_ms_p99=float(np.percentile(recent, 99)) if recent else None,
             **self._host_clocks(t1 - self.t0),
         )
 

@@ -1,0 +1,96 @@
+"""On real Spark: the objective policy against psps and static r = 4 on the demo pipeline and
+trace, one run each with the same latency objective (docs/policies.md, objective).
+
+Prints, per run, the share of intervals that met the objective, the run's p99 latency, the
+replica-seconds, the reconfigurations and the processed ratio (no asserts). Run under the
+machine's Spark lock:
+    flock /work/spark.lock .venv/bin/python benchmarks/spark_objective.py [--objective-s 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from elastream.cli.demo import demo_pipeline_path
+from elastream.config import make_config
+from elastream.config.files import load_pipeline
+from elastream.experiments.session import prepare_workload, run_engine
+from elastream.model.objective import Objective, ObjectiveTally
+from elastream.runtime.spark.runtime import SparkEngine
+from elastream.runtime.spark.session import spark_session
+
+COLUMNS = ("met_share", "latency_ms_p99", "replica_seconds", "reconfigurations", "processed_ratio")
+
+
+def runs(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The three policies' settings: the objective's engine overhead and guard as benchmarked."""
+    return {
+        "objective": {
+            "policy": "objective",
+            "policy_options": {"overhead_s": args.overhead_s},
+            "guards": {"stabilization_s": args.stabilization_s},
+        },
+        "psps": {"policy": "psps"},
+        "static r=4": {"policy": "static", "replicas": 4},
+    }
+
+
+def run_one(label: str, settings: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    pipeline = load_pipeline(demo_pipeline_path())
+    objective = Objective(latency_p99_s=args.objective_s)
+    config = make_config(
+        trace=f"demo:duration={args.duration:g},peak={args.peak_rate:g}",
+        td=args.td,
+        t_out=None,
+        q_size=None,
+        drain_s=args.drain,
+        objective=objective.model_dump(),
+        out=args.out / label.replace(" ", "_").replace("=", ""),
+        **settings,
+    )
+    trace = prepare_workload(config, pipeline)
+    engine = SparkEngine(config.starting_pipeline(pipeline), config, trace, keep_session=True)
+    tally = ObjectiveTally(objective)
+    started = time.time()
+    summary = run_engine(engine, config, [tally]).summary.as_dict()
+    row = summary | tally.as_dict() | {"wall_s": time.time() - started}
+    print(f"{label}: done in {row['wall_s']:.0f} s", flush=True)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objective-s", type=float, default=10.0, help="p99 bound, s")
+    parser.add_argument("--overhead-s", type=float, default=2.0, help="objective's h, s")
+    parser.add_argument("--stabilization-s", type=float, default=30.0)
+    parser.add_argument("--duration", type=float, default=120.0)
+    parser.add_argument("--peak-rate", type=float, default=100.0)
+    parser.add_argument("--td", type=float, default=5.0)
+    parser.add_argument("--drain", type=float, default=60.0)
+    parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="objective-")))
+    args = parser.parse_args()
+    pipeline = load_pipeline(demo_pipeline_path())
+    spark_session(f"local[{pipeline.r_over}]")
+    results = {label: run_one(label, s, args) for label, s in runs(args).items()}
+    print(f"\n{'p99 <= ' + format(args.objective_s, 'g') + ' s':<20}", end="")
+    print("".join(f"{label:>14}" for label in results))
+    for column in COLUMNS:
+        cells = "".join(f"{_fmt(results[label][column]):>14}" for label in results)
+        print(f"{column:<20}{cells}")
+    (args.out / "objective.json").write_text(json.dumps(results, indent=2, default=str))
+    print(f"\nresults: {args.out / 'objective.json'}")
+
+
+def _fmt(value: float | int | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.4g}" if isinstance(value, float) else f"{value:,}"
+
+
+if __name__ == "__main__":
+    main()

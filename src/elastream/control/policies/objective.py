@@ -1,0 +1,373 @@
+"""`objective`: the fewest replicas whose predicted end-to-end latency keeps the run's latency
+objective (p99 or mean), planned on the forecast arrival rates and the queues left behind.
+
+Derivation (equation numbers O1-O8 are docs/policies.md's, section "objective"). Per interval t,
+for operator i with r replicas:
+
+1. Rates. ρ_i = μ_i / busy_i is one replica's true rate (DS2; `flow.true_rate`). Each source's
+   rate x_p(t) = λ_p(t) / td joins its history; a forecaster of the modelling registry (Holt by
+   default, `modeling.forecasting`) forecasts the next intervals (Caladrius IV-A). The rate
+   planned over a lookahead of A seconds is the forecast's peak over it, never below what was
+   just observed:  P_p(A) = max(x_p(t), max_{k ≤ ⌈A/td⌉} F_p(t + k))                      (O1)
+   with F the upper edge of the forecast's prediction interval at `level` (0.98; or the
+   point forecast with `bound: point`): the plan covers the rate's forecast error.
+   The rates follow the operators through the observed selectivities s_{p,i} = λ^p_i / μ_p
+   (PSPS Eq. 2c; Caladrius Eq. 12 below saturation), with every upstream queue spread over
+   the bound B of the objective (its events must leave within B):
+       λ̂_i = Σ_{p ∈ pred(i)} s_{p,i}·(λ̂_p + q_p / B),    λ̂_source = β·P_source(A)         (O2)
+   β ≥ 1 is the burst factor of step 7 (O8).
+2. The queue when the change acts. A replica change takes `actuation_s` = a to act; until then
+   the r_i(t) replicas keep serving, so the queue the new count inherits is
+       q'_i = max(0, q_i + (λ̂_i − r_i(t)·ρ_i)·a)                                             (O3)
+3. Latency of operator i with r replicas (the replicas share its queue, an M/M/r server,
+   `modeling.queueing`): the last event already queued leaves after the queue drains,
+   q'_i / (r·ρ_i); a new event then waits W_i(r) at rate λ̂_i and is served in 1/ρ_i:
+       L_i(r) = q'_i / (r·ρ_i) + W_i(r) + 1/ρ_i,   and L_i(r) = ∞ when λ̂_i ≥ r·ρ_i         (O4)
+   W is the Erlang-C mean wait C(r, λ̂/ρ) / (rρ − λ̂) for a mean objective, and for a p99
+   objective the 0.99-quantile of the M/M/r wait, whose tail is P(W > w) = C·e^{−(rρ−λ̂)w}:
+       W^{p}_i(r) = max(0, ln(C / (1 − p)) / (r·ρ_i − λ̂_i))                                   (O5)
+4. End to end: a path's latency is the sum of its operators' (an upper bound for the p99), and
+   the pipeline's is its critical path's (Caladrius IV-B3), plus a fixed engine overhead h:
+       L(r) = h + max_{paths π} Σ_{i ∈ π} L_i(r_i)                                           (O6)
+5. Choice. Each L_i is decreasing and convex in r (Erlang-C delay is convex in the servers), so
+   the fewest replicas with L(r) ≤ B are found greedily: start every operator at the smallest
+   stable count within its pool that keeps its own bound (if the objective names one), then
+   add one replica at a time on the critical path where it cuts the most latency,
+       i* = argmax_{i ∈ π*, r_i < max_i} L_i(r_i) − L_i(r_i + 1),                            (O7)
+   until L(r) ≤ B or the path is at its pools' limits. For one path this is the optimum of a
+   separable convex allocation; on a DAG it is the greedy on the current critical path.
+6. Scale out early, scale in late. Scale-ups use the lookahead A = td + a (the forecast rise
+   before the next decision has acted is provisioned now, O1). r_in solves step 5 with
+   P(A_in) over the longer horizon A_in and the bound (1 − m)·B (margin m). A scale-up goes
+   at once to max(r_up, r_in) (one change, not several); a count below the current one is
+   taken only as far as the objective also holds with the margin over A_in:
+   max(r_up, min(r(t), r_in)).
+7. Calibration. The model assumes Poisson arrivals at the interval's mean rate; arrivals
+   burstier within an interval show as a measured latency above the model's. In an interval
+   whose replica counts did not change, the model is inverted on the measured latency ℓ(t)
+   (as Caladrius Eq. 13 inverts Eq. 12):
+       β(t) = min{β ∈ [1, β_max] : L(r(t); β·x(t), q(t − 1)) ≥ ℓ(t)}                         (O8)
+   and the plan multiplies the source rates by the largest β of the last `burst_window`
+   intervals.
+
+No guard is needed for the scale-in (step 6 is the hysteresis); the guard layer still clamps to
+the pools. The per-interval verdict of a run against its objective is in `model.objective`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from elastream.base.settings import Settings
+from elastream.control.flow import FlowState, propagate, source_rates, true_rate, update_flow
+from elastream.control.policy import POLICIES, Decision, Policy
+from elastream.model.objective import Objective, Statistic, interval_latency_ms
+from elastream.model.pipeline import DEFAULT_ET_S
+from elastream.model.snapshot import Snapshot
+from elastream.modeling.forecasting import Series, forecast, get_forecaster
+from elastream.modeling.queueing import erlang_c
+
+P99 = 0.99
+
+
+class ObjectiveConfig(Settings):
+    """Options of the objective policy."""
+
+    objective: Objective | None = Field(
+        None, description="the latency objective (default: the run's `objective`)"
+    )
+    forecaster: str = Field("holt", description="forecast model of the modelling registry")
+    forecaster_params: dict[str, Any] = Field(
+        default_factory=dict, description="the forecaster's own parameters (docs/modeling.md)"
+    )
+    bound: Literal["upper", "point"] = Field(
+        "upper", description="plan for the prediction interval's upper edge, or the point (O1)"
+    )
+    level: float = Field(
+        0.98, gt=0, lt=1, description="coverage of the forecast's prediction interval (O1)"
+    )
+    history_s: float = Field(600.0, gt=0, description="seconds of source-rate history fitted")
+    min_history: int = Field(4, ge=2, description="intervals before forecasting (before: x_p(t))")
+    actuation_s: float = Field(
+        0.0, ge=0, description="a: time a replica change takes to act, s (O3, lookahead td + a)"
+    )
+    scale_in_horizon_s: float | None = Field(
+        None, gt=0, description="A_in: a scale-in must hold over this forecast horizon (None: 3·td)"
+    )
+    margin: float = Field(
+        0.3, ge=0, lt=1, description="m: a scale-in must keep the latency under (1 − m)·bound"
+    )
+    overhead_s: float = Field(
+        0.0, ge=0, description="h: fixed latency of every path (engine batching, network), s"
+    )
+    burst_window: int = Field(
+        10, ge=1, description="intervals over which the largest burst factor β is kept (O8)"
+    )
+    burst_after_change: bool = Field(
+        False,
+        description="also calibrate β on an interval whose replica counts had just changed "
+        "(its latency then shows the change, not the arrivals)",
+    )
+    burst_max: float = Field(
+        4.0, ge=1, description="largest burst factor β the calibration may find (O8)"
+    )
+    et_default_s: float = Field(
+        DEFAULT_ET_S, gt=0, description="1 / ρ before any rate is measured, s"
+    )
+
+    @model_validator(mode="after")
+    def _needs_objective(self) -> ObjectiveConfig:
+        if self.objective is None:
+            raise ValueError(
+                "objective: missing; set `objective: {latency_p99_s: ...}` in the run settings"
+            )
+        get_forecaster(self.forecaster)  # an unknown model is named at once
+        return self
+
+    @property
+    def target(self) -> Objective:
+        assert self.objective is not None  # the validator guarantees it
+        return self.objective
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectiveState:
+    flow: FlowState = FlowState()
+    history: tuple[tuple[str, tuple[float, ...]], ...] = field(default=())
+    queues: tuple[tuple[str, int], ...] = field(default=())  # q_i at the end of t − 1
+    bursts: tuple[float, ...] = field(default=())  # β of the last intervals (O8)
+    replicas: tuple[tuple[str, int], ...] = field(default=())  # r_i during t − 1
+
+
+@dataclass(frozen=True, slots=True)
+class Station:
+    """One operator as step 5 sees it: its load, its replica's true rate and its pool."""
+
+    name: str
+    preds: tuple[str, ...]  # operator predecessors (sources left out)
+    arrival: float  # λ̂_i, events/s
+    queue: float  # q'_i, events
+    rho: float  # ρ_i, events per busy second
+    low: int  # pool minimum
+    high: int  # pool maximum
+    own_bound_s: float | None = None  # the operator's own objective, if any
+
+
+def wait_s(arrival: float, rho: float, r: int, statistic: Statistic) -> float:
+    """W_i(r): the Erlang-C mean wait, or the p99 of the M/M/r wait (O5); ∞ when unstable."""
+    capacity = r * rho
+    if arrival >= capacity:
+        return math.inf
+    if arrival == 0:
+        return 0.0
+    c = erlang_c(arrival, rho, r)
+    if statistic == "mean":
+        return c / (capacity - arrival)
+    if c <= 1 - P99:
+        return 0.0  # at most 1 % of the events wait at all
+    return math.log(c / (1 - P99)) / (capacity - arrival)
+
+
+def station_latency(s: Station, r: int, statistic: Statistic) -> float:
+    """L_i(r) of O4: drain the queue, wait at the forecast rate, be served."""
+    if r == 0:
+        return 0.0 if s.arrival == 0 and s.queue == 0 else math.inf
+    wait = wait_s(s.arrival, s.rho, r, statistic)
+    return s.queue / (r * s.rho) + wait + 1.0 / s.rho
+
+
+def critical_path(
+    stations: Mapping[str, Station], r: Mapping[str, int], statistic: Statistic
+) -> tuple[float, list[str]]:
+    """max over source-to-sink paths of Σ L_i (O6 without h), and that path's operators.
+    `stations` is in topological order."""
+    best: dict[str, tuple[float, list[str]]] = {}
+    for name, s in stations.items():
+        upstream = max((best[p] for p in s.preds if p in best), key=lambda b: b[0], default=None)
+        base, path = upstream if upstream is not None else (0.0, [])
+        best[name] = (base + station_latency(s, r[name], statistic), [*path, name])
+    return max(best.values(), key=lambda b: b[0], default=(0.0, []))
+
+
+def smallest_start(s: Station, statistic: Statistic) -> int:
+    """The smallest count in the pool that is stable and keeps the operator's own bound."""
+    for r in range(s.low, s.high + 1):
+        latency = station_latency(s, r, statistic)
+        if math.isfinite(latency) and (s.own_bound_s is None or latency <= s.own_bound_s):
+            return r
+    return s.high
+
+
+def choose_replicas(
+    stations: Mapping[str, Station], bound_s: float, statistic: Statistic
+) -> dict[str, int]:
+    """Step 5: the fewest replicas whose critical path keeps L ≤ bound (O6, O7)."""
+    r = {name: smallest_start(s, statistic) for name, s in stations.items()}
+    while True:
+        latency, path = critical_path(stations, r, statistic)
+        if latency <= bound_s or not math.isfinite(latency):
+            return r
+        gains = {
+            name: station_latency(stations[name], r[name], statistic)
+            - station_latency(stations[name], r[name] + 1, statistic)
+            for name in path
+            if r[name] < stations[name].high
+        }
+        if not gains:
+            return r
+        r[max(gains, key=lambda name: gains[name])] += 1  # O7
+
+
+def planned_rates(
+    history: Mapping[str, tuple[float, ...]], td: float, config: ObjectiveConfig, *leads: float
+) -> list[dict[str, float]]:
+    """P_p(A) of O1 for every lookahead A in `leads`, from one forecast per source."""
+    steps = [max(1, math.ceil(a / td - 1e-9)) for a in leads]
+    out: list[dict[str, float]] = [{} for _ in leads]
+    for name, values in history.items():
+        observed = values[-1]
+        if len(values) < config.min_history:
+            for plan in out:
+                plan[name] = observed
+            continue
+        series = Series(list(values), step_s=td)
+        params = {"level": config.level, **config.forecaster_params}
+        predicted = forecast(series, config.forecaster, max(steps), params)
+        values = predicted.upper if config.bound == "upper" else predicted.point
+        for plan, k in zip(out, steps, strict=True):
+            plan[name] = max(observed, float(max(values[:k])))
+    return out
+
+
+def stations_for(
+    snapshot: Snapshot,
+    flow: FlowState,
+    sources: Mapping[str, float],
+    config: ObjectiveConfig,
+    *,
+    burst: float = 1.0,
+    queues: Mapping[str, int] | None = None,
+    actuation_s: float | None = None,
+) -> dict[str, Station]:
+    """Every operator's λ̂ (O2, the source rates times the burst factor β of O8) and inherited
+    queue (O3), in topological order; `queues` replaces the snapshot's (O8 uses q(t − 1))."""
+    objective = config.target
+    queue = {
+        o.name: (o.queue if queues is None else queues.get(o.name, 0)) for o in snapshot.operators
+    }
+    drain = {name: q / objective.bound_s for name, q in queue.items()}
+    scaled = {name: rate * burst for name, rate in sources.items()}
+    demand = propagate(snapshot, flow, scaled, drain)  # λ̂_i + q_i / B, O2
+    act = config.actuation_s if actuation_s is None else actuation_s
+    operators = {o.name for o in snapshot.operators}
+    stations: dict[str, Station] = {}
+    for o in snapshot.operators:
+        rho = true_rate(flow, o.name, config.et_default_s)
+        arrival = max(0.0, demand[o.name] - drain[o.name])
+        inherited = max(0.0, queue[o.name] + (arrival - o.replicas * rho) * act)  # O3
+        own = objective.operators.get(o.name)
+        stations[o.name] = Station(
+            o.name,
+            tuple(p for p, _ in o.received_from if p in operators),
+            arrival,
+            inherited,
+            rho,
+            o.min_replicas,
+            o.max_replicas,
+            None if own is None else own.bound_s,
+        )
+    return stations
+
+
+def burst_factor(
+    snapshot: Snapshot, flow: FlowState, previous: Mapping[str, int], config: ObjectiveConfig
+) -> float | None:
+    """β(t) of O8: the smallest factor on the interval's observed rates for which the model,
+    with the replicas that ran and the queues they started from, predicts the latency that was
+    measured (the model inverted, as Caladrius Eq. 13 inverts Eq. 12). None: nothing measured."""
+    objective = config.target
+    measured = interval_latency_ms(snapshot, objective.statistic)
+    if measured is None:
+        return None
+    target = measured / 1000.0 - config.overhead_s
+    ran = snapshot.replicas()
+    observed = source_rates(snapshot)
+
+    def model(beta: float) -> float:
+        stations = stations_for(
+            snapshot, flow, observed, config, burst=beta, queues=previous, actuation_s=0.0
+        )
+        return critical_path(stations, ran, objective.statistic)[0]
+
+    low, high = 1.0, config.burst_max
+    if model(low) >= target:
+        return low
+    if model(high) < target:
+        return high
+    for _ in range(30):
+        mid = (low + high) / 2
+        low, high = (low, mid) if model(mid) >= target else (mid, high)
+    return high
+
+
+def decide(
+    snapshot: Snapshot, state: ObjectiveState, config: ObjectiveConfig
+) -> tuple[Decision, ObjectiveState]:
+    flow = update_flow(snapshot, state.flow)
+    keep = max(config.min_history, math.ceil(config.history_s / snapshot.td))
+    history = dict(state.history)
+    for name, x in source_rates(snapshot).items():
+        history[name] = (*history.get(name, ()), x)[-keep:]
+    changed = dict(state.replicas) != snapshot.replicas()
+    calibrate = state.queues and (config.burst_after_change or not changed)
+    beta_t = burst_factor(snapshot, flow, dict(state.queues), config) if calibrate else None
+    bursts = state.bursts if beta_t is None else (*state.bursts, beta_t)[-config.burst_window :]
+    beta = max(bursts, default=1.0)  # O8: plan for the largest recent burst
+    td = snapshot.td / max(1, snapshot.intervals)
+    lead_in = config.scale_in_horizon_s or 3 * td
+    up_rates, in_rates = planned_rates(history, td, config, td + config.actuation_s, lead_in)
+    objective = config.target
+    bound = objective.bound_s - config.overhead_s
+    up_stations = stations_for(snapshot, flow, up_rates, config, burst=beta)
+    r_up = choose_replicas(up_stations, bound, objective.statistic)
+    current = snapshot.replicas()
+    r_in = r_up
+    if any(r_up[name] != current[name] for name in r_up):
+        in_stations = stations_for(snapshot, flow, in_rates, config, burst=beta)
+        r_in = choose_replicas(in_stations, (1 - config.margin) * bound, objective.statistic)
+    targets = {name: step_six(current[name], r_up[name], r_in[name]) for name in r_up}
+    predicted, _ = critical_path(up_stations, targets, objective.statistic)
+    reasons = {
+        name: f"λ̂={s.arrival:.1f}/s β={beta:.2f} q'={s.queue:.0f} ρ={s.rho:.1f}/s "
+        f"L={station_latency(s, targets[name], objective.statistic):.2f}s "
+        f"path={predicted + config.overhead_s:.2f}s/{objective.bound_s:g}s"
+        for name, s in up_stations.items()
+    }
+    queues = tuple((o.name, o.queue) for o in snapshot.operators)
+    new_state = ObjectiveState(flow, tuple(history.items()), queues, bursts, tuple(current.items()))
+    return Decision.of(targets, reasons), new_state
+
+
+def step_six(current: int, up: int, hold: int) -> int:
+    """Step 6: a scale-up goes at once to what also holds over the scale-in horizon with the
+    margin (one change instead of several); a scale-in goes no lower than that."""
+    if up > current:
+        return max(up, hold)
+    return max(up, min(current, hold))
+
+
+POLICY = POLICIES.register(
+    "objective",
+    Policy(
+        "objective",
+        decide,
+        ObjectiveConfig,
+        ObjectiveState(),
+        "fewest replicas whose predicted latency keeps the run's latency objective",
+    ),
+)
