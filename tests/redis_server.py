@@ -25,7 +25,7 @@ def require_redis_server() -> None:
         pytest.skip(message)
 
 
-def local_redis(folder: Path) -> LocalRedis:
+def local_redis(folder: Path, password: str | None = None) -> LocalRedis:
     """A (not yet started) redis-server for this test, in `folder`."""
     require_redis_server()
-    return LocalRedis(folder)
+    return LocalRedis(folder, password=password)

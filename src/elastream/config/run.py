@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from elastream.base.settings import Settings
+from elastream.config.ops import MetricsSettings
 from elastream.control.controller import Controller
 from elastream.control.guards import GuardConfig
 from elastream.control.policies import POLICIES
@@ -174,6 +175,9 @@ class RunConfig(Settings):
     )
     spark: SparkSettings = Field(
         default_factory=SparkSettings, description="Spark runtime settings"
+    )
+    metrics: MetricsSettings = Field(
+        default_factory=MetricsSettings, description="the run's Prometheus endpoint (ops)"
     )
 
     @field_validator("queues")

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import highspy
 import numpy as np
 
+from elastream.base.extras import require
 from elastream.placement.model import InfeasibleError, PlacementError
 
+if TYPE_CHECKING:
+    import highspy
+
 Expr = dict[int, float]  # column -> coefficient
-INF = highspy.kHighsInf
+INF = math.inf  # what highspy.kHighsInf is
+
+
+def _highs() -> ModuleType:
+    """highspy, or an error naming the `placement` extra."""
+    return require("highspy", extra="placement", feature="placement (the HiGHS MILP solver)")
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,7 @@ class Milp:
 
     def _lp(self, relax: bool) -> highspy.HighsLp:
         """The model as HiGHS' LP structure, rows as a row-wise sparse matrix."""
+        highspy = _highs()
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = self.n_vars, len(self._rows)
         lp.col_cost_ = np.array(self._cost)
@@ -142,7 +154,7 @@ def _run(
     lp: highspy.HighsLp, time_limit_s: float, gap: float, start: dict[int, float] | None
 ) -> highspy.Highs:
     """One HiGHS run of `lp`, from `start` if given (HiGHS completes the other columns)."""
-    highs = highspy.Highs()
+    highs = _highs().Highs()
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("time_limit", float(time_limit_s))
     highs.setOptionValue("mip_rel_gap", float(gap))

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import redis
 
@@ -25,7 +26,9 @@ def free_port() -> int:
 class LocalRedis:
     """One redis-server process started by this object (and only it is ever stopped)."""
 
-    def __init__(self, folder: Path, appendfsync: str = "always") -> None:
+    def __init__(
+        self, folder: Path, appendfsync: str = "always", password: str | None = None
+    ) -> None:
         binary = shutil.which(SERVER)
         if binary is None:
             raise FileNotFoundError(f"{SERVER} is not on PATH (Debian package redis-server)")
@@ -33,12 +36,14 @@ class LocalRedis:
         self.folder = folder
         self.folder.mkdir(parents=True, exist_ok=True)
         self.appendfsync = appendfsync
+        self.password = password  # `requirepass`: clients must AUTH with it
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{quote(self.password, safe='')}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self, timeout_s: float = 20.0) -> None:
         """Start (or restart, replaying the AOF) and wait until it answers."""
@@ -53,8 +58,12 @@ class LocalRedis:
             "--daemonize", "no",
             "--logfile", str(self.folder / "redis.log"),
         ]  # fmt: skip
+        if self.password:
+            cmd += ["--requirepass", self.password]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=1)
+        client = redis.Redis(
+            host="127.0.0.1", port=self.port, password=self.password, socket_connect_timeout=1
+        )
         deadline = time.time() + timeout_s
         try:
             while not self._answers(client):

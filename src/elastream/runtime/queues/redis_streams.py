@@ -11,21 +11,18 @@ writes only when all pass. Key layout and persistence settings: docs/runtime.md.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import msgpack
-import redis
-from redis.backoff import ExponentialWithJitterBackoff
-from redis.exceptions import BusyLoadingError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.retry import Retry
 
+from elastream.base.extras import require
+from elastream.base.secrets import redact_url
 from elastream.model.events import Event, EventColumns, OutcomeKind
 from elastream.runtime.queues.base import (
     Appended,
@@ -45,6 +42,10 @@ from elastream.runtime.queues.base import (
     unpack_roots,
 )
 
+if TYPE_CHECKING:
+    import redis
+
+log = logging.getLogger(__name__)
 SCHEME = "redis"
 DEFAULT_PREFIX = "elastream"
 SHARE_KINDS = (OutcomeKind.PROCESSED, OutcomeKind.FILTERED, OutcomeKind.TIMEOUT, OutcomeKind.ERROR)
@@ -136,30 +137,42 @@ return n
 
 @dataclass(frozen=True)
 class RedisAddress:
-    """A parsed `redis://HOST:PORT/DB?prefix=NAME` store address."""
+    """A parsed `redis://[USER:PASSWORD@]HOST:PORT/DB?prefix=NAME` store address (an ACL user
+    and its password, or `:PASSWORD@` for `requirepass`)."""
 
     host: str
     port: int
     db: int
     prefix: str
+    username: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, address: str) -> RedisAddress:
+        shown = redact_url(address)  # errors never show the password
         parts = urlsplit(address)
         if parts.scheme != SCHEME or not parts.hostname:
-            raise QueueError(f"queue store address {address!r}: expected redis://HOST:PORT/DB")
+            raise QueueError(f"queue store address {shown!r}: expected redis://HOST:PORT/DB")
         path = parts.path.strip("/") or "0"
         if not path.isdigit():
-            raise QueueError(f"queue store address {address!r}: database {path!r} is no number")
+            raise QueueError(f"queue store address {shown!r}: database {path!r} is no number")
         prefix = parse_qs(parts.query, keep_blank_values=True).get("prefix", [DEFAULT_PREFIX])[0]
         if not prefix:
-            raise QueueError(f"queue store address {address!r}: empty prefix")
-        return cls(parts.hostname, parts.port or 6379, int(path), prefix)
+            raise QueueError(f"queue store address {shown!r}: empty prefix")
+        user = unquote(parts.username) if parts.username else None
+        password = unquote(parts.password) if parts.password is not None else None
+        return cls(parts.hostname, parts.port or 6379, int(path), prefix, user, password)
 
     def url(self) -> str:
-        return (
-            f"{SCHEME}://{self.host}:{self.port}/{self.db}?prefix={quote(self.prefix, safe=':/')}"
-        )
+        """The full address, credentials included (pass it on, never print it: `redacted`)."""
+        auth = ""
+        if self.username or self.password is not None:
+            auth = f"{quote(self.username or '', safe='')}:{quote(self.password or '', safe='')}@"
+        prefix = quote(self.prefix, safe=":/")
+        return f"{SCHEME}://{auth}{self.host}:{self.port}/{self.db}?prefix={prefix}"
+
+    def redacted(self) -> str:
+        return redact_url(self.url())
 
 
 def with_prefix(address: str, prefix: str) -> str:
@@ -167,22 +180,54 @@ def with_prefix(address: str, prefix: str) -> str:
     parsed = RedisAddress.parse(address)
     if "prefix=" in urlsplit(address).query:
         return parsed.url()
-    return RedisAddress(parsed.host, parsed.port, parsed.db, prefix).url()
+    return replace(parsed, prefix=prefix).url()
 
 
 def connect(address: RedisAddress) -> redis.Redis:
     """A client that retries connection errors (a restarting or loading server) with a bounded,
-    jittered exponential backoff; every request the store sends is safe to repeat."""
-    retry = Retry(ExponentialWithJitterBackoff(cap=RETRY_CAP_S, base=RETRY_BASE_S), RETRY_TRIES)
-    return redis.Redis(
+    jittered exponential backoff; every request the store sends is safe to repeat. A wrong or
+    missing password fails at once with one line naming the address (without its password)."""
+    lib = require("redis", extra="redis", feature="the Redis queue store")
+    check_auth(address)
+    errors = lib.exceptions
+    retry = lib.retry.Retry(
+        lib.backoff.ExponentialWithJitterBackoff(cap=RETRY_CAP_S, base=RETRY_BASE_S), RETRY_TRIES
+    )
+    return lib.Redis(
         host=address.host,
         port=address.port,
         db=address.db,
+        username=address.username,
+        password=address.password,
         retry=retry,
-        retry_on_error=[RedisConnectionError, RedisTimeoutError, BusyLoadingError],
+        retry_on_error=[errors.ConnectionError, errors.TimeoutError, errors.BusyLoadingError],
         socket_connect_timeout=5,
         health_check_interval=30,
     )
+
+
+def check_auth(address: RedisAddress) -> None:
+    """PING once, without retries, so that bad credentials fail here in one line (the retrying
+    client would retry an authentication error, a ConnectionError in redis-py, for a minute)."""
+    lib = require("redis", extra="redis", feature="the Redis queue store")
+    probe = lib.Redis(
+        host=address.host,
+        port=address.port,
+        db=address.db,
+        username=address.username,
+        password=address.password,
+        retry=lib.retry.Retry(lib.backoff.NoBackoff(), 0),
+        socket_connect_timeout=5,
+    )
+    errors = lib.exceptions
+    try:
+        probe.ping()
+    except (errors.AuthenticationError, errors.AuthenticationWrongNumberOfArgsError) as exc:
+        raise QueueError(f"Redis at {address.redacted()}: authentication failed ({exc})") from None
+    except errors.ConnectionError as exc:  # not reachable yet: the retrying client waits for it
+        log.debug("Redis at %s not reachable yet (%s)", address.redacted(), exc)
+    finally:
+        probe.close()
 
 
 @dataclass
