@@ -3,6 +3,7 @@ decision into counters, gauges and histograms (names and units: docs/deploy.md Â
 
 from __future__ import annotations
 
+from collections import deque
 from types import ModuleType
 from typing import Any
 
@@ -13,6 +14,8 @@ from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats, Snapshot
 from elastream.report.series import utilization
 
+KEEP_POINTS = 300  # intervals the live view charts
+KEEP_DECISIONS = 50  # replica changes its timeline lists
 OP = ("pipeline", "operator")
 RUN = ("pipeline",)
 # service time of one event (s) and end-to-end latency (s): buckets from 1 ms to 1 min
@@ -43,7 +46,8 @@ class RunMetrics:
         self.registry = prom.CollectorRegistry(auto_describe=True)
         self._last: Snapshot | None = None
         self.last_decision: Decision | None = None
-        self.decisions: list[tuple[float, str, int, int, str]] = []  # (t, op, from, to, reason)
+        self.decisions: deque[tuple[float, str, int, int, str]] = deque(maxlen=KEEP_DECISIONS)
+        self.series: deque[dict[str, Any]] = deque(maxlen=KEEP_POINTS)  # the live view's charts
         reg = {"registry": self.registry}
         counter, gauge, histogram = prom.Counter, prom.Gauge, prom.Histogram
         self.op_counters = {
@@ -138,6 +142,7 @@ class RunMetrics:
         self.hosts_up.labels(*run).set(snapshot.hosts_up)
         self.host_cost.labels(*run).set(snapshot.host_cost)
         self._last, self.last_decision = snapshot, decision
+        self.series.append(self._point(snapshot, decision))
 
     def _operator(self, o: OperatorStats, td: float, target: int | None) -> None:
         key = (self.pipeline, o.name)
@@ -171,14 +176,11 @@ class RunMetrics:
     def content_type() -> str:
         return str(prometheus().CONTENT_TYPE_LATEST)
 
-    def state(self) -> dict[str, Any]:
-        """The latest interval as plain data (the live view's JSON)."""
-        snap, decision = self._last, self.last_decision
-        if snap is None or decision is None:
-            return {"pipeline": self.pipeline, "t": None, "operators": [], "decisions": []}
+    @staticmethod
+    def _point(snap: Snapshot, decision: Decision) -> dict[str, Any]:
+        """One interval as the live view shows it."""
         targets = decision.as_dict()
         return {
-            "pipeline": self.pipeline,
             "t": snap.t,
             "input_rate": snap.lambda_g / snap.td if snap.td else 0.0,
             "latency_ms_mean": snap.latency_ms_mean,
@@ -201,8 +203,21 @@ class RunMetrics:
                 }
                 for o in snap.operators
             ],
+        }
+
+    def state(self) -> dict[str, Any]:
+        """The live view's JSON: the latest interval, the recent ones (`series`, oldest first)
+        and the recent decisions that changed a replica count."""
+        latest = self.series[-1] if self.series else {"t": None, "operators": [], "hosts": []}
+        return {
+            "pipeline": self.pipeline,
+            **latest,
+            "series": [
+                {"t": p["t"], "operators": {o["name"]: o for o in p["operators"]}}
+                for p in self.series
+            ],
             "decisions": [
                 {"t": t, "operator": op, "from": a, "to": b, "reason": why}
-                for t, op, a, b, why in self.decisions[-50:]
+                for t, op, a, b, why in self.decisions
             ],
         }
