@@ -3,8 +3,11 @@ themselves, and one default history path for the commands that write and read it
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +62,14 @@ def test_every_command_reads_the_history_where_runs_write_it():
     for command in ("serve", "whatif"):
         history = next(a for a in sub[command]._actions if a.dest == "history")
         assert history.default == written, command
+
+
+def test_plan_json_keeps_the_solvers_banner_off_stdout():
+    root = Path(__file__).resolve().parent.parent
+    infra = root / "docs/placement/tweets-plan.yaml"
+    cmd = [sys.executable, "-m", "elastream.cli", "plan",
+           str(root / "src/elastream/examples/tweets.yaml"),
+           "--infra", str(infra), "--weights", "r=1", "--json"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert isinstance(json.loads(done.stdout), dict)  # stdout is the JSON and nothing else
