@@ -8,6 +8,9 @@ from pathlib import Path
 LOG_FILE = "spark.log"
 CONFIG_FILE = "log4j2.properties"
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+# credentials in a URL (the Redis queue address travels as a source option): masked in the
+# plans and strings Spark logs or shows
+URL_CREDENTIALS = "://[^/@\\s]*@"
 
 
 def log4j2_properties(log_path: Path) -> str:
@@ -33,7 +36,8 @@ def log4j2_properties(log_path: Path) -> str:
 
 
 def jvm_log_conf(out_dir: Path, conf: dict[str, str]) -> dict[str, str]:
-    """`conf` with the driver JVM logging to `out_dir`/spark.log (the config file written there).
+    """`conf` with the driver JVM logging to `out_dir`/spark.log (the config file written there)
+    and URL credentials masked in the strings Spark writes (unless `conf` sets its own regex).
     Java options already given are kept, after ours (so a user's log4j2 setting wins); a session
     that already runs keeps its logging (the JVM reads this only at start)."""
     out_dir = Path(out_dir).resolve()
@@ -42,4 +46,8 @@ def jvm_log_conf(out_dir: Path, conf: dict[str, str]) -> dict[str, str]:
     config.write_text(log4j2_properties(out_dir / LOG_FILE))
     ours = f"-Dlog4j2.configurationFile={config.as_uri()}"
     given = conf.get(JAVA_OPTIONS, "")
-    return {**conf, JAVA_OPTIONS: f"{ours} {given}".strip()}
+    return {
+        "spark.redaction.string.regex": URL_CREDENTIALS,
+        **conf,
+        JAVA_OPTIONS: f"{ours} {given}".strip(),
+    }
