@@ -139,8 +139,13 @@ def test_redaction_masks_passwords_everywhere():
     url = f"redis://app:{PASSWORD}@h:6379/0?prefix=x"
     assert redact_url(url) == "redis://app:***@h:6379/0?prefix=x"
     assert redact_url("redis://h:6379/0") == "redis://h:6379/0"
-    nested = {"queues": url, "list": [f"see {url} now"], "n": 3}
-    assert PASSWORD not in repr(redact(nested))
+    conf = {"spark.authenticate.secret": PASSWORD, "spark.x": "1"}
+    nested = {"queues": url, "list": [f"see {url} now"], "n": 3, "token": None,
+              "spark": {"conf": conf}}  # fmt: skip
+    masked = redact(nested)
+    assert PASSWORD not in repr(masked)
+    assert masked["spark"]["conf"] == {"spark.authenticate.secret": "***", "spark.x": "1"}
+    assert masked["token"] is None and masked["n"] == 3
     with pytest.raises(QueueError) as caught:
         RedisQueueStore(f"redis://u:{PASSWORD}@h:6379/notanumber")
     assert PASSWORD not in str(caught.value)

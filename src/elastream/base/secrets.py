@@ -8,6 +8,8 @@ from urllib.parse import urlsplit
 
 MASK = "***"
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"]+", re.IGNORECASE)
+# keys whose values are secrets wherever they appear (as Spark's spark.redaction.regex)
+SECRET_KEY = re.compile(r"secret|password|passwd|token|credential|access[._-]?key", re.IGNORECASE)
 
 
 def redact_url(url: str) -> str:
@@ -30,11 +32,20 @@ def redact_text(text: str) -> str:
 
 
 def redact(value: Any) -> Any:
-    """A JSON-like value (dicts, lists, strings) with every URL password masked."""
+    """A JSON-like value (dicts, lists, strings) with every URL password masked, and the value
+    of every key that names a secret (e.g. spark.authenticate.secret, token)."""
     if isinstance(value, str):
         return redact_text(value)
     if isinstance(value, dict):
-        return {k: redact(v) for k, v in value.items()}
+        return {
+            k: MASK if SECRET_KEY.search(str(k)) and value_set(v) else redact(v)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return type(value)(redact(v) for v in value)
     return value
+
+
+def value_set(value: Any) -> bool:
+    """Whether a secret-named key holds something to hide (None and '' are shown as they are)."""
+    return value not in (None, "")
