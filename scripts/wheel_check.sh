@@ -7,6 +7,7 @@ PY=${PYTHON:-python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 start=$SECONDS
+rm -rf build  # no stale files of an earlier build in the wheel
 .venv/bin/python -m pip wheel --quiet --no-deps --wheel-dir "$tmp/dist" .
 echo "wheel built: $((SECONDS - start)) s"
 "$PY" -m venv "$tmp/venv"
@@ -20,5 +21,7 @@ import json, sys
 summary = json.load(open(sys.argv[1]))
 assert summary["events_in"] > 0 and summary["events_out"] > 0, summary
 print(f"wheel demo: {summary['events_in']} events in, {summary['events_out']} out")
+from importlib import resources
+assert (resources.files("elastream.report") / "live.html").is_file(), "live.html not in the wheel"
 PY
 echo "wheel check: $((SECONDS - start)) s"
