@@ -17,6 +17,19 @@ HANDLER_NAME = "elastream-cli"
 QUIET_LIBRARIES = ("py4j", "uvicorn.access", "matplotlib", "urllib3", "httpx")
 
 
+class CurrentStderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is when a line is logged: rich's live table replaces it
+    while it runs, so log lines print above the table instead of through it."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        pass  # always the current sys.stderr
+
+
 class TextFormatter(logging.Formatter):
     """`HH:MM:SS LEVEL logger: message`, secrets masked."""
 
@@ -49,7 +62,7 @@ def configure_logging(level: str = "info", fmt: str = "text", stream: TextIO | N
         raise ValueError(f"--log-level {level!r}: expected one of {', '.join(LEVELS)}")
     if fmt not in FORMATS:
         raise ValueError(f"--log-format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = logging.StreamHandler(stream) if stream is not None else CurrentStderrHandler()
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler.set_name(HANDLER_NAME)
     root = logging.getLogger()
