@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from redis_server import local_redis
+from redis_server import local_redis, tls_files
 from scrape import get
 from test_sim_command import PIPELINE
 
@@ -149,3 +149,25 @@ def test_redaction_masks_passwords_everywhere():
     with pytest.raises(QueueError) as caught:
         RedisQueueStore(f"redis://u:{PASSWORD}@h:6379/notanumber")
     assert PASSWORD not in str(caught.value)
+
+
+def test_redis_over_tls_with_a_password(tmp_path):
+    """rediss:// with the server's CA: works with the password; a client that does not trust
+    the CA, or speaks plain TCP to the TLS port, fails."""
+    files = tls_files(tmp_path / "tls")
+    server = local_redis(tmp_path / "redis", password=PASSWORD, tls=files)
+    server.start()
+    try:
+        assert server.url.startswith(f"rediss://:{PASSWORD}@127.0.0.1:")
+        store = RedisQueueStore(server.url + "&prefix=tls")
+        try:
+            assert store.exists() is False  # a real request over TLS, authenticated
+            assert store.address.startswith("rediss://")
+        finally:
+            store.close()
+        untrusted = f"rediss://:{PASSWORD}@127.0.0.1:{server.port}/0"  # system CAs only
+        with pytest.raises(QueueError, match="TLS failed.*(?i:certificate)") as caught:
+            RedisQueueStore(untrusted)
+        assert PASSWORD not in str(caught.value)
+    finally:
+        server.stop()

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 SCHEME = "redis"
+TLS_SCHEME = "rediss"
 DEFAULT_PREFIX = "elastream"
 SHARE_KINDS = (OutcomeKind.PROCESSED, OutcomeKind.FILTERED, OutcomeKind.TIMEOUT, OutcomeKind.ERROR)
 RANGE_CHUNK = 256  # stream entries per XRANGE round trip
@@ -137,8 +138,9 @@ return n
 
 @dataclass(frozen=True)
 class RedisAddress:
-    """A parsed `redis://[USER:PASSWORD@]HOST:PORT/DB?prefix=NAME` store address (an ACL user
-    and its password, or `:PASSWORD@` for `requirepass`)."""
+    """A parsed `redis[s]://[USER:PASSWORD@]HOST:PORT/DB?prefix=NAME[&ca=FILE]` store address
+    (an ACL user and its password, or `:PASSWORD@` for `requirepass`; `rediss://` for TLS, the
+    server's certificate checked against the CA certificate file `ca`, else the system's)."""
 
     host: str
     port: int
@@ -146,30 +148,55 @@ class RedisAddress:
     prefix: str
     username: str | None = field(default=None, repr=False)
     password: str | None = field(default=None, repr=False)
+    tls: bool = False
+    ca_file: str | None = None
 
     @classmethod
     def parse(cls, address: str) -> RedisAddress:
         shown = redact_url(address)  # errors never show the password
         parts = urlsplit(address)
-        if parts.scheme != SCHEME or not parts.hostname:
-            raise QueueError(f"queue store address {shown!r}: expected redis://HOST:PORT/DB")
+        if parts.scheme not in (SCHEME, TLS_SCHEME) or not parts.hostname:
+            raise QueueError(
+                f"queue store address {shown!r}: expected redis://HOST:PORT/DB or rediss://…"
+            )
         path = parts.path.strip("/") or "0"
         if not path.isdigit():
             raise QueueError(f"queue store address {shown!r}: database {path!r} is no number")
-        prefix = parse_qs(parts.query, keep_blank_values=True).get("prefix", [DEFAULT_PREFIX])[0]
+        query = parse_qs(parts.query, keep_blank_values=True)
+        prefix = query.get("prefix", [DEFAULT_PREFIX])[0]
         if not prefix:
             raise QueueError(f"queue store address {shown!r}: empty prefix")
         user = unquote(parts.username) if parts.username else None
         password = unquote(parts.password) if parts.password is not None else None
-        return cls(parts.hostname, parts.port or 6379, int(path), prefix, user, password)
+        tls, ca_file = parts.scheme == TLS_SCHEME, query.get("ca", [None])[0]
+        if ca_file is not None and not tls:
+            raise QueueError(f"queue store address {shown!r}: ca= is for rediss:// (TLS)")
+        port = parts.port or 6379
+        return cls(parts.hostname, port, int(path), prefix, user, password, tls, ca_file)
 
     def url(self) -> str:
         """The full address, credentials included (pass it on, never print it: `redacted`)."""
         auth = ""
         if self.username or self.password is not None:
             auth = f"{quote(self.username or '', safe='')}:{quote(self.password or '', safe='')}@"
-        prefix = quote(self.prefix, safe=":/")
-        return f"{SCHEME}://{auth}{self.host}:{self.port}/{self.db}?prefix={prefix}"
+        query = f"prefix={quote(self.prefix, safe=':/')}"
+        if self.ca_file is not None:
+            query += f"&ca={quote(self.ca_file, safe='/')}"
+        scheme = TLS_SCHEME if self.tls else SCHEME
+        return f"{scheme}://{auth}{self.host}:{self.port}/{self.db}?{query}"
+
+    def client_options(self) -> dict[str, Any]:
+        """What redis.Redis needs to reach and log in to this address."""
+        options: dict[str, Any] = {
+            "host": self.host,
+            "port": self.port,
+            "db": self.db,
+            "username": self.username,
+            "password": self.password,
+        }
+        if self.tls:
+            options |= {"ssl": True, "ssl_ca_certs": self.ca_file}
+        return options
 
     def redacted(self) -> str:
         return redact_url(self.url())
@@ -194,11 +221,7 @@ def connect(address: RedisAddress) -> redis.Redis:
         lib.backoff.ExponentialWithJitterBackoff(cap=RETRY_CAP_S, base=RETRY_BASE_S), RETRY_TRIES
     )
     return lib.Redis(
-        host=address.host,
-        port=address.port,
-        db=address.db,
-        username=address.username,
-        password=address.password,
+        **address.client_options(),
         retry=retry,
         retry_on_error=[errors.ConnectionError, errors.TimeoutError, errors.BusyLoadingError],
         socket_connect_timeout=5,
@@ -211,11 +234,7 @@ def check_auth(address: RedisAddress) -> None:
     client would retry an authentication error, a ConnectionError in redis-py, for a minute)."""
     lib = require("redis", extra="redis", feature="the Redis queue store")
     probe = lib.Redis(
-        host=address.host,
-        port=address.port,
-        db=address.db,
-        username=address.username,
-        password=address.password,
+        **address.client_options(),
         retry=lib.retry.Retry(lib.backoff.NoBackoff(), 0),
         socket_connect_timeout=5,
     )
@@ -224,7 +243,10 @@ def check_auth(address: RedisAddress) -> None:
         probe.ping()
     except (errors.AuthenticationError, errors.AuthenticationWrongNumberOfArgsError) as exc:
         raise QueueError(f"Redis at {address.redacted()}: authentication failed ({exc})") from None
-    except errors.ConnectionError as exc:  # not reachable yet: the retrying client waits for it
+    except errors.ConnectionError as exc:
+        if address.tls and "SSL" in str(exc):  # an untrusted certificate: retrying cannot help
+            raise QueueError(f"Redis at {address.redacted()}: TLS failed ({exc})") from None
+        # not reachable yet: the retrying client waits for it
         log.debug("Redis at %s not reachable yet (%s)", address.redacted(), exc)
     finally:
         probe.close()
