@@ -4,6 +4,7 @@ log4j2 configuration written there and handed to the driver JVM at its start."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 LOG_FILE = "spark.log"
 CONFIG_FILE = "log4j2.properties"
@@ -30,6 +31,10 @@ def log4j2_properties(log_path: Path) -> str:
             "logger.jetty.level = warn",
             "logger.parquet.name = org.apache.parquet",
             "logger.parquet.level = warn",
+            # a level of its own for the REPL's logger: Spark then keeps the root level and
+            # prints no 'Setting default log level to "WARN"' note on the console
+            "logger.repl.name = org.apache.spark.repl.Main",
+            "logger.repl.level = info",
             "",
         ]
     )
@@ -51,3 +56,13 @@ def jvm_log_conf(out_dir: Path, conf: dict[str, str]) -> dict[str, str]:
         **conf,
         JAVA_OPTIONS: f"{ours} {given}".strip(),
     }
+
+
+def send_jvm_stderr(spark: Any, out_dir: Path) -> None:
+    """Point the driver JVM's System.err at `out_dir`/spark.log (appending): what the JVM prints
+    there outside log4j — the stack of an exception no thread caught, such as the
+    ClosedChannelException Spark's stream threads may throw at a stop — stays off the console."""
+    jvm = spark.sparkContext._jvm
+    path = str((Path(out_dir) / LOG_FILE).resolve())
+    stream = jvm.java.io.PrintStream(jvm.java.io.FileOutputStream(path, True), True)
+    jvm.java.lang.System.setErr(stream)
