@@ -17,7 +17,6 @@ def test_the_driver_logs_to_a_file_in_the_run_directory(tmp_path):
     assert f"appender.file.fileName = {tmp_path / 'run' / 'spark.log'}" in text
     assert "rootLogger.appenderRef.file.ref = file" in text
     assert "console" not in text.lower()  # nothing to the console
-    assert "logger.repl.level = info" in text  # no 'Setting default log level' note
 
 
 def test_spark_masks_url_credentials_unless_told_otherwise(tmp_path):

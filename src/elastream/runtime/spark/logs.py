@@ -31,10 +31,6 @@ def log4j2_properties(log_path: Path) -> str:
             "logger.jetty.level = warn",
             "logger.parquet.name = org.apache.parquet",
             "logger.parquet.level = warn",
-            # a level of its own for the REPL's logger: Spark then keeps the root level and
-            # prints no 'Setting default log level to "WARN"' note on the console
-            "logger.repl.name = org.apache.spark.repl.Main",
-            "logger.repl.level = info",
             "",
         ]
     )
