@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up, then lint, build the docs and run every test (what CI runs).
-#   bash scripts/test.sh          everything (unit, Spark, Redis and browser tests)
+# Set up, then lint, build the docs and run every test (what CI runs); meanwhile the wheel is
+# built and installed in a fresh venv and its simulator demo run (wheel_check.sh).
+#   bash scripts/test.sh          everything (unit, Spark, Redis and browser tests, the wheel)
 #   bash scripts/test.sh --fast   lint and the tests that need no Spark (a few minutes)
 # Extra arguments go to pytest.
 set -euo pipefail
@@ -17,4 +18,16 @@ export ELASTREAM_REQUIRE_BROWSER=1 ELASTREAM_REQUIRE_REDIS=1
 if [ "$fast" = 1 ]; then
   exec .venv/bin/python -m pytest -q -p no:cacheprovider -m "not spark" "$@"
 fi
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"
+wheel_log=$(mktemp)
+bash scripts/wheel_check.sh >"$wheel_log" 2>&1 &
+wheel_pid=$!
+status=0
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@" || status=$?
+if ! wait "$wheel_pid"; then
+  echo "wheel check failed:" >&2
+  cat "$wheel_log" >&2
+  status=1
+fi
+grep -E "^(elastream |wheel )" "$wheel_log" || true
+rm -f "$wheel_log"
+exit "$status"

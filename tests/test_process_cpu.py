@@ -1,53 +1,48 @@
-"""The run's own CPU: a process tree read from /proc (a made-up one, and this machine's), and
-the recorder's rows of it."""
+"""The run's own CPU: real process trees sampled through psutil, and the recorder's rows of it."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
-
-import pytest
 
 from elastream.experiments.history import HistoryRecorder
 from elastream.experiments.process_cpu import tree_cpu_seconds
 from elastream.history import HistoryStore
 
-TICK = os.sysconf("SC_CLK_TCK")
+BURN = "import time\nend = time.process_time() + {s}\nwhile time.process_time() < end: pass\n"
 
 
-def fake_proc(root: Path, table: dict[int, tuple[int, str, tuple[int, int, int, int]]]) -> Path:
-    """A /proc with one stat file per pid: (ppid, command name, utime stime cutime cstime)."""
-    for pid, (ppid, name, times) in table.items():
-        (root / str(pid)).mkdir(parents=True)
-        fields = ["S", str(ppid), *["0"] * 9, *map(str, times), "0"]
-        (root / str(pid) / "stat").write_text(f"{pid} ({name}) {' '.join(fields)}\n")
-    (root / "self").mkdir()  # not a pid: skipped
-    return root
-
-
-def test_a_tree_sums_its_descendants_and_their_reaped_children(tmp_path):
-    proc = fake_proc(
-        tmp_path,
-        {
-            10: (1, "python3", (100, 20, 5, 5)),  # the run: 130 ticks with its reaped children
-            11: (10, "java) (weird name", (300, 30, 0, 0)),  # a name with ") (" in it
-            12: (11, "python3 -m daemon", (40, 10, 60, 0)),
-            20: (1, "other", (999, 0, 0, 0)),  # not below the run
-        },
+def test_a_tree_counts_a_grandchild_and_not_a_stranger(tmp_path):
+    """A child that starts a busy grandchild: the tree of the child holds the grandchild's CPU;
+    a busy process outside the tree (started by this test, not below the child) is not counted;
+    a pid that does not exist gives None."""
+    grandchild = BURN.format(s=0.5) + "time.sleep(30)\n"
+    parent = (
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-c', {grandchild!r}])\n"
+        "time.sleep(30)\n"
     )
-    assert tree_cpu_seconds(10, proc) == pytest.approx((130 + 330 + 110) / TICK)
-    assert tree_cpu_seconds(11, proc) == pytest.approx(440 / TICK)
-    assert tree_cpu_seconds(99, proc) is None  # no such process
+    child = subprocess.Popen([sys.executable, "-c", parent])
+    stranger = subprocess.Popen([sys.executable, "-c", BURN.format(s=5.0)])
+    try:
+        deadline = time.monotonic() + 60
+        while (tree_cpu_seconds(child.pid) or 0) < 0.5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        seconds = tree_cpu_seconds(child.pid)
+        assert seconds is not None and seconds >= 0.5  # the grandchild's burn
+        assert seconds < 0.5 + 1.5  # and not the stranger's 5 s (it burns meanwhile)
+    finally:
+        for p in (child, stranger):
+            p.kill()
+            p.wait()
+    assert tree_cpu_seconds(2**22 + 17) is None  # above Linux's pid_max: no such process
 
 
 def test_a_busy_child_is_counted_while_it_runs_and_after_it_is_reaped():
     before = tree_cpu_seconds()
     assert before is not None
-    burn = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass\n"
-    child = subprocess.Popen([sys.executable, "-c", burn + "time.sleep(30)"])
+    child = subprocess.Popen([sys.executable, "-c", BURN.format(s=0.6) + "time.sleep(30)"])
     try:
         deadline = time.monotonic() + 60
         while (tree_cpu_seconds() or 0) - before < 0.6 and time.monotonic() < deadline:

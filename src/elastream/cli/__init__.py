@@ -9,12 +9,31 @@ import pkgutil
 import sys
 import warnings
 from collections.abc import Sequence
+from importlib import metadata
+
+from elastream.base.secrets import redact_text
+from elastream.cli._logging import FORMATS, LEVELS, configure_logging
+
+
+def package_version() -> str:
+    """The installed distribution's version (its metadata), or a note when run from a bare tree."""
+    try:
+        return metadata.version("elastream")
+    except metadata.PackageNotFoundError:
+        return "(not installed: no package metadata)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="elastream",
         description="Elastic, lag-aware per-operator scaling for PySpark pipelines.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument(
+        "--log-level", choices=LEVELS, default="info", help="log level (default info)"
+    )
+    parser.add_argument(
+        "--log-format", choices=FORMATS, default="text", help="log lines as text or JSON"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
@@ -28,12 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", category=FutureWarning)
     args = build_parser().parse_args(argv)
+    configure_logging(args.log_level, args.log_format)
     try:
         return int(args.handler(args) or 0)
     except (ValueError, KeyError, FileNotFoundError, RuntimeError) as exc:
         if os.environ.get("ELASTREAM_DEBUG"):
             raise
-        print(f"elastream {args.command}: error: {exc}", file=sys.stderr)
+        print(f"elastream {args.command}: error: {redact_text(str(exc))}", file=sys.stderr)
         return 2
 
 

@@ -55,6 +55,37 @@ def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -
         help="seconds per row of timeseries.csv and intervals.csv (default: one per interval)",
     )
     parser.add_argument("--quiet", action="store_true", help="no live table")
+    add_metrics_options(parser)
+
+
+def add_metrics_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        help="port of the run's /metrics endpoint and live view (default 9464, or a free one "
+        "if taken; 0: none)",
+    )
+    parser.add_argument("--metrics-host", help="address of the /metrics endpoint (127.0.0.1)")
+    parser.add_argument(
+        "--no-metrics", action="store_true", help="serve no /metrics endpoint (as --metrics-port 0)"
+    )
+
+
+def metrics_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The metrics settings given on the command line."""
+    given = {
+        "port": getattr(args, "metrics_port", None),
+        "host": getattr(args, "metrics_host", None),
+    }
+    if getattr(args, "no_metrics", False):
+        given["port"] = 0
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def default_history() -> Path:
+    """Where `run`, `simulate` and `demo` record their history by default: the one default
+    every command that reads a history starts from."""
+    return make_config().history_path()
 
 
 OFF = "none"
@@ -104,6 +135,8 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
             raise ConfigError(str(exc)) from None
     given = {k: getattr(args, k, None) for k in FLAGS}
     flags = {k: (None if v == OFF else v) for k, v in given.items() if v is not None}
+    if metrics := metrics_flags(args):
+        flags["metrics"] = base.get("metrics", {}) | metrics
     return make_config(**(base | flags | overrides))
 
 

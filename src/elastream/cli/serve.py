@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from elastream.base.auth import check_bind
+from elastream.base.extras import require
+from elastream.cli._common import default_history
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -14,7 +18,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument(
-        "--history", type=Path, default=Path("runs/history.db"), help="metrics history (SQLite)"
+        "--history",
+        type=Path,
+        default=default_history(),
+        help=f"metrics history (SQLite; default {default_history()}, where runs record theirs)",
+    )
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        help="file holding the bearer token every request must send (default: "
+        "$ELASTREAM_SERVICE_TOKEN); required on any address but loopback",
     )
     parser.add_argument("--graphs", type=Path, help="folder of <pipeline>.yaml graph files")
     parser.add_argument("--workers", type=int, default=2, help="modelling job threads")
@@ -22,18 +35,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    for module in ("fastapi", "uvicorn"):
+        require(module, extra="service", feature="elastream serve")
     from elastream.history import HistoryStore
     from elastream.service.app import create_app
     from elastream.service.graphs import GraphDirectory
     from elastream.service.operations import Modeller
     from elastream.service.planners import PLANNERS
+    from elastream.service.security import protect, service_token
     from elastream.service.server import serve
 
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be in 0..65535, got {args.port}")
+    token = service_token(args.token_file)
+    check_bind(args.host, token, "the REST service", "--token-file or $ELASTREAM_SERVICE_TOKEN")
     with HistoryStore(args.history) as store:
         modeller = Modeller(store, GraphDirectory(args.graphs))
-        app = create_app(modeller, PLANNERS, workers=args.workers)
+        app = protect(create_app(modeller, PLANNERS, workers=args.workers), args.host, token)
         print(f"history {args.history}; OpenAPI at http://{args.host}:{args.port}/openapi.json")
         serve(app, args.host, args.port)
     return 0

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from elastream.cli._common import default_history
 from elastream.service.schemas import ForecastSpec, PredictionRequest, PredictionResult
 
 
@@ -19,7 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "graph", type=Path, help="pipeline YAML, or a graph YAML (name, components, edges)"
     )
-    parser.add_argument("--history", type=Path, required=True, help="metrics history (SQLite)")
+    parser.add_argument(
+        "--history",
+        type=Path,
+        default=default_history(),
+        help=f"metrics history (SQLite; default {default_history()})",
+    )
     parser.add_argument(
         "--parallelism", default="", help="op=3,op2=2 (others keep their last measured one)"
     )

@@ -7,12 +7,16 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from elastream.base.secrets import redact_text
 from elastream.base.settings import Settings
+from elastream.config.ops import MetricsSettings
 from elastream.control.controller import Controller
 from elastream.control.guards import GuardConfig
 from elastream.control.policies import POLICIES
 from elastream.model.objective import Objective
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
+
+REDIS_SCHEMES = ("redis://", "rediss://")  # rediss: TLS
 
 
 class ConfigError(ValueError):
@@ -182,12 +186,17 @@ class RunConfig(Settings):
     spark: SparkSettings = Field(
         default_factory=SparkSettings, description="Spark runtime settings"
     )
+    metrics: MetricsSettings = Field(
+        default_factory=MetricsSettings, description="the run's Prometheus endpoint (ops)"
+    )
 
     @field_validator("queues")
     @classmethod
     def _queue_address(cls, value: str | None) -> str | None:
-        if value is not None and "://" in value and not value.startswith("redis://"):
-            raise ValueError(f"{value!r}: expected a file path or redis://HOST:PORT/DB")
+        if value is not None and "://" in value and not value.startswith(REDIS_SCHEMES):
+            raise ValueError(
+                f"{redact_text(value)!r}: expected a file path, redis://HOST:PORT/DB or rediss://…"
+            )
         return value
 
     @model_validator(mode="after")

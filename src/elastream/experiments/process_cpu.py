@@ -1,46 +1,33 @@
-"""CPU seconds of a process and all its descendants, read from Linux's /proc (the run's own
-processes: the driver, Spark's JVM and its Python workers in local mode)."""
+"""CPU seconds of a process and all its descendants through psutil (the run's own processes: the
+driver, Spark's JVM and its Python workers in local mode), on any platform psutil supports."""
 
 from __future__ import annotations
 
 import os
-from collections import defaultdict
-from pathlib import Path
 
-PROC = Path("/proc")
+import psutil
 
 
-def _stat_fields(pid_dir: Path) -> list[str] | None:
-    """Fields 3… of /proc/PID/stat (after the command name, which may hold spaces); None when
-    the process has exited since /proc was listed."""
+def _own_seconds(process: psutil.Process) -> float | None:
+    """User + system CPU seconds of `process` and the children it has reaped; None when it has
+    exited since it was listed (it is no longer ours to count)."""
     try:
-        text = (pid_dir / "stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None  # it exited between the listing and the read: it is no longer ours to count
-    return text.rsplit(")", 1)[1].split()
+        t = process.cpu_times()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return None
+    return t.user + t.system + t.children_user + t.children_system
 
 
-def tree_cpu_seconds(root: int | None = None, proc: Path = PROC) -> float | None:
+def tree_cpu_seconds(root: int | None = None) -> float | None:
     """User + system CPU seconds of `root` (default: this process) and its living descendants,
     each with the children it has reaped (a worker that exited is counted in its parent once
-    reaped). None where there is no /proc (not Linux)."""
-    root = root or os.getpid()
-    if not (proc / str(root)).is_dir():
+    reaped). None when `root` does not exist."""
+    try:
+        top = psutil.Process(root or os.getpid())
+        descendants = top.children(recursive=True)
+    except psutil.NoSuchProcess:
         return None
-    children: dict[int, list[int]] = defaultdict(list)
-    ticks: dict[int, int] = {}
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        fields = _stat_fields(entry)
-        if fields is None:
-            continue
-        pid = int(entry.name)
-        children[int(fields[1])].append(pid)  # field 4: ppid
-        ticks[pid] = sum(int(x) for x in fields[11:15])  # fields 14–17: utime stime cutime cstime
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += ticks.get(pid, 0)
-        todo.extend(children.get(pid, ()))
-    return total / os.sysconf("SC_CLK_TCK")
+    own = _own_seconds(top)
+    if own is None:
+        return None
+    return own + sum(s for p in descendants if (s := _own_seconds(p)) is not None)

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from elastream.base.registry import Registry
+from elastream.base.secrets import redact
 from elastream.config import RunConfig
 from elastream.control.hosting import SlotHosts
 from elastream.control.mape import Engine, Observer, RunResult, run_mape
 from elastream.control.policies import POLICIES
 from elastream.experiments.history import HistoryRecorder
+from elastream.experiments.observability import ops_observers, serve_metrics
 from elastream.leasing.hosts import HostType
 from elastream.model.pipeline import Pipeline
 from elastream.report import LiveTable, open_series, write_outputs
@@ -179,16 +181,21 @@ def run_session(
     history = HistoryRecorder(run_id, pipeline.name, config.history_path(), own_cpu)
     config.check_objective(pipeline)
     series = open_series(started, Path(config.out), config.series_resolution_s, config.objective)
-    live_table = LiveTable(started, quiet=quiet, title=title, objective=config.objective)
-    with live_table as live, series:
+    with (
+        serve_metrics(config, started) as metrics,
+        LiveTable(started, quiet=quiet, title=title, objective=config.objective) as live,
+        series,
+    ):
         engine = build_engine(pipeline, config, workload, sim=sim, resume=resume)
-        observers: list[Observer] = [live, history, series]
+        observers: list[Observer] = [live, history, series, *ops_observers(metrics)]
         if runner is None:
             result = run_engine(engine, config, observers, keep_snapshots=0)
         else:
             result = runner(engine, observers)
+        if metrics is not None:
+            metrics.finish(result.totals)
     history.save()
-    settings: dict[str, Any] = config.model_dump(mode="json") | {
+    settings: dict[str, Any] = redact(config.model_dump(mode="json")) | {
         "trace_duration_s": workload.duration_s,
         "trace_peak_rate": workload.peak,
     }

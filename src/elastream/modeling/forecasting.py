@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from elastream.base.extras import require
 from elastream.base.registry import Registry
 from elastream.modeling.graph import ModelError
 
@@ -193,8 +194,13 @@ class _SeasonalFit:
 
 
 def _fit_seasonal(history: Series, params: SeasonalParams) -> _SeasonalFit:
-    from statsmodels.tools.sm_exceptions import ConvergenceWarning
-    from statsmodels.tsa.exponential_smoothing.ets import ETSModel
+    feature = "the seasonal (ETS) forecaster"
+    ConvergenceWarning = require(
+        "statsmodels.tools.sm_exceptions", extra="forecast", feature=feature
+    ).ConvergenceWarning
+    ETSModel = require(
+        "statsmodels.tsa.exponential_smoothing.ets", extra="forecast", feature=feature
+    ).ETSModel
 
     season = season_for(history, params.season_length)
     trend = None if params.trend == "none" else "add"

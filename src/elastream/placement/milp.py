@@ -2,16 +2,50 @@
 
 from __future__ import annotations
 
+import math
+import os
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import highspy
 import numpy as np
 
+from elastream.base.extras import require
 from elastream.placement.model import InfeasibleError, PlacementError
 
+if TYPE_CHECKING:
+    import highspy
+
 Expr = dict[int, float]  # column -> coefficient
-INF = highspy.kHighsInf
+INF = math.inf  # what highspy.kHighsInf is
+
+
+def _highs() -> ModuleType:
+    """highspy, or an error naming the `placement` extra."""
+    return require("highspy", extra="placement", feature="placement (the HiGHS MILP solver)")
+
+
+_banner_shown = False
+
+
+def _new_highs() -> highspy.Highs:
+    """A HiGHS instance. HiGHS prints its banner to the C-level stdout on the first one of the
+    process; that one is made with stdout pointed at stderr, so `plan --json` keeps stdout JSON."""
+    global _banner_shown
+    highspy = _highs()
+    if _banner_shown:
+        return highspy.Highs()
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        return highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        _banner_shown = True
 
 
 @dataclass(frozen=True)
@@ -110,6 +144,7 @@ class Milp:
 
     def _lp(self, relax: bool) -> highspy.HighsLp:
         """The model as HiGHS' LP structure, rows as a row-wise sparse matrix."""
+        highspy = _highs()
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = self.n_vars, len(self._rows)
         lp.col_cost_ = np.array(self._cost)
@@ -142,7 +177,7 @@ def _run(
     lp: highspy.HighsLp, time_limit_s: float, gap: float, start: dict[int, float] | None
 ) -> highspy.Highs:
     """One HiGHS run of `lp`, from `start` if given (HiGHS completes the other columns)."""
-    highs = highspy.Highs()
+    highs = _new_highs()
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("time_limit", float(time_limit_s))
     highs.setOptionValue("mip_rel_gap", float(gap))

@@ -60,7 +60,7 @@ BACKENDS.register("redis", Backend(RedisQueueStore, _redis_exists, _redis_reset)
 
 def backend_name(address: str) -> str:
     """The backend an address names: `redis` for a redis:// URL, else `sqlite` (a file path)."""
-    return "redis" if address.startswith("redis://") else "sqlite"
+    return "redis" if address.startswith(("redis://", "rediss://")) else "sqlite"
 
 
 def open_store(address: str) -> QueueStore:

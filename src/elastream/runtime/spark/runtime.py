@@ -35,6 +35,7 @@ from elastream.runtime.queues import (
 from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
+from elastream.runtime.spark.logs import jvm_log_conf, send_jvm_stderr
 from elastream.runtime.spark.session import spark_session, stop_query, warm_python_workers
 from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
 from elastream.workloads.trace import Trace
@@ -149,7 +150,9 @@ class SparkEngine:
                     "--master spark://HOST:PORT (elastream cluster up starts one)"
                 )
             conf.setdefault("spark.decommission.enabled", "true")  # graceful release
+        conf = jvm_log_conf(self.out, conf)  # Spark's log lines to spark.log in the run directory
         self.spark = spark_session(spark.master or f"local[{self._slots()},4]", conf=conf)
+        send_jvm_stderr(self.spark, self.out)  # uncaught JVM stacks to spark.log, not the console
         if spark.leasing is not None:
             self.leases = self._adopt_hosts(spark.leasing)
         warm_python_workers(self.spark, self._slots())

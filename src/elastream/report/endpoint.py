@@ -1,0 +1,91 @@
+"""The HTTP endpoint a run serves while it goes: /metrics (Prometheus text format), /state (the
+latest interval as JSON) and / (the live view), behind a bearer token off loopback."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any
+
+from elastream.base.auth import authorized, check_bind
+from elastream.report.prom import RunMetrics
+
+log = logging.getLogger(__name__)
+
+
+class MetricsServer:
+    """A threaded HTTP server over one run's RunMetrics; a context manager."""
+
+    def __init__(self, metrics: RunMetrics, host: str, port: int, token: str | None = None) -> None:
+        check_bind(host, token, "the metrics endpoint", "metrics.token or ELASTREAM_METRICS_TOKEN")
+        self.metrics, self.token = metrics, token
+        self.httpd = ThreadingHTTPServer((host, port), self._handler())
+        self.httpd.daemon_threads = True
+        self.host, self.port = self.httpd.server_address[:2]
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, name="elastream-metrics", daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in str(self.host) else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> MetricsServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> MetricsServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if not authorized(self.headers.get("Authorization"), server.token):
+                    self._send(HTTPStatus.UNAUTHORIZED, b"bearer token required\n", "text/plain")
+                    return
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    body = server.metrics.exposition()
+                    self._send(HTTPStatus.OK, body, server.metrics.content_type())
+                elif path == "/state":
+                    body = json.dumps(server.metrics.state(), default=str).encode()
+                    self._send(HTTPStatus.OK, body, "application/json")
+                elif path == "/":
+                    self._send(HTTPStatus.OK, live_page(), "text/html; charset=utf-8")
+                else:
+                    self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
+
+            def _send(self, status: HTTPStatus, body: bytes, kind: str) -> None:
+                self.send_response(status)
+                if status == HTTPStatus.UNAUTHORIZED:
+                    self.send_header("WWW-Authenticate", "Bearer")
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Cache-Control", "no-store")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                log.debug("metrics endpoint: " + format, *args)
+
+        return Handler
+
+
+def live_page() -> bytes:
+    """The live view's single HTML page (report/live.html)."""
+    return (resources.files("elastream.report") / "live.html").read_bytes()
