@@ -1,0 +1,123 @@
+"""A PySpark streaming data source over all of a pipeline's operator queues at once (the `pipeline`
+layout, docs/runtime.md "Layouts"): an offset per operator, every operator admitted as
+`admitted_end` does, one partition per active replica of every operator with admitted events.
+
+A micro-batch of this one query moves every operator one step: an operator's outputs appended in
+batch k are admitted for its successor in batch k + 1. Plan-time methods run in the query's one
+helper process, `read` in executor Python workers, as for `elastream_queue`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit
+from pyspark.sql.types import StructType
+
+from elastream.model.pipeline import Pipeline
+from elastream.runtime.spark.source import (
+    RELEASE_EVERY_S,
+    CapNote,
+    admitted_end,
+    plan_batches,
+)
+from elastream.runtime.spark.task import run_share, store_for
+
+PIPELINE_SOURCE_NAME = "elastream_pipeline"
+PIPELINE_SCHEMA = "op STRING, replica INT, events INT, fresh INT, outputs INT, busy DOUBLE"
+
+
+@dataclass(frozen=True)
+class OperatorPartition(InputPartition):
+    """Replica `replica` of operator `op`: its share of `op`'s batch [start, end), as planned."""
+
+    op: str
+    replica: int
+    start: int
+    end: int
+
+
+def pipeline_operators(db: str) -> list[str]:
+    """The run's operators in topological order, from the pipeline the driver recorded."""
+    return list(Pipeline.model_validate(store_for(db).meta("pipeline")).topological_order)
+
+
+def pipeline_partitions(db: str, start: dict, end: dict) -> list[OperatorPartition]:
+    """Every operator's partitions for its range [start[op], end[op]) (`plan_batches`: the
+    recorded plans, grouping and keyed-state ownership), without the replicas the plan gives no
+    event: an idle operator, or an idle replica, costs no task."""
+    parts = []
+    for op, stop in end.items():
+        first = int(start.get(op, 0))
+        if int(stop) == first:
+            continue
+        for plan in plan_batches(db, op, first, int(stop)):
+            owners = set(plan.owners)
+            parts += [OperatorPartition(op, j, plan.start, plan.end) for j in sorted(owners)]
+    return parts
+
+
+class PipelineStreamReader(DataSourceStreamReader):
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self.ops = pipeline_operators(db)
+        self.released_at = time.monotonic()
+        self.cap_notes = {op: CapNote() for op in self.ops}
+
+    def initialOffset(self) -> dict:
+        return {op: 0 for op in self.ops}
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        """Each operator admitted from its own offset, capped by its own replicas' work in one
+        batch (`admitted_end`), so one slow operator cannot lengthen the batch beyond batch_s."""
+        return {
+            op: admitted_end(self.db, op, int(start.get(op, 0)), limit, self.cap_notes[op])
+            for op in self.ops
+        }
+
+    def reportLatestOffset(self) -> dict:
+        store = store_for(self.db)
+        return {op: store.latest(op) for op in self.ops}
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        parts = pipeline_partitions(self.db, start, end)
+        # a batch in which no operator has events (Spark may plan one at start-up)
+        return parts or [OperatorPartition("", 0, 0, 0)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple]:
+        if not isinstance(partition, OperatorPartition):
+            raise TypeError(f"{PIPELINE_SOURCE_NAME} source got a foreign partition: {partition!r}")
+        if partition.end == partition.start:
+            return
+        p = partition
+        r = run_share(self.db, p.op, p.start, p.end, p.replica)
+        yield (p.op, r.replica, r.events, r.fresh, r.outputs, r.busy_s)
+
+    def commit(self, end: dict) -> None:
+        """Retention per operator, at most every RELEASE_EVERY_S (as `elastream_queue`)."""
+        now = time.monotonic()
+        if now - self.released_at >= RELEASE_EVERY_S:
+            store = store_for(self.db)
+            for op, stop in end.items():
+                store.release(op, int(stop))
+            self.released_at = now
+
+
+class PipelineDataSource(DataSource):
+    """`spark.readStream.format("elastream_pipeline").option("db", queues)`, where `queues` is the
+    queue store's address (the store's `pipeline` meta names the operators)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return PIPELINE_SOURCE_NAME
+
+    def schema(self) -> str:
+        return PIPELINE_SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        if "db" not in self.options:
+            raise ValueError(f"{PIPELINE_SOURCE_NAME} source needs option: db")
+        return PipelineStreamReader(self.options["db"])
