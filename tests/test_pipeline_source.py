@@ -7,7 +7,12 @@ from helpers import linear_pipeline, queue_store
 
 from elastream.model.events import Event
 from elastream.model.pipeline import pipeline_from_dict
-from elastream.runtime.spark.pipeline_source import OperatorPartition, PipelineStreamReader
+from elastream.runtime.spark.pipeline_source import (
+    PipelineStreamReader,
+    Share,
+    SharesPartition,
+    pack,
+)
 
 
 def keyed_store(tmp_path, n: int = 12):
@@ -24,13 +29,14 @@ def keyed_store(tmp_path, n: int = 12):
     return store
 
 
-def run_batch(reader: PipelineStreamReader, start: dict) -> tuple[dict, list[OperatorPartition]]:
-    """One micro-batch as Spark runs it: admit, plan, read every partition; the batch's end."""
+def run_batch(reader: PipelineStreamReader, start: dict) -> tuple[dict, list[Share]]:
+    """One micro-batch as Spark runs it: admit, plan, read every partition; the batch's end and
+    its shares."""
     end = reader.latestOffset(start, None)
     parts = list(reader.partitions(start, end))
     for part in parts:
         list(reader.read(part))
-    return end, parts
+    return end, [share for part in parts for share in part.shares]
 
 
 def test_one_batch_moves_each_operator_one_hop_and_idle_ones_get_no_task(tmp_path):
@@ -49,13 +55,29 @@ def test_one_batch_moves_each_operator_one_hop_and_idle_ones_get_no_task(tmp_pat
     end2, parts2 = run_batch(reader, end)
     assert end2 == {"op1": 12, "op2": 12, "op3": 0}
     assert [(p.op, p.replica, p.start, p.end) for p in parts2] == [("op2", 0, 0, 12)]
+    assert parts2[0].work_s == 0.12  # 12 events at op2's et of 0.01 s
     end3, _ = run_batch(reader, end2)
     assert end3 == {"op1": 12, "op2": 12, "op3": 12}
     assert len(store.sink_ids("sink")) == 12
     # a replay of the first batch is divided as recorded and commits nothing twice
     store.set_control("op1", 2, 100, 0.01, [])
-    assert reader.partitions(start, end) == parts
-    assert sum(row[3] for p in parts for row in reader.read(p)) == 0  # no fresh events
+    replayed = reader.partitions(start, end)
+    assert [share for part in replayed for share in part.shares] == parts
+    assert sum(row[3] for p in replayed for row in reader.read(p)) == 0  # no fresh events
+
+
+def test_small_shares_share_a_task_and_large_ones_run_alone():
+    small = [Share("a", j, 0, 10, 0.004) for j in range(3)]  # 0.012 s in all
+    large = [Share("b", j, 0, 900, 0.05) for j in range(2)]
+    tail = [Share("c", 0, 0, 10, 0.015), Share("d", 0, 0, 1, 0.001)]
+    tasks = pack([*small, *large, *tail], pack_s=0.02)
+    assert tasks == [
+        SharesPartition(tuple(small)),
+        SharesPartition((large[0],)),
+        SharesPartition((large[1],)),
+        SharesPartition(tuple(tail)),  # 0.016 s together
+    ]
+    assert pack([], 0.02) == []
 
 
 def test_admission_is_per_operator_and_release_per_operator(tmp_path):

@@ -28,16 +28,29 @@ from elastream.runtime.spark.task import run_share, store_for
 
 PIPELINE_SOURCE_NAME = "elastream_pipeline"
 PIPELINE_SCHEMA = "op STRING, replica INT, events INT, fresh INT, outputs INT, busy DOUBLE"
+# Shares whose estimated work (events x et_ij) adds up to at most this share one task: a task
+# costs about 30 ms here whatever it does (docs/runtime.md, "Layouts"), so packing small shares
+# saves more than it serializes.
+PACK_S = 0.02
 
 
 @dataclass(frozen=True)
-class OperatorPartition(InputPartition):
-    """Replica `replica` of operator `op`: its share of `op`'s batch [start, end), as planned."""
+class Share:
+    """Replica `replica` of operator `op`: its share of `op`'s batch [start, end), as planned,
+    and its estimated work (its events times the replica's et_ij, s)."""
 
     op: str
     replica: int
     start: int
     end: int
+    work_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class SharesPartition(InputPartition):
+    """One task: shares run one after the other, each with its own plan, order and commit."""
+
+    shares: tuple[Share, ...]
 
 
 def pipeline_operators(db: str) -> list[str]:
@@ -45,19 +58,38 @@ def pipeline_operators(db: str) -> list[str]:
     return list(Pipeline.model_validate(store_for(db).meta("pipeline")).topological_order)
 
 
-def pipeline_partitions(db: str, start: dict, end: dict) -> list[OperatorPartition]:
-    """Every operator's partitions for its range [start[op], end[op]) (`plan_batches`: the
-    recorded plans, grouping and keyed-state ownership), without the replicas the plan gives no
-    event: an idle operator, or an idle replica, costs no task."""
-    parts = []
+def pipeline_shares(db: str, start: dict, end: dict) -> list[Share]:
+    """Every operator's shares of its range [start[op], end[op]) (`plan_batches`: the recorded
+    plans, grouping and keyed-state ownership), without the replicas the plan gives no event: an
+    idle operator, or an idle replica, costs no task."""
+    shares = []
     for op, stop in end.items():
         first = int(start.get(op, 0))
         if int(stop) == first:
             continue
+        _, _, et, replica_et = store_for(db).control(op)
         for plan in plan_batches(db, op, first, int(stop)):
-            owners = set(plan.owners)
-            parts += [OperatorPartition(op, j, plan.start, plan.end) for j in sorted(owners)]
-    return parts
+            for j in sorted(set(plan.owners)):
+                et_j = replica_et[j] if j < len(replica_et) and replica_et[j] > 0 else et
+                work = plan.owners.count(j) * et_j
+                shares.append(Share(op, j, plan.start, plan.end, work))
+    return shares
+
+
+def pack(shares: list[Share], pack_s: float = PACK_S) -> list[SharesPartition]:
+    """Tasks for `shares`: consecutive small shares together while their estimated work stays
+    within `pack_s`; a larger share alone (replicas of a busy operator keep running in
+    parallel)."""
+    tasks: list[list[Share]] = []
+    load = pack_s  # the open task's work so far (none open yet)
+    for share in shares:
+        if share.work_s > pack_s or load + share.work_s > pack_s:
+            tasks.append([share])
+            load = share.work_s
+        else:
+            tasks[-1].append(share)
+            load += share.work_s
+    return [SharesPartition(tuple(task)) for task in tasks]
 
 
 class PipelineStreamReader(DataSourceStreamReader):
@@ -83,18 +115,16 @@ class PipelineStreamReader(DataSourceStreamReader):
         return {op: store.latest(op) for op in self.ops}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        parts = pipeline_partitions(self.db, start, end)
+        parts = pack(pipeline_shares(self.db, start, end))
         # a batch in which no operator has events (Spark may plan one at start-up)
-        return parts or [OperatorPartition("", 0, 0, 0)]
+        return parts or [SharesPartition(())]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
-        if not isinstance(partition, OperatorPartition):
+        if not isinstance(partition, SharesPartition):
             raise TypeError(f"{PIPELINE_SOURCE_NAME} source got a foreign partition: {partition!r}")
-        if partition.end == partition.start:
-            return
-        p = partition
-        r = run_share(self.db, p.op, p.start, p.end, p.replica)
-        yield (p.op, r.replica, r.events, r.fresh, r.outputs, r.busy_s)
+        for share in partition.shares:
+            r = run_share(self.db, share.op, share.start, share.end, share.replica)
+            yield (share.op, r.replica, r.events, r.fresh, r.outputs, r.busy_s)
 
     def commit(self, end: dict) -> None:
         """Retention per operator, at most every RELEASE_EVERY_S (as `elastream_queue`)."""
