@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import count, pairwise
 from pathlib import Path
 from statistics import mean
 
@@ -44,6 +44,9 @@ from elastream.workloads.generators import constant
 
 LAYOUTS = ("operator", "pipeline")
 HELPER = "python_streaming_source_runner"
+# Each run in its own folder: Python workers outlive a run in the shared session and keep their
+# connection to the store they opened, so a store at a reused path would be the old one to them.
+RUN_IDS = count()
 
 
 def chain_pipeline(n: int, kind: str, replicas: int) -> Pipeline:
@@ -155,6 +158,7 @@ def run_layout(
     replicas: int = 2,
 ) -> LayoutRun:
     """`pipeline` at a constant `rate` for args.seconds with static `replicas` in `layout`."""
+    out = out / f"run{next(RUN_IDS)}"
     spark = {"layout": layout, "trigger_s": args.trigger}
     config = make_config(
         spark=spark,
