@@ -63,7 +63,9 @@ def test_one_batch_moves_each_operator_one_hop_and_idle_ones_get_no_task(tmp_pat
     store.set_control("op1", 2, 100, 0.01, [])
     replayed = reader.partitions(start, end)
     assert [share for part in replayed for share in part.shares] == parts
-    assert sum(row[3] for p in replayed for row in reader.read(p)) == 0  # no fresh events
+    batches = [batch for p in replayed for batch in reader.read(p)]
+    assert sum(sum(batch.column("fresh").to_pylist()) for batch in batches) == 0  # none fresh
+    assert sum(sum(batch.column("events").to_pylist()) for batch in batches) == 12
 
 
 def test_small_shares_share_a_task_and_large_ones_run_alone():
