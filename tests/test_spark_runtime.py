@@ -37,13 +37,18 @@ def assert_conserved(audit, events_in):
     assert audit.duplicate_sink_roots == 0
 
 
-def test_step_up_and_down_scales_the_bottleneck_live(tmp_path):
+@pytest.mark.parametrize("layout", ["operator", "pipeline"])
+def test_step_up_and_down_scales_the_bottleneck_live(tmp_path, layout):
     pipeline = load_pipeline(PIPELINE)
     # 10 s at 10 ev/s, 24 s at 70 ev/s (enrich needs 3 replicas at 40 ms), 21 s at 5 ev/s.
     trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 21))
     # A 20 s retention: the store forgets its older audit records as the run goes on.
     config = make_config(
-        td=3.0, out=tmp_path / "run", drain_s=60, t_out=None, spark={"retention_s": 20}
+        td=3.0,
+        out=tmp_path / "run",
+        drain_s=60,
+        t_out=None,
+        spark={"retention_s": 20, "layout": layout},
     )
     engine = SparkEngine(pipeline, config, trace)
     result = run_mape(engine, Controller.build("psps"))
@@ -53,6 +58,7 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path):
     assert enrich[peak_at] >= 3, enrich  # rose with the step up
     assert min(enrich[peak_at:]) <= 2, enrich  # fell after the step down
     assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids  # no restart
+    assert len(engine.queries) == (1 if layout == "pipeline" else 3)
     assert sum(s.op("enrich").cpu_s or 0.0 for s in result.snapshots) > 0  # CPU time recorded
     assert any(s.op("enrich").admission_capped for s in result.snapshots)  # the step's backlog
     streams = {k for s in result.snapshots for k, _ in s.op("emit").emitted_streams}
@@ -175,31 +181,42 @@ def assert_history_counts_batches_and_cpu(path: Path) -> None:
     assert cpu and all(r.cores >= 0 for r in cpu) and max(r.cores for r in cpu) > 0
 
 
-def test_a_killed_helper_then_a_killed_run_lose_nothing_and_deliver_once(tmp_path):
+RESTARTED = re.compile(r"elastream: the (?:query of operator '(\w+)'|(pipeline)'s query) failed")
+
+
+@pytest.mark.parametrize("layout", ["operator", "pipeline"])
+def test_a_killed_helper_then_a_killed_run_lose_nothing_and_deliver_once(tmp_path, layout):
     """Two failures in one run, with asynchronous progress tracking that makes the offsets
     durable once an hour. A query's plan-time helper is SIGKILLed: the runtime restarts that
     query from its checkpoint by itself. Then the whole run is SIGKILLed: each other query's
     offset log holds only its first batches while the queue store recorded many, and the resumed
-    run replays those ranges as the recorded batches, losing nothing and delivering once."""
+    run replays those ranges as the recorded batches, losing nothing and delivering once. In
+    the `pipeline` layout the one query (and its one helper) is killed and restarted."""
     settings = tmp_path / "run.yaml"
-    settings.write_text("spark:\n  async_progress: true\n  progress_interval_s: 3600\n")
+    settings.write_text(
+        f"spark:\n  layout: {layout}\n  async_progress: true\n  progress_interval_s: 3600\n"
+    )
     out = tmp_path / "run"
     db = out / "queues.db"
     first = run_cli(out, "--config", str(settings))
     wait_for_outcomes(first, db, 150)
     helpers = descendants(first.pid, "python_streaming_source_runner")
-    assert len(helpers) == 3, helpers  # one per operator query
+    assert len(helpers) == (1 if layout == "pipeline" else 3), helpers  # one per query
     os.kill(helpers[0], signal.SIGKILL)
     wait_for_outcomes(first, db, 300)  # went on after the helper's query restarted
     os.killpg(first.pid, signal.SIGKILL)  # the driver, its JVM and Python workers at once
     first.wait(timeout=30)
-    restarted = re.findall(r"the query of operator '(\w+)' failed", first.stdout.read())
+    restarted = ["".join(m) for m in RESTARTED.findall(first.stdout.read())]
     assert len(restarted) == 1, restarted  # "... restarting it from its checkpoint"
     killed_at = outcomes_so_far(db)
     assert 0 < killed_at < 800
-    for op in set(load_pipeline(PIPELINE).operator_names) - set(restarted):
-        durable = list((out / "checkpoints" / op / "offsets").glob("[0-9]*"))
-        assert len(durable) <= 2 < planned_batches(db, op), op  # Spark's log lags the batches
+    if layout == "operator":
+        for op in set(load_pipeline(PIPELINE).operator_names) - set(restarted):
+            durable = list((out / "checkpoints" / op / "offsets").glob("[0-9]*"))
+            assert len(durable) <= 2 < planned_batches(db, op), op  # Spark's log lags
+    else:  # the restarted query's log lags the batches the store recorded since the restart
+        durable = list((out / "checkpoints" / "_pipeline" / "offsets").glob("[0-9]*"))
+        assert len(durable) < planned_batches(db, "emit"), durable
 
     store = resume_delivers_once(out, db, "--config", str(settings))
     assert store.audit().filtered == 800

@@ -1,4 +1,5 @@
-"""The Spark runtime engine: one streaming query per operator, live replica changes, no restart."""
+"""The Spark runtime engine: one streaming query per operator (or one for the whole pipeline,
+`spark.layout`), live replica changes, no restart."""
 
 from __future__ import annotations
 
@@ -36,12 +37,14 @@ from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
 from elastream.runtime.spark.logs import jvm_log_conf, send_jvm_stderr
+from elastream.runtime.spark.pipeline_source import PIPELINE_SOURCE_NAME
 from elastream.runtime.spark.session import spark_session, stop_query, warm_python_workers
 from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
 from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
 HOST_POLL_S = 0.25  # how often a leased executor's registration is looked for, s
+PIPELINE_QUERY = "_pipeline"  # the query (and checkpoint folder) of the `pipeline` layout
 
 
 def store_address(config: RunConfig) -> str:
@@ -156,7 +159,7 @@ class SparkEngine:
         if spark.leasing is not None:
             self.leases = self._adopt_hosts(spark.leasing)
         warm_python_workers(self.spark, self._slots())
-        for name in self.pipeline.topological_order:
+        for name in self._query_names():
             # One at a time: each query forks a Python helper that must connect back to the JVM
             # within 10 s (fixed in Spark); forked together on a loaded machine they missed it.
             self._start_query(name)
@@ -341,6 +344,7 @@ class SparkEngine:
             reset_store(self.queues)
         self.out.mkdir(parents=True, exist_ok=True)
         self.store: QueueStore = open_store(self.queues)
+        self._check_layout()
         self.store.set_meta("out_dir", str(self.out.resolve()))
         self.store.set_meta("pipeline", self.pipeline.model_dump(mode="json", by_alias=True))
         self.store.set_meta("t_out", self.config.t_out)
@@ -356,18 +360,46 @@ class SparkEngine:
             self.ops[op.name] = OperatorState(replicas, op.et_seed_s)
             self._publish(op.name)
 
+    def _check_layout(self) -> None:
+        """Record the run's layout; a resumed run must keep it (the checkpoints are per query)."""
+        layout = self.config.spark.layout
+        if self.resume and self.store.meta("layout", "operator") != layout:
+            raise RuntimeFailure(
+                f"cannot resume with spark.layout {layout!r}: the run was started with "
+                f"{self.store.meta('layout', 'operator')!r} and its checkpoints are of that layout"
+            )
+        self.store.set_meta("layout", layout)
+
     def _publish(self, name: str) -> None:
         """Execute: publish r_i, the batch cap, et_i and et_ij where plan-time code reads them."""
         st = self.ops[name]
         cap = admission_cap(st.replicas, st.et_s, self.config.spark.batch_s)
         self.store.set_control(name, st.replicas, cap, st.et_s, st.replica_et)
 
+    def _query_names(self) -> list[str]:
+        """The run's queries: one per operator, or the one PIPELINE_QUERY (`spark.layout`)."""
+        if self.config.spark.layout == "pipeline":
+            return [PIPELINE_QUERY]
+        return list(self.pipeline.topological_order)
+
+    @staticmethod
+    def _query_label(name: str) -> str:
+        """How messages name a query."""
+        if name == PIPELINE_QUERY:
+            return "the pipeline's query"
+        return f"the query of operator {name!r}"
+
     def _start_query(self, name: str, new_run: bool = True) -> None:
         sc = self.spark.sparkContext
         sc.setLocalProperty("spark.scheduler.pool", name)
-        reader = (
-            self.spark.readStream.format(SOURCE_NAME).option("db", self.queues).option("op", name)
-        )
+        if name == PIPELINE_QUERY:  # every operator's replicas are partitions of one query
+            reader = self.spark.readStream.format(PIPELINE_SOURCE_NAME).option("db", self.queues)
+        else:
+            reader = (
+                self.spark.readStream.format(SOURCE_NAME)
+                .option("db", self.queues)
+                .option("op", name)
+            )
         writer = (
             reader.load()
             .writeStream.format("noop")
@@ -418,12 +450,12 @@ class SparkEngine:
         failing = self.failing.get(name) or Failing(0, _last_batch(query))
         if failing.in_a_row >= spark.max_restarts:
             raise RuntimeFailure(
-                f"the query of operator {name!r} stopped {failing.in_a_row + 1} times in a row "
+                f"{self._query_label(name)} stopped {failing.in_a_row + 1} times in a row "
                 f"(restarts: {spark.max_restarts}): {error}"
             )
         first_line = str(error).strip().splitlines()[0] if error is not None else "not active"
         print(
-            f"elastream: the query of operator {name!r} failed ({first_line}); restarting it "
+            f"elastream: {self._query_label(name)} failed ({first_line}); restarting it "
             f"from its checkpoint ({failing.in_a_row + 1}/{spark.max_restarts})",
             file=sys.stderr,
         )

@@ -13,6 +13,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from elastream.runtime.spark.pipeline_source import PipelineDataSource
 from elastream.runtime.spark.source import QueueDataSource
 
 _registered: set[int] = set()
@@ -22,9 +23,9 @@ RAW_LOCAL_FS = "org.apache.hadoop.fs.local.RawLocalFs"
 def spark_session(
     master: str, app_name: str = "elastream", conf: Mapping[str, str] | None = None
 ) -> SparkSession:
-    """A session with FAIR scheduling (one pool per operator query), Python worker reuse and the
-    `elastream_queue` source registered; `conf` is applied last (it may override ours). An
-    existing active session is reused as it is."""
+    """A session with FAIR scheduling (one pool per query), Python worker reuse and the
+    `elastream_queue` and `elastream_pipeline` sources registered; `conf` is applied last (it
+    may override ours). An existing active session is reused as it is."""
     warnings.filterwarnings("ignore", category=FutureWarning)
     logging.getLogger("py4j").setLevel(logging.ERROR)
     os.environ.setdefault("PYSPARK_PYTHON", _python())
@@ -51,6 +52,7 @@ def spark_session(
     spark.sparkContext.setLogLevel("ERROR")
     if id(spark) not in _registered:
         spark.dataSource.register(QueueDataSource)
+        spark.dataSource.register(PipelineDataSource)
         _registered.add(id(spark))
     return spark
 

@@ -38,7 +38,16 @@ class ReplicaPartition(InputPartition):
 
 
 def plan_partitions(db: str, op: str, start: int, end: int) -> list[ReplicaPartition]:
-    """One partition per replica of each batch planned in [start, end): the plans recorded when
+    """One partition per replica of each batch planned in [start, end) (`plan_batches`)."""
+    if end == start:  # an empty batch (Spark plans one at start-up)
+        replicas = store_for(db).control(op)[0]
+        return [ReplicaPartition(j, start, end) for j in range(replicas)]
+    plans = plan_batches(db, op, start, end)
+    return [ReplicaPartition(j, p.start, p.end) for p in plans for j in range(p.replicas)]
+
+
+def plan_batches(db: str, op: str, start: int, end: int) -> list[BatchPlan]:
+    """The batches planned in the non-empty range [start, end): the plans recorded when
     Spark first planned these offsets (whatever r_i is now), then a new one for the rest, divided
     with the operator's grouping. A range spans several recorded batches only when Spark replays
     it after a restart with asynchronous progress tracking (`plan_range`).
@@ -63,12 +72,10 @@ def plan_partitions(db: str, op: str, start: int, end: int) -> list[ReplicaParti
     def divide(keys: list[str]) -> list[int]:
         return assign(grouping, keys, replicas, seed=start, et_s=ets, td_s=td, groups=groups)
 
-    if end == start:  # an empty batch (Spark plans one at start-up)
-        return [ReplicaPartition(j, start, end) for j in range(replicas)]
     plans = store.plan_range(op, start, end, replicas, divide)
     if not spec.stateless:
         _check_replay_order(store, plans)
-    return [ReplicaPartition(j, p.start, p.end) for p in plans for j in range(p.replicas)]
+    return plans
 
 
 def _check_replay_order(store: QueueStore, plans: list[BatchPlan]) -> None:
@@ -76,7 +83,8 @@ def _check_replay_order(store: QueueStore, plans: list[BatchPlan]) -> None:
     replayed range may still be unfinished: an earlier one would race it for the keyed state.
     (Spark runs an operator's batches one after the other, so a replay never finds that.)"""
     for plan in plans[:-1]:
-        if not all(store.share_done(plan.op, plan.batch, j) for j in range(plan.replicas)):
+        owners = set(plan.owners)  # a replica given no event never commits a share
+        if not all(store.share_done(plan.op, plan.batch, j) for j in owners):
             raise QueueError(
                 f"operator {plan.op!r}: the replayed batch {plan.batch} is unfinished but not "
                 "the last of its range; its keyed state cannot be rebuilt in order"

@@ -1,0 +1,323 @@
+"""The two Spark layouts side by side (`spark.layout`: `operator`, a query per operator;
+`pipeline`, one query for the whole pipeline): per-hop latency at low load, the highest sustained
+rate of 3 pass-through operators with its ratio to plain Spark, and how latency, driver-side
+memory and the sustained rate scale with 3, 10 and 20 operators.
+
+Prints figures (no asserts). Each part is a separate command (keep each under the shared lock
+short):
+    PYTHONPATH=src .venv/bin/python benchmarks/layouts.py latency [--replicas 1,2]
+    PYTHONPATH=src .venv/bin/python benchmarks/layouts.py ladder --backends sqlite \
+        --kinds columns --rates 50000,75000,100000 [--plain]
+    PYTHONPATH=src .venv/bin/python benchmarks/layouts.py scale [--operators 3,10,20]
+Common options: --layouts operator,pipeline  --seconds S (per run)  --trigger S
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from itertools import count, pairwise
+from pathlib import Path
+from statistics import mean
+
+from throughput import (
+    FUNCTIONS,
+    RateStep,
+    _backends,
+    _kinds,
+    _rates,
+    addresses,
+    plain_in_subprocess,
+)
+
+from elastream.config import make_config
+from elastream.experiments.session import run_engine
+from elastream.model.pipeline import Pipeline, pipeline_from_dict
+from elastream.runtime.queues.redis_server import LocalRedis
+from elastream.runtime.spark.runtime import SparkEngine
+from elastream.workloads.generators import constant
+
+LAYOUTS = ("operator", "pipeline")
+HELPER = "python_streaming_source_runner"
+# Each run in its own folder: Python workers outlive a run in the shared session and keep their
+# connection to the store they opened, so a store at a reused path would be the old one to them.
+RUN_IDS = count()
+
+
+def chain_pipeline(n: int, kind: str, replicas: int) -> Pipeline:
+    """src -> op1 -> ... -> opN -> out, each a pass-through (`kind`: events or columns) with a
+    pool of `replicas`."""
+    function, vectorized = FUNCTIONS[kind]
+    ops = [f"op{i}" for i in range(1, n + 1)]
+    chain = ["src", *ops, "out"]
+    return pipeline_from_dict(
+        {
+            "name": f"passthrough{n}",
+            "sources": [{"name": "src", "generator": "elastream.examples.synthetic:generate"}],
+            "operators": [
+                {
+                    "name": name,
+                    "function": function,
+                    "vectorized": vectorized,
+                    "et_ms": 0.01,  # a first admission cap that does not throttle the start
+                    "replicas": {"min": 1, "max": replicas},
+                }
+                for name in ops
+            ],
+            "sinks": [{"name": "out"}],
+            "streams": [{"from": a, "to": b} for a, b in pairwise(chain)],
+        }
+    )
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of process `pid` in MB (0 if it is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return 0.0
+    lines = [line for line in status.splitlines() if line.startswith("VmRSS:")]
+    return int(lines[0].split()[1]) / 1024 if lines else 0.0
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except FileNotFoundError:  # ended since it was listed
+        return found
+    for task in tasks:
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except FileNotFoundError:  # the thread ended while we looked
+            continue
+    return found
+
+
+def driver_side_mb() -> tuple[float, int]:
+    """RSS of the driver (this process), the Spark JVM and the source helpers (MB), and the number
+    of helpers; the executors' Python workers are not counted (the same pool in both layouts)."""
+    total, helpers, todo = rss_mb(os.getpid()), 0, _children(os.getpid())
+    while todo:
+        pid = todo.pop()
+        todo += _children(pid)
+        try:
+            exe = os.readlink(f"/proc/{pid}/exe")
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:  # gone since it was listed
+            continue
+        if exe.endswith("java"):
+            total += rss_mb(pid)
+        elif HELPER.encode() in cmdline:
+            total += rss_mb(pid)
+            helpers += 1
+    return total, helpers
+
+
+@dataclass
+class Peak:
+    """The highest driver-side RSS seen by a sampling thread, and the helpers then."""
+
+    mb: float = 0.0
+    helpers: int = 0
+
+    def sample(self, stop: threading.Event, every_s: float = 2.0) -> None:
+        while not stop.wait(every_s):
+            mb, helpers = driver_side_mb()
+            if mb > self.mb:
+                self.mb, self.helpers = mb, helpers
+
+
+@dataclass(frozen=True)
+class LayoutRun:
+    """One constant-rate run of one layout."""
+
+    step: RateStep
+    hops: int
+    peak: Peak
+    batch_s: float | None  # mean micro-batch that read events, over the run's queries
+    batches: int  # micro-batches that read events, over the run's queries
+
+    @property
+    def hop_s(self) -> float | None:
+        return None if self.step.mean_s is None else self.step.mean_s / self.hops
+
+
+def run_layout(
+    pipeline: Pipeline,
+    layout: str,
+    rate: float,
+    args: argparse.Namespace,
+    out: Path,
+    queues: str | None = None,
+    replicas: int = 2,
+) -> LayoutRun:
+    """`pipeline` at a constant `rate` for args.seconds with static `replicas` in `layout`."""
+    out = out / f"run{next(RUN_IDS)}"
+    spark = {"layout": layout, "trigger_s": args.trigger}
+    config = make_config(
+        spark=spark,
+        policy="static",
+        replicas=replicas,
+        td=5.0,
+        out=out,
+        drain_s=15,
+        t_out=30.0,
+        q_size=None,
+        queues=queues,
+    )
+    trace = constant(rate=float(rate), duration=args.seconds)
+    engine = SparkEngine(pipeline, config, trace, keep_session=True)
+    peak, stop = Peak(), threading.Event()
+    sampler = threading.Thread(target=peak.sample, args=(stop,), daemon=True)
+    sampler.start()
+    try:
+        result = run_engine(engine, config)
+    finally:
+        stop.set()
+        sampler.join()
+    rows = [
+        p["durationMs"]["triggerExecution"] / 1000
+        for q in engine.queries.values()
+        for p in q.recentProgress
+        if p["numInputRows"] and "durationMs" in p
+    ]
+    totals = result.totals
+    step = RateStep(
+        int(rate),
+        result.summary.processed_ratio,
+        None if totals.latency_ms_p99 is None else totals.latency_ms_p99 / 1000,
+        None if totals.latency_ms_mean is None else totals.latency_ms_mean / 1000,
+    )
+    shutil.rmtree(out, ignore_errors=True)
+    return LayoutRun(step, len(pipeline.operators), peak, mean(rows) if rows else None, len(rows))
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def describe(layout: str, run: LayoutRun) -> str:
+    step = run.step
+    return (
+        f"{layout:<8} processed {step.processed_ratio:.4f}  mean {_fmt(step.mean_s)} s  "
+        f"p99 {_fmt(step.p99_s, 2)} s  per hop {_fmt(run.hop_s)} s  batch {_fmt(run.batch_s)} s "
+        f"x {run.batches}  driver+JVM+helpers {run.peak.mb:,.0f} MB ({run.peak.helpers} helpers)"
+    )
+
+
+def latency(args: argparse.Namespace, out: Path) -> None:
+    """Per-hop latency at 10 events/s, 3 operators, each layout, r = 1 and r = 2."""
+    for replicas in args.replicas:
+        print(f"3 pass-through operators at 10 events/s, r = {replicas}:", flush=True)
+        for layout in args.layouts:
+            pipeline = chain_pipeline(3, "events", replicas)
+            run = run_layout(pipeline, layout, 10, args, out / layout, replicas=replicas)
+            print("  " + describe(layout, run), flush=True)
+
+
+def ladder(args: argparse.Namespace, out: Path) -> None:
+    """The highest sustained rate of 3 pass-through operators (r = 2), per backend, operator
+    kind and layout: rates rise until a rung fails."""
+    capacity = None
+    if args.plain:
+        capacity, used = plain_in_subprocess(50_000, 30, out)
+        print(f"plain Spark, 3 x mapInPandas: capacity {capacity:,.0f} rows/s ({used:.2f} s of "
+              "each 1 s trigger used)", flush=True)  # fmt: skip
+    server = LocalRedis(out / "redis") if "redis" in args.backends else None
+    try:
+        if server is not None:
+            server.start()
+        for backend in args.backends:
+            queues, _ = addresses(backend, out, server)
+            for kind in args.kinds:
+                for layout in args.layouts:
+                    best = climb(backend, kind, layout, args, out, queues)
+                    ratio = f"; ratio to plain Spark {best / capacity:.3f}" if capacity else ""
+                    print(f"{backend} {kind} {layout}: highest sustained {best:,} ev/s{ratio}")
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def climb(
+    backend: str,
+    kind: str,
+    layout: str,
+    args: argparse.Namespace,
+    out: Path,
+    queues: str | None,
+) -> int:
+    """Rising rates until one is not sustained; the highest sustained (0: none)."""
+    best = 0
+    for rate in args.rates:
+        pipeline = chain_pipeline(3, kind, 2)
+        run = run_layout(pipeline, layout, rate, args, out / f"{backend}-{layout}", queues)
+        ok = run.step.sustained
+        print(f"  {backend} {kind} {rate:>8,} ev/s  " + describe(layout, run), flush=True)
+        if not ok:
+            break
+        best = rate
+    return best
+
+
+def scale(args: argparse.Namespace, out: Path) -> None:
+    """3, 10 and 20 operators (r = 1): per-hop latency and driver-side RSS at 10 events/s, then
+    the sustained rate at args.rates (first failing rung ends the climb)."""
+    for n in args.operators:
+        print(f"{n} pass-through operators, r = 1:", flush=True)
+        for layout in args.layouts:
+            pipeline = chain_pipeline(n, "columns", 1)
+            run = run_layout(pipeline, layout, 10, args, out / f"{n}-{layout}", replicas=1)
+            print(f"  10 ev/s {describe(layout, run)}", flush=True)
+            for rate in args.scale_rates:
+                run = run_layout(pipeline, layout, rate, args, out / f"{n}-{layout}", replicas=1)
+                print(f"  {rate:,} ev/s {describe(layout, run)}", flush=True)
+                if not run.step.sustained:
+                    break
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(","))
+
+
+def _layouts(text: str) -> tuple[str, ...]:
+    names = tuple(text.split(","))
+    if any(n not in LAYOUTS for n in names):
+        raise argparse.ArgumentTypeError(f"--layouts: {text!r} (known: {', '.join(LAYOUTS)})")
+    return names
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("part", choices=("latency", "ladder", "scale"))
+    parser.add_argument("--layouts", type=_layouts, default=LAYOUTS)
+    parser.add_argument("--seconds", type=float, default=30.0, help="trace length of each run")
+    parser.add_argument("--trigger", type=float, default=0.2, help="spark.trigger_s, s")
+    parser.add_argument("--replicas", type=_ints, default=(1, 2), help="latency: r per operator")
+    parser.add_argument("--backends", type=_backends, default=("sqlite",))
+    parser.add_argument("--kinds", type=_kinds, default=("columns",))
+    parser.add_argument("--rates", type=_rates, default=(20_000, 50_000, 75_000, 100_000))
+    parser.add_argument("--plain", action="store_true", help="ladder: measure plain Spark first")
+    parser.add_argument("--operators", type=_ints, default=(3, 10, 20))
+    parser.add_argument("--scale-rates", type=_rates, default=(), help="scale: rates to climb")
+    parser.add_argument("--out", type=Path, default=None, help="work directory (default: temp)")
+    args = parser.parse_args()
+    out = args.out or Path(tempfile.mkdtemp(prefix="elastream-layouts-"))
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    try:
+        {"latency": latency, "ladder": ladder, "scale": scale}[args.part](args, out)
+    finally:
+        if args.out is None:
+            shutil.rmtree(out, ignore_errors=True)
+    print(f"({time.time() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
