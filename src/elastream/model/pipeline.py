@@ -109,7 +109,10 @@ def _check_kind_fields(
         if getattr(node, name) is None:
             raise ValueError(f"a {kind} {what} needs `{_alias(name)}`")
     common = {"name", "kind"}
-    for name in node.model_fields_set - common - set(allowed):
+    for name in sorted(node.model_fields_set - common - set(allowed)):
+        default = type(node).model_fields[name].get_default(call_default_factory=True)
+        if getattr(node, name) in (None, default):  # a dumped model's unset fields
+            continue
         raise ValueError(f"`{_alias(name)}` does not apply to kind {kind!r}")
 
 
