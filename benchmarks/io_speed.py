@@ -57,7 +57,7 @@ def files_rate(work: Path, events: int, files: int) -> float:
     store = open_store(str(work / "files.db"))
     store.create_queue("op", None)
     spark = spark_session("local[2]")
-    admission = Admission(open_store(store.address), "s", ("op",), 10**9, threading.Event())
+    admission = Admission(store.address, "s", ("op",), 10**9, threading.Event())
     handler = FilesBatch(spec.sources[0], admission, DeadLetters(work / "dead"), str(folder))
     frame = files_frame(spark, spec.sources[0], store)
     query = (

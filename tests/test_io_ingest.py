@@ -30,17 +30,17 @@ def test_a_full_queue_holds_the_source_back_and_a_replay_adds_nothing(tmp_path: 
     store = open_store(str(tmp_path / "q.db"))
     store.create_queue("op", 1000)  # q_size 1000: the runtime's bound is min(q_size, ingest)
     stop = threading.Event()
-    admission = Admission(store, "s", ("op",), 1000, stop)
-    first = batch_start(store, "s", 0, admission)
+    admission = Admission(store.address, "s", ("op",), 1000, stop)
+    first = batch_start("s", 0, admission)
     admission.append(first, row_events(*_rows(0, 600), key="u"))
-    first = batch_start(store, "s", 1, admission)
+    first = batch_start("s", 1, admission)
     assert first == 600
     stop.set()  # the run stops while batch 1 waits for room: it stays uncommitted
     with pytest.raises(Stopped):
         admission.append(first, row_events(*_rows(600, 600), key="u"))
     assert store.pending("op") == 1000  # filled to the bound, not beyond, nothing refused
     assert store.overflow_count("op", 0, 2e9) == 0
-    assert batch_start(store, "s", 1, admission) == 600  # the replay appends where it did
+    assert batch_start("s", 1, admission) == 600  # the replay appends where it did
     events = [s.event for s in store.read("op", 0, 1000)]
     assert [e.id for e in events] == [f"s:f:{i}" for i in range(1000)]
     assert events[4].key == "1" and events[4].payload == {"u": 1}

@@ -52,7 +52,7 @@ def _reader(pipeline, db: str, stop: threading.Event) -> RedisReader:
     store = open_store(db)
     for q in ("op",):
         store.create_queue(q, None)
-    admission = Admission(store, "s", ("op",), 1_000_000, stop)
+    admission = Admission(db, "s", ("op",), 1_000_000, stop)
     reader = RedisReader(pipeline.sources[0], admission)
     reader.start()
     return reader

@@ -66,17 +66,34 @@ def row_events(ids: list[str], rows: list[dict[str, Any]], key: str | None) -> E
     return EventColumns(ids, list(keys), [now] * len(ids), payloads, list(ids))
 
 
+_threads = threading.local()
+
+
+def thread_store(address: str) -> QueueStore:
+    """This thread's connection to the store at `address` (Spark calls foreachBatch functions
+    from its own threads, and a SQLite connection serves the thread that opened it)."""
+    stores: dict[str, QueueStore] = _threads.__dict__.setdefault("stores", {})
+    if address not in stores:
+        stores[address] = open_store(address)
+    return stores[address]
+
+
 @dataclass
 class Admission:
-    """Appends a source's events to its targets, waiting while a target has no room (the
-    smaller of its q_size and `bound` pending events): backpressure instead of a drop."""
+    """Appends a source's events to its targets, waiting while a target has no room (`bound`
+    pending events: the runtime passes the smaller of q_size and ingest_bound): backpressure
+    instead of a drop."""
 
-    store: QueueStore
+    address: str  # the queue store's
     source: str
     targets: tuple[str, ...]
     bound: int
     stop: threading.Event
     offered: int = 0  # events appended over the run (the snapshot's λ comes from the store)
+
+    @property
+    def store(self) -> QueueStore:
+        return thread_store(self.address)
 
     def position(self) -> int:
         """Where the source goes on: the fewest events any target has from it."""
@@ -94,18 +111,21 @@ class Admission:
                 time.sleep(WAIT_S)
                 continue
             chunk = events.slice(done, min(len(events), done + room))
+            store = self.store
             for target in self.targets:
-                self.store.append(target, chunk, self.source, first + done)
+                store.append(target, chunk, self.source, first + done)
             done += len(chunk)
         self.offered += len(events)
 
     def _room(self) -> int:
-        return min(self.bound - self.store.pending(t) for t in self.targets)
+        store = self.store
+        return min(self.bound - store.pending(t) for t in self.targets)
 
 
-def batch_start(store: QueueStore, source: str, batch_id: int, admission: Admission) -> int:
+def batch_start(source: str, batch_id: int, admission: Admission) -> int:
     """The producer position of Spark micro-batch `batch_id`: recorded when the batch first
     ran, so that a replay appends at the same position (and adds nothing)."""
+    store = admission.store
     key = f"ingest:{source}:{batch_id}"
     recorded = store.meta(key)
     if recorded is not None:
@@ -164,8 +184,7 @@ class FilesBatch:
             ids.append(f"{self.spec.name}:{name}:{index}")
             good.append(row)
         self.dead.write(batch_id, bad)
-        store = self.admission.store
-        first = batch_start(store, self.spec.name, batch_id, self.admission)
+        first = batch_start(self.spec.name, batch_id, self.admission)
         self.admission.append(first, row_events(ids, good, self.spec.key))
         self.files_seen.update(counters)
 
@@ -193,7 +212,7 @@ class SparkBatch:
             ids = [f"{self.spec.name}:{row[self.spec.id]}" for row in rows]
         else:
             ids = [f"{self.spec.name}:{batch_id}:{k}" for k in range(len(rows))]
-        first = batch_start(self.admission.store, self.spec.name, batch_id, self.admission)
+        first = batch_start(self.spec.name, batch_id, self.admission)
         self.admission.append(first, row_events(ids, rows, self.spec.key))
 
 
@@ -241,7 +260,7 @@ class RedisReader:
         return f"redis_source:{self.spec.name}"
 
     def _run(self) -> None:
-        store = self.admission.store = open_store(self.admission.store.address)
+        store = self.admission.store
         client = redis_client(self.spec.url or "", 5.0)
         recorded = store.meta(self._key) or {"first": 0, "after": "0-0"}
         first, after = int(recorded["first"]), str(recorded["after"])
@@ -255,7 +274,6 @@ class RedisReader:
             except BaseException as exc:  # surfaced by the engine at the next collect()
                 self.error = exc
                 break
-        store.close()
 
     def _step(self, client: redis.Redis, store: QueueStore, first: int, after: str) -> tuple:
         reply = client.xread({self.spec.stream: after}, count=REDIS_COUNT, block=REDIS_BLOCK_MS)
@@ -293,20 +311,18 @@ class Ingest:
     def start(self, spark: Any, store: QueueStore) -> None:
         for spec in self.pipeline.sources:
             if spec.kind is SourceKind.REDIS:
-                reader = RedisReader(spec, self._admission(spec, store))
+                reader = RedisReader(spec, self._admission(spec))
                 reader.start()
                 self.readers[spec.name] = reader
             elif spec.external:
                 self.queries[spec.name] = self._start_query(spark, store, spec)
 
-    def _admission(self, spec: SourceSpec, store: QueueStore) -> Admission:
-        bound = self.bound
+    def _admission(self, spec: SourceSpec) -> Admission:
         targets = self.pipeline.successors(spec.name)
-        return Admission(store, spec.name, targets, bound, self.stop_event)
+        return Admission(self.queues, spec.name, targets, self.bound, self.stop_event)
 
     def _start_query(self, spark: Any, store: QueueStore, spec: SourceSpec) -> Any:
-        # the foreachBatch function runs in this (driver) process: its own store connection
-        admission = self._admission(spec, open_store(self.queues))
+        admission = self._admission(spec)  # foreachBatch runs in this (driver) process
         if spec.kind is SourceKind.FILES:
             frame = files_frame(spark, spec, store)
             dead = DeadLetters(Path(spec.dead_letter or self.out / "dead-letter" / spec.name))
