@@ -148,3 +148,65 @@ def test_a_killed_files_run_resumes_with_every_row_once(tmp_path):
 
     spark = SparkSession.builder.master("local[1]").getOrCreate()
     assert read_parquet(spark, tmp_path / "out") == Counter(good)
+
+
+REDIS_PRODUCER = """
+import random, sys, time, redis
+client = redis.Redis.from_url(sys.argv[1])
+for seq in range(int(sys.argv[2])):
+    while True:
+        try:
+            client.xadd("clicks", {"user": f"u{seq % 5}", "seq": str(seq)})
+            break
+        except redis.ConnectionError:
+            time.sleep(0.1)  # the server restarts: the same entry again
+    time.sleep(random.choice([0.002, 0.01, 0.03]))  # a varying rate
+"""
+
+
+@pytest.mark.slow
+def test_redis_in_redis_out_exactly_once_across_kill_resume_and_server_restart(tmp_path):
+    """An outside producer process appends to a Redis stream throughout; elastream reads it and
+    writes a Redis stream. elastream is SIGKILLed and resumed, and the redis-server is killed and
+    restarted meanwhile: every entry of the input stream is in the output stream exactly once."""
+    import redis as redis_lib
+    from redis_server import local_redis
+
+    server = local_redis(tmp_path / "redis")
+    server.start()
+    spec = tmp_path / "pipeline.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "sources": [{"name": "s", "kind": "redis", "url": server.url, "stream": "clicks",
+                             "key": "user"}],
+                "operators": [{"name": "op", "function": PASS, "replicas": {"min": 1, "max": 2}}],
+                "sinks": [{"name": "out", "kind": "redis", "url": server.url, "stream": "results"}],
+                "streams": [{"from": "s", "to": "op"}, {"from": "op", "to": "out"}],
+            }
+        )
+    )  # fmt: skip
+    producer = subprocess.Popen([sys.executable, "-c", REDIS_PRODUCER, server.url, "2000"])
+    cmd = [sys.executable, "-m", "elastream.cli", "run", str(spec), "--out", str(tmp_path / "run")]
+    cmd += ["--duration", "50", "--td", "2", "--quiet"]
+    client = redis_lib.Redis.from_url(server.url, decode_responses=True)
+    try:
+        first = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE, text=True)
+        deadline = time.time() + 240
+        while client.xlen("results") < 100:
+            assert first.poll() is None and time.time() < deadline, first.stdout.read()
+            time.sleep(0.5)
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+        server.kill()  # the server dies with the producer writing, and comes back from its AOF
+        server.start()
+        second = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=400)
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert producer.wait(timeout=60) == 0
+        inputs = [f"s:{entry_id}" for entry_id, _ in client.xrange("clicks")]
+        outputs = [fields["id"] for _, fields in client.xrange("results")]
+        assert len(inputs) >= 2000
+        assert sorted(outputs) == sorted(inputs)  # every entry once, none missing
+    finally:
+        producer.kill()
+        server.stop()

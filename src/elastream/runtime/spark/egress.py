@@ -203,17 +203,28 @@ class Egress:
             .start()
         )
 
+    def delivered(self, store: QueueStore, sink: str) -> int:
+        """The offset below which `sink`'s events are written: the end of its query's last
+        completed batch (Spark commits a batch's offsets to the source only when it plans the
+        next one, so the recorded mark may lag by a batch)."""
+        done = int(store.meta(delivered_key(sink), 0))
+        progress = self.queries[sink].lastProgress if sink in self.queries else None
+        if progress and progress.get("sources"):
+            end = progress["sources"][0].get("endOffset")
+            end = json.loads(end) if isinstance(end, str) else end
+            if isinstance(end, dict) and "off" in end:
+                done = max(done, int(end["off"]))
+        return done
+
     def lag(self, store: QueueStore) -> int:
         """Sink events not yet delivered, over every delivering sink."""
-        return sum(
-            store.latest(s.name) - int(store.meta(delivered_key(s.name), 0)) for s in self.sinks
-        )
+        return sum(store.latest(s.name) - self.delivered(store, s.name) for s in self.sinks)
 
     def hold(self, store: QueueStore) -> float | None:
         """The arrival time of the earliest event not yet delivered (retention keeps it)."""
         times = []
         for spec in self.sinks:
-            done = int(store.meta(delivered_key(spec.name), 0))
+            done = int(store.meta(delivered_key(spec.name), 0))  # the recorded, durable mark
             if done < store.latest(spec.name):
                 times.append(store.read(spec.name, done, done + 1)[0].enq)
         return min(times, default=None)
