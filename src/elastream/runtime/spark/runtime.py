@@ -208,6 +208,9 @@ class SparkEngine:
             completed=self.store.completed(t0, t1),
             sink_events=n_sink,
             latency_ms_mean=latency,
+            source_backlog=tuple(
+                (name, n) for name, n in self.ingest.backlog().items() if n is not None
+            ),
             **self._host_clocks(t1 - self.t0),
         )
 
