@@ -4,6 +4,7 @@ become events with the declared key, and the start-up checks fail in one line.""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -13,7 +14,11 @@ from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.queues import open_store, read_sink
 from elastream.runtime.spark.egress import SinkError, check_sinks
 from elastream.runtime.spark.ingest import (
+    CORRUPT,
+    FILE_COL,
     Admission,
+    DeadLetters,
+    FilesBatch,
     SourceError,
     Stopped,
     batch_start,
@@ -68,3 +73,50 @@ def test_read_sink_returns_a_queue_sinks_events(tmp_path: Path) -> None:
     store.append("out", row_events(*_rows(0, 3), key=None), "s", 0)
     store.close()
     assert [e.id for e in read_sink(tmp_path, "out")] == ["s:f:0", "s:f:1", "s:f:2"]
+
+
+class _Batch:
+    """A stand-in for a foreachBatch DataFrame (the Spark test runs the real one)."""
+
+    def __init__(self, rows: list[dict]) -> None:
+        self.rows = rows
+
+    def toArrow(self):
+        import pyarrow as pa
+
+        return pa.Table.from_pylist(self.rows)
+
+
+def test_a_files_batch_numbers_rows_per_file_and_sends_bad_rows_to_the_dead_letters(
+    tmp_path: Path,
+) -> None:
+    spec = pipeline_from_dict(
+        {
+            "sources": [
+                {"name": "t", "kind": "files", "path": "/in", "format": "json", "key": "b"}
+            ],
+            "operators": [{"name": "op", "function": "elastream.examples.synthetic:passthrough"}],
+            "sinks": [{"name": "out"}],
+            "streams": [{"from": "t", "to": "op"}, {"from": "op", "to": "out"}],
+        }
+    ).sources[0]
+    store = open_store(str(tmp_path / "q.db"))
+    store.create_queue("op", None)
+    admission = Admission(store.address, "t", ("op",), 1000, threading.Event())
+    handler = FilesBatch(spec, admission, DeadLetters(tmp_path / "dead"), "/in")
+    rows = [
+        {"a": "x", "b": 1, CORRUPT: None, FILE_COL: "file:///in/one.json"},
+        {"a": None, "b": None, CORRUPT: "{bad", FILE_COL: "file:///in/one.json"},
+        {"a": "y", "b": 2, CORRUPT: None, FILE_COL: "file:///in/one.json"},
+        {"a": "z", "b": 3, CORRUPT: None, FILE_COL: "file:///in/two.json"},
+    ]
+    handler(_Batch(rows), 0)
+    handler(_Batch(rows), 0)  # Spark replays the batch: nothing twice
+    events = [s.event for s in store.read("op", 0, store.latest("op"))]
+    assert [e.id for e in events] == ["t:one.json:0", "t:one.json:2", "t:two.json:0"]
+    assert [e.key for e in events] == ["1", "2", "3"] and events[0].payload == {"a": "x", "b": 1}
+    dead = [json.loads(line) for line in (tmp_path / "dead" / "batch-00000000.jsonl").open()]
+    assert (
+        dead == [{"file": "one.json", "row": 1, "reason": dead[0]["reason"], "record": "{bad"}]
+        and "malformed json" in dead[0]["reason"]
+    )
