@@ -57,13 +57,29 @@ def plain(value: Any) -> Any:
     return value
 
 
-def row_events(ids: list[str], rows: list[dict[str, Any]], key: str | None) -> EventColumns:
-    """Rows as events: the given ids, the key from column `key` (else the id), payload the row,
-    ts the ingest time."""
+def row_events(
+    ids: list[str], rows: list[dict[str, Any]], key: str | None, converted: bool = False
+) -> EventColumns:
+    """Rows as events: the given ids, the key from column `key` (else the id), payload the row
+    (its values made `plain` unless `converted`), ts the ingest time."""
     now = time.time()
-    payloads = [{k: plain(v) for k, v in row.items()} for row in rows]
+    payloads = rows if converted else [{k: plain(v) for k, v in row.items()} for row in rows]
     keys = ids if key is None else [str(p.get(key)) for p in payloads]
     return EventColumns(ids, list(keys), [now] * len(ids), payloads, list(ids))
+
+
+def plain_table(table: Any) -> Any:
+    """An Arrow table whose values msgpack keeps: dates, times and timestamps cast to text,
+    decimals to floats (column by column, not value by value)."""
+    import pyarrow as pa
+
+    for k, f in enumerate(table.schema):
+        kind = f.type
+        if pa.types.is_temporal(kind):
+            table = table.set_column(k, f.name, table.column(k).cast(pa.string()))
+        elif pa.types.is_decimal(kind):
+            table = table.set_column(k, f.name, table.column(k).cast(pa.float64()))
+    return table
 
 
 _threads = threading.local()
@@ -168,24 +184,30 @@ class FilesBatch:
 
     def __call__(self, df: Any, batch_id: int) -> None:
         table = df.toArrow()
-        rows = table.to_pylist()
+        names = {p: _relative(p, self.base) for p in set(table.column(FILE_COL).to_pylist())}
+        files = [names[p] for p in table.column(FILE_COL).to_pylist()]
+        corrupt = (
+            table.column(CORRUPT).to_pylist()
+            if CORRUPT in table.column_names
+            else [None] * len(files)
+        )
+        table = table.drop_columns([c for c in (FILE_COL, CORRUPT) if c in table.column_names])
+        rows = plain_table(table).to_pylist()
         counters: dict[str, int] = {}
         ids, good, bad = [], [], []
-        for row in rows:
-            path = row.pop(FILE_COL)
-            name = _relative(path, self.base)
+        prefix = self.spec.name
+        for row, name, broken in zip(rows, files, corrupt, strict=True):
             index = counters.get(name, 0)
             counters[name] = index + 1
-            corrupt = row.pop(CORRUPT, None)
-            if corrupt is not None:
+            if broken is not None:
                 reason = f"malformed {self.spec.format} record or a value not of the schema"
-                bad.append({"file": name, "row": index, "reason": reason, "record": corrupt})
+                bad.append({"file": name, "row": index, "reason": reason, "record": broken})
                 continue
-            ids.append(f"{self.spec.name}:{name}:{index}")
+            ids.append(f"{prefix}:{name}:{index}")
             good.append(row)
         self.dead.write(batch_id, bad)
         first = batch_start(self.spec.name, batch_id, self.admission)
-        self.admission.append(first, row_events(ids, good, self.spec.key))
+        self.admission.append(first, row_events(ids, good, self.spec.key, converted=True))
         self.files_seen.update(counters)
 
 
@@ -207,13 +229,13 @@ class SparkBatch:
     admission: Admission
 
     def __call__(self, df: Any, batch_id: int) -> None:
-        rows = df.toArrow().to_pylist()
+        rows = plain_table(df.toArrow()).to_pylist()
         if self.spec.id is not None:
             ids = [f"{self.spec.name}:{row[self.spec.id]}" for row in rows]
         else:
             ids = [f"{self.spec.name}:{batch_id}:{k}" for k in range(len(rows))]
         first = batch_start(self.spec.name, batch_id, self.admission)
-        self.admission.append(first, row_events(ids, rows, self.spec.key))
+        self.admission.append(first, row_events(ids, rows, self.spec.key, converted=True))
 
 
 def redis_client(url: str, timeout_s: float | None = None) -> redis.Redis:
