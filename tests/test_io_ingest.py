@@ -120,3 +120,23 @@ def test_a_files_batch_numbers_rows_per_file_and_sends_bad_rows_to_the_dead_lett
         dead == [{"file": "one.json", "row": 1, "reason": dead[0]["reason"], "record": "{bad"}]
         and "malformed json" in dead[0]["reason"]
     )
+
+
+def test_the_sink_reader_reads_a_sink_queue_by_offset_and_records_delivery(tmp_path: Path) -> None:
+    """The `elastream_sink` data source's reader called as Spark calls it (the Spark test runs it
+    inside real queries)."""
+    from elastream.runtime.spark.egress import MAX_ROWS, SinkStreamReader, delivered_key
+
+    store = open_store(str(tmp_path / "q.db"))
+    store.create_queue("out", None, sink=True)
+    store.append("out", row_events(*_rows(0, 5), key="u"), "s", 0)
+    reader = SinkStreamReader(store.address, "out")
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, None)
+    assert end == {"off": 5} and MAX_ROWS >= 5
+    (partition,) = reader.partitions(start, end)
+    rows = list(reader.read(partition))
+    assert [(r[0], r[1], r[2]) for r in rows] == [(k, f"s:f:{k}", str(k % 3)) for k in range(5)]
+    assert json.loads(rows[4][5]) == {"u": 1}
+    reader.commit(end)
+    assert store.meta(delivered_key("out")) == 5
