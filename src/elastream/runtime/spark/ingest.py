@@ -440,13 +440,28 @@ def infer_schema(spark: Any, spec: SourceSpec, options: dict[str, str]) -> str:
 
 
 def check_sources(pipeline: Pipeline) -> None:
-    """Start-up checks, before Spark starts: a files source's directory exists, a redis
-    source's server answers, a spark source's function imports. One line naming the culprit."""
+    """Start-up checks, before Spark starts: a files source's directory is there (created when
+    the source declares its schema: files will arrive), a redis source's server answers, a spark
+    source's function imports. One line naming the culprit."""
     for spec in pipeline.sources:
         what = f"source {spec.name!r}"
-        if spec.kind is SourceKind.FILES and not Path(spec.path or "").is_dir():
-            raise SourceError(f"{what}: the directory {spec.path} does not exist")
+        if spec.kind is SourceKind.FILES:
+            check_directory(Path(spec.path or ""), spec.schema_ is not None, what)
         if spec.kind is SourceKind.REDIS:
             check_redis(spec.url or "", what)
         if spec.kind is SourceKind.SPARK:
             load_callable(spec.function or "", f"{what} function")
+
+
+def check_directory(folder: Path, create: bool, what: str) -> None:
+    """A files source's directory: there, or created if `create`; SourceError in one line."""
+    if folder.is_dir():
+        return
+    if folder.exists() or not create:
+        reason = "is not a directory" if folder.exists() else "does not exist"
+        hint = "" if folder.exists() else " (declare `schema` to have it created)"
+        raise SourceError(f"{what}: {folder} {reason}{hint}")
+    try:
+        folder.mkdir(parents=True)
+    except OSError as exc:
+        raise SourceError(f"{what}: cannot create {folder} ({exc.strerror or exc})") from None
