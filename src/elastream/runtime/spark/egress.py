@@ -177,6 +177,7 @@ class Egress:
             if spec.kind is SinkKind.REDIS and not resume:  # a new run delivers from offset 0
                 redis_client(spec.url or "").delete(redis_mark(spec, self.queues))
             self.queries[spec.name] = self._start_query(spark, spec)
+            first_batch(self.queries[spec.name], f"sink {spec.name!r}")
 
     def _start_query(self, spark: Any, spec: SinkSpec) -> Any:
         spark.sparkContext.setLocalProperty("spark.scheduler.pool", f"sink-{spec.name}")
@@ -284,3 +285,17 @@ def check_writable(folder: Path, what: str) -> None:
         raise SinkError(f"{what}: cannot write to {folder} ({exc.strerror or exc})") from None
     if not os.access(folder, os.W_OK):
         raise SinkError(f"{what}: cannot write to {folder}")
+
+
+def first_batch(query: Any, what: str, timeout_s: float = 120.0) -> None:
+    """Wait until `query` has run its first micro-batch: each Python data source query forks a
+    helper that must connect back to the JVM within 10 s, which queries started together on a
+    loaded machine miss (docs/runtime.md)."""
+    deadline = time.time() + timeout_s
+    while query.lastProgress is None:
+        error = query.exception()
+        if error is not None:
+            raise SinkError(f"{what}: {str(error).strip().splitlines()[0]}")
+        if time.time() > deadline:
+            raise SinkError(f"{what}: its query did not start within {timeout_s:.0f} s")
+        time.sleep(0.2)
