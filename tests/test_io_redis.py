@@ -106,13 +106,15 @@ def test_redis_sink_delivers_a_replayed_batch_once(tmp_path: Path) -> None:
         spec = _pipeline(server.url).sinks[0]
         writer = RedisWriter(spec, redis_mark(spec, "db"), threading.Event())
         rows = [
-            {"off": k, "id": f"e{k}", "key": "k", "ts": 1.0, "payload": "{}"} for k in range(1200)
+            {"off": k, "id": f"e{k}", "root": f"r{k}", "key": "k", "ts": 1.0, "payload": "{}"}
+            for k in range(1200)
         ]
         writer.deliver(rows[:700])
         writer.deliver(rows[500:])  # a replay overlapping what was delivered
         writer.deliver(rows[:1200])  # a whole replay
         out = redis.Redis.from_url(server.url, decode_responses=True).xrange("results")
         assert [fields["id"] for _, fields in out] == [f"e{k}" for k in range(1200)]
+        assert out[7][1]["root"] == "r7"
     finally:
         server.stop()
 

@@ -204,7 +204,7 @@ def test_redis_in_redis_out_exactly_once_across_kill_resume_and_server_restart(t
         assert second.returncode == 0, second.stdout + second.stderr
         assert producer.wait(timeout=60) == 0
         inputs = [f"s:{entry_id}" for entry_id, _ in client.xrange("clicks")]
-        outputs = [fields["id"] for _, fields in client.xrange("results")]
+        outputs = [fields["root"] for _, fields in client.xrange("results")]
         assert len(inputs) >= 2000
         assert sorted(outputs) == sorted(inputs)  # every entry once, none missing
     finally:

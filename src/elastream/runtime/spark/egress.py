@@ -35,18 +35,18 @@ MAX_ROWS = 50_000  # events per delivery micro-batch at most
 REDIS_CHUNK = 500  # events per Lua call
 SPARK_METADATA = "_spark_metadata"
 
-# KEYS[1] the stream, KEYS[2] the delivered mark; ARGV[1] the first offset, then id, key, ts,
-# payload per event. Appends the events at offsets >= the mark, then raises the mark: atomic.
+# KEYS[1] the stream, KEYS[2] the delivered mark; ARGV[1] the first offset, then id, root, key,
+# ts, payload per event. Appends the events at offsets >= the mark, then raises the mark: atomic.
 DELIVER = """
 local done = tonumber(redis.call('GET', KEYS[2]) or '0')
 local first = tonumber(ARGV[1])
-local n = (#ARGV - 1) / 4
+local n = (#ARGV - 1) / 5
 local added = 0
 for k = 0, n - 1 do
   if first + k >= done then
-    local i = 2 + 4 * k
-    redis.call('XADD', KEYS[1], '*', 'id', ARGV[i], 'key', ARGV[i + 1], 'ts', ARGV[i + 2],
-               'payload', ARGV[i + 3])
+    local i = 2 + 5 * k
+    redis.call('XADD', KEYS[1], '*', 'id', ARGV[i], 'root', ARGV[i + 1], 'key', ARGV[i + 2],
+               'ts', ARGV[i + 3], 'payload', ARGV[i + 4])
     added = added + 1
   end
 end
@@ -116,7 +116,8 @@ class SinkDataSource(DataSource):
 
 @dataclass
 class RedisWriter:
-    """A redis sink's foreachBatch: XADD fields id, key, ts, payload (JSON), offsets above the
+    """A redis sink's foreachBatch: XADD fields id, root (the source event it descends from), key,
+    ts, payload (JSON), offsets above the
     delivered mark only (`DELIVER`); a restarting server is waited for while the run lasts."""
 
     spec: SinkSpec
@@ -128,14 +129,14 @@ class RedisWriter:
         self.deliver(df.orderBy("off").toArrow().to_pylist())
 
     def deliver(self, rows: list[dict[str, Any]]) -> None:
-        """Rows with contiguous offsets `off` (and id, key, ts, payload) to the stream."""
+        """Rows with contiguous offsets `off` (and id, root, key, ts, payload) to the stream."""
         client = redis_client(self.spec.url or "", 5.0)
         script = client.register_script(DELIVER)
         for k in range(0, len(rows), REDIS_CHUNK):
             chunk = rows[k : k + REDIS_CHUNK]
             args: list[Any] = [chunk[0]["off"]]
             for row in chunk:
-                args += [row["id"], row["key"], repr(row["ts"]), row["payload"]]
+                args += [row["id"], row["root"], row["key"], repr(row["ts"]), row["payload"]]
             self._retry(lambda a=args: script(keys=[self.spec.stream, self.mark], args=a))
 
     def _retry(self, call: Callable[[], Any]) -> None:
