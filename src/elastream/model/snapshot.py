@@ -72,6 +72,9 @@ class Snapshot:
     # 99th percentile of the end-to-end latency of the events reaching sinks during t (None:
     # none reached one, or the engine does not measure it); judged against a run's objective
     latency_ms_p99: float | None = None
+    # What an external source can tell of its backlog at the end of t (a files source: files
+    # not yet read; a redis source: entries not yet ingested); () for generator sources.
+    source_backlog: tuple[tuple[str, int], ...] = ()
 
     @property
     def lambda_g(self) -> int:

@@ -79,6 +79,7 @@ class LiveTable:
             f"output {fmt.rate(per_second(s.completed, s.td))} ev/s  "
             f"latency {fmt.ms(s.latency_ms_mean)} (p99 {fmt.ms(s.latency_ms_p99)})"
             f"{self.objective_text(s)}"
+            + "".join(f"  {name} backlog {n:,}" for name, n in s.source_backlog)
         )
 
     def objective_text(self, snapshot: Snapshot) -> str:

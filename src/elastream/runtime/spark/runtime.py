@@ -33,11 +33,13 @@ from elastream.runtime.queues import (
     store_exists,
     with_prefix,
 )
+from elastream.runtime.spark.egress import Egress, check_sinks
 from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
 from elastream.runtime.spark.logs import jvm_log_conf, send_jvm_stderr
 from elastream.runtime.spark.pipeline_source import PIPELINE_SOURCE_NAME
+from elastream.runtime.spark.ingest import Ingest, check_sources
 from elastream.runtime.spark.session import spark_session, stop_query, warm_python_workers
 from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
 from elastream.workloads.trace import Trace
@@ -142,6 +144,8 @@ class SparkEngine:
 
     # -- Engine protocol ---------------------------------------------------------------------
     def start(self) -> None:
+        check_sources(self.pipeline)  # before Spark: one line naming an unusable source or sink
+        check_sinks(self.pipeline, self.resume)
         self._prepare_store()
         # local[n, 4]: up to 4 attempts per task, as on a cluster (plain local[n] never retries).
         spark = self.config.spark
@@ -164,6 +168,7 @@ class SparkEngine:
             # within 10 s (fixed in Spark); forked together on a loaded machine they missed it.
             self._start_query(name)
             self._await_first_batches()
+        self._start_io()
         resume_at = float(self.store.meta("trace_elapsed", 0.0)) if self.resume else 0.0
         self.feeder = Feeder(
             self.pipeline, self.queues, self.trace, self.config.seed, resume_at=resume_at
@@ -172,6 +177,21 @@ class SparkEngine:
         self.t_prev = time.time()
         open_interval(self.store, self.t_prev, self.config.td)
         self.feeder.start()
+
+    def _start_io(self) -> None:
+        """The delivering sinks' queries, then the external sources (runtime/spark/egress.py,
+        ingest.py)."""
+        bound = min(self.config.q_size or self.config.ingest_bound, self.config.ingest_bound)
+        self.egress = Egress(self.pipeline, self.queues, self.checkpoints)
+        self.egress.start(self.spark, self.resume)
+        self.ingest = Ingest(self.pipeline, self.queues, bound, self.checkpoints, self.out)
+        self.ingest.start(self.spark, self.store)
+
+    def _stop_io(self, part: str) -> None:
+        """Stop the external sources' reading (`part` ingest) or the sinks' delivery (egress)."""
+        io = getattr(self, part, None)
+        if io is not None:
+            io.stop(lambda query: stop_query(self.spark, query))
 
     def collect(self) -> Snapshot:
         deadline = self.t_prev + self.config.td
@@ -196,6 +216,9 @@ class SparkEngine:
             sink_events=n_sink,
             latency_ms_mean=latency,
             latency_ms_p99=float(np.percentile(recent, 99)) if recent else None,
+            source_backlog=tuple(
+                (name, n) for name, n in self.ingest.backlog().items() if n is not None
+            ),
             **self._host_clocks(t1 - self.t0),
         )
 
@@ -217,7 +240,9 @@ class SparkEngine:
     def _expire(self, now: float) -> None:
         """Retention of the store's audit records (spark.retention_s), their latencies kept."""
         if self.config.spark.retention_s is not None:
-            expired = self.store.expire(now - self.config.spark.retention_s)
+            before = now - self.config.spark.retention_s
+            held = self.egress.hold(self.store)  # a sink event stays until delivered
+            expired = self.store.expire(before if held is None else min(before, held))
             self.forgotten.add(expired.sink_latencies_ms)
 
     def _host_clocks(self, now: float) -> dict[str, Any]:
@@ -264,7 +289,9 @@ class SparkEngine:
             return False
         if self.feeder.error is not None:
             return True
+        self._stop_io("ingest")  # the run's time is up: the external sources stop reading
         pending = sum(self.store.pending(op) for op in self.pipeline.operator_names)
+        pending += self.egress.lag(self.store)
         return pending == 0 or time.time() - self._fed_until() > self.config.drain_s
 
     def totals(self) -> RunTotals:
@@ -303,6 +330,7 @@ class SparkEngine:
         }
 
     def stop(self) -> None:
+        self._stop_io("ingest")
         if hasattr(self, "feeder"):
             self.feeder.stop()
         if self.queries:
@@ -310,6 +338,7 @@ class SparkEngine:
             self.spark.sparkContext.setLogLevel("FATAL")
         for query in self.queries.values():
             stop_query(self.spark, query)
+        self._stop_io("egress")
         if self.queries:
             self.spark.sparkContext.setLogLevel("ERROR")
         if hasattr(self, "spark") and not self.keep_session:
@@ -437,6 +466,10 @@ class SparkEngine:
             else:
                 self._note_recovery(name, query)
             self.run_ids[name].add(str(self.queries[name].runId))
+        for part in ("ingest", "egress"):
+            io = getattr(self, part, None)
+            if io is not None:
+                io.check()
         feeder = getattr(self, "feeder", None)
         if feeder is not None and feeder.error is not None:
             raise RuntimeFailure(f"the source feeder failed: {self.feeder.error}")

@@ -1,0 +1,145 @@
+"""The ingest path without Spark: appends wait for room instead of dropping (the queue stays
+within its bound), a replayed micro-batch appends at its recorded position and adds nothing, rows
+become events with the declared key, and the start-up checks fail in one line."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from elastream.model.pipeline import pipeline_from_dict
+from elastream.runtime.queues import open_store, read_sink
+from elastream.runtime.spark.egress import SinkError, check_sinks
+from elastream.runtime.spark.ingest import (
+    CORRUPT,
+    FILE_COL,
+    Admission,
+    DeadLetters,
+    FilesBatch,
+    SourceError,
+    Stopped,
+    batch_start,
+    check_sources,
+    row_events,
+)
+
+
+def _rows(first: int, n: int) -> tuple[list[str], list[dict]]:
+    return [f"s:f:{i}" for i in range(first, first + n)], [{"u": i % 3} for i in range(n)]
+
+
+def test_a_full_queue_holds_the_source_back_and_a_replay_adds_nothing(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "q.db"))
+    store.create_queue("op", 1000)  # q_size 1000: the runtime's bound is min(q_size, ingest)
+    stop = threading.Event()
+    admission = Admission(store.address, "s", ("op",), 1000, stop)
+    first = batch_start("s", 0, admission)
+    admission.append(first, row_events(*_rows(0, 600), key="u"))
+    first = batch_start("s", 1, admission)
+    assert first == 600
+    stop.set()  # the run stops while batch 1 waits for room: it stays uncommitted
+    with pytest.raises(Stopped):
+        admission.append(first, row_events(*_rows(600, 600), key="u"))
+    assert store.pending("op") == 1000  # filled to the bound, not beyond, nothing refused
+    assert store.overflow_count("op", 0, 2e9) == 0
+    assert batch_start("s", 1, admission) == 600  # the replay appends where it did
+    events = [s.event for s in store.read("op", 0, 1000)]
+    assert [e.id for e in events] == [f"s:f:{i}" for i in range(1000)]
+    assert events[4].key == "1" and events[4].payload == {"u": 1}
+
+
+def test_the_start_up_checks_name_the_source_or_sink(tmp_path: Path) -> None:
+    spec = {
+        "sources": [
+            {"name": "trips", "kind": "files", "path": str(tmp_path / "no"), "format": "csv"}
+        ],
+        "operators": [{"name": "op", "function": "elastream.examples.synthetic:passthrough"}],
+        "sinks": [{"name": "out", "kind": "files", "path": "/proc/elastream-out"}],
+        "streams": [{"from": "trips", "to": "op"}, {"from": "op", "to": "out"}],
+    }
+    pipeline = pipeline_from_dict(spec)
+    with pytest.raises(SourceError, match=r"^source 'trips': .*/no does not exist \(declare"):
+        check_sources(pipeline)
+    spec["sources"][0]["schema"] = "a STRING"  # files will arrive: the directory is created
+    check_sources(pipeline_from_dict(spec))
+    assert (tmp_path / "no").is_dir()
+    with pytest.raises(SinkError, match=r"^sink 'out': cannot write to /proc/elastream-out"):
+        check_sinks(pipeline, resume=False)
+
+
+def test_read_sink_returns_a_queue_sinks_events(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "queues.db"))
+    store.create_queue("out", None, sink=True)
+    store.append("out", row_events(*_rows(0, 3), key=None), "s", 0)
+    store.close()
+    assert [e.id for e in read_sink(tmp_path, "out")] == ["s:f:0", "s:f:1", "s:f:2"]
+
+
+class _Batch:
+    """A stand-in for a foreachBatch DataFrame (the Spark test runs the real one)."""
+
+    def __init__(self, rows: list[dict]) -> None:
+        self.rows = rows
+
+    def toArrow(self):
+        import pyarrow as pa
+
+        return pa.Table.from_pylist(self.rows)
+
+
+def test_a_files_batch_numbers_rows_per_file_and_sends_bad_rows_to_the_dead_letters(
+    tmp_path: Path,
+) -> None:
+    spec = pipeline_from_dict(
+        {
+            "sources": [
+                {"name": "t", "kind": "files", "path": "/in", "format": "json", "key": "b"}
+            ],
+            "operators": [{"name": "op", "function": "elastream.examples.synthetic:passthrough"}],
+            "sinks": [{"name": "out"}],
+            "streams": [{"from": "t", "to": "op"}, {"from": "op", "to": "out"}],
+        }
+    ).sources[0]
+    store = open_store(str(tmp_path / "q.db"))
+    store.create_queue("op", None)
+    admission = Admission(store.address, "t", ("op",), 1000, threading.Event())
+    handler = FilesBatch(spec, admission, DeadLetters(tmp_path / "dead"), "/in")
+    rows = [
+        {"a": "x", "b": 1, CORRUPT: None, FILE_COL: "file:///in/one.json"},
+        {"a": None, "b": None, CORRUPT: "{bad", FILE_COL: "file:///in/one.json"},
+        {"a": "y", "b": 2, CORRUPT: None, FILE_COL: "file:///in/one.json"},
+        {"a": "z", "b": 3, CORRUPT: None, FILE_COL: "file:///in/two.json"},
+    ]
+    handler(_Batch(rows), 0)
+    handler(_Batch(rows), 0)  # Spark replays the batch: nothing twice
+    events = [s.event for s in store.read("op", 0, store.latest("op"))]
+    assert [e.id for e in events] == ["t:one.json:0", "t:one.json:2", "t:two.json:0"]
+    assert [e.key for e in events] == ["1", "2", "3"] and events[0].payload == {"a": "x", "b": 1}
+    dead = [json.loads(line) for line in (tmp_path / "dead" / "batch-00000000.jsonl").open()]
+    assert (
+        dead == [{"file": "one.json", "row": 1, "reason": dead[0]["reason"], "record": "{bad"}]
+        and "malformed json" in dead[0]["reason"]
+    )
+
+
+def test_the_sink_reader_reads_a_sink_queue_by_offset_and_records_delivery(tmp_path: Path) -> None:
+    """The `elastream_sink` data source's reader called as Spark calls it (the Spark test runs it
+    inside real queries)."""
+    from elastream.runtime.spark.egress import MAX_ROWS, SinkStreamReader, delivered_key
+
+    store = open_store(str(tmp_path / "q.db"))
+    store.create_queue("out", None, sink=True)
+    store.append("out", row_events(*_rows(0, 5), key="u"), "s", 0)
+    reader = SinkStreamReader(store.address, "out")
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, None)
+    assert end == {"off": 5} and MAX_ROWS >= 5
+    (partition,) = reader.partitions(start, end)
+    rows = list(reader.read(partition))
+    assert [(r[0], r[1], r[2]) for r in rows] == [(k, f"s:f:{k}", str(k % 3)) for k in range(5)]
+    assert json.loads(rows[4][5]) == {"u": 1}
+    reader.commit(end)
+    assert store.meta(delivered_key("out")) == 5
