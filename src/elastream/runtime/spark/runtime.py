@@ -37,9 +37,9 @@ from elastream.runtime.spark.egress import Egress, check_sinks
 from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
+from elastream.runtime.spark.ingest import Ingest, check_sources
 from elastream.runtime.spark.logs import jvm_log_conf, send_jvm_stderr
 from elastream.runtime.spark.pipeline_source import PIPELINE_SOURCE_NAME
-from elastream.runtime.spark.ingest import Ingest, check_sources
 from elastream.runtime.spark.session import spark_session, stop_query, warm_python_workers
 from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
 from elastream.workloads.trace import Trace
