@@ -6,17 +6,18 @@ on Spark in tests/test_spark_debs.py)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from task_driver import drive, sink_payloads
 
+from elastream.config.files import load_pipeline
 from elastream.examples import debs
-from elastream.model.events import Event, derived_id
-from elastream.model.grouping import key_group, key_groups
-from elastream.model.state import KeyedState
+from elastream.model.events import Event
+from elastream.model.pipeline import Pipeline, ReplicaPool
+from elastream.model.state import decode_value
 
 FILE = "shared/data/debs2015/taxi_trips_2013-01-01_first10k.csv"
 TRIPS = Path(os.environ.get(debs.TRIPS_ENV) or Path(__file__).resolve().parents[2] / FILE)
@@ -70,77 +71,58 @@ def batch_top10(path: Path, n: int | None = None) -> list[tuple[int, list[list]]
     return updates
 
 
-def run_stage(
-    fn: Callable,
-    events: list[Event],
-    name: str,
-    groups: int | None,
-    batch: int,
-    replicas: int = 1,
-    **params,
-) -> list[Event]:
-    """The operator over its input in batches of `batch`, each split among `replicas` (by key
-    group when stateful, else round robin) whose shares commit in reverse replica order; keyed
-    state (groups not None) is committed after each share, as encoded values."""
-    store: dict[str, bytes] = {}
-    out: list[Event] = []
-    for start in range(0, len(events), batch):
-        chunk = events[start : start + batch]
-        if groups is None:
-            owners = [i % replicas for i in range(len(chunk))]
-        else:
-            owners = key_groups([e.key for e in chunk], replicas, groups)
-        for replica in reversed(range(replicas)):
-            share = [e for e, o in zip(chunk, owners, strict=True) if o == replica]
-            out += run_share(fn, share, name, groups, store, params)
-    return out
+PIPELINE = Path(debs.__file__).with_name("debs.yaml")
 
 
-def run_share(fn, share, name, groups, store, params) -> list[Event]:
-    """One replica's share of a batch: the function with its keys' committed state."""
-    kwargs = dict(params)
-    handle = None
-    if groups is not None:
-        keys = {e.key for e in share}
-        handle = KeyedState(name, groups, keys, {k: store[k] for k in keys if k in store})
-        kwargs["state"] = handle
-    out, emitted = [], {}
-    for emit in fn(share, **kwargs) if share else ():
-        parent = emit.parent
-        n = emitted.get(parent.id, 0)
-        emitted[parent.id] = n + 1
-        if emit.stream is None:
-            key = emit.key if emit.key is not None else parent.key
-            out.append(Event(derived_id(parent.id, name, n), key, parent.ts, emit.payload))
-    if handle is not None:
-        for w in handle.writes():
-            assert key_group(w.key, groups) == w.group
-            store[w.key] = w.value
+def debs_pipeline(**pools: int) -> Pipeline:
+    """debs.yaml with the operators' pools (1..n) as given, the others at one replica, no
+    emulated service time."""
+    pipeline = load_pipeline(PIPELINE)
+    ops = [
+        op.model_copy(
+            update={
+                "replicas": ReplicaPool(min=1, max=pools.get(op.name, 1)),
+                "service_time_ms": 0.0,
+            }
+        )
+        for op in pipeline.operators
+    ]
+    return pipeline.model_copy(update={"operators": tuple(ops)})
+
+
+def trip_events(rows: int) -> list[Event]:
+    """The source's first `rows` trips as events (ts: when they were ingested, 1 s apart)."""
+    out = []
+    for i in range(rows):
+        key, payload = debs.generate(i, None)
+        out.append(Event(f"s{i}", key, 1000.0 + i, payload))
     return out
 
 
 def pipeline_top10(
-    rows: int, batch: int = 97, replicas: int = 1, downstream: int | None = None
-) -> list[tuple[int, list]]:
-    """The top-10 updates of the four operators called in order; parse and route_count run at
-    `replicas`, and the operators after route_count cut their batches at `downstream`."""
-    trips = []
-    for i in range(rows):
-        key, payload = debs.generate(i, None)
-        trips.append(Event(f"s{i}", key, 1000.0 + i, payload))
-    parsed = run_stage(debs.parse, trips, "parse", None, batch, replicas)
-    counted = run_stage(debs.route_count, parsed, "route_count", 128, batch + 3, replicas)
-    later = downstream or batch
-    partial = run_stage(debs.partial_top10, counted, "partial_top10", 16, later)
-    top = run_stage(debs.global_top10, partial, "global_top10", 1, later)
-    return [(e.payload["i"], e.payload["top"]) for e in top]
+    tmp: Path, rows: int, seed: int = 0, max_batch: int = 150, **pools: int
+) -> tuple[list[tuple[int, list]], dict]:
+    """The top-10 updates of debs.yaml run through the task code (`task_driver`), operators'
+    replica counts drawn at random from 1..pool between batches; and the queries' records."""
+    pipeline = debs_pipeline(**pools)
+    rescale = {op: range(1, n + 1) for op, n in pools.items()}
+    store, queries = drive(pipeline, trip_events(rows), tmp / "q.db", seed, max_batch, rescale)
+    audit = store.audit()
+    assert audit.events_in == rows and audit.pending == 0, audit
+    fates = audit.to_sink + audit.filtered + audit.timeout + audit.overflow + audit.failed
+    assert fates == rows and audit.roots_with_two_fates == 0, audit  # each trip one fate
+    routes = [v for _, k, v in store.state_items("route_count") if not k.startswith("\0")]
+    late = [decode_value(v)["late"] for v in routes]
+    assert sum(late) == 0  # nothing is late: the watermark waits for every share
+    updates = sink_payloads(store, "top10")
+    return [(p["i"], p["top"]) for p in updates], queries
 
 
 @needs_trips
-def test_the_first_10004_trips_give_the_batch_computations_top10_updates(monkeypatch):
+def test_the_first_10004_trips_give_the_batch_computations_top10_updates(monkeypatch, tmp_path):
     monkeypatch.setenv(debs.TRIPS_ENV, str(TRIPS))
     expected = batch_top10(TRIPS)
-    got = pipeline_top10(10_004)
+    got, _ = pipeline_top10(tmp_path, 10_004, max_batch=400)
     assert len(expected) > 100  # the top-10 changes often: the comparison has teeth
     assert got == expected
 
@@ -150,7 +132,7 @@ def test_the_synthetic_stream_gives_the_batch_computations_updates(tmp_path, mon
     path.write_text("\n".join(debs.synthetic_row(i) for i in range(3000)) + "\n")
     monkeypatch.setenv(debs.TRIPS_ENV, str(tmp_path / "absent.csv"))  # the generator's own rows
     expected = batch_top10(path)
-    got = pipeline_top10(3000, batch=50)
+    got, _ = pipeline_top10(tmp_path, 3000, seed=3, parse=2, route_count=3, partial_top10=2)
     assert len(expected) > 20
     assert got == expected
 
@@ -168,12 +150,24 @@ def test_rows_are_cleaned_and_mapped_to_the_grid():
 
 
 @needs_trips
-def test_with_two_replicas_the_stream_is_reordered_but_the_final_top10_holds(monkeypatch):
-    """Two replicas of parse and route_count deliver trips out of order across batches: the
-    updates then differ from the batch computation's, but the last top-10 is the same routes
-    (route_count's lateness covers the reordering; docs/debs.md)."""
+@pytest.mark.parametrize(
+    ("seed", "pools"),
+    [
+        (1, {"parse": 2, "route_count": 4}),
+        (2, {"parse": 4, "route_count": 3, "partial_top10": 2}),
+    ],
+)
+def test_with_replicas_changing_the_updates_are_the_batch_computations(
+    monkeypatch, tmp_path, seed, pools
+):
+    """parse, route_count (and partial_top10) at replica counts drawn anew for every batch, the
+    shares of a batch committed in random order, the operators' batches interleaved at random
+    (a later operator plans between two shares of an earlier one): every update equals the
+    batch computation's, counts included, because each operator takes the trips in drop-off
+    order once the operator-wide watermark has passed them (docs/debs.md)."""
     monkeypatch.setenv(debs.TRIPS_ENV, str(TRIPS))
     expected = batch_top10(TRIPS)
-    got = pipeline_top10(10_004, batch=200, replicas=2, downstream=61)
-    assert got != expected  # the reordering is real: update-by-update equality does not hold
-    assert [r for r, _ in got[-1][1]] == [r for r, _ in expected[-1][1]]
+    got, queries = pipeline_top10(tmp_path, 10_004, seed=seed, **pools)
+    for op, n in pools.items():  # the replica counts did change, to every value of the pool
+        assert queries[op].replica_counts == set(range(1, n + 1)), (op, queries[op])
+    assert got == expected

@@ -37,6 +37,7 @@ from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
 from elastream.runtime.spark.session import spark_session, stop_query, warm_python_workers
 from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
+from elastream.runtime.spark.watermark import END_OF_INPUT, declare_end_of_input, flushed
 from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
@@ -256,8 +257,14 @@ class SparkEngine:
             return False
         if self.feeder.error is not None:
             return True
+        if time.time() - self._fed_until() > self.config.drain_s:
+            return True
+        if not any(map(self.pipeline.watermarked, self.pipeline.operator_names)):
+            return sum(self.store.pending(op) for op in self.pipeline.operator_names) == 0
+        if not self.store.meta(END_OF_INPUT, False):  # the drain flushes every window (+inf)
+            declare_end_of_input(self.store)
         pending = sum(self.store.pending(op) for op in self.pipeline.operator_names)
-        return pending == 0 or time.time() - self._fed_until() > self.config.drain_s
+        return pending == 0 and flushed(self.store, self.pipeline)
 
     def totals(self) -> RunTotals:
         audit = self.store.audit()
@@ -340,6 +347,7 @@ class SparkEngine:
         self.store.set_meta("pipeline", self.pipeline.model_dump(mode="json", by_alias=True))
         self.store.set_meta("t_out", self.config.t_out)
         self.store.set_meta("td", self.config.td)
+        self.store.set_meta(END_OF_INPUT, False)
         for op in self.pipeline.operators:
             self.store.create_queue(op.name, self.config.q_size)
         for sink in self.pipeline.sinks:
