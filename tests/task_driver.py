@@ -133,3 +133,19 @@ def done(store: QueueStore, pipeline: Pipeline) -> bool:
 
 def sink_payloads(store: QueueStore, sink: str) -> list:
     return [s.event.payload for s in store.read(sink, 0, store.latest(sink))]
+
+
+def run_batch(
+    store: QueueStore, pipeline: Pipeline, db: Path, op: str, start: int, order: Sequence[int] = ()
+) -> int:
+    """One batch of `op` from `start` to its queue's end (after `advance`), its shares run in
+    `order` (replica numbers; default in order); returns where the next batch starts."""
+    if pipeline.watermarked(op):
+        advance(store, pipeline, op)
+    end = store.latest(op)
+    if end == start:
+        return start
+    parts = {p.replica: p for p in plan_partitions(str(db), op, start, end)}
+    for j in order or sorted(parts):
+        run_share(str(db), op, parts[j].start, parts[j].end, j)
+    return end

@@ -211,11 +211,12 @@ def timer_writes(
     gone = {(t.at, t.event.id) for t in fired}
     lists = {g: [t for t in ts if (t.at, t.event.id) not in gone] for g, ts in timers.items()}
     changed = {g for g, ts in timers.items() if len(lists[g]) != len(ts)}
+    seen = {(t.at, t.event.id) for ts in lists.values() for t in ts}
     for t in new:
-        g = key_group(t.event.key, groups)
-        kept = lists.setdefault(g, [])
-        if all((k.at, k.event.id) != (t.at, t.event.id) for k in kept):
-            kept.append(t)
+        if (t.at, t.event.id) not in seen:
+            seen.add((t.at, t.event.id))
+            g = key_group(t.event.key, groups)
+            lists.setdefault(g, []).append(t)
             changed.add(g)
     return [
         StateWrite(
