@@ -10,11 +10,12 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
-from test_debs import TRIPS, batch_top10, debs_pipeline, needs_trips
+from test_debs import TRIPS, debs_pipeline, needs_trips
 
 from elastream.config import make_config
 from elastream.control.policy import Decision
 from elastream.examples import debs
+from elastream.examples.debs_batch import batch_top10
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads import Trace
 

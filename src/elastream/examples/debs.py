@@ -33,6 +33,26 @@ CELLS = 300
 WINDOW_S = 1800.0  # 30 minutes of drop-off time
 TOP = 10
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+# The 17 columns of a trip row, as a `files` source with a schema names them (docs/tutorial.md)
+COLUMNS = (
+    "medallion",
+    "hack_license",
+    "pickup_datetime",
+    "dropoff_datetime",
+    "trip_time_in_secs",
+    "trip_distance",
+    "pickup_longitude",
+    "pickup_latitude",
+    "dropoff_longitude",
+    "dropoff_latitude",
+    "payment_type",
+    "fare_amount",
+    "surcharge",
+    "mta_tax",
+    "tip_amount",
+    "tolls_amount",
+    "total_amount",
+)
 WINDOW = {"time_field": "dropoff", "kind": "sliding", "size_s": WINDOW_S, "lateness_s": WINDOW_S}
 
 
@@ -108,11 +128,20 @@ def clean(row: str) -> tuple[str, dict[str, Any]]:
     return "ok", {"route": route, "pickup": pickup, "dropoff": dropoff}
 
 
+def row_of(payload: dict[str, Any]) -> str:
+    """A trip's CSV row: the generator's `row`, or a `files` source's columns (`COLUMNS`; a
+    missing or null one is left empty, so the row is rejected as malformed)."""
+    if "row" in payload:
+        return payload["row"]
+    return ",".join("" if payload.get(c) is None else str(payload[c]) for c in COLUMNS)
+
+
 def parse(events: list[Event]) -> Iterable[Emit]:
-    """Cleans each trip; a kept trip leaves keyed by its route, a dropped one on 'rejected'."""
+    """Cleans each trip; a kept trip leaves keyed by its route, a dropped one on 'rejected'.
+    A trip is the generator's {i, row} or a `files` source's row of `COLUMNS` plus `i`."""
     out = []
     for e in events:
-        reason, trip = clean(e.payload["row"])
+        reason, trip = clean(row_of(e.payload))
         i = e.payload["i"]
         if reason != "ok":
             out.append(e.emit({"i": i, "reason": reason}, stream="rejected"))
@@ -287,3 +316,21 @@ def global_top10(
             out.append(e.emit(update))
     state.put("all", g)
     return out
+
+
+def as_record(events: list[Event]) -> Iterable[Emit]:
+    """An update as a flat record for a file sink (Parquet columns of one type each):
+    {i, pickup, dropoff, delay_s, routes: [route...], counts: [count...]}."""
+    return [
+        e.emit(
+            {
+                "i": e.payload["i"],
+                "pickup": e.payload["pickup"],
+                "dropoff": e.payload["dropoff"],
+                "delay_s": e.payload["delay_s"],
+                "routes": [r for r, _ in e.payload["top"]],
+                "counts": [n for _, n in e.payload["top"]],
+            }
+        )
+        for e in events
+    ]
