@@ -108,3 +108,28 @@ def test_with_replicas_changing_the_updates_are_the_batch_computations(monkeypat
     for op, n in pools.items():  # the replica counts did change, to every value of the pool
         assert queries[op].replica_counts == set(range(1, n + 1)), (op, queries[op])
     assert got == expected
+
+
+def test_a_files_sources_columns_parse_as_the_row_does():
+    row = debs.synthetic_row(7)
+    columns = dict(zip(debs.COLUMNS, row.split(","), strict=True))
+    by_row = debs.parse([Event("a", "k", 0.0, {"i": 7, "row": row})])
+    by_columns = debs.parse([Event("b", "k", 0.0, {"i": 7, **columns})])
+    assert [e.payload for e in by_row] == [e.payload for e in by_columns]
+    assert by_row[0].stream is None  # kept: the comparison is of a parsed trip
+    missing = debs.parse([Event("c", "k", 0.0, {"i": 8, **columns, "dropoff_datetime": None})])
+    assert missing[0].payload == {"i": 8, "reason": "malformed"}
+    update = Event(
+        "u",
+        "all",
+        0.0,
+        {
+            "i": 3,
+            "pickup": 1.0,
+            "dropoff": 2.0,
+            "delay_s": 0.5,
+            "top": [["1.1-2.2", 4], ["3.3-4.4", 2]],
+        },
+    )
+    (record,) = debs.as_record([update])
+    assert record.payload["routes"] == ["1.1-2.2", "3.3-4.4"] and record.payload["counts"] == [4, 2]
