@@ -4,7 +4,7 @@ examples/debs_files.yaml reading that directory and writing the top-10 updates a
 read the Parquet back with plain PySpark and compare it, update by update, with the pandas batch
 computation (docs/tutorial.md).
 
-    .venv/bin/python benchmarks/debs_files.py --dir /tmp/debs-files              # drop only
+    .venv/bin/python benchmarks/debs_files.py --dir /tmp/debs-files/in            # drop only
     flock /work/spark.lock .venv/bin/python benchmarks/debs_files.py --run --dir /tmp/debs-files
 
 Each file holds `--per-file` trips as `i,<the 17 columns>` (i: the trip's row in the original
@@ -100,19 +100,24 @@ def read_updates(folder: Path) -> list[tuple[int, list[list]]]:
 
 
 def run(base: Path, files: list[list[str]], pace: list[tuple[float, float]], args) -> int:
-    """Start elastream on the example, drop the files, wait for the output to settle, stop it
-    with SIGTERM, and compare the Parquet output with the batch computation."""
+    """Start elastream on the example for `--duration` seconds (its files source reads until
+    then; the run then drains, flushes its windows and exits), drop the files meanwhile, and
+    compare the Parquet output with the batch computation."""
     pipeline = example_copy(base)
     cmd = [sys.executable, "-m", "elastream.cli", "run", str(pipeline), "--out", str(base / "run")]
-    cmd += ["--td", str(args.td), "--t-out", "none"]
+    cmd += ["--td", str(args.td), "--t-out", "none", "--q-size", "none", "--quiet"]
+    cmd += ["--duration", str(args.duration), "--drain", "300"]
     log = (base / "run.log").open("w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     began = time.monotonic()
+    time.sleep(args.lead)  # Spark's start-up: the first files then meet a running query
     drop(files, base / "in", pace)
     print(f"dropped {len(files)} files in {time.monotonic() - began:.0f} s")
-    time.sleep(args.settle)
-    os.killpg(proc.pid, signal.SIGTERM)
-    code = proc.wait(timeout=600)
+    try:
+        code = proc.wait(timeout=args.duration + 600)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        code = proc.wait(timeout=120)
     print(
         f"elastream exited {code} after {time.monotonic() - began:.0f} s (log: {base / 'run.log'})"
     )
@@ -132,16 +137,19 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=10_004, help="trips to send")
     parser.add_argument("--per-file", type=int, default=100, help="trips per file")
     parser.add_argument("--pace", default=PACE, help="seconds:trips/s,... (0 s: to the end)")
-    parser.add_argument("--dir", type=Path, required=True, help="base directory (in/, top10/)")
+    parser.add_argument(
+        "--dir", type=Path, required=True, help="drop: the directory; --run: the base (in/, top10/)"
+    )
     parser.add_argument("--run", action="store_true", help="run elastream on it and compare")
     parser.add_argument("--td", type=float, default=3.0, help="elastream's control interval, s")
-    parser.add_argument("--settle", type=float, default=30.0, help="s to wait after the drop")
+    parser.add_argument("--duration", type=float, default=150.0, help="elastream's run, s")
+    parser.add_argument("--lead", type=float, default=20.0, help="s before the first file")
     args = parser.parse_args()
     files = split(Path(args.trips), args.rows, args.per_file)
     if args.run:
         return run(args.dir, files, phases(args.pace), args)
-    drop(files, args.dir / "in", phases(args.pace))
-    print(f"dropped {len(files)} files into {args.dir / 'in'}")
+    drop(files, args.dir, phases(args.pace))
+    print(f"dropped {len(files)} files into {args.dir}")
     return 0
 
 
