@@ -124,6 +124,13 @@ class RunConfig(Settings):
     td: float = Field(5.0, gt=0, description="MAPE interval, s")
     t_out: float | None = Field(30.0, gt=0, description="event timeout, s (None: never)")
     q_size: int | None = Field(100_000, ge=1, description="queue bound, events (None: unbounded)")
+    ingest_bound: int = Field(
+        100_000,
+        ge=1,
+        description="events pending in a first operator's queue at which an external source "
+        "(files, redis, spark) waits instead of reading more (q_size when tighter): "
+        "backpressure, nothing dropped (docs/sources-sinks.md)",
+    )
     duration: float | None = Field(
         None, gt=0, description="run length, s (default: the prepared trace's length)"
     )

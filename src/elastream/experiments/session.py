@@ -58,7 +58,7 @@ def raw_trace(config: RunConfig, pipeline: Pipeline) -> Trace:
     """The configured trace as read or generated, or the sources' declared rates held constant."""
     if config.trace is not None:
         return resolve_trace(config.trace, config.data_dir)
-    total = sum(s.rate for s in pipeline.sources)
+    total = sum(s.rate for s in pipeline.generator_sources) or 1.0  # none: the duration only
     return constant(rate=total, duration=config.duration or DEFAULT_DURATION_S)
 
 

@@ -69,6 +69,9 @@ class Snapshot:
     # Leased hosts (Spark executors with `spark.leasing`) and what they cost so far; () without.
     hosts: tuple[HostClock, ...] = ()
     host_cost: float = 0.0
+    # What an external source can tell of its backlog at the end of t (a files source: files
+    # not yet read; a redis source: entries not yet ingested); () for generator sources.
+    source_backlog: tuple[tuple[str, int], ...] = ()
 
     @property
     def lambda_g(self) -> int:

@@ -73,6 +73,7 @@ class LiveTable:
             f"t={s.t:,.1f} s  input {fmt.rate(per_second(s.lambda_g, s.td))} ev/s  "
             f"output {fmt.rate(per_second(s.completed, s.td))} ev/s  "
             f"latency {fmt.ms(s.latency_ms_mean)}"
+            + "".join(f"  {name} backlog {n:,}" for name, n in s.source_backlog)
         )
 
     @staticmethod

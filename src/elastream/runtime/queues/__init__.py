@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elastream.base.registry import Registry
+from elastream.model.events import Event
 from elastream.runtime.queues.base import (
     Appended,
     Audit,
@@ -73,6 +74,22 @@ def store_exists(address: str) -> bool:
     return BACKENDS.get(backend_name(address)).exists(address)
 
 
+def read_sink(address: str | Path, sink: str) -> list[Event]:
+    """The events a `queue` sink of a run holds, in arrival order: `address` is the run's queue
+    store (a SQLite file or redis:// URL) or its output directory (queues.db there). Events older
+    than the run's `spark.retention_s` have been expired (docs/sources-sinks.md)."""
+    where = str(address)
+    if backend_name(where) == "sqlite" and Path(where).is_dir():
+        where = str(Path(where) / "queues.db")
+    if not store_exists(where):
+        raise QueueError(f"no queue store at {where}")
+    store = open_store(where)
+    try:
+        return store.sink_events(sink)
+    finally:
+        store.close()
+
+
 def reset_store(address: str) -> None:
     """Remove the store at `address` (a fresh run in an old place)."""
     BACKENDS.get(backend_name(address)).reset(address)
@@ -93,6 +110,7 @@ __all__ = [
     "Stored",
     "backend_name",
     "open_store",
+    "read_sink",
     "reset_store",
     "store_exists",
     "with_prefix",

@@ -302,6 +302,12 @@ class SegmentedQueues:
     def sink_ids(self, q: str) -> list[str]:
         return [e.id for sink, _, e in self._sink_events() if sink == q]
 
+    def sink_events(self, q: str) -> list[Event]:
+        """The events sink queue `q` still holds (retention expires the older ones), in order."""
+        if q not in self._sink_queues():
+            raise QueueError(f"{q!r} is not a sink queue")
+        return [e for sink, _, e in self._sink_events() if sink == q]
+
     def sink_span(self) -> tuple[float, float]:
         """The earliest source timestamp and the latest arrival of the events at the sinks."""
         stamps = [(e.ts, enq) for _, enq, e in self._sink_events()]
@@ -504,6 +510,10 @@ class QueueStore(StateStore, Protocol):
         ...
 
     def sink_ids(self, q: str) -> list[str]: ...
+    def sink_events(self, q: str) -> list[Event]:
+        """The events sink queue `q` still holds (retention expires the older ones), in order."""
+        ...
+
     def sink_span(self) -> tuple[float, float]: ...
     def audit(self) -> Audit: ...
     def expire(self, before: float) -> Expiry:

@@ -110,7 +110,7 @@ def _source_events(pipeline: Pipeline, n: int, seed: int) -> dict[str, list[tupl
     """The first `n` events of every source, made as the feeder makes them, sent to its targets."""
     inbox: dict[str, list[tuple[Event, float]]] = {}
     for src in pipeline.sources:
-        generator = load_callable(src.generator, f"source {src.name!r} generator")
+        generator = load_callable(src.import_path or "", f"source {src.name!r} generator")
         rng = random.Random(f"{seed}-{src.name}")
         targets = pipeline.successors(src.name)
         weight = 1.0 / len(targets)

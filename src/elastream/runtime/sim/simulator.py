@@ -146,6 +146,7 @@ class SimEngine:
         self.step_s = config.td / self.steps_per_interval
         self.duration_s = trace.duration_s  # the session has cut it to the run's duration
         self.load_steps = max(1, math.ceil(self.duration_s / self.step_s - 1e-9))
+        pipeline.require_generators("simulator")
         total_rate = sum(src.rate for src in pipeline.sources)
         shares = [src.rate / total_rate for src in pipeline.sources]
         self.emissions = Emissions(trace, self.load_steps, self.step_s, shares)

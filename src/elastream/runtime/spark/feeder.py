@@ -34,9 +34,10 @@ class TraceIntegral:
 
 @dataclass
 class Feeder:
-    """A driver thread that emits, for every source, its share of the trace's events.
+    """A driver thread that emits, for every generator source, its share of the trace's events
+    (the other kinds read the outside world: runtime/spark/ingest.py).
 
-    Each source's share is its declared `rate` over the sum of the sources' rates. Event ids are
+    Each generator source's share is its declared `rate` over the sum of theirs. Event ids are
     `<source>-<index>`, so a resumed run that regenerates an index appends nothing twice."""
 
     pipeline: Pipeline
@@ -69,15 +70,16 @@ class Feeder:
     def _feed(self) -> None:
         store = open_store(self.queues)
         sources = {
-            s.name: SourceStream(s, self.pipeline, store, self.seed) for s in self.pipeline.sources
+            s.name: SourceStream(s, self.pipeline, store, self.seed)
+            for s in self.pipeline.generator_sources
         }
-        total_rate = sum(s.rate for s in self.pipeline.sources)
+        total_rate = sum(s.rate for s in self.pipeline.generator_sources)
         due_by = TraceIntegral(self.trace)
         t0 = time.time() - self.resume_at
         while not self._stop.is_set():
             elapsed = min(time.time() - t0, self.trace.duration_s)
             due_total = due_by(elapsed)
-            for src in self.pipeline.sources:
+            for src in self.pipeline.generator_sources:
                 sources[src.name].feed_until(math.floor(due_total * src.rate / total_rate))
             store.set_meta("trace_elapsed", elapsed)
             if elapsed >= self.trace.duration_s:
@@ -94,7 +96,7 @@ class SourceStream:
         self.name = spec.name
         self.store = store
         self.targets = pipeline.successors(spec.name)
-        self.generate = load_callable(spec.generator, f"source {spec.name!r} generator")
+        self.generate = load_callable(spec.import_path or "", f"source {spec.name!r} generator")
         self.rng = random.Random(f"{seed}-{spec.name}")
         self.sent = min(store.produced(t, spec.name) for t in self.targets)
 

@@ -60,7 +60,7 @@ def write_input(pipeline: Pipeline, n: int, folder: Path, per_file: int) -> None
     """The first source's generator, n events, as JSON-lines files of `per_file` events."""
     folder.mkdir(parents=True, exist_ok=True)
     src = pipeline.sources[0]
-    generate = load_callable(src.generator)
+    generate = load_callable(src.import_path or "")
     rng = random.Random(0)
     for first in range(0, n, per_file):
         lines = []

@@ -32,9 +32,11 @@ from elastream.runtime.queues import (
     store_exists,
     with_prefix,
 )
+from elastream.runtime.spark.egress import Egress, check_sinks
 from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
+from elastream.runtime.spark.ingest import Ingest, check_sources
 from elastream.runtime.spark.session import spark_session, stop_query, warm_python_workers
 from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
 from elastream.runtime.spark.watermark import END_OF_INPUT, declare_end_of_input, flushed
@@ -139,6 +141,8 @@ class SparkEngine:
 
     # -- Engine protocol ---------------------------------------------------------------------
     def start(self) -> None:
+        check_sources(self.pipeline)  # before Spark: one line naming an unusable source or sink
+        check_sinks(self.pipeline, self.resume)
         self._prepare_store()
         # local[n, 4]: up to 4 attempts per task, as on a cluster (plain local[n] never retries).
         spark = self.config.spark
@@ -159,6 +163,7 @@ class SparkEngine:
             # within 10 s (fixed in Spark); forked together on a loaded machine they missed it.
             self._start_query(name)
             self._await_first_batches()
+        self._start_io()
         resume_at = float(self.store.meta("trace_elapsed", 0.0)) if self.resume else 0.0
         self.feeder = Feeder(
             self.pipeline, self.queues, self.trace, self.config.seed, resume_at=resume_at
@@ -167,6 +172,21 @@ class SparkEngine:
         self.t_prev = time.time()
         open_interval(self.store, self.t_prev, self.config.td)
         self.feeder.start()
+
+    def _start_io(self) -> None:
+        """The delivering sinks' queries, then the external sources (runtime/spark/egress.py,
+        ingest.py)."""
+        bound = min(self.config.q_size or self.config.ingest_bound, self.config.ingest_bound)
+        self.egress = Egress(self.pipeline, self.queues, self.checkpoints)
+        self.egress.start(self.spark, self.resume)
+        self.ingest = Ingest(self.pipeline, self.queues, bound, self.checkpoints, self.out)
+        self.ingest.start(self.spark, self.store)
+
+    def _stop_io(self, part: str) -> None:
+        """Stop the external sources' reading (`part` ingest) or the sinks' delivery (egress)."""
+        io = getattr(self, part, None)
+        if io is not None:
+            io.stop(lambda query: stop_query(self.spark, query))
 
     def collect(self) -> Snapshot:
         deadline = self.t_prev + self.config.td
@@ -189,6 +209,9 @@ class SparkEngine:
             completed=self.store.completed(t0, t1),
             sink_events=n_sink,
             latency_ms_mean=latency,
+            source_backlog=tuple(
+                (name, n) for name, n in self.ingest.backlog().items() if n is not None
+            ),
             **self._host_clocks(t1 - self.t0),
         )
 
@@ -210,7 +233,9 @@ class SparkEngine:
     def _expire(self, now: float) -> None:
         """Retention of the store's audit records (spark.retention_s), their latencies kept."""
         if self.config.spark.retention_s is not None:
-            expired = self.store.expire(now - self.config.spark.retention_s)
+            before = now - self.config.spark.retention_s
+            held = self.egress.hold(self.store)  # a sink event stays until delivered
+            expired = self.store.expire(before if held is None else min(before, held))
             self.forgotten.add(expired.sink_latencies_ms)
 
     def _host_clocks(self, now: float) -> dict[str, Any]:
@@ -257,14 +282,17 @@ class SparkEngine:
             return False
         if self.feeder.error is not None:
             return True
+        self._stop_io("ingest")  # the run's time is up: the external sources stop reading
         if time.time() - self._fed_until() > self.config.drain_s:
             return True
-        if not any(map(self.pipeline.watermarked, self.pipeline.operator_names)):
-            return sum(self.store.pending(op) for op in self.pipeline.operator_names) == 0
-        if not self.store.meta(END_OF_INPUT, False):  # the drain flushes every window (+inf)
-            declare_end_of_input(self.store)
+        done = True
+        if any(map(self.pipeline.watermarked, self.pipeline.operator_names)):
+            if not self.store.meta(END_OF_INPUT, False):  # the drain flushes every window
+                declare_end_of_input(self.store)
+            done = flushed(self.store, self.pipeline)  # before the count: outputs made by then
         pending = sum(self.store.pending(op) for op in self.pipeline.operator_names)
-        return pending == 0 and flushed(self.store, self.pipeline)
+        pending += self.egress.lag(self.store)
+        return done and pending == 0
 
     def totals(self) -> RunTotals:
         audit = self.store.audit()
@@ -302,6 +330,7 @@ class SparkEngine:
         }
 
     def stop(self) -> None:
+        self._stop_io("ingest")
         if hasattr(self, "feeder"):
             self.feeder.stop()
         if self.queries:
@@ -309,6 +338,7 @@ class SparkEngine:
             self.spark.sparkContext.setLogLevel("FATAL")
         for query in self.queries.values():
             stop_query(self.spark, query)
+        self._stop_io("egress")
         if self.queries:
             self.spark.sparkContext.setLogLevel("ERROR")
         if hasattr(self, "spark") and not self.keep_session:
@@ -408,6 +438,10 @@ class SparkEngine:
             else:
                 self._note_recovery(name, query)
             self.run_ids[name].add(str(self.queries[name].runId))
+        for part in ("ingest", "egress"):
+            io = getattr(self, part, None)
+            if io is not None:
+                io.check()
         feeder = getattr(self, "feeder", None)
         if feeder is not None and feeder.error is not None:
             raise RuntimeFailure(f"the source feeder failed: {self.feeder.error}")

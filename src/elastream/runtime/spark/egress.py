@@ -1,0 +1,286 @@
+"""Sinks that deliver (files, redis, foreach_batch): a Spark streaming query per sink over its
+terminal queue, exactly once to the target across a crash and --resume (docs/sources-sinks.md).
+
+The `elastream_sink` data source reads a sink queue by offset, so Spark's checkpoint fixes each
+micro-batch's rows and a replayed batch has the same rows and batch id. files: Spark's file sink
+and its metadata log; redis: a Lua script that appends only offsets beyond the delivered mark it
+keeps in the same Redis, atomically; foreach_batch: the user's function with Spark's batch id.
+Each query's `commit` records the delivered offset, and retention keeps every event above it."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit
+from pyspark.sql.types import StructType
+
+from elastream.model.pipeline import Pipeline, SinkKind, SinkSpec, load_callable
+from elastream.runtime.queues import QueueStore
+from elastream.runtime.spark.ingest import check_redis, redis_client
+from elastream.runtime.spark.task import store_for
+
+SINK_SOURCE = "elastream_sink"
+SINK_SCHEMA = "off LONG, id STRING, key STRING, ts DOUBLE, root STRING, payload STRING"
+MAX_ROWS = 50_000  # events per delivery micro-batch at most
+REDIS_CHUNK = 500  # events per Lua call
+SPARK_METADATA = "_spark_metadata"
+
+# KEYS[1] the stream, KEYS[2] the delivered mark; ARGV[1] the first offset, then id, key, ts,
+# payload per event. Appends the events at offsets >= the mark, then raises the mark: atomic.
+DELIVER = """
+local done = tonumber(redis.call('GET', KEYS[2]) or '0')
+local first = tonumber(ARGV[1])
+local n = (#ARGV - 1) / 4
+local added = 0
+for k = 0, n - 1 do
+  if first + k >= done then
+    local i = 2 + 4 * k
+    redis.call('XADD', KEYS[1], '*', 'id', ARGV[i], 'key', ARGV[i + 1], 'ts', ARGV[i + 2],
+               'payload', ARGV[i + 3])
+    added = added + 1
+  end
+end
+if first + n > done then redis.call('SET', KEYS[2], first + n) end
+return added
+"""
+
+
+class SinkError(RuntimeError):
+    """A sink that cannot deliver; the message names the sink and the cause."""
+
+
+def delivered_key(sink: str) -> str:
+    """The store's meta key holding the offset below which `sink` is delivered."""
+    return f"delivered:{sink}"
+
+
+@dataclass(frozen=True)
+class SinkPartition(InputPartition):
+    start: int
+    end: int
+
+
+class SinkStreamReader(DataSourceStreamReader):
+    """Offsets are the sink queue's; `commit` records what the target has."""
+
+    def __init__(self, db: str, sink: str) -> None:
+        self.db = db
+        self.sink = sink
+
+    def initialOffset(self) -> dict:
+        return {"off": 0}
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        del limit
+        return {"off": min(store_for(self.db).latest(self.sink), int(start["off"]) + MAX_ROWS)}
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        return [SinkPartition(int(start["off"]), int(end["off"]))]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple]:
+        if not isinstance(partition, SinkPartition):
+            raise TypeError(f"{SINK_SOURCE} source got a foreign partition: {partition!r}")
+        if partition.end <= partition.start:
+            return
+        for stored in store_for(self.db).read(self.sink, partition.start, partition.end):
+            e = stored.event
+            yield (stored.off, e.id, e.key, e.ts, e.root, json.dumps(e.payload, default=str))
+
+    def commit(self, end: dict) -> None:
+        store_for(self.db).set_meta(delivered_key(self.sink), int(end["off"]))
+
+
+class SinkDataSource(DataSource):
+    """`spark.readStream.format("elastream_sink").option("db", queues).option("sink", name)`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SINK_SOURCE
+
+    def schema(self) -> str:
+        return SINK_SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return SinkStreamReader(self.options["db"], self.options["sink"])
+
+
+@dataclass
+class RedisWriter:
+    """A redis sink's foreachBatch: XADD fields id, key, ts, payload (JSON), offsets above the
+    delivered mark only (`DELIVER`); a restarting server is waited for while the run lasts."""
+
+    spec: SinkSpec
+    mark: str  # the delivered mark's key in the target Redis
+    stop: threading.Event
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        del batch_id
+        self.deliver(df.orderBy("off").toArrow().to_pylist())
+
+    def deliver(self, rows: list[dict[str, Any]]) -> None:
+        """Rows with contiguous offsets `off` (and id, key, ts, payload) to the stream."""
+        client = redis_client(self.spec.url or "", 5.0)
+        script = client.register_script(DELIVER)
+        for k in range(0, len(rows), REDIS_CHUNK):
+            chunk = rows[k : k + REDIS_CHUNK]
+            args: list[Any] = [chunk[0]["off"]]
+            for row in chunk:
+                args += [row["id"], row["key"], repr(row["ts"]), row["payload"]]
+            self._retry(lambda a=args: script(keys=[self.spec.stream, self.mark], args=a))
+
+    def _retry(self, call: Callable[[], Any]) -> None:
+        while True:
+            try:
+                call()
+                return
+            except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
+                if self.stop.is_set():
+                    raise
+                time.sleep(0.5)
+
+
+def redis_mark(spec: SinkSpec, queues: str) -> str:
+    """The key of a redis sink's delivered mark: one per stream, run store and sink."""
+    return f"elastream:delivered:{spec.stream}:{queues}:{spec.name}"
+
+
+@dataclass
+class Egress:
+    """Every delivering sink of a run: one query each, started before the operators' outputs
+    reach them and stopped after."""
+
+    pipeline: Pipeline
+    queues: str
+    checkpoints: Path
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    queries: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sinks(self) -> tuple[SinkSpec, ...]:
+        return tuple(s for s in self.pipeline.sinks if s.delivered)
+
+    def start(self, spark: Any, resume: bool) -> None:
+        if not self.sinks:
+            return
+        spark.dataSource.register(SinkDataSource)
+        for spec in self.sinks:
+            if spec.kind is SinkKind.REDIS and not resume:  # a new run delivers from offset 0
+                redis_client(spec.url or "").delete(redis_mark(spec, self.queues))
+            self.queries[spec.name] = self._start_query(spark, spec)
+
+    def _start_query(self, spark: Any, spec: SinkSpec) -> Any:
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", f"sink-{spec.name}")
+        frame = (
+            spark.readStream.format(SINK_SOURCE)
+            .option("db", self.queues)
+            .option("sink", spec.name)
+            .load()
+        )
+        checkpoint = str((self.checkpoints / f"sink-{spec.name}").resolve())
+        if spec.kind is SinkKind.FILES:
+            writer = files_frame(frame, spec).writeStream.format(spec.format)
+            writer = writer.option("path", str(Path(spec.path or "").resolve()))
+        elif spec.kind is SinkKind.REDIS:
+            handler = RedisWriter(spec, redis_mark(spec, self.queues), self.stop_event)
+            writer = frame.writeStream.foreachBatch(handler)
+        else:
+            function = load_callable(spec.function or "", f"sink {spec.name!r} function")
+            writer = frame.drop("off").writeStream.foreachBatch(function)
+        return (
+            writer.queryName(f"elastream-sink-{spec.name}")
+            .option("checkpointLocation", checkpoint)
+            .trigger(processingTime="1 second")
+            .start()
+        )
+
+    def delivered(self, store: QueueStore, sink: str) -> int:
+        """The offset below which `sink`'s events are written: the end of its query's last
+        completed batch (Spark commits a batch's offsets to the source only when it plans the
+        next one, so the recorded mark may lag by a batch)."""
+        done = int(store.meta(delivered_key(sink), 0))
+        progress = self.queries[sink].lastProgress if sink in self.queries else None
+        if progress and progress.get("sources"):
+            end = progress["sources"][0].get("endOffset")
+            end = json.loads(end) if isinstance(end, str) else end
+            if isinstance(end, dict) and "off" in end:
+                done = max(done, int(end["off"]))
+        return done
+
+    def lag(self, store: QueueStore) -> int:
+        """Sink events not yet delivered, over every delivering sink."""
+        return sum(store.latest(s.name) - self.delivered(store, s.name) for s in self.sinks)
+
+    def hold(self, store: QueueStore) -> float | None:
+        """The arrival time of the earliest event not yet delivered (retention keeps it)."""
+        times = []
+        for spec in self.sinks:
+            done = int(store.meta(delivered_key(spec.name), 0))  # the recorded, durable mark
+            if done < store.latest(spec.name):
+                times.append(store.read(spec.name, done, done + 1)[0].enq)
+        return min(times, default=None)
+
+    def check(self) -> None:
+        for name, query in self.queries.items():
+            error = query.exception()
+            if error is not None:
+                line = str(error).strip().splitlines()[0]
+                raise SinkError(f"sink {name!r} failed: {line}")
+
+    def stop(self, stop_query: Callable[[Any], None]) -> None:
+        if self.stop_event.is_set():
+            return
+        self.stop_event.set()
+        for query in self.queries.values():
+            stop_query(query)
+
+
+def files_frame(frame: Any, spec: SinkSpec) -> Any:
+    """What a files sink writes: id, key, ts and the payload, parsed into the declared columns
+    (`schema`) or as one JSON string."""
+    if spec.schema_ is None:
+        return frame.select("id", "key", "ts", "payload")
+    from pyspark.sql import functions as F
+
+    parsed = frame.select("id", "key", "ts", F.from_json("payload", spec.schema_).alias("p"))
+    return parsed.select("id", "key", "ts", "p.*")
+
+
+def check_sinks(pipeline: Pipeline, resume: bool) -> None:
+    """Start-up checks, before Spark starts: a files sink's directory is writable (and, for a new
+    run, holds no earlier run's output), a redis sink's server answers, a foreach_batch function
+    imports. One line naming the culprit."""
+    for spec in pipeline.sinks:
+        what = f"sink {spec.name!r}"
+        if spec.kind is SinkKind.FILES:
+            check_writable(Path(spec.path or ""), what)
+            if not resume and (Path(spec.path or "") / SPARK_METADATA).exists():
+                raise SinkError(
+                    f"{what}: {spec.path} holds an earlier run's output ({SPARK_METADATA}); "
+                    "remove it, or give --resume to carry that run on"
+                )
+        elif spec.kind is SinkKind.REDIS:
+            check_redis(spec.url or "", what)
+        elif spec.kind is SinkKind.FOREACH_BATCH:
+            load_callable(spec.function or "", f"{what} function")
+
+
+def check_writable(folder: Path, what: str) -> None:
+    """Create `folder` if needed and write a file there; SinkError in one line if impossible."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".elastream-check-"):
+            pass
+    except OSError as exc:
+        raise SinkError(f"{what}: cannot write to {folder} ({exc.strerror or exc})") from None
+    if not os.access(folder, os.W_OK):
+        raise SinkError(f"{what}: cannot write to {folder}")

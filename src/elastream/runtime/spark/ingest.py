@@ -1,0 +1,430 @@
+"""External sources (files, redis, spark) appended to the first operators' queues, exactly once
+and with backpressure (docs/sources-sinks.md).
+
+files and spark sources are Spark streaming queries whose `foreachBatch` appends the batch's rows;
+a redis source is a driver thread reading XREAD from a position recorded in the queue store.
+Every append names its producer position (`QueueStore.append(q, events, source, first)`), which
+the store de-duplicates: a batch Spark replays after a crash, or entries re-read from Redis, add
+nothing twice. When a target queue holds `bound` pending events the append waits for room."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from elastream.model.events import EventColumns
+from elastream.model.pipeline import Pipeline, SourceKind, SourceSpec, load_callable
+from elastream.runtime.queues import QueueStore, open_store
+
+CORRUPT = "_corrupt_record"  # Spark's column for a row its CSV/JSON reader could not parse
+FILE_COL = "_elastream_file"
+WAIT_S = 0.05  # how often a blocked append looks for room, s
+REDIS_BLOCK_MS = 500  # XREAD's longest wait for new entries
+REDIS_COUNT = 5_000  # entries read at most per XREAD
+REDIS_CONNECT_S = 2.0  # a start-up check's connection timeout, s
+DEFAULT_MAX_FILES = "64"  # files per micro-batch unless the source's options say otherwise
+
+
+class SourceError(RuntimeError):
+    """An external source that cannot run; the message names the source and the cause."""
+
+
+class Stopped(RuntimeError):
+    """The run stops while an append waits for room: the batch is not committed (a resumed run
+    replays it, appending nothing twice)."""
+
+
+def plain(value: Any) -> Any:
+    """A row's value in a form msgpack and JSON keep (dates as ISO text, decimals as floats)."""
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def row_events(ids: list[str], rows: list[dict[str, Any]], key: str | None) -> EventColumns:
+    """Rows as events: the given ids, the key from column `key` (else the id), payload the row,
+    ts the ingest time."""
+    now = time.time()
+    payloads = [{k: plain(v) for k, v in row.items()} for row in rows]
+    keys = ids if key is None else [str(p.get(key)) for p in payloads]
+    return EventColumns(ids, list(keys), [now] * len(ids), payloads, list(ids))
+
+
+_threads = threading.local()
+
+
+def thread_store(address: str) -> QueueStore:
+    """This thread's connection to the store at `address` (Spark calls foreachBatch functions
+    from its own threads, and a SQLite connection serves the thread that opened it)."""
+    stores: dict[str, QueueStore] = _threads.__dict__.setdefault("stores", {})
+    if address not in stores:
+        stores[address] = open_store(address)
+    return stores[address]
+
+
+@dataclass
+class Admission:
+    """Appends a source's events to its targets, waiting while a target has no room (`bound`
+    pending events: the runtime passes the smaller of q_size and ingest_bound): backpressure
+    instead of a drop."""
+
+    address: str  # the queue store's
+    source: str
+    targets: tuple[str, ...]
+    bound: int
+    stop: threading.Event
+    offered: int = 0  # events appended over the run (the snapshot's λ comes from the store)
+
+    @property
+    def store(self) -> QueueStore:
+        return thread_store(self.address)
+
+    def position(self) -> int:
+        """Where the source goes on: the fewest events any target has from it."""
+        return min(self.store.produced(t, self.source) for t in self.targets)
+
+    def append(self, first: int, events: EventColumns) -> None:
+        """Offer events number first .. first + len - 1, in chunks that fit; the store skips
+        the ones offered before."""
+        done = 0
+        while done < len(events):
+            room = self._room()
+            if room <= 0:
+                if self.stop.is_set():
+                    raise Stopped(f"source {self.source!r}: the run stops")
+                time.sleep(WAIT_S)
+                continue
+            chunk = events.slice(done, min(len(events), done + room))
+            store = self.store
+            for target in self.targets:
+                store.append(target, chunk, self.source, first + done)
+            done += len(chunk)
+        self.offered += len(events)
+
+    def _room(self) -> int:
+        store = self.store
+        return min(self.bound - store.pending(t) for t in self.targets)
+
+
+def batch_start(source: str, batch_id: int, admission: Admission) -> int:
+    """The producer position of Spark micro-batch `batch_id`: recorded when the batch first
+    ran, so that a replay appends at the same position (and adds nothing)."""
+    store = admission.store
+    key = f"ingest:{source}:{batch_id}"
+    recorded = store.meta(key)
+    if recorded is not None:
+        return int(recorded)
+    first = admission.position()
+    store.set_meta(key, first)
+    store.set_meta(f"ingest:{source}:{batch_id - 2}", None)  # older batches are never replayed
+    return first
+
+
+class DeadLetters:
+    """Malformed rows of a files source, written as JSON lines (file, reason, record) to one
+    file per micro-batch (rewritten whole on a replay)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.count = 0
+
+    def write(self, batch_id: int, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        target = self.folder / f"batch-{batch_id:08d}.jsonl"
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        os.replace(tmp, target)
+        self.count += len(rows)
+
+
+@dataclass
+class FilesBatch:
+    """A files source's foreachBatch: rows numbered within their file (id `source:file:row`),
+    malformed ones to the dead letters, the rest appended."""
+
+    spec: SourceSpec
+    admission: Admission
+    dead: DeadLetters
+    base: str  # the source directory, as Spark writes file paths
+    files_seen: set[str] = field(default_factory=set)
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        table = df.toArrow()
+        rows = table.to_pylist()
+        counters: dict[str, int] = {}
+        ids, good, bad = [], [], []
+        for row in rows:
+            path = row.pop(FILE_COL)
+            name = _relative(path, self.base)
+            index = counters.get(name, 0)
+            counters[name] = index + 1
+            corrupt = row.pop(CORRUPT, None)
+            if corrupt is not None:
+                reason = f"malformed {self.spec.format} record or a value not of the schema"
+                bad.append({"file": name, "row": index, "reason": reason, "record": corrupt})
+                continue
+            ids.append(f"{self.spec.name}:{name}:{index}")
+            good.append(row)
+        self.dead.write(batch_id, bad)
+        first = batch_start(self.spec.name, batch_id, self.admission)
+        self.admission.append(first, row_events(ids, good, self.spec.key))
+        self.files_seen.update(counters)
+
+
+def _relative(path: str, base: str) -> str:
+    """A file's name relative to the source directory (Spark gives file: URIs)."""
+    local = path.removeprefix("file://").removeprefix("file:")
+    try:
+        return str(Path(local).relative_to(base))
+    except ValueError:
+        return local
+
+
+@dataclass
+class SparkBatch:
+    """A spark source's foreachBatch: ids from the declared `id` column, else
+    `source:batch:row`."""
+
+    spec: SourceSpec
+    admission: Admission
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        rows = df.toArrow().to_pylist()
+        if self.spec.id is not None:
+            ids = [f"{self.spec.name}:{row[self.spec.id]}" for row in rows]
+        else:
+            ids = [f"{self.spec.name}:{batch_id}:{k}" for k in range(len(rows))]
+        first = batch_start(self.spec.name, batch_id, self.admission)
+        self.admission.append(first, row_events(ids, rows, self.spec.key))
+
+
+def redis_client(url: str, timeout_s: float | None = None) -> redis.Redis:
+    """A client of the Redis server at `url` (decoded strings)."""
+    return redis.Redis.from_url(
+        url, decode_responses=True, socket_connect_timeout=timeout_s, socket_timeout=timeout_s
+    )
+
+
+def check_redis(url: str, what: str) -> None:
+    """Fail at once, in one line naming `what`, when the Redis server at `url` does not answer."""
+    try:
+        redis_client(url, REDIS_CONNECT_S).ping()
+    except (redis.RedisError, OSError, ValueError) as exc:
+        raise SourceError(f"{what}: Redis at {url} is unreachable ({exc})") from None
+
+
+@dataclass
+class RedisReader:
+    """A redis source: a driver thread appending the stream's entries (id `source:entry id`,
+    payload the entry's fields) to its targets.
+
+    Before each append it records (producer position, entry id it reads after) in the queue
+    store. After a crash it reads again from the recorded entry id: the same entries in the same
+    order, which the store's position de-duplicates, so each entry is appended exactly once.
+    Connection errors (a restarting server) are retried while the run lasts."""
+
+    spec: SourceSpec
+    admission: Admission
+    error: BaseException | None = None
+    lag: int | None = None  # entries added to the stream and not yet appended
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"elastream-redis-{self.spec.name}")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def join(self) -> None:
+        if hasattr(self, "_thread"):
+            self._thread.join(timeout=10)
+
+    @property
+    def _key(self) -> str:
+        return f"redis_source:{self.spec.name}"
+
+    def _run(self) -> None:
+        store = self.admission.store
+        client = redis_client(self.spec.url or "", 5.0)
+        recorded = store.meta(self._key) or {"first": 0, "after": "0-0"}
+        first, after = int(recorded["first"]), str(recorded["after"])
+        while not self.admission.stop.is_set():
+            try:
+                first, after = self._step(client, store, first, after)
+            except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
+                time.sleep(0.5)  # a restarting server: read again from the recorded place
+            except Stopped:
+                break
+            except BaseException as exc:  # surfaced by the engine at the next collect()
+                self.error = exc
+                break
+
+    def _step(self, client: redis.Redis, store: QueueStore, first: int, after: str) -> tuple:
+        reply = client.xread({self.spec.stream: after}, count=REDIS_COUNT, block=REDIS_BLOCK_MS)
+        entries = reply[0][1] if reply else []
+        self._measure_lag(client, first + len(entries))
+        if not entries:
+            return first, after
+        ids = [f"{self.spec.name}:{entry_id}" for entry_id, _ in entries]
+        self.admission.append(first, row_events(ids, [f for _, f in entries], self.spec.key))
+        last = entries[-1][0]
+        store.set_meta(self._key, {"first": first + len(entries), "after": last})
+        return first + len(entries), last
+
+    def _measure_lag(self, client: redis.Redis, read: int) -> None:
+        info = client.xinfo_stream(self.spec.stream) if client.exists(self.spec.stream) else {}
+        added = info.get("entries-added")
+        self.lag = None if added is None else max(0, int(added) - read)
+
+
+@dataclass
+class Ingest:
+    """Every external source of a run: started after the operator queries, stopped before them;
+    `check()` raises the first failure."""
+
+    pipeline: Pipeline
+    queues: str
+    bound: int
+    checkpoints: Path
+    out: Path
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    queries: dict[str, Any] = field(default_factory=dict)
+    readers: dict[str, RedisReader] = field(default_factory=dict)
+    files: dict[str, FilesBatch] = field(default_factory=dict)
+
+    def start(self, spark: Any, store: QueueStore) -> None:
+        for spec in self.pipeline.sources:
+            if spec.kind is SourceKind.REDIS:
+                reader = RedisReader(spec, self._admission(spec))
+                reader.start()
+                self.readers[spec.name] = reader
+            elif spec.external:
+                self.queries[spec.name] = self._start_query(spark, store, spec)
+
+    def _admission(self, spec: SourceSpec) -> Admission:
+        targets = self.pipeline.successors(spec.name)
+        return Admission(self.queues, spec.name, targets, self.bound, self.stop_event)
+
+    def _start_query(self, spark: Any, store: QueueStore, spec: SourceSpec) -> Any:
+        admission = self._admission(spec)  # foreachBatch runs in this (driver) process
+        if spec.kind is SourceKind.FILES:
+            frame = files_frame(spark, spec, store)
+            dead = DeadLetters(Path(spec.dead_letter or self.out / "dead-letter" / spec.name))
+            handler: Callable[[Any, int], None] = FilesBatch(
+                spec, admission, dead, str(Path(spec.path or "").resolve())
+            )
+            self.files[spec.name] = handler  # type: ignore[assignment]
+        else:
+            build = load_callable(spec.function or "", f"source {spec.name!r} function")
+            frame = build(spark)
+            handler = SparkBatch(spec, admission)
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", f"source-{spec.name}")
+        return (
+            frame.writeStream.foreachBatch(handler)
+            .queryName(f"elastream-source-{spec.name}")
+            .option("checkpointLocation", str((self.checkpoints / f"source-{spec.name}").resolve()))
+            .trigger(processingTime="0.5 seconds")
+            .start()
+        )
+
+    def check(self) -> None:
+        for name, query in self.queries.items():
+            error = query.exception()
+            if error is not None and not self.stop_event.is_set():
+                line = str(error).strip().splitlines()[0]
+                raise SourceError(f"source {name!r} failed: {line}")
+        for name, reader in self.readers.items():
+            if reader.error is not None:
+                raise SourceError(f"source {name!r} failed: {reader.error}")
+
+    def backlog(self) -> dict[str, int | None]:
+        """What each external source can tell of its backlog: files not yet read, Redis
+        entries not yet appended (None: unknown)."""
+        out: dict[str, int | None] = {}
+        for spec in self.pipeline.sources:
+            if spec.kind is SourceKind.FILES:
+                out[spec.name] = _unread_files(Path(spec.path or ""), self.files[spec.name])
+            elif spec.kind is SourceKind.REDIS:
+                out[spec.name] = self.readers[spec.name].lag
+            elif spec.external:
+                out[spec.name] = None
+        return out
+
+    def stop(self, stop_query: Callable[[Any], None]) -> None:
+        """Stop reading: the readers' threads end, each query stops (a batch waiting for room is
+        abandoned uncommitted: a resumed run replays it). Once."""
+        if self.stop_event.is_set():
+            return
+        self.stop_event.set()
+        for reader in self.readers.values():
+            reader.join()
+        for query in self.queries.values():
+            stop_query(query)
+
+
+def _unread_files(folder: Path, handler: FilesBatch) -> int:
+    names = (str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    visible = [n for n in names if not Path(n).name.startswith((".", "_"))]
+    return sum(1 for n in visible if n not in handler.files_seen)
+
+
+SCHEMA_KEY = "source_schema:{}"
+
+
+def files_frame(spark: Any, spec: SourceSpec, store: QueueStore) -> Any:
+    """The streaming DataFrame of a files source: its schema (declared, else inferred once from
+    the files present and recorded in the store), malformed CSV/JSON rows kept in CORRUPT, and
+    each row's file."""
+    schema = spec.schema_ or store.meta(SCHEMA_KEY.format(spec.name))
+    fmt = spec.format or "json"
+    options = {"maxFilesPerTrigger": DEFAULT_MAX_FILES, **spec.options}
+    if schema is None:
+        schema = infer_schema(spark, spec, options)
+        store.set_meta(SCHEMA_KEY.format(spec.name), schema)
+    if fmt in ("csv", "json") and CORRUPT not in schema:
+        schema = f"{schema}, {CORRUPT} STRING"
+        options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT, **options}
+    reader = spark.readStream.format(fmt).schema(schema).options(**options)
+    frame = reader.load(str(Path(spec.path or "").resolve()))
+    return frame.selectExpr("*", f"_metadata.file_path AS {FILE_COL}")
+
+
+def infer_schema(spark: Any, spec: SourceSpec, options: dict[str, str]) -> str:
+    """The schema Spark infers from the files in the source directory now, as DDL."""
+    folder = Path(spec.path or "")
+    if not any(p.is_file() for p in folder.iterdir()):
+        raise SourceError(
+            f"source {spec.name!r}: no `schema` given and no file in {folder} to infer it from"
+        )
+    static = {k: v for k, v in options.items() if k != "maxFilesPerTrigger"}
+    inferred = spark.read.format(spec.format).options(**static).load(str(folder.resolve()))
+    return inferred.schema.toDDL()
+
+
+def check_sources(pipeline: Pipeline) -> None:
+    """Start-up checks, before Spark starts: a files source's directory exists, a redis
+    source's server answers, a spark source's function imports. One line naming the culprit."""
+    for spec in pipeline.sources:
+        what = f"source {spec.name!r}"
+        if spec.kind is SourceKind.FILES and not Path(spec.path or "").is_dir():
+            raise SourceError(f"{what}: the directory {spec.path} does not exist")
+        if spec.kind is SourceKind.REDIS:
+            check_redis(spec.url or "", what)
+        if spec.kind is SourceKind.SPARK:
+            load_callable(spec.function or "", f"{what} function")
