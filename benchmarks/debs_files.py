@@ -104,6 +104,7 @@ def run(base: Path, files: list[list[str]], pace: list[tuple[float, float]], arg
     then; the run then drains, flushes its windows and exits), drop the files meanwhile, and
     compare the Parquet output with the batch computation."""
     pipeline = example_copy(base)
+    (base / "in").mkdir(parents=True, exist_ok=True)  # the source's directory must exist
     cmd = [sys.executable, "-m", "elastream.cli", "run", str(pipeline), "--out", str(base / "run")]
     cmd += ["--td", str(args.td), "--t-out", "none", "--q-size", "none", "--quiet"]
     cmd += ["--duration", str(args.duration), "--drain", "300"]
@@ -135,7 +136,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trips", default=DEFAULT_TRIPS, help="the DEBS 2015 trips file (CSV)")
     parser.add_argument("--rows", type=int, default=10_004, help="trips to send")
-    parser.add_argument("--per-file", type=int, default=100, help="trips per file")
+    parser.add_argument("--per-file", type=int, default=200, help="trips per file")
     parser.add_argument("--pace", default=PACE, help="seconds:trips/s,... (0 s: to the end)")
     parser.add_argument(
         "--dir", type=Path, required=True, help="drop: the directory; --run: the base (in/, top10/)"

@@ -6,6 +6,7 @@ on Spark in tests/test_spark_debs.py)."""
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,31 @@ def test_a_files_sources_columns_parse_as_the_row_does():
     )
     (record,) = debs.as_record([update])
     assert record.payload["routes"] == ["1.1-2.2", "3.3-4.4"] and record.payload["counts"] == [4, 2]
+
+
+@needs_trips
+def test_the_files_example_gives_the_batch_computations_updates_from_shuffled_batches(tmp_path):
+    """examples/debs_files.yaml through the task code, its input as the files source makes it
+    (each row a dict of the schema's columns), the rows shuffled within runs of 10 (less than
+    the declared 60 s of disorder): the records for the Parquet sink are still the batch
+    computation's updates, update by update."""
+    rows, rng = 3000, random.Random(5)
+    lines = TRIPS.read_text().splitlines()[:rows]
+    events = []
+    for start in range(0, rows, 10):
+        batch = list(range(start, min(rows, start + 10)))
+        rng.shuffle(batch)
+        for i in batch:
+            columns = dict(zip(debs.COLUMNS, lines[i].split(","), strict=True))
+            events.append(Event(f"trips:f{i // 100}:{i % 100}", f"k{i}", 0.0, {"i": i, **columns}))
+    pipeline = load_pipeline(PIPELINE.with_name("debs_files.yaml"))
+    ops = [op.model_copy(update={"service_time_ms": 0.0}) for op in pipeline.operators]
+    pipeline = pipeline.model_copy(update={"operators": tuple(ops)})
+    pools = {"parse": range(1, 5), "route_count": range(1, 5), "partial_top10": range(1, 3)}
+    store, queries = drive(pipeline, events, tmp_path / "q.db", 5, 150, pools)
+    assert queries["route_count"].replica_counts == {1, 2, 3, 4}
+    got = [
+        (p["i"], [list(rc) for rc in zip(p["routes"], p["counts"], strict=True)])
+        for p in sink_payloads(store, "top10")
+    ]
+    assert got == batch_top10(TRIPS, rows)
