@@ -14,6 +14,7 @@ hidden name and renamed into the directory, so a reader never sees half a file."
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -86,16 +87,21 @@ def example_copy(base: Path) -> Path:
 
 
 def read_updates(folder: Path) -> list[tuple[int, list[list]]]:
-    """The Parquet updates read back with plain PySpark, in trip order."""
+    """The Parquet updates read back with plain PySpark, in trip order (the columns of the
+    sink's schema; or, without one, the JSON `payload` column)."""
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.master("local[2]").appName("debs-check").getOrCreate()
     try:
-        rows = spark.read.parquet(str(folder)).select("i", "routes", "counts").collect()
+        frame = spark.read.parquet(str(folder))
+        if "i" in frame.columns:
+            records = [r.asDict() for r in frame.select("i", "routes", "counts").collect()]
+        else:
+            records = [json.loads(r["payload"]) for r in frame.select("payload").collect()]
     finally:
         spark.stop()
     return sorted(
-        (r["i"], [[a, b] for a, b in zip(r["routes"], r["counts"], strict=True)]) for r in rows
+        (p["i"], [[a, b] for a, b in zip(p["routes"], p["counts"], strict=True)]) for p in records
     )
 
 
