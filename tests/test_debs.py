@@ -6,143 +6,69 @@ on Spark in tests/test_spark_debs.py)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import random
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
+from task_driver import drive, sink_payloads
 
+from elastream.config.files import load_pipeline
 from elastream.examples import debs
-from elastream.model.events import Event, derived_id
-from elastream.model.grouping import key_group, key_groups
-from elastream.model.state import KeyedState
+from elastream.examples.debs_batch import batch_top10
+from elastream.model.events import Event
+from elastream.model.pipeline import Pipeline, ReplicaPool
+from elastream.model.state import decode_value
 
 FILE = "shared/data/debs2015/taxi_trips_2013-01-01_first10k.csv"
 TRIPS = Path(os.environ.get(debs.TRIPS_ENV) or Path(__file__).resolve().parents[2] / FILE)
 needs_trips = pytest.mark.skipif(not TRIPS.exists(), reason=f"no DEBS 2015 trips at {TRIPS}")
 
 
-def batch_top10(path: Path, n: int | None = None) -> list[tuple[int, list[list]]]:
-    """The batch computation: clean the trips with pandas, then for every kept trip in order the
-    counts of each route over (t - 30 min, t] and its 10 first routes (count, then latest trip);
-    returns (trip index, [[route, count], ...]) each time the routes of the top-10 change."""
-    raw = pd.read_csv(path, header=None, dtype=str, on_bad_lines="skip", nrows=n)
-    coords = raw[[6, 7, 8, 9]].apply(pd.to_numeric, errors="coerce")
-    dropoff = pd.to_datetime(raw[3], format="%Y-%m-%d %H:%M:%S", errors="coerce")
-    x1 = np.floor((coords[6] - (debs.LON0 - debs.DLON / 2)) / debs.DLON) + 1
-    y1 = np.floor(((debs.LAT0 + debs.DLAT / 2) - coords[7]) / debs.DLAT) + 1
-    x2 = np.floor((coords[8] - (debs.LON0 - debs.DLON / 2)) / debs.DLON) + 1
-    y2 = np.floor(((debs.LAT0 + debs.DLAT / 2) - coords[9]) / debs.DLAT) + 1
-    ok = coords.notna().all(axis=1) & (coords != 0).all(axis=1) & dropoff.notna()
-    for c in (x1, y1, x2, y2):
-        ok &= c.between(1, debs.CELLS)
-    trips = pd.DataFrame(
-        {
-            "t": dropoff.astype("int64") // 10**9,
-            "route": x1.astype("Int64").astype(str)
-            + "."
-            + y1.astype("Int64").astype(str)
-            + "-"
-            + x2.astype("Int64").astype(str)
-            + "."
-            + y2.astype("Int64").astype(str),
-        }
-    )[ok]
-    codes, names = pd.factorize(trips["route"])
-    t = trips["t"].to_numpy()
-    index = trips.index.to_numpy()
-    last = np.full(len(names), -1)
-    updates, shown = [], None
-    now = np.maximum.accumulate(t)
-    for j in range(len(trips)):
-        last[codes[j]] = index[j]
-        window = t[: j + 1] > now[j] - debs.WINDOW_S
-        counts = np.bincount(codes[: j + 1][window], minlength=len(names))
-        score = np.where(counts > 0, counts * 10**7 + last, -1)  # count, then the latest trip
-        first = np.argpartition(-score, debs.TOP)[: debs.TOP]
-        order = first[np.argsort(-score[first])]
-        top = [[names[r], int(counts[r])] for r in order if counts[r] > 0]
-        routes = [r for r, _ in top]
-        if routes != shown:
-            updates.append((int(index[j]), top))
-            shown = routes
-    return updates
+PIPELINE = Path(debs.__file__).with_name("debs.yaml")
 
 
-def run_stage(
-    fn: Callable,
-    events: list[Event],
-    name: str,
-    groups: int | None,
-    batch: int,
-    replicas: int = 1,
-    **params,
-) -> list[Event]:
-    """The operator over its input in batches of `batch`, each split among `replicas` (by key
-    group when stateful, else round robin) whose shares commit in reverse replica order; keyed
-    state (groups not None) is committed after each share, as encoded values."""
-    store: dict[str, bytes] = {}
-    out: list[Event] = []
-    for start in range(0, len(events), batch):
-        chunk = events[start : start + batch]
-        if groups is None:
-            owners = [i % replicas for i in range(len(chunk))]
-        else:
-            owners = key_groups([e.key for e in chunk], replicas, groups)
-        for replica in reversed(range(replicas)):
-            share = [e for e, o in zip(chunk, owners, strict=True) if o == replica]
-            out += run_share(fn, share, name, groups, store, params)
-    return out
+def debs_pipeline(**pools: int) -> Pipeline:
+    """debs.yaml with the operators' pools (1..n) as given, the others at one replica, no
+    emulated service time."""
+    pipeline = load_pipeline(PIPELINE)
+    ops = [
+        op.model_copy(
+            update={
+                "replicas": ReplicaPool(min=1, max=pools.get(op.name, 1)),
+                "service_time_ms": 0.0,
+            }
+        )
+        for op in pipeline.operators
+    ]
+    return pipeline.model_copy(update={"operators": tuple(ops)})
 
 
-def run_share(fn, share, name, groups, store, params) -> list[Event]:
-    """One replica's share of a batch: the function with its keys' committed state."""
-    kwargs = dict(params)
-    handle = None
-    if groups is not None:
-        keys = {e.key for e in share}
-        handle = KeyedState(name, groups, keys, {k: store[k] for k in keys if k in store})
-        kwargs["state"] = handle
-    out, emitted = [], {}
-    for emit in fn(share, **kwargs) if share else ():
-        parent = emit.parent
-        n = emitted.get(parent.id, 0)
-        emitted[parent.id] = n + 1
-        if emit.stream is None:
-            key = emit.key if emit.key is not None else parent.key
-            out.append(Event(derived_id(parent.id, name, n), key, parent.ts, emit.payload))
-    if handle is not None:
-        for w in handle.writes():
-            assert key_group(w.key, groups) == w.group
-            store[w.key] = w.value
+def trip_events(rows: int) -> list[Event]:
+    """The source's first `rows` trips as events (ts: when they were ingested, 1 s apart)."""
+    out = []
+    for i in range(rows):
+        key, payload = debs.generate(i, None)
+        out.append(Event(f"s{i}", key, 1000.0 + i, payload))
     return out
 
 
 def pipeline_top10(
-    rows: int, batch: int = 97, replicas: int = 1, downstream: int | None = None
-) -> list[tuple[int, list]]:
-    """The top-10 updates of the four operators called in order; parse and route_count run at
-    `replicas`, and the operators after route_count cut their batches at `downstream`."""
-    trips = []
-    for i in range(rows):
-        key, payload = debs.generate(i, None)
-        trips.append(Event(f"s{i}", key, 1000.0 + i, payload))
-    parsed = run_stage(debs.parse, trips, "parse", None, batch, replicas)
-    counted = run_stage(debs.route_count, parsed, "route_count", 128, batch + 3, replicas)
-    later = downstream or batch
-    partial = run_stage(debs.partial_top10, counted, "partial_top10", 16, later)
-    top = run_stage(debs.global_top10, partial, "global_top10", 1, later)
-    return [(e.payload["i"], e.payload["top"]) for e in top]
-
-
-@needs_trips
-def test_the_first_10004_trips_give_the_batch_computations_top10_updates(monkeypatch):
-    monkeypatch.setenv(debs.TRIPS_ENV, str(TRIPS))
-    expected = batch_top10(TRIPS)
-    got = pipeline_top10(10_004)
-    assert len(expected) > 100  # the top-10 changes often: the comparison has teeth
-    assert got == expected
+    tmp: Path, rows: int, seed: int = 0, max_batch: int = 150, **pools: int
+) -> tuple[list[tuple[int, list]], dict]:
+    """The top-10 updates of debs.yaml run through the task code (`task_driver`), operators'
+    replica counts drawn at random from 1..pool between batches; and the queries' records."""
+    pipeline = debs_pipeline(**pools)
+    rescale = {op: range(1, n + 1) for op, n in pools.items()}
+    store, queries = drive(pipeline, trip_events(rows), tmp / "q.db", seed, max_batch, rescale)
+    audit = store.audit()
+    assert audit.events_in == rows and audit.pending == 0, audit
+    fates = audit.to_sink + audit.filtered + audit.timeout + audit.overflow + audit.failed
+    assert fates == rows and audit.roots_with_two_fates == 0, audit  # each trip one fate
+    routes = [v for _, k, v in store.state_items("route_count") if not k.startswith("\0")]
+    late = [decode_value(v)["late"] for v in routes]
+    assert sum(late) == 0  # nothing is late: the watermark waits for every share
+    updates = sink_payloads(store, "top10")
+    return [(p["i"], p["top"]) for p in updates], queries
 
 
 def test_the_synthetic_stream_gives_the_batch_computations_updates(tmp_path, monkeypatch):
@@ -150,7 +76,8 @@ def test_the_synthetic_stream_gives_the_batch_computations_updates(tmp_path, mon
     path.write_text("\n".join(debs.synthetic_row(i) for i in range(3000)) + "\n")
     monkeypatch.setenv(debs.TRIPS_ENV, str(tmp_path / "absent.csv"))  # the generator's own rows
     expected = batch_top10(path)
-    got = pipeline_top10(3000, batch=50)
+    got, queries = pipeline_top10(tmp_path, 3000, seed=3, parse=2, route_count=3)
+    assert queries["route_count"].replica_counts == {1, 2, 3}
     assert len(expected) > 20
     assert got == expected
 
@@ -168,12 +95,70 @@ def test_rows_are_cleaned_and_mapped_to_the_grid():
 
 
 @needs_trips
-def test_with_two_replicas_the_stream_is_reordered_but_the_final_top10_holds(monkeypatch):
-    """Two replicas of parse and route_count deliver trips out of order across batches: the
-    updates then differ from the batch computation's, but the last top-10 is the same routes
-    (route_count's lateness covers the reordering; docs/debs.md)."""
+def test_with_replicas_changing_the_updates_are_the_batch_computations(monkeypatch, tmp_path):
+    """parse, route_count (and partial_top10) at replica counts drawn anew for every batch, the
+    shares of a batch committed in random order, the operators' batches interleaved at random
+    (a later operator plans between two shares of an earlier one): every update equals the
+    batch computation's, counts included, because each operator takes the trips in drop-off
+    order once the operator-wide watermark has passed them (docs/debs.md)."""
     monkeypatch.setenv(debs.TRIPS_ENV, str(TRIPS))
     expected = batch_top10(TRIPS)
-    got = pipeline_top10(10_004, batch=200, replicas=2, downstream=61)
-    assert got != expected  # the reordering is real: update-by-update equality does not hold
-    assert [r for r, _ in got[-1][1]] == [r for r, _ in expected[-1][1]]
+    pools = {"parse": 3, "route_count": 4, "partial_top10": 2}
+    got, queries = pipeline_top10(tmp_path, 10_004, seed=1, **pools)
+    assert len(expected) > 100  # the top-10 changes often: the comparison has teeth
+    for op, n in pools.items():  # the replica counts did change, to every value of the pool
+        assert queries[op].replica_counts == set(range(1, n + 1)), (op, queries[op])
+    assert got == expected
+
+
+def test_a_files_sources_columns_parse_as_the_row_does():
+    row = debs.synthetic_row(7)
+    columns = dict(zip(debs.COLUMNS, row.split(","), strict=True))
+    by_row = debs.parse([Event("a", "k", 0.0, {"i": 7, "row": row})])
+    by_columns = debs.parse([Event("b", "k", 0.0, {"i": 7, **columns})])
+    assert [e.payload for e in by_row] == [e.payload for e in by_columns]
+    assert by_row[0].stream is None  # kept: the comparison is of a parsed trip
+    missing = debs.parse([Event("c", "k", 0.0, {"i": 8, **columns, "dropoff_datetime": None})])
+    assert missing[0].payload == {"i": 8, "reason": "malformed"}
+    update = Event(
+        "u",
+        "all",
+        0.0,
+        {
+            "i": 3,
+            "pickup": 1.0,
+            "dropoff": 2.0,
+            "delay_s": 0.5,
+            "top": [["1.1-2.2", 4], ["3.3-4.4", 2]],
+        },
+    )
+    (record,) = debs.as_record([update])
+    assert record.payload["routes"] == ["1.1-2.2", "3.3-4.4"] and record.payload["counts"] == [4, 2]
+
+
+@needs_trips
+def test_the_files_example_gives_the_batch_computations_updates_from_shuffled_batches(tmp_path):
+    """examples/debs_files.yaml through the task code, its input as the files source makes it
+    (each row a dict of the schema's columns), the rows shuffled within runs of 10 (less than
+    the declared 60 s of disorder): the records for the Parquet sink are still the batch
+    computation's updates, update by update."""
+    rows, rng = 3000, random.Random(5)
+    lines = TRIPS.read_text().splitlines()[:rows]
+    events = []
+    for start in range(0, rows, 10):
+        batch = list(range(start, min(rows, start + 10)))
+        rng.shuffle(batch)
+        for i in batch:
+            columns = dict(zip(debs.COLUMNS, lines[i].split(","), strict=True))
+            events.append(Event(f"trips:f{i // 100}:{i % 100}", f"k{i}", 0.0, {"i": i, **columns}))
+    pipeline = load_pipeline(PIPELINE.with_name("debs_files.yaml"))
+    ops = [op.model_copy(update={"service_time_ms": 0.0}) for op in pipeline.operators]
+    pipeline = pipeline.model_copy(update={"operators": tuple(ops)})
+    pools = {"parse": range(1, 5), "route_count": range(1, 5), "partial_top10": range(1, 3)}
+    store, queries = drive(pipeline, events, tmp_path / "q.db", 5, 150, pools)
+    assert queries["route_count"].replica_counts == {1, 2, 3, 4}
+    got = [
+        (p["i"], [list(rc) for rc in zip(p["routes"], p["counts"], strict=True)])
+        for p in sink_payloads(store, "top10")
+    ]
+    assert got == batch_top10(TRIPS, rows)

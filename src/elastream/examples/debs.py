@@ -33,6 +33,26 @@ CELLS = 300
 WINDOW_S = 1800.0  # 30 minutes of drop-off time
 TOP = 10
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+# The 17 columns of a trip row, as a `files` source with a schema names them (docs/tutorial.md)
+COLUMNS = (
+    "medallion",
+    "hack_license",
+    "pickup_datetime",
+    "dropoff_datetime",
+    "trip_time_in_secs",
+    "trip_distance",
+    "pickup_longitude",
+    "pickup_latitude",
+    "dropoff_longitude",
+    "dropoff_latitude",
+    "payment_type",
+    "fare_amount",
+    "surcharge",
+    "mta_tax",
+    "tip_amount",
+    "tolls_amount",
+    "total_amount",
+)
 WINDOW = {"time_field": "dropoff", "kind": "sliding", "size_s": WINDOW_S, "lateness_s": WINDOW_S}
 
 
@@ -48,11 +68,12 @@ def trip_rows(path: str) -> tuple[str, ...]:
 
 def synthetic_row(index: int) -> str:
     """Trip number `index` of a seeded synthetic stream with the DEBS 2015 schema: drop-off times
-    rise by 0.3 s per trip, routes cluster on 40 hotspots, 2 % zero coordinates, 1 % malformed."""
+    rise by 0.3 s per trip from 2013-01-01 01:00, routes cluster on 40 hotspots, 2 % zero
+    coordinates, 1 % malformed."""
     rng = random.Random(index)
     if rng.random() < 0.01:
         return f"bad,row,{index}"
-    dropoff = 1356998400 + index * 0.3
+    dropoff = 1357002000 + index * 0.3  # from 01:00, after the file's last drop-off (00:56)
     pickup = dropoff - rng.randint(120, 1800)
     spots = [(40.70 + 0.005 * (s % 8), -74.02 + 0.006 * (s // 8)) for s in range(40)]
     (lat1, lon1), (lat2, lon2) = rng.choice(spots), rng.choice(spots)
@@ -107,11 +128,20 @@ def clean(row: str) -> tuple[str, dict[str, Any]]:
     return "ok", {"route": route, "pickup": pickup, "dropoff": dropoff}
 
 
+def row_of(payload: dict[str, Any]) -> str:
+    """A trip's CSV row: the generator's `row`, or a `files` source's columns (`COLUMNS`; a
+    missing or null one is left empty, so the row is rejected as malformed)."""
+    if "row" in payload:
+        return payload["row"]
+    return ",".join("" if payload.get(c) is None else str(payload[c]) for c in COLUMNS)
+
+
 def parse(events: list[Event]) -> Iterable[Emit]:
-    """Cleans each trip; a kept trip leaves keyed by its route, a dropped one on 'rejected'."""
+    """Cleans each trip; a kept trip leaves keyed by its route, a dropped one on 'rejected'.
+    A trip is the generator's {i, row} or a `files` source's row of `COLUMNS` plus `i`."""
     out = []
     for e in events:
-        reason, trip = clean(e.payload["row"])
+        reason, trip = clean(row_of(e.payload))
         i = e.payload["i"]
         if reason != "ok":
             out.append(e.emit({"i": i, "reason": reason}, stream="rejected"))
@@ -125,17 +155,39 @@ def partition_key(route: str, partitions: int) -> str:
     return f"p{key_group(route, partitions)}"
 
 
+def in_order(events: list[Event]) -> list[Event]:
+    """Trips by drop-off time, then by their place in the stream (the row index)."""
+    return sorted(events, key=lambda ev: (ev.payload["dropoff"], ev.payload["i"]))
+
+
+def hold(events: list[Event], state: KeyedState) -> dict[str, int]:
+    """Holds each trip back until the operator-wide watermark passes its drop-off time (it comes
+    back in `state.fired`); a trip already behind the previous watermark is late: dropped and
+    counted per key (the source's order makes none late: docs/debs.md)."""
+    late: dict[str, int] = {}
+    for e in events:
+        if e.payload["dropoff"] < state.late_before:
+            late[e.key] = late.get(e.key, 0) + 1
+        else:
+            state.defer(e, until=e.payload["dropoff"])
+    return late
+
+
 def route_count(
     events: list[Event], state: KeyedState, partitions: int = 1, window: dict | None = None
 ) -> Iterable[Emit]:
     """Keyed by route: the route's trips in the sliding window on drop-off time (window state,
-    `elastream.model.windows`); emits the route's in-window drop-off times to its partition."""
+    `elastream.model.windows`), taken in drop-off order once the watermark has passed them;
+    emits each trip with the route's in-window drop-off times to the route's partition."""
     spec = WindowSpec.model_validate(window or WINDOW)
     if spec.late is not LatePolicy.DROP:
         raise ValueError("route_count drops late trips (window.late must be 'drop')")
     out: list[Emit] = []
     states: dict[str, dict[str, Any]] = {}
-    for e in sorted(events, key=lambda ev: ev.payload["i"]):
+    for key, n in hold(events, state).items():
+        states[key] = state.get(key) or new_state()
+        states[key]["late"] += n
+    for e in in_order(state.fired):
         if e.key not in states:
             states[e.key] = state.get(e.key) or new_state()
         st = states[e.key]
@@ -165,9 +217,12 @@ def partial_top10(
     latest drop-off time; emits that top-k (with each route's in-window times) per trip."""
     out: list[Emit] = []
     parts: dict[str, dict[str, Any]] = {}
-    for e in sorted(events, key=lambda ev: ev.payload["i"]):
+    for key, n in hold(events, state).items():
+        parts[key] = state.get(key) or new_partition()
+        parts[key]["late"] += n
+    for e in in_order(state.fired):
         if e.key not in parts:
-            parts[e.key] = state.get(e.key) or {"now": 0.0, "q": [], "r": {}, "top": []}
+            parts[e.key] = state.get(e.key) or new_partition()
         p = parts[e.key]
         trip = e.payload
         p["now"] = max(p["now"], trip["dropoff"])
@@ -179,6 +234,12 @@ def partial_top10(
     for key, p in parts.items():
         state.put(key, p)
     return out
+
+
+def new_partition() -> dict[str, Any]:
+    """A partition's state: its latest drop-off time, in-window trips (an expiry heap), each
+    route's [times, latest trip], its top-k, and how many trips came late."""
+    return {"now": 0.0, "q": [], "r": {}, "top": [], "late": 0}
 
 
 def _expire(p: dict[str, Any], size_s: float) -> set[str]:
@@ -230,8 +291,12 @@ def global_top10(
     """One key, one replica: keeps each partition's latest top-k, merges them at the latest
     drop-off time and emits the top-k whenever its routes change, with the delay (s)."""
     out: list[Emit] = []
-    g = state.get("all") or {"parts": {}, "last": []}
-    for e in sorted(events, key=lambda ev: ev.payload["i"]):
+    late = sum(hold(events, state).values())
+    if not state.fired and not late:
+        return out
+    g = state.get("all") or {"parts": {}, "last": [], "late": 0}
+    g["late"] = g.get("late", 0) + late
+    for e in in_order(state.fired):
         trip = e.payload
         g["parts"][trip["part"]] = [trip["now"], trip["top"]]
         now = max(n for n, _ in g["parts"].values())
@@ -251,3 +316,21 @@ def global_top10(
             out.append(e.emit(update))
     state.put("all", g)
     return out
+
+
+def as_record(events: list[Event]) -> Iterable[Emit]:
+    """An update as a flat record for a file sink (Parquet columns of one type each):
+    {i, pickup, dropoff, delay_s, routes: [route...], counts: [count...]}."""
+    return [
+        e.emit(
+            {
+                "i": e.payload["i"],
+                "pickup": e.payload["pickup"],
+                "dropoff": e.payload["dropoff"],
+                "delay_s": e.payload["delay_s"],
+                "routes": [r for r, _ in e.payload["top"]],
+                "counts": [n for _, n in e.payload["top"]],
+            }
+        )
+        for e in events
+    ]

@@ -195,6 +195,20 @@ MAX_KEY_GROUPS = 1 << 16  # an upper bound that keeps a bad value (1e9 groups) f
 DEFAULT_ET_S = 0.01  # et_i when nothing is declared or measured, s (one place for every engine)
 
 
+class EventTimeSpec(_Frozen):
+    """Where event time starts: this operator's outputs carry it, and their order in its input
+    (a source's order) has bounded disorder, so it generates the operator-wide watermark
+    (docs/state.md, "Event time, windows and the watermark")."""
+
+    field: str = Field(description="the payload field of this operator's outputs: event time, s")
+    out_of_orderness_s: float = Field(
+        0.0,
+        ge=0,
+        description="how far an output's event time may lie below the largest one of the "
+        "outputs of earlier input (the watermark is that largest time minus this)",
+    )
+
+
 class OperatorSpec(_Frozen):
     """An operator: `function` (import path of `fn(list[Event]) -> Iterable[Emit]`, or with
     `vectorized` of `fn(EventColumns) -> Iterable[ColumnEmit]`) applied to batches of its input,
@@ -228,6 +242,11 @@ class OperatorSpec(_Frozen):
         None, gt=0, description="seed for the mean execution time per event"
     )
     params: dict[str, Any] = Field(default_factory=dict, description="keyword args of function")
+    event_time: EventTimeSpec | None = Field(
+        None,
+        description="set on the operator whose outputs first carry event time (it generates "
+        "the watermark, which flows to every operator downstream of it)",
+    )
     vectorized: bool = Field(
         False,
         description="True: the function takes the batch column by column (EventColumns) and "
@@ -351,7 +370,28 @@ class Pipeline(_Frozen):
                 raise TopologyError(f"{where}: 'to' node {edge.target!r} is {kind}")
         self._check_acyclic()
         self._check_connected()
+        self._check_event_time()
         return self
+
+    def _check_event_time(self) -> None:
+        for name in self.topological_order:
+            if self.operator(name).event_time is not None:
+                continue
+            inputs = [self.watermarked(p) for p in self.predecessors(name)]
+            if any(inputs) and not all(inputs):
+                raise TopologyError(
+                    f"operator {name!r} has inputs with and without event time: declare "
+                    f"event_time on an operator upstream of each of its inputs"
+                )
+
+    def watermarked(self, node: str) -> bool:
+        """Whether `node` is an operator with an operator-wide watermark: it declares
+        `event_time`, or all its inputs are such operators."""
+        if node not in self.operator_names:
+            return False
+        if self.operator(node).event_time is not None:
+            return True
+        return all(self.watermarked(p) for p in self.predecessors(node))
 
     def _check_acyclic(self) -> None:
         order = self.topological_order  # raises on a cycle

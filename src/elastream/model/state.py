@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import msgpack
 
+from elastream.model.events import Event
 from elastream.model.grouping import key_group
 
 MAX_VALUE_BYTES = 1 << 20  # one key's encoded value; state values are meant to be small
@@ -24,6 +26,25 @@ class StateWrite:
     group: int
     key: str
     value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class Timer:
+    """An event held back until the operator-wide watermark passes `at` (event-time s): it is
+    then delivered again to the function, in `KeyedState.fired`."""
+
+    at: float
+    event: Event
+
+    def record(self) -> list[Any]:
+        """The stored form (msgpack-ready)."""
+        e = self.event
+        return [self.at, e.id, e.key, e.ts, e.root, e.payload]
+
+    @classmethod
+    def of(cls, record: Sequence[Any]) -> Timer:
+        at, id_, key, ts, root, payload = record
+        return cls(float(at), Event(id_, key, float(ts), payload, root))
 
 
 def encode_value(value: Any) -> bytes:
@@ -45,13 +66,23 @@ class KeyedState:
     with the share's outputs, or not at all."""
 
     def __init__(
-        self, op: str, groups: int, keys: Iterable[str], committed: Mapping[str, bytes]
+        self,
+        op: str,
+        groups: int,
+        keys: Iterable[str],
+        committed: Mapping[str, bytes],
+        watermark: float = -math.inf,
+        late_before: float = -math.inf,
     ) -> None:
         self.op = op
         self.groups = groups
         self._keys = frozenset(keys)
         self._committed = dict(committed)
         self._pending: dict[str, bytes | None] = {}
+        self.watermark = watermark  # this batch's operator-wide watermark (docs/state.md)
+        self.late_before = late_before  # the previous batch's: an event older than it is late
+        self.fired: list[Event] = []  # the held events delivered again in this call (`defer`)
+        self._deferred: list[Timer] = []
 
     def _check(self, key: str) -> None:
         if key not in self._keys:
@@ -109,14 +140,34 @@ class KeyedState:
         """The keys of this batch that have a value, in order."""
         return [key for key, _ in self.items()]
 
-    # -- used by the runtime ---------------------------------------------------------------
-    def mark(self) -> dict[str, bytes | None]:
-        """The writes so far, to `rollback` to if a call of the function fails."""
-        return dict(self._pending)
+    def defer(self, event: Event, until: float) -> None:
+        """Hold `event` back: it is delivered again, in `fired`, in the first batch whose
+        watermark is above `until` (event-time s); with `until` the event's own time, it comes
+        back once every event with an earlier or equal time has arrived. Needs an operator
+        downstream of an `event_time` declaration (else the watermark never rises). If this
+        batch's watermark is already above `until`, the event joins `fired` at once."""
+        self._check(event.key)
+        if math.isnan(until):
+            raise StateError(f"operator {self.op!r}, event {event.id}: timer at NaN")
+        if until < self.watermark:
+            self.fired.append(event)
+        else:
+            self._deferred.append(Timer(float(until), event))
 
-    def rollback(self, mark: Mapping[str, bytes | None] | None = None) -> None:
-        """Forget the writes made since `mark` (None: all of them)."""
-        self._pending = dict(mark or {})
+    # -- used by the runtime ---------------------------------------------------------------
+    def mark(self) -> tuple[dict[str, bytes | None], int]:
+        """The writes and timers so far, to `rollback` to if a call of the function fails."""
+        return dict(self._pending), len(self._deferred)
+
+    def rollback(self, mark: tuple[dict[str, bytes | None], int] | None = None) -> None:
+        """Forget the writes and timers made since `mark` (None: all of them)."""
+        pending, deferred = mark or ({}, 0)
+        self._pending = dict(pending)
+        del self._deferred[deferred:]
+
+    def deferred(self, since: int = 0) -> list[Timer]:
+        """The timers set by `defer` (from the `since`-th on), in the order they were set."""
+        return self._deferred[since:]
 
     def writes(self) -> tuple[StateWrite, ...]:
         """The share's writes, in key order, each with its key group."""

@@ -28,6 +28,14 @@ class LatePolicy(StrEnum):
     SIDE = "side"
 
 
+class WatermarkScope(StrEnum):
+    """KEY: the key's own max event time - lateness (an idle key's windows wait for its next
+    event); OPERATOR: the runtime's operator-wide watermark with timers (docs/state.md)."""
+
+    KEY = "key"
+    OPERATOR = "operator"
+
+
 class WindowSpec(BaseModel):
     """An operator's event-time window (its `window` parameter)."""
 
@@ -46,6 +54,12 @@ class WindowSpec(BaseModel):
         description="allowed lateness: watermark = max event time seen (for the key) - this",
     )
     late: LatePolicy = Field(LatePolicy.DROP, description="drop late events or emit them")
+    watermark: WatermarkScope = Field(
+        WatermarkScope.KEY,
+        description="key: per-key watermark from the key's events; operator: the runtime's "
+        "operator-wide watermark (an operator downstream of an event_time declaration): events "
+        "are taken in event-time order and windows close on timers, idle keys included",
+    )
     late_stream: str = Field("late", description="output stream of late events (late: side)")
 
 
@@ -122,8 +136,11 @@ def window_count(events: list[Event], state: KeyedState, window: dict[str, Any])
 
     Sliding: every accepted event emits {key, t, count, times} (its key's window at t).
     Tumbling: an event emits each window its watermark closed, {key, start, end, count}.
-    A late event is counted in the key's state and dropped, or emitted on `late_stream`."""
+    A late event is counted in the key's state and dropped, or emitted on `late_stream`.
+    With `watermark: operator`, see `timed_window_count`."""
     spec = WindowSpec.model_validate(window)
+    if spec.watermark is WatermarkScope.OPERATOR:
+        return timed_window_count(events, state, spec)
     out: list[Emit] = []
     states: dict[str, dict[str, Any]] = {}
     for e in events:
@@ -140,6 +157,55 @@ def window_count(events: list[Event], state: KeyedState, window: dict[str, Any])
             out += [
                 e.emit({"key": e.key, "start": s, "end": end, "count": n}) for s, end, n in closed
             ]
+    for key, st in states.items():
+        state.put(key, st)
+    return out
+
+
+def timed_window_count(events: list[Event], state: KeyedState, spec: WindowSpec) -> list[Emit]:
+    """`window_count` on the operator-wide watermark (`state.watermark`, with timers).
+
+    An event older than the previous batch's watermark minus `lateness_s` is late. Sliding:
+    each event is held until the watermark passes its time, then taken in (time, id) order, so
+    the counts do not depend on how replicas and batches interleaved. Tumbling: an event is
+    counted at once; the first event of a window is held until the watermark reaches the
+    window's end, and then emits {key, start, end, count}: a key that receives nothing more
+    still has its windows closed."""
+    out: list[Emit] = []
+    states: dict[str, dict[str, Any]] = {}
+
+    def of(key: str) -> dict[str, Any]:
+        if key not in states:
+            states[key] = state.get(key) or new_state()
+        return states[key]
+
+    for e in events:
+        t, st = event_time(e, spec), of(e.key)
+        if t < state.late_before - spec.lateness_s:
+            st["late"] += 1
+            if spec.late is LatePolicy.SIDE:
+                out.append(e.emit({"key": e.key, "t": t, "late": True}, stream=spec.late_stream))
+        elif spec.kind is WindowKind.SLIDING:
+            state.defer(e, until=t)
+        else:
+            start = math.floor(t / spec.size_s) * spec.size_s
+            opened = repr(start) not in st["open"]
+            st["open"][repr(start)] = st["open"].get(repr(start), 0) + 1
+            if opened:  # W >= end closes it: the timer fires when W > the float below end
+                state.defer(e, until=math.nextafter(start + spec.size_s, -math.inf))
+    for e in sorted(state.fired, key=lambda ev: (event_time(ev, spec), ev.id)):
+        t, st = event_time(e, spec), of(e.key)
+        if spec.kind is WindowKind.SLIDING:
+            st["max"] = max(st["max"], t)
+            bisect.insort(st["times"], t)
+            expire(st, st["max"], spec)
+            out.append(e.emit({"key": e.key, "t": t, "count": count(st), "times": st["times"][:]}))
+        else:
+            start = math.floor(t / spec.size_s) * spec.size_s
+            n = st["open"].pop(repr(start), 0)
+            out.append(
+                e.emit({"key": e.key, "start": start, "end": start + spec.size_s, "count": n})
+            )
     for key, st in states.items():
         state.put(key, st)
     return out

@@ -28,6 +28,7 @@ from elastream.model.pipeline import DEFAULT_STREAM, OperatorSpec
 from elastream.model.state import KeyedState
 
 OUT_PLACEHOLDER = "{out}"  # in an operator's params: the run's output directory
+_NONE: frozenset = frozenset()
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,10 @@ class Applied:
 
 
 def apply_operator(
-    ctx: OperatorContext, batch: EventColumns, state: KeyedState | None = None
+    ctx: OperatorContext,
+    batch: EventColumns,
+    state: KeyedState | None = None,
+    fired: frozenset = _NONE,
 ) -> Applied:
     """Call the function on the batch; if it fails, undo its state writes and call it event by
     event so that only the event that breaks it is set aside (its message kept), nothing else
@@ -101,15 +105,18 @@ def apply_operator(
         return Applied({}, {}, [], {})
     mark = state.mark() if state is not None else None
     try:
-        return call(ctx, batch, state)
+        return call(ctx, batch, state, fired)
     except Exception:  # the batch failed: find the culprit event by event
         if state is not None:
             state.rollback(mark)
-        return apply_one_by_one(ctx, batch, state)
+        return apply_one_by_one(ctx, batch, state, fired)
 
 
 def apply_one_by_one(
-    ctx: OperatorContext, batch: EventColumns, state: KeyedState | None = None
+    ctx: OperatorContext,
+    batch: EventColumns,
+    state: KeyedState | None = None,
+    fired: frozenset = _NONE,
 ) -> Applied:
     """Each event alone; one that still fails is recorded as an error with its message (and its
     state writes are undone)."""
@@ -118,7 +125,7 @@ def apply_one_by_one(
     for k in range(len(batch)):
         mark = state.mark() if state is not None else None
         try:
-            parts.append((k, call(ctx, batch.take([k]), state)))
+            parts.append((k, call(ctx, batch.take([k]), state, fired)))
         except Exception as exc:  # recorded as this event's outcome
             if state is not None:
                 state.rollback(mark)
@@ -127,14 +134,29 @@ def apply_one_by_one(
     return _merge(len(batch), parts, errors)
 
 
-def call(ctx: OperatorContext, batch: EventColumns, state: KeyedState | None) -> Applied:
-    """One call of the function (with `state=` for a stateful operator), its outputs routed."""
+def call(
+    ctx: OperatorContext, batch: EventColumns, state: KeyedState | None, fired: frozenset = _NONE
+) -> Applied:
+    """One call of the function (with `state=` for a stateful operator), its outputs routed.
+    The rows whose ids are in `fired` are held events delivered again: the function gets them
+    in `state.fired`, not in its events; a row the function holds back (`state.defer`) counts
+    as processed, not filtered (its outputs come when it is delivered again)."""
     extra = ctx.params if state is None else {"state": state, **ctx.params}
     if ctx.spec.vectorized:
         emits = ctx.function(batch, **extra)
         return route(ctx, batch, *_flatten_columns(ctx, batch, emits))
-    emits = list(ctx.function(batch.events(), **extra))
-    return route(ctx, batch, *_flatten_events(ctx, batch, emits))
+    events = batch.events()
+    if state is None:
+        return route(ctx, batch, *_flatten_events(ctx, batch, list(ctx.function(events, **extra))))
+    state.fired = [e for e in events if e.id in fired]
+    held_before = len(state.deferred())
+    emits = list(ctx.function([e for e in events if e.id not in fired], **extra))
+    applied = route(ctx, batch, *_flatten_events(ctx, batch, emits))
+    held = {t.event.id for t in state.deferred(held_before)}
+    for k, event_id in enumerate(batch.ids):
+        if event_id in held and not applied.emitted[k]:
+            applied.emitted[k] = 1
+    return applied
 
 
 Flat = tuple[list[int], list[Any], list[str | None] | None, list[str] | str]

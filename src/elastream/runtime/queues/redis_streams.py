@@ -634,7 +634,8 @@ class RedisQueueStore(SegmentedQueues):
         offered: dict[str, int] = defaultdict(int)
         for q, _ in queues:
             for producer, n in self.r.hgetall(self._k("prod", q)).items():
-                offered[producer.decode()] = max(offered[producer.decode()], int(n))
+                if not producer.startswith(b"~"):  # a tick producer (watermark), not input
+                    offered[producer.decode()] = max(offered[producer.decode()], int(n))
         pending = sum(self.pending(q) for q, sink in queues if not sink)
         sink_roots = [e.root for _, _, e in self._sink_events()]
         return build_audit(sum(offered.values()), pending, sink_roots, fates, self._expired())

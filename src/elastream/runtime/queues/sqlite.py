@@ -437,7 +437,8 @@ class SqliteQueueStore(SegmentedQueues):
             "failed": {r for (r,) in self.conn.execute("SELECT DISTINCT root FROM errors")},
         }
         events_in = self.conn.execute(
-            "SELECT SUM(n) FROM (SELECT MAX(offered) AS n FROM producers GROUP BY producer)"
+            "SELECT SUM(n) FROM (SELECT MAX(offered) AS n FROM producers "
+            "WHERE producer NOT LIKE '~%' GROUP BY producer)"
         ).fetchone()[0]
         pending = self.conn.execute(
             "SELECT SUM(next_off - done) FROM queues WHERE sink = 0"

@@ -42,6 +42,7 @@ from elastream.runtime.spark.logs import jvm_log_conf, send_jvm_stderr
 from elastream.runtime.spark.pipeline_source import PIPELINE_SOURCE_NAME
 from elastream.runtime.spark.session import spark_session, stop_query, warm_python_workers
 from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
+from elastream.runtime.spark.watermark import END_OF_INPUT, declare_end_of_input, flushed
 from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
@@ -290,9 +291,16 @@ class SparkEngine:
         if self.feeder.error is not None:
             return True
         self._stop_io("ingest")  # the run's time is up: the external sources stop reading
+        if time.time() - self._fed_until() > self.config.drain_s:
+            return True
+        done = True
+        if any(map(self.pipeline.watermarked, self.pipeline.operator_names)):
+            if not self.store.meta(END_OF_INPUT, False):  # the drain flushes every window
+                declare_end_of_input(self.store)
+            done = flushed(self.store, self.pipeline)  # before the count: outputs made by then
         pending = sum(self.store.pending(op) for op in self.pipeline.operator_names)
         pending += self.egress.lag(self.store)
-        return pending == 0 or time.time() - self._fed_until() > self.config.drain_s
+        return done and pending == 0
 
     def totals(self) -> RunTotals:
         audit = self.store.audit()
@@ -378,6 +386,7 @@ class SparkEngine:
         self.store.set_meta("pipeline", self.pipeline.model_dump(mode="json", by_alias=True))
         self.store.set_meta("t_out", self.config.t_out)
         self.store.set_meta("td", self.config.td)
+        self.store.set_meta(END_OF_INPUT, False)
         for op in self.pipeline.operators:
             self.store.create_queue(op.name, self.config.q_size)
         for sink in self.pipeline.sinks:

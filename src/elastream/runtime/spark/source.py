@@ -19,7 +19,8 @@ from pyspark.sql.types import StructType
 
 from elastream.model.grouping import assign
 from elastream.runtime.queues import BatchPlan, QueueError, QueueStore
-from elastream.runtime.spark.task import context_for, run_share, store_for
+from elastream.runtime.spark.task import context_for, pipeline_for, run_share, store_for
+from elastream.runtime.spark.watermark import advance, plan_watermarks
 
 SOURCE_NAME = "elastream_queue"
 RELEASE_EVERY_S = 5.0
@@ -75,6 +76,9 @@ def plan_batches(db: str, op: str, start: int, end: int) -> list[BatchPlan]:
     plans = store.plan_range(op, start, end, replicas, divide)
     if not spec.stateless:
         _check_replay_order(store, plans)
+    pipeline = pipeline_for(db)
+    if pipeline.watermarked(op):
+        plan_watermarks(store, pipeline, op, plans)
     return plans
 
 
@@ -164,6 +168,9 @@ class QueueStreamReader(DataSourceStreamReader):
         return {"off": 0}
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        pipeline = pipeline_for(self.db)
+        if pipeline.watermarked(self.op):
+            advance(store_for(self.db), pipeline, self.op)
         return {"off": admitted_end(self.db, self.op, int(start["off"]), limit, self.cap_note)}
 
     def reportLatestOffset(self) -> dict:

@@ -5,18 +5,26 @@ No Spark import here: the data source's `read()` calls `run_share`, and tests ca
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from elastream.model.events import EventColumns, OutcomeKind
+from elastream.model.events import Event, EventColumns, OutcomeKind
 from elastream.model.grouping import key_group
 from elastream.model.pipeline import Pipeline, check_state_parameter, load_callable
-from elastream.model.state import KeyedState
+from elastream.model.state import KeyedState, StateWrite, Timer, encode_value
 from elastream.runtime.operators import OUT_PLACEHOLDER, Applied, OperatorContext, apply_operator
 from elastream.runtime.queues import open_store
-from elastream.runtime.queues.base import FailedEvent, QueueStore, ShareCommit, encode_payload
+from elastream.runtime.queues.base import (
+    BatchPlan,
+    FailedEvent,
+    QueueStore,
+    ShareCommit,
+    encode_payload,
+)
+from elastream.runtime.spark import watermark as wmk
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,9 +44,15 @@ def store_for(queues: str) -> QueueStore:
 
 
 @cache
+def pipeline_for(queues: str) -> Pipeline:
+    """The run's pipeline, as the store records it."""
+    return Pipeline.model_validate(store_for(queues).meta("pipeline"))
+
+
+@cache
 def context_for(queues: str, op: str) -> OperatorContext:
     store = store_for(queues)
-    pipeline = Pipeline.model_validate(store.meta("pipeline"))
+    pipeline = pipeline_for(queues)
     spec = pipeline.operator(op)
     out_dir = store.meta("out_dir") or str(Path(queues).parent)
     params = {
@@ -62,6 +76,8 @@ def run_share(queues: str, op: str, start: int, end: int, replica: int) -> TaskR
     if store.share_done(op, plan.batch, replica):
         return TaskResult(replica, plan.owners.count(replica), 0, 0, 0.0)
     events = store.read_share(plan, replica)
+    if pipeline_for(queues).watermarked(op):
+        return run_timed_share(store, ctx, plan, replica, events, (started, cpu_started))
     if not len(events):  # an active replica with nothing in this batch: no transaction at all
         return TaskResult(replica, 0, 0, 0, 0.0)
     state = share_state(store, ctx, events)
@@ -72,16 +88,63 @@ def run_share(queues: str, op: str, start: int, end: int, replica: int) -> TaskR
     return TaskResult(replica, len(events), len(events) if fresh else 0, commit.n_out, busy)
 
 
-def share_state(store: QueueStore, ctx: OperatorContext, events: EventColumns) -> KeyedState | None:
-    """A stateful operator's state handle for the keys of a share, as committed so far (None for
-    a stateless operator). The plan gave this replica whole key groups, so no other replica
-    writes these keys while this batch runs."""
+def run_timed_share(
+    store: QueueStore,
+    ctx: OperatorContext,
+    plan: BatchPlan,
+    replica: int,
+    queued: EventColumns,
+    clocks: tuple[float, float],
+) -> TaskResult:
+    """A share of an operator with an operator-wide watermark (docs/state.md): its events
+    without ticks, plus the held events whose timers the batch's watermark passed; committed
+    even when empty (the watermark's fold waits for every share), with the timers left and,
+    for an event-time assigner, the largest event time it emitted."""
+    spec = ctx.spec
+    events = wmk.without_ticks(queued)
+    previous, watermark = wmk.share_watermark(store, spec.name, plan)
+    timers: dict[int, list[Timer]] = {}
+    fired: list[Timer] = []
+    state = None
+    if not spec.stateless:
+        timers = wmk.load_timers(store, spec.name, spec.key_groups, plan, replica)
+        fired = wmk.due(timers, watermark)
+        again = [t.event for t in fired]
+        state = share_state(store, ctx, events, again, (previous, watermark))
+        events = EventColumns.concat([events, EventColumns.of(again)]) if again else events
+    applied, timed_out = process(ctx, events, state, frozenset(t.event.id for t in fired))
+    busy = time.perf_counter() - clocks[0]
+    cpu = time.process_time() - clocks[1]
+    commit = commit_of(spec.name, plan.batch, replica, applied, timed_out, busy, state, cpu)
+    extra = []
+    if state is not None:
+        extra = wmk.timer_writes(timers, fired, state.deferred(), spec.key_groups)
+    if spec.event_time is not None:
+        top = wmk.emitted_max(commit.outputs, spec.event_time.field)
+        extra.append(StateWrite(0, wmk.slot_key(replica), encode_value([plan.start, top])))
+    n_queued = len(queued)
+    commit = replace(commit, events=n_queued, state=commit.state + tuple(extra))
+    fresh = store.commit_share(commit)
+    return TaskResult(replica, n_queued, n_queued if fresh else 0, commit.n_out, busy)
+
+
+def share_state(
+    store: QueueStore,
+    ctx: OperatorContext,
+    events: EventColumns,
+    fired: list[Event] | None = None,
+    watermarks: tuple[float, float] = (-math.inf, -math.inf),
+) -> KeyedState | None:
+    """A stateful operator's state handle for the keys of a share (and of its fired timers), as
+    committed so far (None for a stateless operator). The plan gave this replica whole key
+    groups, so no other replica writes these keys while this batch runs."""
     if ctx.spec.stateless:
         return None
     groups = ctx.spec.key_groups
-    keys = sorted(set(events.keys))
+    keys = sorted(set(events.keys) | {e.key for e in fired or ()})
     committed = store.read_state(ctx.spec.name, [(key_group(k, groups), k) for k in keys])
-    return KeyedState(ctx.spec.name, groups, keys, committed)
+    previous, watermark = watermarks
+    return KeyedState(ctx.spec.name, groups, keys, committed, watermark, previous)
 
 
 @dataclass(frozen=True)
@@ -93,19 +156,29 @@ class Processed:
 
 
 def process(
-    ctx: OperatorContext, events: EventColumns, state: KeyedState | None = None
+    ctx: OperatorContext,
+    events: EventColumns,
+    state: KeyedState | None = None,
+    fired: frozenset = frozenset(),
 ) -> tuple[Processed, list[str]]:
     """t_out first (an event older than t_out when its turn comes is not processed: its root
-    is returned as timed out), then the operator function on the rest (with `state` for a
-    stateful operator), then the operator's declared service time."""
+    is returned as timed out; a held event delivered again, in `fired`, is not), then the
+    operator function on the rest (with `state` for a stateful operator), then the operator's
+    declared service time."""
     now, t_out = time.time(), ctx.t_out
-    fresh = t_out is None or now - min(events.ts) <= t_out
-    stale = [] if fresh else [k for k, ts in enumerate(events.ts) if now - ts > t_out]
+    fresh = t_out is None or not len(events) or now - min(events.ts) <= t_out
+    stale = (
+        []
+        if fresh
+        else [
+            k for k, ts in enumerate(events.ts) if now - ts > t_out and events.ids[k] not in fired
+        ]
+    )
     live = events
     if stale:
         gone = set(stale)
         live = events.take([k for k in range(len(events)) if k not in gone])
-    applied = apply_operator(ctx, live, state)
+    applied = apply_operator(ctx, live, state, fired)
     if ctx.spec.service_time_ms and len(live):
         time.sleep(len(live) * ctx.spec.service_time_ms / 1000.0)
     return Processed(live, applied), [events.roots[k] for k in stale]
