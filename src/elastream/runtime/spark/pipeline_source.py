@@ -25,7 +25,8 @@ from elastream.runtime.spark.source import (
     admitted_end,
     plan_batches,
 )
-from elastream.runtime.spark.task import run_share, store_for
+from elastream.runtime.spark.task import pipeline_for, run_share, store_for
+from elastream.runtime.spark.watermark import advance
 
 PIPELINE_SOURCE_NAME = "elastream_pipeline"
 PIPELINE_SCHEMA = "op STRING, replica INT, events INT, fresh INT, outputs INT, busy DOUBLE"
@@ -69,13 +70,17 @@ def pipeline_shares(db: str, start: dict, end: dict) -> list[Share]:
     plans, grouping and keyed-state ownership), without the replicas the plan gives no event: an
     idle operator, or an idle replica, costs no task."""
     shares = []
+    pipeline = pipeline_for(db)
     for op, stop in end.items():
         first = int(start.get(op, 0))
         if int(stop) == first:
             continue
         _, _, et, replica_et = store_for(db).control(op)
         for plan in plan_batches(db, op, first, int(stop)):
-            for j in sorted(set(plan.owners)):
+            # a watermarked operator's every share commits, empty or not (its watermark
+            # advances once all of a batch's shares have: docs/state.md)
+            every = pipeline.watermarked(op)
+            for j in range(plan.replicas) if every else sorted(set(plan.owners)):
                 et_j = replica_et[j] if j < len(replica_et) and replica_et[j] > 0 else et
                 work = plan.owners.count(j) * et_j
                 shares.append(Share(op, j, plan.start, plan.end, work))
@@ -111,6 +116,10 @@ class PipelineStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """Each operator admitted from its own offset, capped by its own replicas' work in one
         batch (`admitted_end`), so one slow operator cannot lengthen the batch beyond batch_s."""
+        pipeline, store = pipeline_for(self.db), store_for(self.db)
+        for op in self.ops:
+            if pipeline.watermarked(op):
+                advance(store, pipeline, op)
         return {
             op: admitted_end(self.db, op, int(start.get(op, 0)), limit, self.cap_notes[op])
             for op in self.ops
