@@ -122,8 +122,18 @@ class RunConfig(Settings):
     )
     replicas: int | None = Field(None, ge=1, description="r for the static policy")
     td: float = Field(5.0, gt=0, description="MAPE interval, s")
-    t_out: float | None = Field(30.0, gt=0, description="event timeout, s (None: never)")
-    q_size: int | None = Field(100_000, ge=1, description="queue bound, events (None: unbounded)")
+    t_out: float | None = Field(
+        None,
+        gt=0,
+        description="event timeout, s: an event waiting longer is dropped (PSPS; None: never, "
+        "the default, so nothing is dropped unless asked)",
+    )
+    q_size: int | None = Field(
+        None,
+        ge=1,
+        description="queue bound, events: a full queue refuses (drops) what is offered (PSPS; "
+        "None: unbounded, the default, so nothing is dropped unless asked)",
+    )
     duration: float | None = Field(
         None, gt=0, description="run length, s (default: the prepared trace's length)"
     )
