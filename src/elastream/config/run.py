@@ -140,6 +140,13 @@ class RunConfig(Settings):
     trace: str | None = Field(
         None, description="trace file or generator spec (docs/workloads.md); None: sources' rates"
     )
+    until_stopped: bool = Field(
+        False,
+        description="run until SIGINT or SIGTERM (then stop the sources, drain the queues within "
+        "drain_s and write the outputs): generator sources at their declared rates for ever; "
+        "`elastream run` without --duration and --trace sets it. A `duration` still ends the run "
+        "(a simulation needs one); a trace cannot be combined with it",
+    )
     data_dir: Path | None = Field(None, description="folder of real traces (../shared/data)")
     slice: str | None = Field(
         None, description="trace seconds START:END kept before rescaling (None: all)"
@@ -192,6 +199,20 @@ class RunConfig(Settings):
         if value is not None and "://" in value and not value.startswith("redis://"):
             raise ValueError(f"{value!r}: expected a file path or redis://HOST:PORT/DB")
         return value
+
+    @model_validator(mode="after")
+    def _unbounded_without_trace(self) -> RunConfig:
+        if self.until_stopped and self.trace is not None:
+            raise ValueError(
+                f"until_stopped runs the sources at their declared rates for ever; the trace "
+                f"{self.trace!r} has an end (give one or the other)"
+            )
+        return self
+
+    @property
+    def unbounded(self) -> bool:
+        """The run has no end of its own: it lasts until it is stopped (SIGINT, SIGTERM)."""
+        return self.until_stopped and self.duration is None
 
     @model_validator(mode="after")
     def _known_policy(self) -> RunConfig:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import shutil
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pyspark import SparkContext
 
 from elastream.config import RunConfig
 from elastream.config.run import LeasingSettings
@@ -35,7 +37,12 @@ from elastream.runtime.queues import (
 from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
-from elastream.runtime.spark.session import spark_session, stop_query, warm_python_workers
+from elastream.runtime.spark.session import (
+    adopt_session,
+    spark_session,
+    stop_query,
+    warm_python_workers,
+)
 from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
 from elastream.workloads.trace import Trace
 
@@ -119,6 +126,7 @@ class SparkEngine:
         *,
         resume: bool = False,
         keep_session: bool = False,
+        spark: Any = None,
     ) -> None:
         self.pipeline = pipeline
         self.config = config
@@ -126,7 +134,10 @@ class SparkEngine:
         self.out = Path(config.out)
         self.queues = store_address(config)
         self.resume = resume
-        self.keep_session = keep_session
+        self.keep_session = keep_session or spark is not None  # never stop the caller's
+        self.given_session = spark  # a SparkSession to run in (the Python API's spark=)
+        self.stop_requested = threading.Event()  # request_stop(): SIGINT, SIGTERM
+        self.stopping_since: float | None = None  # when the sources stopped on request
         self.queries: dict[str, Any] = {}
         self.run_ids: dict[str, set[str]] = {}
         self.ops: dict[str, OperatorState] = {}
@@ -149,7 +160,7 @@ class SparkEngine:
                     "--master spark://HOST:PORT (elastream cluster up starts one)"
                 )
             conf.setdefault("spark.decommission.enabled", "true")  # graceful release
-        self.spark = spark_session(spark.master or f"local[{self._slots()},4]", conf=conf)
+        self.spark = self._session(spark.master or f"local[{self._slots()},4]", conf)
         if spark.leasing is not None:
             self.leases = self._adopt_hosts(spark.leasing)
         warm_python_workers(self.spark, self._slots())
@@ -160,17 +171,22 @@ class SparkEngine:
             self._await_first_batches()
         resume_at = float(self.store.meta("trace_elapsed", 0.0)) if self.resume else 0.0
         self.feeder = Feeder(
-            self.pipeline, self.queues, self.trace, self.config.seed, resume_at=resume_at
+            self.pipeline,
+            self.queues,
+            self.trace,
+            self.config.seed,
+            resume_at=resume_at,
+            forever=self.config.unbounded,
         )
         self.t0 = time.time() - resume_at
-        self.t_prev = time.time()
+        self.t_prev = self.started_at = time.time()
         open_interval(self.store, self.t_prev, self.config.td)
         self.feeder.start()
 
     def collect(self) -> Snapshot:
         deadline = self.t_prev + self.config.td
-        while (left := deadline - time.time()) > 0:
-            time.sleep(min(left, HOST_POLL_S) if self.leases else left)
+        while (left := deadline - time.time()) > 0 and not self._stop_pending():
+            time.sleep(min(left, HOST_POLL_S))
             if self.leases:
                 self.leases.poll(self.now())  # a leased executor's boot ends when it registers
         self._check_health()
@@ -252,12 +268,31 @@ class SparkEngine:
             self._publish(name)
 
     def finished(self) -> bool:
+        """The sources are done (the trace ended, or a stop was requested and they stopped
+        reading) and the queues drained, or `drain_s` passed since then."""
+        if self._stop_pending():
+            self.feeder.stop()  # sources stop reading; what they appended stays queued
+            self.stopping_since = time.time()
         if not self.feeder.done.is_set():
             return False
         if self.feeder.error is not None:
             return True
         pending = sum(self.store.pending(op) for op in self.pipeline.operator_names)
-        return pending == 0 or time.time() - self._fed_until() > self.config.drain_s
+        if pending == 0:
+            return True
+        if time.time() - self._fed_until() <= self.config.drain_s:
+            return False
+        self._stop_queries()  # gave up draining: what is queued stays, counted exactly
+        return True
+
+    def request_stop(self) -> None:
+        """Stop gracefully (safe from a signal handler): at the next interval the sources stop
+        reading, then the queues drain within `drain_s` and the run ends as a finished one."""
+        self.stop_requested.set()
+
+    def _stop_pending(self) -> bool:
+        """A stop was requested and the sources have not been stopped yet."""
+        return self.stop_requested.is_set() and self.stopping_since is None
 
     def totals(self) -> RunTotals:
         audit = self.store.audit()
@@ -275,6 +310,7 @@ class SparkEngine:
             dropped_timeout=audit.timeout,
             dropped_overflow=audit.overflow,
             failed=audit.failed,
+            queued=audit.pending,
             latency_ms_mean=mean,
             latency_ms_p99=p99,
             duplicates=audit.duplicate_sink_roots,
@@ -297,15 +333,38 @@ class SparkEngine:
     def stop(self) -> None:
         if hasattr(self, "feeder"):
             self.feeder.stop()
-        if self.queries:
-            # In-flight empty batches interrupted by stop() log aborted commits: not errors.
-            self.spark.sparkContext.setLogLevel("FATAL")
-        for query in self.queries.values():
-            stop_query(self.spark, query)
-        if self.queries:
-            self.spark.sparkContext.setLogLevel("ERROR")
+        self._stop_queries()
         if hasattr(self, "spark") and not self.keep_session:
             self.spark.stop()
+
+    def _stop_queries(self) -> None:
+        """Stop every operator query: no batch commits after this, so the totals read next
+        are the final ones (a batch cut short leaves its events queued for --resume)."""
+        if not self.queries:
+            return
+        # In-flight empty batches interrupted by stop() log aborted commits: not errors.
+        self.spark.sparkContext.setLogLevel("FATAL")
+        for query in self.queries.values():
+            stop_query(self.spark, query)
+        self.queries.clear()
+        self._await_quiet()
+        self.spark.sparkContext.setLogLevel("ERROR")
+
+    def _await_quiet(self, timeout_s: float = 30.0, still_s: float = 1.0) -> None:
+        """After the queries stopped: wait until Spark runs no task and the queues have not
+        changed for `still_s` (a replica's task cut short may still commit its share)."""
+        tracker = self.spark.sparkContext.statusTracker()
+        deadline = time.time() + timeout_s
+        while tracker.getActiveStageIds() and time.time() < deadline:
+            time.sleep(0.1)
+        last, still_since = None, time.time()
+        while time.time() < deadline:
+            now = [self.store.pending(op) for op in self.pipeline.operator_names]
+            if now != last:
+                last, still_since = now, time.time()
+            elif time.time() - still_since >= still_s:
+                return
+            time.sleep(0.2)
 
     # -- helpers -----------------------------------------------------------------------------
     def _adopt_hosts(self, leasing: LeasingSettings) -> ExecutorHosts:
@@ -506,4 +565,17 @@ class SparkEngine:
         return reads(first).get(source, 0)
 
     def _fed_until(self) -> float:
-        return self.t0 + self.trace.duration_s
+        """When the sources finished: the trace's end, or the stop (never before this run's
+        start: a resumed run that had fed its whole trace drains for the full `drain_s`)."""
+        if self.stopping_since is not None:
+            return self.stopping_since
+        return max(self.t0 + self.trace.duration_s, self.started_at)
+
+    def _session(self, master: str, conf: dict[str, str]) -> Any:
+        """The caller's SparkSession (kept running at the end), else the one `spark_session`
+        makes or reuses: a session that was already running is the caller's too."""
+        if self.given_session is not None:
+            return adopt_session(self.given_session)
+        if SparkContext._active_spark_context is not None:
+            self.keep_session = True
+        return spark_session(master, conf=conf)
