@@ -72,6 +72,7 @@ def test_the_python_api_runs_in_the_callers_session_and_leaves_it_running(tmp_pa
         SparkSession.builder.master("local[4]")
         .config("spark.scheduler.mode", "FAIR")
         .config("spark.python.worker.reuse", "true")
+        .config("spark.pyspark.python", sys.executable)  # workers that import elastream
         .config("spark.ui.enabled", "false")
         .getOrCreate()
     )

@@ -152,6 +152,15 @@ RUN_METRICS: tuple[Metric, ...] = (
         "lower",
     ),
     Metric(
+        "events_queued",
+        "Still queued",
+        "queued",
+        "events",
+        "events still in an operator queue when the run ended (a stopped run; --resume delivers "
+        "them)",
+        "exact end-of-run count",
+    ),
+    Metric(
         "query_restarts",
         "Query restarts",
         "restarts",
