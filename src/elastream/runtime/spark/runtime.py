@@ -565,11 +565,13 @@ class SparkEngine:
         return reads(first).get(source, 0)
 
     def _fed_until(self) -> float:
-        """When the sources finished: the trace's end, or the stop (never before this run's
-        start: a resumed run that had fed its whole trace drains for the full `drain_s`)."""
-        if self.stopping_since is not None:
-            return self.stopping_since
-        return max(self.t0 + self.trace.duration_s, self.started_at)
+        """When the sources finished: the trace's end (never before this run's start: a resumed
+        run that had fed its whole trace drains for the full `drain_s`), or the stop if earlier
+        (an unbounded run's placeholder trace has no end that counts)."""
+        fed = max(self.t0 + self.trace.duration_s, self.started_at)
+        if self.stopping_since is None:
+            return fed
+        return self.stopping_since if self.config.unbounded else min(fed, self.stopping_since)
 
     def _session(self, master: str, conf: dict[str, str]) -> Any:
         """The caller's SparkSession (kept running at the end), else the one `spark_session`
