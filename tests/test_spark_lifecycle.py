@@ -27,6 +27,7 @@ def run_until_stopped(out: Path, *extra: str) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow  # two runs: ~40 s of flow, two Spark start-ups
 def test_sigterm_stops_an_unbounded_run_gracefully_and_resume_delivers_the_rest(tmp_path):
     out = tmp_path / "run"
     db = out / "queues.db"
