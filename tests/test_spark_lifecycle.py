@@ -66,14 +66,15 @@ def test_sigterm_stops_an_unbounded_run_gracefully_and_resume_delivers_the_rest(
     assert json.loads((out / "summary.json").read_text())["events_queued"] == 0
 
 
-def test_the_python_api_runs_in_the_callers_session_and_leaves_it_running(tmp_path):
+def test_the_python_api_runs_in_the_callers_session_and_leaves_it_running(tmp_path, monkeypatch):
     from pyspark.sql import SparkSession
+
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # workers that import elastream
 
     spark = (
         SparkSession.builder.master("local[4]")
         .config("spark.scheduler.mode", "FAIR")
         .config("spark.python.worker.reuse", "true")
-        .config("spark.pyspark.python", sys.executable)  # workers that import elastream
         .config("spark.ui.enabled", "false")
         .getOrCreate()
     )
