@@ -2,16 +2,21 @@
 
 YAML blocks of docs/pipeline-yaml.md are complete pipelines. A block whose first line is
 `# invalid: MESSAGE` must fail to load with MESSAGE in the error; `# file: PATH` must hold the same
-data as that file of the repository; any other block must load. Python blocks are executed, except
-one whose first line is `# starts Spark`, which is only compiled (as are those of
-docs/runtime.md). The tables and columns docs/runtime.md names must exist in the queue store's
-schema, and its worked `admission_cap` figures must be what the function returns.
+data as that file of the repository; any other block must load. Python blocks of
+docs/pipeline-yaml.md and docs/python.md are executed (each as a module of its own, so that the
+functions it defines are importable as operators), except one whose first line is
+`# starts Spark`: its imports are executed and the rest only compiled (the blocks of
+docs/runtime.md are compiled). The tables and columns docs/runtime.md names must exist in the
+queue store's schema, and its worked `admission_cap` figures must be what the function returns.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import sqlite3
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -24,6 +29,7 @@ from elastream.runtime.spark.runtime import admission_cap
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE_DOC = ROOT / "docs" / "pipeline-yaml.md"
 RUNTIME_DOC = ROOT / "docs" / "runtime.md"
+PYTHON_DOC = ROOT / "docs" / "python.md"
 ORIGIN = "pipeline.yaml"  # the file name the quoted messages assume
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
@@ -44,6 +50,7 @@ def block_id(block: tuple[int, str]) -> str:
 
 YAML_BLOCKS = blocks(PIPELINE_DOC, "yaml")
 PYTHON_BLOCKS = blocks(PIPELINE_DOC, "python")
+API_BLOCKS = blocks(PYTHON_DOC, "python")
 
 
 def marker(text: str, name: str) -> str | None:
@@ -94,14 +101,36 @@ def test_file_examples_import():
             load(text).check_imports()
 
 
+def run_block(doc: Path, line: int, text: str, monkeypatch) -> None:
+    """Execute a doc's Python block as module `docs_example_<line>` (registered, so that its
+    functions can be imported by path); a `# starts Spark` block: only its imports."""
+    where = f"docs/{doc.name}:{line}"
+    tree = ast.parse(text, where)
+    compile(tree, where, "exec")
+    if text.startswith("# starts Spark"):
+        imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+        assert imports, f"{where}: a Spark example with nothing to import-check"
+        tree = ast.Module(body=imports, type_ignores=[])
+    module = types.ModuleType(f"docs_example_{doc.stem.replace('-', '_')}_{line}")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(compile(tree, where, "exec"), module.__dict__)
+
+
 @pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=block_id)
 def test_python_example(block, tmp_path, monkeypatch):
-    line, text = block
-    code = compile(text, f"docs/pipeline-yaml.md:{line}", "exec")
-    if text.startswith("# starts Spark"):
-        return
     monkeypatch.chdir(tmp_path)
-    exec(code, {"__name__": f"docs_example_{line}"})
+    run_block(PIPELINE_DOC, *block, monkeypatch)
+
+
+@pytest.mark.parametrize("block", API_BLOCKS, ids=block_id)
+def test_python_api_example(block, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run_block(PYTHON_DOC, *block, monkeypatch)
+
+
+def test_the_python_api_doc_runs_and_import_checks_its_examples():
+    spark = [t for _, t in API_BLOCKS if t.startswith("# starts Spark")]
+    assert len(spark) >= 3 and len(API_BLOCKS) - len(spark) >= 4
 
 
 def test_runtime_python_blocks_compile():

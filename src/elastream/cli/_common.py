@@ -35,11 +35,21 @@ def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -
     parser.add_argument("--peak-rate", type=float, help="rescale the trace to this peak, events/s")
     parser.add_argument("--time-scale", type=float, help="compress trace time by this factor")
     parser.add_argument("--slice", help="trace seconds START:END kept before rescaling")
-    parser.add_argument("--duration", type=float, help="run length in seconds")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        help="run length in seconds (without it and --trace: run until SIGINT/SIGTERM; "
+        "simulate: 60)",
+    )
     parser.add_argument("--td", type=float, help="MAPE interval in seconds")
     parser.add_argument("--t-out", type=optional(float), help="event timeout, seconds, or none")
     parser.add_argument("--q-size", type=optional(int), help="queue bound in events, or none")
-    parser.add_argument("--drain", type=float, dest="drain_s", help="seconds allowed to drain")
+    parser.add_argument(
+        "--drain",
+        type=float,
+        dest="drain_s",
+        help="seconds allowed to empty the queues after the load or a stop (default 60)",
+    )
     parser.add_argument("--seed", type=int, help="random seed")
     parser.add_argument("--out", type=Path, help="output directory")
     parser.add_argument(

@@ -14,7 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--resume",
         action="store_true",
-        help="continue a killed run from its queues and checkpoints in --out",
+        help="continue a killed or stopped run from its queues and checkpoints in --out (the "
+        "events still queued are delivered, nothing twice)",
     )
     parser.add_argument(
         "--queues",
@@ -32,6 +33,8 @@ def handle(args: argparse.Namespace) -> int:
     from elastream.experiments.session import run_session
 
     pipeline, config = load_run_inputs(args, engine="spark")
+    if config.duration is None and config.trace is None:  # no end given: run until stopped
+        config = config.model_copy(update={"until_stopped": True})
     if args.master:
         spark = config.spark.model_copy(update={"master": args.master})
         config = config.model_copy(update={"spark": spark})

@@ -140,8 +140,18 @@ class RunConfig(Settings):
         "marked met or missed, and the `objective` policy plans for it (None: no objective)",
     )
     td: float = Field(5.0, gt=0, description="MAPE interval, s")
-    t_out: float | None = Field(30.0, gt=0, description="event timeout, s (None: never)")
-    q_size: int | None = Field(100_000, ge=1, description="queue bound, events (None: unbounded)")
+    t_out: float | None = Field(
+        None,
+        gt=0,
+        description="event timeout, s: an event waiting longer is dropped (PSPS; None: never, "
+        "the default, so nothing is dropped unless asked)",
+    )
+    q_size: int | None = Field(
+        None,
+        ge=1,
+        description="queue bound, events: a full queue refuses (drops) what is offered (PSPS; "
+        "None: unbounded, the default, so nothing is dropped unless asked)",
+    )
     ingest_bound: int = Field(
         100_000,
         ge=1,
@@ -154,6 +164,13 @@ class RunConfig(Settings):
     )
     trace: str | None = Field(
         None, description="trace file or generator spec (docs/workloads.md); None: sources' rates"
+    )
+    until_stopped: bool = Field(
+        False,
+        description="run until SIGINT or SIGTERM (then stop the sources, drain the queues within "
+        "drain_s and write the outputs): generator sources at their declared rates for ever; "
+        "`elastream run` without --duration and --trace sets it. A `duration` still ends the run "
+        "(a simulation needs one); a trace cannot be combined with it",
     )
     data_dir: Path | None = Field(None, description="folder of real traces (../shared/data)")
     slice: str | None = Field(
@@ -212,6 +229,20 @@ class RunConfig(Settings):
                 f"{redact_text(value)!r}: expected a file path, redis://HOST:PORT/DB or rediss://…"
             )
         return value
+
+    @model_validator(mode="after")
+    def _unbounded_without_trace(self) -> RunConfig:
+        if self.until_stopped and self.trace is not None:
+            raise ValueError(
+                f"until_stopped runs the sources at their declared rates for ever; the trace "
+                f"{self.trace!r} has an end (give one or the other)"
+            )
+        return self
+
+    @property
+    def unbounded(self) -> bool:
+        """The run has no end of its own: it lasts until it is stopped (SIGINT, SIGTERM)."""
+        return self.until_stopped and self.duration is None
 
     @model_validator(mode="after")
     def _known_policy(self) -> RunConfig:

@@ -20,6 +20,7 @@ from elastream.experiments.observability import ops_observers, serve_metrics
 from elastream.leasing.hosts import HostType
 from elastream.model.pipeline import Pipeline
 from elastream.report import LiveTable, open_series, write_outputs
+from elastream.runtime.signals import stop_on_signals
 from elastream.runtime.sim.settings import SimSettings
 from elastream.workloads import Trace, resolve_trace
 from elastream.workloads.generators import constant
@@ -30,22 +31,34 @@ DEFAULT_MESSAGE_TRANSPORT = "memory"  # for an engine that declares no `message_
 
 # runs a built engine to its end with the session's observers (default: run_engine's MAPE loop)
 SessionRunner = Callable[[Engine, Sequence[Observer]], RunResult]
-EngineFactory = Callable[[Pipeline, RunConfig, Trace, "SimSettings | None", bool], Engine]
+EngineFactory = Callable[..., Engine]  # (pipeline, config, trace, sim, resume, spark=None)
 
 
 def _spark(
-    pipeline: Pipeline, config: RunConfig, trace: Trace, sim: SimSettings | None, resume: bool
+    pipeline: Pipeline,
+    config: RunConfig,
+    trace: Trace,
+    sim: SimSettings | None,
+    resume: bool,
+    spark: Any = None,
 ) -> Engine:
     from elastream.runtime.spark.runtime import SparkEngine  # lazy: PySpark is slow to import
 
-    return SparkEngine(pipeline, config, trace, resume=resume)
+    return SparkEngine(pipeline, config, trace, resume=resume, spark=spark)
 
 
 def _sim(
-    pipeline: Pipeline, config: RunConfig, trace: Trace, sim: SimSettings | None, resume: bool
+    pipeline: Pipeline,
+    config: RunConfig,
+    trace: Trace,
+    sim: SimSettings | None,
+    resume: bool,
+    spark: Any = None,
 ) -> Engine:
     from elastream.runtime.sim.simulator import SimEngine
 
+    if spark is not None:
+        raise ValueError("the simulator runs no Spark: spark= is for the Spark engine")
     if resume:
         raise ValueError("the simulator has nothing to resume: --resume is for Spark runs")
     return SimEngine(pipeline, config, trace, sim or SimSettings())
@@ -102,10 +115,13 @@ def build_engine(
     engine: str | None = None,
     sim: SimSettings | None = None,
     resume: bool = False,
+    spark: Any = None,
 ) -> Engine:
-    """The registered engine (default: the config's), for the pipeline as this run starts it."""
+    """The registered engine (default: the config's), for the pipeline as this run starts it
+    (`spark`: the caller's SparkSession for the Spark engine)."""
     make = ENGINES.get(engine or config.engine)
-    return make(config.starting_pipeline(pipeline), config, workload, sim, resume)
+    extra = {} if spark is None else {"spark": spark}
+    return make(config.starting_pipeline(pipeline), config, workload, sim, resume, **extra)
 
 
 def run_engine(
@@ -170,10 +186,12 @@ def run_session(
     sim: SimSettings | None = None,
     resume: bool = False,
     runner: SessionRunner | None = None,
+    spark: Any = None,
 ) -> tuple[RunResult, dict[str, Path]]:
     """A run as the CLI does it: the live table while it runs, then the output directory and
     the run's rows in the metrics history. `runner` drives the engine instead of the policy's
-    MAPE loop (S-ODRP: experiments/sodrp_run.py)."""
+    MAPE loop (S-ODRP: experiments/sodrp_run.py); `spark` is the caller's SparkSession (the
+    Python API), kept running. SIGINT or SIGTERM stops a Spark run gracefully."""
     workload = prepare_workload(config, pipeline)
     started = config.starting_pipeline(pipeline)
     run_id = f"{Path(config.out).name}-{time.strftime('%Y%m%dT%H%M%S')}"
@@ -186,17 +204,18 @@ def run_session(
         LiveTable(started, quiet=quiet, title=title, objective=config.objective) as live,
         series,
     ):
-        engine = build_engine(pipeline, config, workload, sim=sim, resume=resume)
+        engine = build_engine(pipeline, config, workload, sim=sim, resume=resume, spark=spark)
         observers: list[Observer] = [live, history, series, *ops_observers(metrics)]
-        if runner is None:
-            result = run_engine(engine, config, observers, keep_snapshots=0)
-        else:
-            result = runner(engine, observers)
+        with stop_on_signals(engine, config.drain_s):
+            if runner is None:
+                result = run_engine(engine, config, observers, keep_snapshots=0)
+            else:
+                result = runner(engine, observers)
         if metrics is not None:
             metrics.finish(result.totals)
     history.save()
     settings: dict[str, Any] = redact(config.model_dump(mode="json")) | {
-        "trace_duration_s": workload.duration_s,
+        "trace_duration_s": None if config.unbounded else workload.duration_s,
         "trace_peak_rate": workload.peak,
     }
     paths = write_outputs(

@@ -153,6 +153,15 @@ RUN_METRICS: tuple[Metric, ...] = (
         "lower",
     ),
     Metric(
+        "events_queued",
+        "Still queued",
+        "queued",
+        "events",
+        "events still in an operator queue when the run ended (a stopped run; --resume delivers "
+        "them)",
+        "exact end-of-run count",
+    ),
+    Metric(
         "query_restarts",
         "Query restarts",
         "restarts",
@@ -515,6 +524,7 @@ class RunTotals:
     failed: int = 0  # events whose operator function raised (isolated, kept in the error log)
     duplicates: int = 0  # events delivered twice to the same queue (must stay 0)
     dropped_restart: int = 0  # queued events lost by restart reconfigurations (simulator)
+    queued: int = 0  # events still in an operator queue when the run stopped (Spark; --resume)
     query_restarts: int = 0  # failed operator queries restarted from their checkpoints (Spark)
     hosts_leased: int = 0  # hosts (executors) leased, the first ones included (spark.leasing)
     host_btus: int = 0  # BTUs started by the leased hosts
@@ -600,6 +610,7 @@ class Summary:
     host_btus: int = 0
     host_cost: float = 0.0
     host_boot_s: float | None = None
+    events_queued: int = 0  # still in an operator queue at the end (a stopped run; --resume)
 
     def as_dict(self) -> dict[str, float | int | None]:
         return asdict(self)
@@ -739,6 +750,7 @@ def build_summary(
         host_btus=totals.host_btus,
         host_cost=totals.host_cost,
         host_boot_s=totals.host_boot_s,
+        events_queued=totals.queued,
     )
 
 

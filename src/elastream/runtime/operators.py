@@ -24,7 +24,13 @@ from elastream.model.events import (
     derived_id,
     derived_ids,
 )
-from elastream.model.pipeline import DEFAULT_STREAM, OperatorSpec
+from elastream.model.pipeline import (
+    DEFAULT_STREAM,
+    OperatorSpec,
+    Pipeline,
+    check_state_parameter,
+    load_callable,
+)
 from elastream.model.state import KeyedState
 
 OUT_PLACEHOLDER = "{out}"  # in an operator's params: the run's output directory
@@ -40,6 +46,21 @@ class OperatorContext:
     params: dict[str, Any]
     routes: dict[str, tuple[str, ...]]
     t_out: float | None
+
+
+def operator_context(
+    pipeline: Pipeline, name: str, out_dir: str, t_out: float | None = None
+) -> OperatorContext:
+    """Operator `name`'s context: its function imported (a stateful one checked for `state=`),
+    `{out}` in its string params replaced by `out_dir`, its routes."""
+    spec = pipeline.operator(name)
+    params = {
+        k: v.replace(OUT_PLACEHOLDER, out_dir) if isinstance(v, str) else v
+        for k, v in spec.params.items()
+    }
+    function = load_callable(spec.function, f"operator {name!r} function")
+    check_state_parameter(spec, function)
+    return OperatorContext(spec, function, params, pipeline.routes(name), t_out)
 
 
 @dataclass(frozen=True)

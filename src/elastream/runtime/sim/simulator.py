@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from elastream.config import RunConfig
+from elastream.config import ConfigError, RunConfig
 from elastream.control.plan import Lease, Placement
 from elastream.control.policy import Decision
 from elastream.model.metrics import RunTotals
@@ -136,6 +136,11 @@ class SimEngine:
     ) -> None:
         """`network`: the nodes and links replicas can be placed on (place()); None: no
         placement, no network delay."""
+        if config.unbounded:
+            raise ConfigError(
+                "a simulation needs an end: until_stopped (a run until SIGINT/SIGTERM) is for "
+                "the Spark engine; give the simulated run a duration (--duration SECONDS)"
+            )
         self.pipeline = pipeline
         self.config = config
         self.trace = trace

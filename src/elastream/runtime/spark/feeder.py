@@ -20,15 +20,17 @@ class TraceIntegral:
     """∫_0^t rate(s) ds for a step-wise constant trace: the events due by time t. The running
     sums are computed once, not at every feeder tick."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, forever: bool = False) -> None:
         self.trace = trace
+        self.forever = forever  # past its end the trace's last rate holds (an unbounded run)
         self.steps = np.concatenate(([0.0], np.cumsum(trace.rates * trace.step_s)))
 
     def __call__(self, t: float) -> float:
         trace = self.trace
         k = min(int(t // trace.step_s), trace.rates.size)
         if k >= trace.rates.size:
-            return float(self.steps[-1])
+            beyond = t - trace.duration_s if self.forever else 0.0
+            return float(self.steps[-1] + trace.rates[-1] * beyond)
         return float(self.steps[k] + trace.rates[k] * (t - k * trace.step_s))
 
 
@@ -46,6 +48,7 @@ class Feeder:
     seed: int = 0
     tick_s: float = 0.1
     resume_at: float = 0.0  # trace seconds already fed (resume)
+    forever: bool = False  # an unbounded run: the trace's last rate holds until stop()
     done: threading.Event = field(default_factory=threading.Event)
     _stop: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
@@ -74,15 +77,16 @@ class Feeder:
             for s in self.pipeline.generator_sources
         }
         total_rate = sum(s.rate for s in self.pipeline.generator_sources)
-        due_by = TraceIntegral(self.trace)
+        due_by = TraceIntegral(self.trace, self.forever)
         t0 = time.time() - self.resume_at
+        end = math.inf if self.forever else self.trace.duration_s
         while not self._stop.is_set():
-            elapsed = min(time.time() - t0, self.trace.duration_s)
+            elapsed = min(time.time() - t0, end)
             due_total = due_by(elapsed)
             for src in self.pipeline.generator_sources:
                 sources[src.name].feed_until(math.floor(due_total * src.rate / total_rate))
             store.set_meta("trace_elapsed", elapsed)
-            if elapsed >= self.trace.duration_s:
+            if elapsed >= end:
                 break
             time.sleep(self.tick_s)
         store.close()

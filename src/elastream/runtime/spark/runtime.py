@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import shutil
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pyspark import SparkContext
 
 from elastream.config import RunConfig
 from elastream.config.run import LeasingSettings
@@ -40,7 +42,12 @@ from elastream.runtime.spark.hosts import ExecutorHosts
 from elastream.runtime.spark.ingest import Ingest, check_sources
 from elastream.runtime.spark.logs import jvm_log_conf, send_jvm_stderr
 from elastream.runtime.spark.pipeline_source import PIPELINE_SOURCE_NAME
-from elastream.runtime.spark.session import spark_session, stop_query, warm_python_workers
+from elastream.runtime.spark.session import (
+    adopt_session,
+    spark_session,
+    stop_query,
+    warm_python_workers,
+)
 from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
 from elastream.runtime.spark.watermark import END_OF_INPUT, declare_end_of_input, flushed
 from elastream.workloads.trace import Trace
@@ -126,6 +133,7 @@ class SparkEngine:
         *,
         resume: bool = False,
         keep_session: bool = False,
+        spark: Any = None,
     ) -> None:
         self.pipeline = pipeline
         self.config = config
@@ -133,7 +141,10 @@ class SparkEngine:
         self.out = Path(config.out)
         self.queues = store_address(config)
         self.resume = resume
-        self.keep_session = keep_session
+        self.keep_session = keep_session or spark is not None  # never stop the caller's
+        self.given_session = spark  # a SparkSession to run in (the Python API's spark=)
+        self.stop_requested = threading.Event()  # request_stop(): SIGINT, SIGTERM
+        self.stopping_since: float | None = None  # when the sources stopped on request
         self.queries: dict[str, Any] = {}
         self.run_ids: dict[str, set[str]] = {}
         self.ops: dict[str, OperatorState] = {}
@@ -159,7 +170,7 @@ class SparkEngine:
                 )
             conf.setdefault("spark.decommission.enabled", "true")  # graceful release
         conf = jvm_log_conf(self.out, conf)  # Spark's log lines to spark.log in the run directory
-        self.spark = spark_session(spark.master or f"local[{self._slots()},4]", conf=conf)
+        self.spark = self._session(spark.master or f"local[{self._slots()},4]", conf)
         send_jvm_stderr(self.spark, self.out)  # uncaught JVM stacks to spark.log, not the console
         if spark.leasing is not None:
             self.leases = self._adopt_hosts(spark.leasing)
@@ -172,10 +183,15 @@ class SparkEngine:
         self._start_io()
         resume_at = float(self.store.meta("trace_elapsed", 0.0)) if self.resume else 0.0
         self.feeder = Feeder(
-            self.pipeline, self.queues, self.trace, self.config.seed, resume_at=resume_at
+            self.pipeline,
+            self.queues,
+            self.trace,
+            self.config.seed,
+            resume_at=resume_at,
+            forever=self.config.unbounded,
         )
         self.t0 = time.time() - resume_at
-        self.t_prev = time.time()
+        self.t_prev = self.started_at = time.time()
         open_interval(self.store, self.t_prev, self.config.td)
         self.feeder.start()
 
@@ -196,8 +212,8 @@ class SparkEngine:
 
     def collect(self) -> Snapshot:
         deadline = self.t_prev + self.config.td
-        while (left := deadline - time.time()) > 0:
-            time.sleep(min(left, HOST_POLL_S) if self.leases else left)
+        while (left := deadline - time.time()) > 0 and not self._stop_pending():
+            time.sleep(min(left, HOST_POLL_S))
             if self.leases:
                 self.leases.poll(self.now())  # a leased executor's boot ends when it registers
         self._check_health()
@@ -286,13 +302,16 @@ class SparkEngine:
             self._publish(name)
 
     def finished(self) -> bool:
+        """The sources are done (the trace ended, or a stop was requested and they stopped
+        reading) and the queues drained, or `drain_s` passed since then."""
+        if self._stop_pending():
+            self.feeder.stop()  # sources stop reading; what they appended stays queued
+            self.stopping_since = time.time()
         if not self.feeder.done.is_set():
             return False
         if self.feeder.error is not None:
             return True
         self._stop_io("ingest")  # the run's time is up: the external sources stop reading
-        if time.time() - self._fed_until() > self.config.drain_s:
-            return True
         done = True
         if any(map(self.pipeline.watermarked, self.pipeline.operator_names)):
             if not self.store.meta(END_OF_INPUT, False):  # the drain flushes every window
@@ -300,7 +319,21 @@ class SparkEngine:
             done = flushed(self.store, self.pipeline)  # before the count: outputs made by then
         pending = sum(self.store.pending(op) for op in self.pipeline.operator_names)
         pending += self.egress.lag(self.store)
-        return done and pending == 0
+        if done and pending == 0:
+            return True
+        if time.time() - self._fed_until() <= self.config.drain_s:
+            return False
+        self._stop_queries()  # gave up draining: what is queued stays, counted exactly
+        return True
+
+    def request_stop(self) -> None:
+        """Stop gracefully (safe from a signal handler): at the next interval the sources stop
+        reading, then the queues drain within `drain_s` and the run ends as a finished one."""
+        self.stop_requested.set()
+
+    def _stop_pending(self) -> bool:
+        """A stop was requested and the sources have not been stopped yet."""
+        return self.stop_requested.is_set() and self.stopping_since is None
 
     def totals(self) -> RunTotals:
         audit = self.store.audit()
@@ -318,6 +351,7 @@ class SparkEngine:
             dropped_timeout=audit.timeout,
             dropped_overflow=audit.overflow,
             failed=audit.failed,
+            queued=audit.pending,
             latency_ms_mean=mean,
             latency_ms_p99=p99,
             duplicates=audit.duplicate_sink_roots,
@@ -341,16 +375,39 @@ class SparkEngine:
         self._stop_io("ingest")
         if hasattr(self, "feeder"):
             self.feeder.stop()
-        if self.queries:
-            # In-flight empty batches interrupted by stop() log aborted commits: not errors.
-            self.spark.sparkContext.setLogLevel("FATAL")
-        for query in self.queries.values():
-            stop_query(self.spark, query)
+        self._stop_queries()
         self._stop_io("egress")
-        if self.queries:
-            self.spark.sparkContext.setLogLevel("ERROR")
         if hasattr(self, "spark") and not self.keep_session:
             self.spark.stop()
+
+    def _stop_queries(self) -> None:
+        """Stop every operator query: no batch commits after this, so the totals read next
+        are the final ones (a batch cut short leaves its events queued for --resume)."""
+        if not self.queries:
+            return
+        # In-flight empty batches interrupted by stop() log aborted commits: not errors.
+        self.spark.sparkContext.setLogLevel("FATAL")
+        for query in self.queries.values():
+            stop_query(self.spark, query)
+        self.queries.clear()
+        self._await_quiet()
+        self.spark.sparkContext.setLogLevel("ERROR")
+
+    def _await_quiet(self, timeout_s: float = 30.0, still_s: float = 1.0) -> None:
+        """After the queries stopped: wait until Spark runs no task and the queues have not
+        changed for `still_s` (a replica's task cut short may still commit its share)."""
+        tracker = self.spark.sparkContext.statusTracker()
+        deadline = time.time() + timeout_s
+        while tracker.getActiveStageIds() and time.time() < deadline:
+            time.sleep(0.1)
+        last, still_since = None, time.time()
+        while time.time() < deadline:
+            now = [self.store.pending(op) for op in self.pipeline.operator_names]
+            if now != last:
+                last, still_since = now, time.time()
+            elif time.time() - still_since >= still_s:
+                return
+            time.sleep(0.2)
 
     # -- helpers -----------------------------------------------------------------------------
     def _adopt_hosts(self, leasing: LeasingSettings) -> ExecutorHosts:
@@ -585,4 +642,19 @@ class SparkEngine:
         return reads(first).get(source, 0)
 
     def _fed_until(self) -> float:
-        return self.t0 + self.trace.duration_s
+        """When the sources finished: the trace's end (never before this run's start: a resumed
+        run that had fed its whole trace drains for the full `drain_s`), or the stop if earlier
+        (an unbounded run's placeholder trace has no end that counts)."""
+        fed = max(self.t0 + self.trace.duration_s, self.started_at)
+        if self.stopping_since is None:
+            return fed
+        return self.stopping_since if self.config.unbounded else min(fed, self.stopping_since)
+
+    def _session(self, master: str, conf: dict[str, str]) -> Any:
+        """The caller's SparkSession (kept running at the end), else the one `spark_session`
+        makes or reuses: a session that was already running is the caller's too."""
+        if self.given_session is not None:
+            return adopt_session(self.given_session)
+        if SparkContext._active_spark_context is not None:
+            self.keep_session = True
+        return spark_session(master, conf=conf)

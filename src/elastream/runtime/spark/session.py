@@ -48,7 +48,13 @@ def spark_session(
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    return adopt_session(builder.getOrCreate())
+
+
+def adopt_session(spark: SparkSession) -> SparkSession:
+    """A running session made ready for the runtime: quiet logs, the `elastream_queue` source
+    registered (once). Its static settings stay as they are: FAIR scheduling and Python worker
+    reuse make replica changes cheap, so a caller's session should have them (docs/python.md)."""
     spark.sparkContext.setLogLevel("ERROR")
     if id(spark) not in _registered:
         spark.dataSource.register(QueueDataSource)
