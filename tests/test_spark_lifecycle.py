@@ -31,8 +31,8 @@ def run_until_stopped(out: Path, *extra: str) -> subprocess.Popen:
 def test_sigterm_stops_an_unbounded_run_gracefully_and_resume_delivers_the_rest(tmp_path):
     out = tmp_path / "run"
     db = out / "queues.db"
-    # drain 1 s: the stop leaves events queued (enrich needs 40 ms each), for --resume to deliver
-    run = run_until_stopped(out, "--drain", "1")
+    # no drain: the stop leaves events queued (enrich needs 40 ms each), for --resume to deliver
+    run = run_until_stopped(out, "--drain", "0")
     wait_for_outcomes(run, db, 40)  # Spark is up and events flow
     time.sleep(40)
     assert run.poll() is None  # no end of its own
@@ -44,7 +44,7 @@ def test_sigterm_stops_an_unbounded_run_gracefully_and_resume_delivers_the_rest(
     assert (out / "timeseries.csv").exists() and (out / "report.html").exists()
     stopped = SqliteQueueStore(db).audit()
     assert stopped.events_in >= 40 * 40  # the source's declared 40 events/s, the whole time
-    assert stopped.pending > 0  # what the 1-s drain left
+    assert stopped.pending > 0  # what was in flight at the stop
     assert stopped.timeout == stopped.overflow == 0  # the defaults drop nothing
     delivered = stopped.to_sink + stopped.filtered + stopped.failed
     assert stopped.events_in == delivered + stopped.pending  # conservation, exact
