@@ -250,12 +250,12 @@ def _type_name(annotation: Any) -> str:
     return str(annotation).replace("typing.", "")
 
 
-_BOUNDS = {"gt": ">", "ge": "≥", "lt": "<", "le": "≤"}
+_FIELD_BOUNDS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
 
 
 def _bound(constraint: Any) -> str:
     """`> 0` for pydantic's Gt(gt=0) and the like; '' for other metadata."""
-    for attr, sign in _BOUNDS.items():
+    for attr, sign in _FIELD_BOUNDS.items():
         if getattr(constraint, attr, None) is not None:
             return f"{sign} {getattr(constraint, attr)}"
     return ""
@@ -274,7 +274,7 @@ def _default(info: Any) -> str:
 
 
 def _field_type(info: FieldInfo) -> str:
-    """A field's readable type with its bounds: `float > 0`, `int ≥ 1 | None`."""
+    """A field's readable type with its bounds: `float > 0`, `int >= 1 | None`."""
     bounds = " ".join(b for b in map(_bound, info.metadata) if b)
     args = typing.get_args(info.annotation)
     if bounds and type(None) in args:
