@@ -152,6 +152,8 @@ class SparkEngine:
         self.forgotten = LatencyTally()  # sink latencies the store's retention has expired
         self.failing: dict[str, Failing] = {}  # operators whose query failed and has not recovered
         self.leases: ExecutorHosts | None = None  # executors leased as hosts (spark.leasing)
+        self.ingest: Ingest | None = None  # external sources' reading (started by start())
+        self.egress: Egress | None = None  # delivering sinks' queries (started by start())
         self.t0 = time.time()  # the run's clock starts when the feeder does (start())
 
     # -- Engine protocol ---------------------------------------------------------------------
@@ -318,7 +320,8 @@ class SparkEngine:
                 declare_end_of_input(self.store)
             done = flushed(self.store, self.pipeline)  # before the count: outputs made by then
         pending = sum(self.store.pending(op) for op in self.pipeline.operator_names)
-        pending += self.egress.lag(self.store)
+        if self.egress is not None:  # what the delivering sinks have not written out yet
+            pending += self.egress.lag(self.store)
         if done and pending == 0:
             return True
         if time.time() - self._fed_until() <= self.config.drain_s:
