@@ -146,6 +146,7 @@ class SparkEngine:
         self.stop_requested = threading.Event()  # request_stop(): SIGINT, SIGTERM
         self.stopping_since: float | None = None  # when the sources stopped on request
         self.queries: dict[str, Any] = {}
+        self.queries_stopped = False  # every query stopped for good (_stop_queries)
         self.run_ids: dict[str, set[str]] = {}
         self.ops: dict[str, OperatorState] = {}
         self.restarts: dict[str, int] = {}  # per operator, over the run
@@ -386,13 +387,13 @@ class SparkEngine:
     def _stop_queries(self) -> None:
         """Stop every operator query: no batch commits after this, so the totals read next
         are the final ones (a batch cut short leaves its events queued for --resume)."""
-        if not self.queries:
+        if not self.queries or self.queries_stopped:
             return
         # In-flight empty batches interrupted by stop() log aborted commits: not errors.
         self.spark.sparkContext.setLogLevel("FATAL")
         for query in self.queries.values():
             stop_query(self.spark, query)
-        self.queries.clear()
+        self.queries_stopped = True  # kept in `queries`: their progress is read after the run
         self._await_quiet()
         self.spark.sparkContext.setLogLevel("ERROR")
 
