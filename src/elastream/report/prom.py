@@ -119,6 +119,15 @@ class RunMetrics:
         )
         self.finished = gauge("elastream_run_finished", "1 once the run has ended", RUN, **reg)
         self.finished.labels(self.pipeline).set(0)
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, looked up once per run (labels() costs more than inc())."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def __call__(self, snapshot: Snapshot, decision: Decision) -> None:
         run = (self.pipeline,)
@@ -130,34 +139,36 @@ class RunMetrics:
                 self.decisions.append(
                     (snapshot.t, o.name, o.replicas, target, decision.reason(o.name))
                 )
-        self.source_events.labels(*run).inc(snapshot.lambda_g)
-        self.source_rate.labels(*run).set(snapshot.lambda_g / snapshot.td if snapshot.td else 0)
-        self.completed.labels(*run).inc(snapshot.completed)
-        self.sink.labels(*run).inc(snapshot.sink_events)
+        self._child(self.source_events, *run).inc(snapshot.lambda_g)
+        self._child(self.source_rate, *run).set(
+            snapshot.lambda_g / snapshot.td if snapshot.td else 0
+        )
+        self._child(self.completed, *run).inc(snapshot.completed)
+        self._child(self.sink, *run).inc(snapshot.sink_events)
         if snapshot.latency_ms_mean is not None:
-            self.latency.labels(*run).observe(snapshot.latency_ms_mean / 1000)
-        self.intervals.labels(*run).inc(snapshot.intervals)
+            self._child(self.latency, *run).observe(snapshot.latency_ms_mean / 1000)
+        self._child(self.intervals, *run).inc(snapshot.intervals)
         if self._last is not None:
-            self.reconfigurations.labels(*run).inc(replica_changes(self._last, snapshot))
-        self.hosts_up.labels(*run).set(snapshot.hosts_up)
-        self.host_cost.labels(*run).set(snapshot.host_cost)
+            self._child(self.reconfigurations, *run).inc(replica_changes(self._last, snapshot))
+        self._child(self.hosts_up, *run).set(snapshot.hosts_up)
+        self._child(self.host_cost, *run).set(snapshot.host_cost)
         self._last, self.last_decision = snapshot, decision
         self.series.append(self._point(snapshot, decision))
 
     def _operator(self, o: OperatorStats, td: float, target: int | None) -> None:
         key = (self.pipeline, o.name)
         for field, metric in self.op_counters.items():
-            metric.labels(*key).inc(getattr(o, field))
-        self.dropped.labels(*key, "timeout").inc(o.dropped_timeout)
-        self.dropped.labels(*key, "overflow").inc(o.dropped_overflow)
-        self.queue.labels(*key).set(o.queue)
-        self.active.labels(*key).set(o.replicas)
-        self.pool.labels(*key).set(o.max_replicas)
+            self._child(metric, *key).inc(getattr(o, field))
+        self._child(self.dropped, *key, "timeout").inc(o.dropped_timeout)
+        self._child(self.dropped, *key, "overflow").inc(o.dropped_overflow)
+        self._child(self.queue, *key).set(o.queue)
+        self._child(self.active, *key).set(o.replicas)
+        self._child(self.pool, *key).set(o.max_replicas)
         if target is not None:
-            self.target.labels(*key).set(target)
-        self.busy.labels(*key).set(utilization(o, td))
+            self._child(self.target, *key).set(target)
+        self._child(self.busy, *key).set(utilization(o, td))
         if o.et_s is not None:
-            self.service.labels(*key).observe(o.et_s)
+            self._child(self.service, *key).observe(o.et_s)
 
     def finish(self, totals: RunTotals) -> None:
         """The end-of-run counts the engine reads from its queues."""

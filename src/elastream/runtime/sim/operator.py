@@ -192,10 +192,14 @@ class Operator:
     ) -> None:
         """Cohorts {k: n} sent by `sender` during this step join the inbox."""
         inbox = self.inbox
-        n = 0
-        for k, c in cohorts.items():
-            inbox[k] = inbox.get(k, 0) + c
-            n += c
+        if len(cohorts) == 1:  # the common case: one step's cohort
+            ((k, n),) = cohorts.items()
+            inbox[k] = inbox.get(k, 0) + n
+        else:
+            n = 0
+            for k, c in cohorts.items():
+                inbox[k] = inbox.get(k, 0) + c
+                n += c
         self.received += n
         self.received_from[sender] += n
 
@@ -264,7 +268,11 @@ class Operator:
         if refresh and s % refresh == 0 and self.lb is not None:
             self.refresh_lb()
         arrivals = self._arrivals()
-        if arrivals is not None and self._served_at_once(s, *arrivals):
+        if arrivals is None:
+            if not self.size and not self.down and not self.noisy:
+                self._idle_step()
+                return
+        elif self._served_at_once(s, *arrivals):
             return
         if self.down:
             self.backlogged = self.backlogged or self.size > 0
@@ -338,6 +346,12 @@ class Operator:
             self._overflow(counts)
         if out:
             self.emit(out)
+
+    def _idle_step(self) -> None:
+        """A step with nothing queued and nothing arriving: each ready replica's spare credit
+        moves on as step() moves it (idle time is not banked); nothing else changes."""
+        for rep in self.ready:
+            rep.credit = (rep.credit + rep.rate) % 1.0
 
     def serve_all(self) -> None:
         """Fast-forward (SimEngine.skip): serve everything in the inbox at once, as a steady
@@ -438,11 +452,17 @@ class Operator:
             self.emitted += sum(out.values())
             return
         split = self.splitter.split
-        per_channel: list[dict[int, int]] = [{} for _ in self.plan]
-        for k, n in out.items():
-            for sent, c in zip(per_channel, split(n), strict=True):
-                if c:
-                    sent[k] = c
+        per_channel: list[dict[int, int] | None]
+        if len(out) == 1:  # one cohort (the common case): each channel gets its part of it
+            ((k, n),) = out.items()
+            per_channel = [{k: c} if c else None for c in split(n)]
+        else:
+            chunks: list[dict[int, int]] = [{} for _ in self.plan]
+            for k, n in out.items():
+                for sent, c in zip(chunks, split(n), strict=True):
+                    if c:
+                        sent[k] = c
+            per_channel = list(chunks)
         counts = self.ledger.counts
         for i, ((kind, targets, weight), sent) in enumerate(
             zip(self.plan, per_channel, strict=True)

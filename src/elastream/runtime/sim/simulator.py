@@ -67,6 +67,7 @@ class Emissions:
         self.due_by = integral(trace)
         self.steps, self.step_s, self.shares = steps, step_s, list(shares)
         self.start = 0
+        self.block = np.zeros((len(self.shares), 0), dtype=np.int64)  # steps start.. of the block
         self.rows: list[list[int]] = []
         self.quiet_until: list[int] = []  # per step of the block: first step with an emission
         self._load(0)
@@ -74,7 +75,7 @@ class Emissions:
     def _load(self, start: int) -> None:
         self.start = start
         count = min(self.BLOCK_STEPS, self.steps - start)
-        block = self.window(start, start + count)
+        block = self.block = self._compute(start, start + count)
         self.rows = block.tolist()
         busy = np.flatnonzero(block.sum(axis=0) > 0)
         nxt = np.searchsorted(busy, np.arange(count))
@@ -101,7 +102,15 @@ class Emissions:
         return min(self.quiet_until[offset], end) - s
 
     def window(self, start: int, end: int) -> np.ndarray:
-        """Emissions of steps start .. end-1 (sources × steps), the same as step by step."""
+        """Emissions of steps start .. end-1 (sources × steps), the same as step by step: a
+        slice of the block held when it covers them (each step's count is computed from its
+        own edges, so a slice equals a fresh computation), else computed."""
+        offset = start - self.start
+        if offset >= 0 and end - self.start <= self.block.shape[1]:
+            return self.block[:, offset : end - self.start]
+        return self._compute(start, end)
+
+    def _compute(self, start: int, end: int) -> np.ndarray:
         emitted = _emitted_by(self.due_by, np.arange(start, end + 1), self.step_s, self.shares)
         return np.diff(emitted, axis=1)
 
@@ -348,8 +357,8 @@ class SimEngine:
         a constant input rate, nothing waited or was dropped and nothing is queued or changing;
         the input stays at that rate up to the stretch's end and no step brings more events
         than a steady interval under the current replicas did. 0 unless `fast_forward` is on."""
-        if not self.can_skip or not self._was_steady():
-            return 0
+        if not self.can_skip or self.s >= self.load_steps or not self._was_steady():
+            return 0  # past the trace's end nothing is left to skip (its next change is +inf)
         spi, s = self.steps_per_interval, self.s
         first = s - spi
         change_s = self.rate_change_s[bisect.bisect_right(self.rate_change_s, first * self.step_s)]
@@ -482,6 +491,7 @@ class SimEngine:
     def _step(self) -> None:
         s = self.s
         self.ledger.s = s
+        hold = self.settings.source_hold
         if s < self.load_steps:
             counts = self.ledger.counts
             for i, n in enumerate(self.emissions.at(s)):
@@ -489,19 +499,20 @@ class SimEngine:
                     src, targets, weight = self.source_targets[i]
                     counts.events_in += n
                     self.interval_sources[i] += n
-                    if self.settings.source_hold:
+                    if hold:
                         self.held[i] += n
                         continue
                     for target in targets:
                         target.receive(src, {s: n}, weight, 0.0)
-        if self.settings.source_hold:
-            self._admit_held(s, self.settings.source_hold)
+        if hold:
+            self._admit_held(s, hold)
         down = s < self.down_until
         delayed = self.settings.reconfiguration == "delayed"
+        paused = self.paused_until
         for op in self.order:
             if delayed and op.starting:
                 op.start_ready(s)
-            op.down = down or s < self.paused_until.get(op.name, 0)
+            op.down = down or (s < paused.get(op.name, 0) if paused else False)
             op.step(s)
         self.s = s + 1
 

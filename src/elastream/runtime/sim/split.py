@@ -36,8 +36,8 @@ class PartitionSplitter:
 
     def split(self, n: int) -> list[int]:
         t = self.total
-        owed = [n * w + c for w, c in zip(self.weights, self.carry, strict=True)]
-        give = [max(0, o // t) for o in owed]
+        owed = [n * w + c for w, c in zip(self.weights, self.carry, strict=False)]  # equal lengths
+        give = [o // t if o >= 0 else 0 for o in owed]
         short = n - sum(give)
         while short < 0:  # only after debts: take back from the most over-served part
             j = min(
@@ -49,7 +49,7 @@ class PartitionSplitter:
             order = sorted(range(len(give)), key=lambda j: (give[j] * t - owed[j], j))
             for j in order[:short]:
                 give[j] += 1
-        self.carry = [o - g * t for o, g in zip(owed, give, strict=True)]
+        self.carry = [o - g * t for o, g in zip(owed, give, strict=False)]
         return give
 
 
