@@ -169,3 +169,35 @@ def test_settings_name_what_is_inconsistent():
         SimSettings(provision_s=50)
     with pytest.raises(ValueError, match="extra"):
         SimSettings(btu=600)
+
+
+@pytest.mark.parametrize("drain", [True, False])
+def test_a_drained_release_serves_until_the_btu_ends(drain):
+    """Plan.drain: the instance stopped on a released host keeps serving until the host's paid
+    BTU ends while its moved copy starts on the target (make before break); without drain the
+    capacity drops at the decision."""
+    sim = Simulation(Pattern.STEPWISE, lambda kind: ThresholdPolicy(kind), seed=1)
+    cluster = apply_plan(
+        Cluster(demands=manufacturing().demands()),
+        Plan(lease=("a", "b"), place=(Placement("O1", "a"),)),
+        0.0,
+        sim.kind,
+    ).cluster
+    sim._index(cluster)
+    o1 = sim.names.index("O1")
+    old = cluster.instances[0]
+    now = 580.0  # 20 s before host a's first 600 s BTU ends
+    plan = Plan(
+        stop=(old.instance_id,),
+        place=(Placement("O1", "b", migrated_from=old.instance_id),),
+        release=("a",),
+        drain=drain,
+    )
+    sim.btus_seen = {"a": 1, "b": 1}  # as run() keeps them
+    after = sim._apply(cluster, plan, now)
+    assert [h.host_id for h in after.hosts] == ["b"]
+    moved = after.instances[0]
+    assert moved.ready_at > now + 1.0  # an instance start takes 7.5 s at least
+    for t in (now + 1.0, 599.0, 600.0, 640.0):
+        serving = float(moved.ready_at <= t) + float(drain and t < 600.0)
+        assert sim._capacity(t)[o1] == serving, t

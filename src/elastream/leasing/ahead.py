@@ -275,6 +275,7 @@ def decide_release(
     BTU fits on the hosts that stay (its surplus instances stop, the needed ones move); else it
     is prolonged. With no history yet every host is prolonged."""
     draft = Draft(cluster, kind, obs.now)
+    draft.drain = settings.drain
     if obs.arrivals.shape[0] == 0:
         draft.prolong.extend(hosts)
         return draft.plan()
@@ -282,7 +283,8 @@ def decide_release(
     prior = _prior(obs, settings)
     peak = forecast_peak(obs.arrivals, horizon, settings, prior)
     queues = {op: s.queue for op, s in obs.status.items()}
-    keep = instances_needed(peak.rates, queues, obs, settings, prior)
+    sizing = settings.model_copy(update={"utilisation": settings.release_utilisation})
+    keep = instances_needed(peak.rates, queues, obs, sizing, prior)
     gone: frozenset[str] = frozenset()
     undecided = set(hosts)
     for hid in hosts:

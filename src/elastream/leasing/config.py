@@ -99,6 +99,18 @@ class AheadSettings(_Settings):
         0.3, ge=0, description="relative head-room added to a seasonal forecast peak"
     )
     fill: bool = Field(True, description="fill paid room with instances in the need's mix")
+    release_utilisation: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="a host is released only when the hosts that stay carry the forecast peak "
+        "over the next BTU at this instance utilisation",
+    )
+    drain: bool = Field(
+        True,
+        description="a released host serves until its paid BTU ends while the instances moved "
+        "off it start on their targets (make before break); false: it stops at the decision",
+    )
     peak_rates: dict[str, float] = Field(
         default_factory=dict,
         description="known peak arrival rate per operator (items/s), as static_peak is told: "

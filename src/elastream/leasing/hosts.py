@@ -160,6 +160,9 @@ class Plan:
     counts: Mapping[str, int] = field(default_factory=dict)  # active instances per operator
     release: tuple[str, ...] = ()  # host ids; they must be empty once the plan is applied
     prolong: tuple[str, ...] = ()  # host ids decided to stay for another BTU (billed at its end)
+    # released hosts keep serving with the instances stopped on them until their paid BTU ends
+    # (the moved instances start on their targets meanwhile: make before break)
+    drain: bool = False
 
     @property
     def empty(self) -> bool:

@@ -58,6 +58,7 @@ class Draft:
         self.release: list[str] = []
         self.prolong: list[str] = []
         self.created: set[str] = set()  # placeholder ids of this plan's own placements
+        self.drain = False  # released hosts serve until their BTU ends (Plan.drain)
 
     def new_host(self) -> str:
         hid = f"h{int(self.now)}-{self.cluster.next_id}"
@@ -90,6 +91,7 @@ class Draft:
             place=tuple(self.place),
             release=tuple(self.release),
             prolong=tuple(self.prolong),
+            drain=self.drain,
         )
 
 

@@ -114,6 +114,8 @@ class Simulation:
         pulls = {o.name: o.image_mb / s.pull_mb_per_s for o in ops}
         self.timing = Timing(0.0, s.start_cached_s, pulls)
         self.counters = Counters(ops=len(ops))
+        # (operator index, ready at, serves until) of instances on released hosts (Plan.drain)
+        self._draining: list[tuple[int, float, float]] = []
         self._levels = np.array(LEVELS)[:, None]
 
     # ------------------------------------------------------------------ execute
@@ -128,8 +130,19 @@ class Simulation:
         timing = Timing(boot, self.timing.start_cached_s, self.timing.image_download_s)
         applied = apply_plan(cluster, plan, now, self.kind, timing)
         self._count(applied, plan, now)
+        if plan.drain:
+            self._keep_draining(applied, now)
         self._index(applied.cluster)
         return applied.cluster
+
+    def _keep_draining(self, applied: Applied, now: float) -> None:
+        """Plan.drain: the instances stopped on a released host serve on until its paid BTU
+        ends (the host is paid to then; the moved copies start on their targets meanwhile)."""
+        ends = {h.host_id: h.btu_end(now) for h in applied.released}
+        where = {name: k for k, name in enumerate(self.names)}
+        for inst in applied.stopped:
+            if inst.host_id in ends and inst.active:
+                self._draining.append((where[inst.operator], inst.ready_at, ends[inst.host_id]))
 
     def _count(self, applied: Applied, plan: Plan, now: float) -> None:
         c = self.counters
@@ -188,9 +201,16 @@ class Simulation:
         self._ready = np.array([i.ready_at for i in active], dtype=float)
 
     def _capacity(self, now: float) -> np.ndarray:
-        """Instances of each operator type that are active and have started by `now`."""
+        """Instances of each operator type that are active and have started by `now`, and
+        those still serving on a released host until its BTU ends (Plan.drain)."""
         ready = self._ops[self._ready <= now]
-        return np.bincount(ready, minlength=len(self.names)).astype(float)
+        counts = np.bincount(ready, minlength=len(self.names)).astype(float)
+        if self._draining:
+            self._draining = [d for d in self._draining if d[2] > now]
+            for k, start, _ in self._draining:
+                if start <= now:
+                    counts[k] += 1.0
+        return counts
 
     def _observe(self, cluster: Cluster, now: float, od_hist, arr_hist, queue) -> Observation:
         counts = np.bincount(self._ops, minlength=len(self.names))
