@@ -95,11 +95,6 @@ def test_intervals_are_those_of_the_code_before_the_speed_work(policy, fast_forw
     assert digest == BEFORE[(policy, fast_forward)]
 
 
-if __name__ == "__main__":  # prints the fingerprints (run it on the code to compare)
-    for key in sorted(BEFORE):
-        print(key, *fingerprint(*key))
-
-
 def test_a_run_draining_past_the_trace_end_fast_forwards_without_error():
     """A backlog left at the trace's end is drained in intervals after it; an interval that ends
     steady there asked for the next rate change (+inf) and crashed with OverflowError before
@@ -122,3 +117,8 @@ def test_micro_batch_and_noise_intervals_are_those_of_the_code_before_the_speed_
     )
     assert snapshots > 100
     assert digest == "78fc8ccbff4d4361975e758ca8d1353f42b26881ce150aa937cb3b10588d6ddd"
+
+
+if __name__ == "__main__":  # prints the fingerprints (run it on the code to compare)
+    for key in sorted(BEFORE):
+        print(key, *fingerprint(*key))
