@@ -7,6 +7,8 @@ For every interval t+1 whose measured p99 exceeded the bound it replays the poli
   - guard: the counts that ran in t+1 are below what the policy decided at t;
   - forecast: with the source rates actually seen in t+1 (instead of the forecast) the model
     predicts a miss, but with the forecast it did not (the rise came within one interval);
+  - carry: events queued when the decision acted were already late (the interval before
+    missed, or its backlog's age q_i / (λ^r_i / td) was already ≥ B): no count can help them;
   - model: the model with the rates actually seen, the queues left at t and the counts that ran
     predicts the bound is kept, yet the measured p99 is above it (arrivals burstier within the
     interval than Poisson at the interval's mean, or service times not the model's);
@@ -107,9 +109,19 @@ class Shadow:
             return "pool", detail + f" at pool: {at_pool}"
         if not math.isfinite(predicted_seen) or predicted_seen > bound:
             return ("start" if self.n <= self.config.min_history else "forecast"), detail
-        if self.missed_before and any(o.queue for o in self.last.operators):
-            return "carry", detail  # events already late when the decision acted
+        if self.missed_before or backlog_age_s(self.last) >= self.config.target.bound_s:
+            return "carry", detail + f" age={backlog_age_s(self.last):.1f}s"
         return "model", detail
+
+
+def backlog_age_s(snapshot: Snapshot) -> float:
+    """How long the oldest queued events had waited when the decision was taken: a FIFO queue
+    holds the last q_i arrivals, so about q_i / (λ^r_i / td) (0 without a queue). Events
+    already that old miss the bound whatever the next count is."""
+    ages = [
+        o.queue * snapshot.td / o.received for o in snapshot.operators if o.queue and o.received
+    ]
+    return max(ages, default=0.0)
 
 
 def run(

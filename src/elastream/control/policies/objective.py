@@ -1,7 +1,7 @@
 """`objective`: the fewest replicas whose predicted end-to-end latency keeps the run's latency
 objective (p99 or mean), planned on the forecast arrival rates and the queues left behind.
 
-Derivation (equation numbers O1-O8 are docs/policies.md's, section "objective"). Per interval t,
+Derivation (equation numbers O1-O12 are docs/policies.md's, section "objective"). Per interval t,
 for operator i with r replicas:
 
 1. Rates. ρ_i = μ_i / busy_i is one replica's true rate (DS2; `flow.true_rate`). Each source's
@@ -22,10 +22,25 @@ for operator i with r replicas:
 3. Latency of operator i with r replicas (the replicas share its queue, an M/M/r server,
    `modeling.queueing`): the last event already queued leaves after the queue drains,
    q'_i / (r·ρ_i); a new event then waits W_i(r) at rate λ̂_i and is served in 1/ρ_i:
-       L_i(r) = q'_i / (r·ρ_i) + W_i(r) + 1/ρ_i,   and L_i(r) = ∞ when λ̂_i ≥ r·ρ_i         (O4)
+       L_i(r) = q'_i / (r·ρ_i) + W_i(r) + 1/ρ_i   (W stationary: ∞ when λ̂_i ≥ r·ρ_i; O11)   (O4)
    W is the Erlang-C mean wait C(r, λ̂/ρ) / (rρ − λ̂) for a mean objective, and for a p99
    objective the 0.99-quantile of the M/M/r wait, whose tail is P(W > w) = C·e^{−(rρ−λ̂)w}:
        W^{p}_i(r) = max(0, ln(C / (1 − p)) / (r·ρ_i − λ̂_i))                                   (O5)
+   These are stationary: near or above saturation they grow without bound, but the count holds
+   only until the next decision acts, T = td + a. Over T a queue that starts empty holds at most
+   the fluid backlog (λ̂ − c)⁺·T plus its fluctuation; with the net input as a Brownian motion of
+   variance σ² = λ̂ + c per second (Poisson arrivals, exponential service), the reflection
+   principle P(sup_{s ≤ T} B_s > x) = 2·Φ̄(x / σ√T) puts its p99 at z·σ√T, z = Φ⁻¹(0.995), and
+   its mean at √(2/π)·σ√T. An event behind it waits that queue over c = r·ρ_i, and the wait used
+   is the smaller of the two:
+       W_i(r) = min(W^{stat}_i(r), ((λ̂_i − c)⁺·T + z·√((λ̂_i + c)·T)) / c)                    (O11)
+   On a shared machine each replica also lengthens the operator's micro-batches (Spark: one
+   task per replica on the same cores). Its batch time d_i = td / n_i (n_i the batches its
+   busiest replica took part in) is fitted as d_i = a_i + b·r_i, one intercept per operator and
+   a common slope b ≥ 0 (least squares over the last `batch_window` points), and an event sits
+   through k batches (the one running when it arrives and its own: k = 2 at the p99, 1.5 on
+   average), so L_i gains
+       g·(r − 1),   g = k·b  (or the configured `replica_cost_s`)                             (O12)
 4. End to end: a path's latency is the sum of its operators' (an upper bound for the p99), and
    the pipeline's is its critical path's (Caladrius IV-B3), plus a fixed engine overhead h:
        L(r) = h + max_{paths π} Σ_{i ∈ π} L_i(r_i)                                           (O6)
@@ -34,21 +49,30 @@ for operator i with r replicas:
    stable count within its pool that keeps its own bound (if the objective names one), then
    add one replica at a time on the critical path where it cuts the most latency,
        i* = argmax_{i ∈ π*, r_i < max_i} L_i(r_i) − L_i(r_i + 1),                            (O7)
-   until L(r) ≤ B or the path is at its pools' limits. For one path this is the optimum of a
-   separable convex allocation; on a DAG it is the greedy on the current critical path.
+   until L(r) ≤ B, the path is at its pools' limits, or no replica on it lowers L (O12). For
+   one path this is the optimum of a separable convex allocation; on a DAG it is the greedy on
+   the current critical path (the property test checks it against brute force).
+   When no count in the pools keeps B (a backlog too large to drain within B, or a rate beyond
+   the pools) the choice is the fastest recovery: the smallest stretch k ≥ 1 (bisected on a log
+   scale up to 64) for which some count keeps L ≤ k·B with the queues of O2 spread over k·B,
+   and its fewest replicas; beyond the pools at every k, every pool full:
+       k* = min{k ≥ 1 : min_r L_k(r) ≤ k·B}                                                   (O10)
 6. Scale out early, scale in late. Scale-ups use the lookahead A = td + a (the forecast rise
    before the next decision has acted is provisioned now, O1). r_in solves step 5 with
    P(A_in) over the longer horizon A_in and the bound (1 − m)·B (margin m). A scale-up goes
    at once to max(r_up, r_in) (one change, not several); a count below the current one is
    taken only as far as the objective also holds with the margin over A_in:
-   max(r_up, min(r(t), r_in)).
+   max(r_up, min(r(t), r_in)). Before the forecaster has `min_history` intervals nothing is
+   known of the horizon, so no count goes down.
 7. Calibration. The model assumes Poisson arrivals at the interval's mean rate; arrivals
    burstier within an interval show as a measured latency above the model's. In an interval
    whose replica counts did not change, the model is inverted on the measured latency ℓ(t)
    (as Caladrius Eq. 13 inverts Eq. 12):
        β(t) = min{β ∈ [1, β_max] : L(r(t); β·x(t), q(t − 1)) ≥ ℓ(t)}                         (O8)
    and the plan multiplies the source rates by the largest β of the last `burst_window`
-   intervals.
+   intervals. A measured latency within the resolution ε (`resolution_s`: the simulator's step)
+   of L(r(t); x(t)) is explained as it is (β = 1): otherwise a few ms of rounding would read as
+   the largest burst whenever nothing queues (β is the factor the model needs to add latency).
 
 No guard is needed for the scale-in (step 6 is the hysteresis); the guard layer still clamps to
 the pools. The per-interval verdict of a run against its objective is in `model.objective`.
