@@ -198,6 +198,21 @@ def test_batch_points_read_the_batches_of_the_busiest_replica():
     assert batch_points(snapshot(stats("op", replicas=2, processed=50), td=5.0)) == []
 
 
+def test_decide_learns_the_batch_cost_and_stops_adding_replicas_that_slow_it():
+    """O12 in decide: batch times 10/11 = 0.909 s at r = 2, then 10/20 = 0.5 s at r = 1 give
+    b = 0.409 s and g = 2·b = 0.818 s at the p99. With ρ = 40/s, λ̂ = 20/s and p99 ≤ 0.2 s the
+    model without g asks for 2 replicas (test above); with g = 0.818 s a second replica costs
+    more than it saves, so the policy takes 1 and misses the bound rather than slow it."""
+    config = ObjectiveConfig(objective=Objective(latency_p99_s=0.2), margin=0.0)
+    state = ObjectiveState()
+    for replicas, batches in ((2, (11, 10)), (1, (20,))):
+        snap = one_op_snapshot(replicas=replicas, emitted=200, processed=200, busy_s=5.0)
+        op = dataclasses.replace(snap.operators[0], replica_batches=batches)
+        decision, state = decide(dataclasses.replace(snap, operators=(op,)), state, config)
+    assert "g=0.818s" in decision.reason("op")
+    assert decision.as_dict() == {"op": 1}
+
+
 def test_station_latency_adds_the_drain_of_the_queue():
     """O4: 10 queued events over 1 replica of ρ = 2 take 5 s, + 0.5 s wait + 0.5 s service."""
     assert station_latency(station(queue=10), 1, "mean") == pytest.approx(6.0)
