@@ -89,12 +89,14 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--peak-rate", type=float, default=100.0)
     parser.add_argument("--td", type=float, default=5.0)
+    parser.add_argument("--only", action="append", help="run only this label (repeatable)")
     parser.add_argument("--drain", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="objective-")))
     args = parser.parse_args()
     pipeline = load_pipeline(demo_pipeline_path())
     spark_session(f"local[{pipeline.r_over}]")
-    results = {label: run_one(label, s, args) for label, s in runs(args).items()}
+    chosen = {k: v for k, v in runs(args).items() if not args.only or k in args.only}
+    results = {label: run_one(label, s, args) for label, s in chosen.items()}
     print(f"\n{'p99 <= ' + format(args.objective_s, 'g') + ' s':<20}", end="")
     print("".join(f"{label:>14}" for label in results))
     for column in COLUMNS:

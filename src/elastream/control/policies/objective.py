@@ -55,7 +55,8 @@ for operator i with r replicas:
    When no count in the pools keeps B (a backlog too large to drain within B, or a rate beyond
    the pools) the choice is the fastest recovery: the smallest stretch k ≥ 1 (bisected on a log
    scale up to 64) for which some count keeps L ≤ k·B with the queues of O2 spread over k·B,
-   and its fewest replicas; beyond the pools at every k, every pool full:
+   and its fewest replicas; beyond the pools at every k, the greedy run to its end (the least
+   latency it reaches: pools full on the path unless a replica's cost g outweighs its gain):
        k* = min{k ≥ 1 : min_r L_k(r) ≤ k·B}                                                   (O10)
 6. Scale out early, scale in late. Scale-ups use the lookahead A = td + a (the forecast rise
    before the next decision has acted is provisioned now, O1). r_in solves step 5 with
@@ -319,7 +320,8 @@ def plan(
     stations it was planned on and the stretch k (1: the objective is kept). When no count in
     the pools keeps it (a backlog too large to drain within B, or a rate beyond the pools), the
     fewest replicas that keep the smallest stretched bound k·`bound_s` with the queues spread
-    over k·B: the fastest recovery the pools allow. Beyond the pools at any k: every pool full."""
+    over k·B: the fastest recovery the pools allow. Beyond the pools at any k: the least latency
+    the greedy reaches (bound 0)."""
     statistic = config.target.statistic
 
     def attempt(k: float) -> tuple[dict[str, int], dict[str, Station], bool]:
@@ -340,8 +342,8 @@ def plan(
         return r, stations, 1.0
     low, high = 1.0, MAX_STRETCH
     best, _, kept = attempt(high)
-    if not kept:
-        return {name: s.high for name, s in stations.items()}, stations, math.inf
+    if not kept:  # beyond the pools at every k: the least latency the greedy reaches (O7, O12)
+        return choose_replicas(stations, 0.0, statistic), stations, math.inf
     for _ in range(STRETCH_STEPS):  # O10: bisect k on a log scale (keeping L is monotone in k)
         mid = math.sqrt(low * high)
         r_mid, _, kept = attempt(mid)
