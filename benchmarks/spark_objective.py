@@ -19,8 +19,10 @@ from typing import Any
 from elastream.cli.demo import demo_pipeline_path
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
+from elastream.control.policy import Decision
 from elastream.experiments.session import prepare_workload, run_engine
-from elastream.model.objective import Objective, ObjectiveTally
+from elastream.model.objective import Objective, ObjectiveTally, judge
+from elastream.model.snapshot import Snapshot
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.runtime.spark.session import spark_session
 
@@ -56,9 +58,25 @@ def run_one(label: str, settings: dict[str, Any], args: argparse.Namespace) -> d
     trace = prepare_workload(config, pipeline)
     engine = SparkEngine(config.starting_pipeline(pipeline), config, trace, keep_session=True)
     tally = ObjectiveTally(objective)
+    intervals: list[dict[str, Any]] = []
+
+    def record(snapshot: Snapshot, decision: Decision | None = None) -> None:
+        """Per interval: the counts that ran, the measured p99, the verdict, what was decided."""
+        first = snapshot.operators[0].name
+        intervals.append(
+            {
+                "t": snapshot.t,
+                "replicas": snapshot.replicas(),
+                "latency_ms_p99": snapshot.latency_ms_p99,
+                "met": judge(snapshot, objective).met,
+                "decided": None if decision is None else decision.as_dict(),
+                "reason": None if decision is None else decision.reason(first),
+            }
+        )
+
     started = time.time()
-    summary = run_engine(engine, config, [tally]).summary.as_dict()
-    row = summary | tally.as_dict() | {"wall_s": time.time() - started}
+    summary = run_engine(engine, config, [tally, record]).summary.as_dict()
+    row = summary | tally.as_dict() | {"wall_s": time.time() - started, "intervals": intervals}
     print(f"{label}: done in {row['wall_s']:.0f} s", flush=True)
     return row
 
@@ -71,12 +89,14 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--peak-rate", type=float, default=100.0)
     parser.add_argument("--td", type=float, default=5.0)
+    parser.add_argument("--only", action="append", help="run only this label (repeatable)")
     parser.add_argument("--drain", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="objective-")))
     args = parser.parse_args()
     pipeline = load_pipeline(demo_pipeline_path())
     spark_session(f"local[{pipeline.r_over}]")
-    results = {label: run_one(label, s, args) for label, s in runs(args).items()}
+    chosen = {k: v for k, v in runs(args).items() if not args.only or k in args.only}
+    results = {label: run_one(label, s, args) for label, s in chosen.items()}
     print(f"\n{'p99 <= ' + format(args.objective_s, 'g') + ' s':<20}", end="")
     print("".join(f"{label:>14}" for label in results))
     for column in COLUMNS:

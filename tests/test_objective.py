@@ -3,6 +3,7 @@ latency prediction (docs/policies.md O1-O8) and replica choice, on hand-worked n
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -22,12 +23,18 @@ from elastream.control.policies.objective import (
     ObjectiveConfig,
     ObjectiveState,
     Station,
+    batch_growth_s,
+    batch_points,
     burst_factor,
     choose_replicas,
     critical_path,
     decide,
+    plan,
+    replica_cost,
     station_latency,
+    stations_for,
     step_six,
+    transient_wait_s,
     wait_s,
 )
 from elastream.control.policy import PolicyConfigError
@@ -41,8 +48,10 @@ from elastream.workloads.trace import Trace
 P99_2S = Objective(latency_p99_s=2.0)
 
 
-def station(name="a", preds=(), arrival=1.0, queue=0.0, rho=2.0, pool=(1, 8), own=None):
-    return Station(name, tuple(preds), arrival, queue, rho, pool[0], pool[1], own)
+def station(
+    name="a", preds=(), arrival=1.0, queue=0.0, rho=2.0, pool=(1, 8), own=None, horizon=0.0, g=0.0
+):
+    return Station(name, tuple(preds), arrival, queue, rho, pool[0], pool[1], own, horizon, g)
 
 
 # ----------------------------------------------------------------------------- settings
@@ -143,6 +152,67 @@ def test_waits_on_hand_worked_queues():
     assert wait_s(4.0, 2.0, 2, "mean") == math.inf  # λ ≥ rρ
 
 
+def test_the_transient_wait_over_a_horizon_on_hand_worked_numbers():
+    """O11, λ = 60/s on c = 50/s over T = 10 s: a fluid backlog of 10·10 = 100 events plus the
+    diffusion term z·√((60 + 50)·10) = 2.5758·33.166 = 85.43 at the p99 (√(2/π)·33.166 = 26.46
+    on average), waited out at 50/s: 3.709 s and 2.529 s. Underloaded, the stationary M/M/r
+    wait is the smaller and is kept; overloaded without a horizon it is ∞."""
+    assert transient_wait_s(60.0, 50.0, 10.0, "p99") == pytest.approx(185.43 / 50, rel=1e-4)
+    assert transient_wait_s(60.0, 50.0, 10.0, "mean") == pytest.approx(126.46 / 50, rel=1e-4)
+    assert wait_s(60.0, 25.0, 2, "p99", horizon_s=10.0) == pytest.approx(185.43 / 50, rel=1e-4)
+    assert wait_s(60.0, 25.0, 2, "p99") == math.inf
+    assert wait_s(1.0, 2.0, 2, "p99", horizon_s=30.0) == pytest.approx(math.log(10) / 3)
+
+
+def test_each_replica_adds_its_batch_cost():
+    """O12: with g = 0.1 s, three replicas add 0.2 s; λ = 1, ρ = 2, g = 1 s, mean bound 0.1 s:
+    L(1) = 0.5 + 0.5 = 1.0 s, L(2) = 1/30 + 0.5 + 1.0 = 1.533 s, so a second replica makes it
+    worse and the choice stays at 1 although the bound is missed."""
+    plain, costly = station(queue=10), station(queue=10, g=0.1)
+    assert station_latency(costly, 3, "mean") == pytest.approx(
+        station_latency(plain, 3, "mean") + 0.2
+    )
+    assert choose_replicas({"a": station(g=1.0)}, 0.1, "mean") == {"a": 1}
+    assert choose_replicas({"a": station(g=0.0)}, 0.1, "mean") == {"a": 8}
+
+
+def test_the_batch_growth_is_learned_from_batch_times():
+    """O12: a: (1, 0.5 s), (2, 0.7 s), (3, 0.9 s); b: (2, 1.0 s), (4, 1.4 s): 0.2 s per replica
+    within each operator (the intercepts differ). g = 2·b at the p99, 1.5·b for the mean; no
+    variation, or a falling slope, gives 0; a configured g wins."""
+    points = [("a", 1, 0.5), ("a", 2, 0.7), ("a", 3, 0.9), ("b", 2, 1.0), ("b", 4, 1.4)]
+    assert batch_growth_s(points) == pytest.approx(0.2)
+    assert batch_growth_s([("a", 2, 0.5), ("a", 2, 0.7)]) == 0.0
+    assert batch_growth_s([("a", 1, 0.9), ("a", 3, 0.5)]) == 0.0
+    config = ObjectiveConfig(objective=P99_2S)
+    assert replica_cost(config, points, "p99") == pytest.approx(0.4)
+    assert replica_cost(config, points, "mean") == pytest.approx(0.3)
+    assert replica_cost(config.model_copy(update={"replica_cost_s": 0.05}), points, "p99") == 0.05
+
+
+def test_batch_points_read_the_batches_of_the_busiest_replica():
+    op = stats("op", replicas=2, processed=50)
+    op = dataclasses.replace(op, replica_batches=(20, 25))
+    snap = snapshot(op, td=5.0)
+    assert batch_points(snap) == [("op", 2, 0.2)]
+    assert batch_points(snapshot(stats("op", replicas=2, processed=50), td=5.0)) == []
+
+
+def test_decide_learns_the_batch_cost_and_stops_adding_replicas_that_slow_it():
+    """O12 in decide: batch times 10/11 = 0.909 s at r = 2, then 10/20 = 0.5 s at r = 1 give
+    b = 0.409 s and g = 2·b = 0.818 s at the p99. With ρ = 40/s, λ̂ = 20/s and p99 ≤ 0.2 s the
+    model without g asks for 2 replicas (test above); with g = 0.818 s a second replica costs
+    more than it saves, so the policy takes 1 and misses the bound rather than slow it."""
+    config = ObjectiveConfig(objective=Objective(latency_p99_s=0.2), margin=0.0)
+    state = ObjectiveState()
+    for replicas, batches in ((2, (11, 10)), (1, (20,))):
+        snap = one_op_snapshot(replicas=replicas, emitted=200, processed=200, busy_s=5.0)
+        op = dataclasses.replace(snap.operators[0], replica_batches=batches)
+        decision, state = decide(dataclasses.replace(snap, operators=(op,)), state, config)
+    assert "g=0.818s" in decision.reason("op")
+    assert decision.as_dict() == {"op": 1}
+
+
 def test_station_latency_adds_the_drain_of_the_queue():
     """O4: 10 queued events over 1 replica of ρ = 2 take 5 s, + 0.5 s wait + 0.5 s service."""
     assert station_latency(station(queue=10), 1, "mean") == pytest.approx(6.0)
@@ -209,11 +279,13 @@ def chains(draw):
             queue=draw(st.floats(0.0, 100.0)),
             rho=rho,
             pool=(low, draw(st.integers(low, 6))),
+            horizon=draw(st.sampled_from([0.0, 5.0, 30.0])),
+            g=draw(st.sampled_from([0.0, 0.0, 0.05, 0.4])),
         )
     return stations
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(chains(), st.floats(0.05, 20.0), st.sampled_from(["p99", "mean"]))
 def test_the_chosen_count_is_the_smallest_whose_predicted_latency_meets_the_bound(
     stations, bound, statistic
@@ -234,6 +306,30 @@ def test_the_chosen_count_is_the_smallest_whose_predicted_latency_meets_the_boun
 
 
 # ----------------------------------------------------------------------------- the policy
+
+
+def test_a_backlog_beyond_the_pools_gets_the_fastest_recovery():
+    """O10, a -> b, td = 10 s, ρ = 20/s each, pools of 4, x = 10/s, a holds 200 events, mean
+    bound 2 s, stationary waits only. Spread over B the backlog asks b for 10 + 200/2 = 110/s
+    > 4·20: no count keeps 2 s, and step 5 alone leaves a at 1 replica (10 s to drain it). The
+    fallback stretches the bound: b is stable only for k > 100/70 = 1.43, and a's drain
+    10/r_a s needs r_a = 4; at k = 1.6 (λ̂_b = 72.5/s) L = 2.55 + 0.15 s ≤ 3.2 s holds."""
+    a = stats(
+        "a", frm={"src": 100}, received=100, processed=100, busy_s=5.0, queue=200, pool=(1, 4)
+    )
+    b = stats("b", frm={"a": 100}, received=100, processed=100, busy_s=5.0, pool=(1, 4))
+    snap = snapshot(a, b, td=10.0, sources={"src": 100})
+    config = ObjectiveConfig(objective=Objective(latency_mean_s=2.0), transient=False)
+    flow = FlowState(
+        true_rate=(("a", 20.0), ("b", 20.0)),
+        selectivity=((("src", "a"), 1.0), (("a", "b"), 1.0)),
+    )
+    stations = stations_for(snap, flow, {"src": 10.0}, config)
+    assert stations["b"].arrival == pytest.approx(110.0)
+    assert choose_replicas(stations, 2.0, "mean") == {"a": 1, "b": 4}
+    chosen, _, k = plan(snap, flow, {"src": 10.0}, config, 2.0, 1.0)
+    assert chosen == {"a": 4, "b": 4}
+    assert 100 / 70 < k < 1.6
 
 
 def test_step_six_scales_out_at_once_and_in_only_with_margin():
