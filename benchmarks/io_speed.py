@@ -187,11 +187,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         rates["generator feeder"] = feeder_rate(work, args.events)
-        spark = spark_session("local[4]")
-        for fmt in args.formats.split(","):
-            rate = files_rate(work, spark, args.events, args.files, fmt, args.max_files)
-            rates[f"files source ({fmt})"] = rate
-            print(f"files source ({fmt}) {rate:,.0f} events/s", flush=True)
+        # the pass-through first: its engine starts the session as a run does (local[n] sized
+        # to the replicas); the files source's ingest runs reuse it
         n = args.pass_events
         folder = work / "pass-in"
         write_files(folder, n, 40, "parquet")
@@ -202,14 +199,19 @@ def main() -> None:
                         "schema": SCHEMA}  # fmt: skip
         generator = {"generator": "elastream.examples.synthetic:generate"}
         pairs = {
-            "3 ops, files -> files": ("files", files_source, parquet_sink),
             "3 ops, generator -> queue": ("generator", generator, {}),
+            "3 ops, files -> files": ("files", files_source, parquet_sink),
         }
         for name, (slug, source, sink) in pairs.items():
             pipeline = passthrough_pipeline(source, sink)
             rate = passthrough_rate(pipeline, n, work / f"pass-{slug}", 10**5)
             rates[name] = rate
             print(f"{name} {rate:,.0f} events/s", flush=True)
+        spark = spark_session("local[2]")
+        for fmt in args.formats.split(","):
+            rate = files_rate(work, spark, args.events, args.files, fmt, args.max_files)
+            rates[f"files source ({fmt})"] = rate
+            print(f"files source ({fmt}) {rate:,.0f} events/s", flush=True)
     print(f"load average after: {load()}")
     for name, rate in rates.items():
         target = " (target >= 50,000)" if name.startswith("files source") else ""
