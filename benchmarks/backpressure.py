@@ -4,7 +4,7 @@ interval: the offered and the ingested rate, the largest queue length seen again
 the Redis backlog and the replicas; then the totals (nothing dropped, every entry ingested once).
 Usage (starts Spark: under the shared lock):
     PYTHONPATH=src flock /work/spark.lock .venv/bin/python benchmarks/backpressure.py \
-        [--overload-s 60] [--high 220] [--low 20]
+        [--overload-s 60] [--high 100] [--low 5] [--warm-s 15] [--after-s 100] [--td 5]
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ TICK_S = 0.1  # the producer's step
 class Scenario:
     """Rates (events/s) and phase lengths (s); the operator's cost per event and its pool."""
 
-    low: float = 20.0
-    high: float = 220.0
+    low: float = 5.0
+    high: float = 100.0  # beyond 3 replicas at 40 ms an event (75 events/s at most)
     warm_s: float = 15.0
     overload_s: float = 60.0
-    after_s: float = 60.0
-    service_ms: float = 20.0
+    after_s: float = 100.0  # the backlog drains at capacity minus `low`
+    service_ms: float = 40.0
     max_replicas: int = 3
     bound: int = 500  # ingest_bound: events pending in the operator's queue at most
     td: float = 5.0
@@ -132,6 +132,7 @@ class Row:
     t: float
     offered: float  # events/s the producer appended during the interval
     ingested: float  # events/s the source appended to the operator's queue
+    processed: float  # events/s the operator processed: the pipeline's capacity when saturated
     queue_max: int
     queue_end: int
     backlog: int | None
@@ -205,6 +206,7 @@ def run(work: Path, scenario: Scenario, quiet: bool = False) -> Outcome:
                 t=now - producer.started_at,
                 offered=offered / (now - last[0]),
                 ingested=snapshot.lambda_g / snapshot.td,
+                processed=stats.processed / snapshot.td,
                 queue_max=watch.take_max(),
                 queue_end=stats.queue,
                 backlog=dict(snapshot.source_backlog).get("s"),
@@ -243,6 +245,7 @@ def print_row(row: Row, scenario: Scenario) -> None:
     backlog = "-" if row.backlog is None else f"{row.backlog:,}"
     print(
         f"t {row.t:6.1f}  offered {row.offered:6.0f}/s  ingested {row.ingested:6.0f}/s  "
+        f"processed {row.processed:6.0f}/s  "
         f"queue max {row.queue_max:5d} (bound {scenario.bound})  backlog {backlog:>7}  "
         f"replicas {row.replicas}  dropped {row.dropped}",
         flush=True,
@@ -252,10 +255,10 @@ def print_row(row: Row, scenario: Scenario) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--overload-s", type=float, default=60.0)
-    parser.add_argument("--high", type=float, default=220.0)
-    parser.add_argument("--low", type=float, default=20.0)
+    parser.add_argument("--high", type=float, default=100.0)
+    parser.add_argument("--low", type=float, default=5.0)
     parser.add_argument("--warm-s", type=float, default=15.0)
-    parser.add_argument("--after-s", type=float, default=60.0)
+    parser.add_argument("--after-s", type=float, default=100.0)
     parser.add_argument("--td", type=float, default=5.0)
     args = parser.parse_args()
     scenario = Scenario(

@@ -356,7 +356,8 @@ class RedisReader:
     spec: SourceSpec
     admission: Admission
     error: BaseException | None = None
-    lag: int | None = None  # entries added to the stream and not yet appended
+    lag: int | None = None  # entries added to the stream and not yet appended (last measured)
+    _probe: redis.Redis | None = None  # the client `measure_lag` uses
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"elastream-redis-{self.spec.name}")
@@ -390,7 +391,6 @@ class RedisReader:
     def _step(self, client: redis.Redis, store: QueueStore, first: int, after: str) -> tuple:
         reply = client.xread({self.spec.stream: after}, count=REDIS_COUNT, block=REDIS_BLOCK_MS)
         entries = reply[0][1] if reply else []
-        self._measure_lag(client, first + len(entries))
         if not entries:
             return first, after
         ids = [f"{self.spec.name}:{entry_id}" for entry_id, _ in entries]
@@ -399,10 +399,20 @@ class RedisReader:
         store.set_meta(self._key, {"first": first + len(entries), "after": last})
         return first + len(entries), last
 
-    def _measure_lag(self, client: redis.Redis, read: int) -> None:
-        info = client.xinfo_stream(self.spec.stream) if client.exists(self.spec.stream) else {}
-        added = info.get("entries-added")
-        self.lag = None if added is None else max(0, int(added) - read)
+    def measure_lag(self) -> int | None:
+        """Entries added to the stream and not appended yet, now: XINFO `entries-added` minus
+        the source's position in its targets (measured by the caller's thread, so that it is
+        current while the reader waits for room). The last value when Redis does not answer."""
+        if self._probe is None:
+            self._probe = redis_client(self.spec.url or "", REDIS_CONNECT_S)
+        try:
+            stream = self.spec.stream
+            info = self._probe.xinfo_stream(stream) if self._probe.exists(stream) else {}
+        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
+            return self.lag  # a restarting server: the last known lag
+        added = info.get("entries-added", 0)
+        self.lag = None if added is None else max(0, int(added) - self.admission.position())
+        return self.lag
 
 
 @dataclass
@@ -478,7 +488,7 @@ class Ingest:
             if spec.kind is SourceKind.FILES:
                 out[spec.name] = _unread_files(Path(spec.path or ""), self.files[spec.name])
             elif spec.kind is SourceKind.REDIS:
-                out[spec.name] = self.readers[spec.name].lag
+                out[spec.name] = self.readers[spec.name].measure_lag()
             elif spec.external:
                 out[spec.name] = None
         return out
