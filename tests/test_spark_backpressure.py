@@ -8,6 +8,7 @@ in λ_G)."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ def bench():
         "backpressure", ROOT / "benchmarks/backpressure.py"
     )
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses resolve their annotations through it
     spec.loader.exec_module(module)
     return module
 
