@@ -165,8 +165,11 @@ def test_a_history_written_before_the_batches_column_gets_it(tmp_path):
     from elastream.history.store import SCHEMA
 
     path = tmp_path / "old.db"
-    old_schema = SCHEMA.replace("    batches INTEGER,\n", "")
-    assert old_schema != SCHEMA
+    newer = ("    batches INTEGER,\n", "    source_backlog REAL,\n", "    recorded_at REAL,\n")
+    old_schema = SCHEMA
+    for column in newer:
+        assert column in old_schema
+        old_schema = old_schema.replace(column, "")
     with sqlite3.connect(path) as conn:
         conn.executescript(old_schema)
         conn.execute(

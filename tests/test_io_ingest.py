@@ -138,8 +138,12 @@ def test_the_sink_reader_reads_a_sink_queue_by_offset_and_records_delivery(tmp_p
     end = reader.latestOffset(start, None)
     assert end == {"off": 5} and MAX_ROWS >= 5
     (partition,) = reader.partitions(start, end)
-    rows = list(reader.read(partition))
-    assert [(r[0], r[1], r[2]) for r in rows] == [(k, f"s:f:{k}", str(k % 3)) for k in range(5)]
-    assert json.loads(rows[4][5]) == {"u": 1}
+    (batch,) = list(reader.read(partition))  # one Arrow record batch of SINK_SCHEMA's columns
+    assert batch.schema.names == ["off", "id", "key", "ts", "root", "payload"]
+    rows = batch.to_pylist()
+    assert [(r["off"], r["id"], r["key"]) for r in rows] == [
+        (k, f"s:f:{k}", str(k % 3)) for k in range(5)
+    ]
+    assert json.loads(rows[4]["payload"]) == {"u": 1} and rows[4]["root"] == "s:f:4"
     reader.commit(end)
     assert store.meta(delivered_key("out")) == 5

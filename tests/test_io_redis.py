@@ -93,7 +93,7 @@ def test_redis_source_exactly_once_across_reader_and_server_restarts(tmp_path: P
         # written an entry twice when the server died before its reply: two entries)
         assert [e.id for e in events] == [f"s:{entry_id}" for entry_id, _ in entries]
         assert {int(e.payload["seq"]) for e in events} == set(range(n))
-        assert events[0].key == "u0" and reader.lag == 0
+        assert events[0].key == "u0" and reader.measure_lag() == 0
     finally:
         producer.kill()
         server.stop()

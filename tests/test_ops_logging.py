@@ -17,6 +17,11 @@ def test_the_driver_logs_to_a_file_in_the_run_directory(tmp_path):
     assert f"appender.file.fileName = {tmp_path / 'run' / 'spark.log'}" in text
     assert "rootLogger.appenderRef.file.ref = file" in text
     assert "console" not in text.lower()  # nothing to the console
+    # bounded over days: rolled over by size, a fixed number of old files kept
+    assert "appender.file.type = RollingFile" in text
+    assert f"appender.file.filePattern = {tmp_path / 'run' / 'spark.log'}.%i" in text
+    assert "appender.file.policies.size.size = 64MB" in text
+    assert "appender.file.strategy.max = 3" in text
 
 
 def test_spark_masks_url_credentials_unless_told_otherwise(tmp_path):

@@ -119,6 +119,62 @@ def test_files_to_parquet_and_rate_to_foreach_batch_with_live_replica_changes(tm
         engine.stop()
 
 
+def test_a_corrupt_parquet_file_goes_to_the_dead_letters_by_name(tmp_path):
+    """A Parquet files source given a good file, a file that is not Parquet and a truncated
+    one: the good rows are appended, each bad file is one dead letter naming it and the reason,
+    and the query goes on (the session of the test above is reused when it runs first)."""
+    import threading
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from elastream.runtime.queues import open_store
+    from elastream.runtime.spark.ingest import Admission, DeadLetters, FilesBatch, files_frame
+    from elastream.runtime.spark.session import spark_session
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    table = pa.table({"a": [f"r{i}" for i in range(5)], "b": pa.array(range(5), pa.int32())})
+    pq.write_table(table, folder / "good.parquet")
+    whole = (folder / "good.parquet").read_bytes()
+    (folder / "truncated.parquet").write_bytes(whole[: len(whole) // 2])
+    (folder / "bad.parquet").write_bytes(b"PAR1 this is not a Parquet file PAR1")
+    spec = pipeline_from_dict(
+        {
+            "sources": [{"name": "p", "kind": "files", "path": str(folder), "format": "parquet",
+                         "schema": "a STRING, b INT"}],
+            "operators": [{"name": "op", "function": PASS}],
+            "sinks": [{"name": "out"}],
+            "streams": [{"from": "p", "to": "op"}, {"from": "op", "to": "out"}],
+        }
+    ).sources[0]  # fmt: skip
+    store = open_store(str(tmp_path / "q.db"))
+    store.create_queue("op", None)
+    spark = spark_session("local[2]")
+    admission = Admission(store.address, "p", ("op",), 10**6, threading.Event())
+    dead = DeadLetters(tmp_path / "dead")
+    ckpt = tmp_path / "ckpt"
+    handler = FilesBatch(spec, admission, dead, str(folder), ckpt / "sources" / "0")
+    query = (
+        files_frame(spark, spec, store)
+        .writeStream.foreachBatch(handler)
+        .option("checkpointLocation", str(ckpt))
+        .start()
+    )
+    try:
+        deadline = time.time() + 120
+        while store.latest("op") < 5 or dead.count < 2:
+            assert query.exception() is None and time.time() < deadline, query.exception()
+            time.sleep(0.2)
+    finally:
+        query.stop()
+    assert store.latest("op") == 5  # the good file's rows, once
+    letters = [json.loads(line) for p in sorted((tmp_path / "dead").glob("*.jsonl"))
+               for line in p.read_text().splitlines()]  # fmt: skip
+    assert sorted(d["file"] for d in letters) == ["bad.parquet", "truncated.parquet"]
+    assert all(d["reason"].startswith("unreadable Parquet file: ") for d in letters), letters
+
+
 def _trace(seconds: int) -> Trace:
     import numpy as np
 

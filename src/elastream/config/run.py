@@ -195,6 +195,13 @@ class RunConfig(Settings):
         description="metrics history database the run is added to, for the models "
         "(None: history.sqlite beside the output directory)",
     )
+    history_retention_days: float | None = Field(
+        7.0,
+        gt=0,
+        description="days the metrics history keeps a row (any run's): each save forgets older "
+        "ones, so a run lasting days keeps history.sqlite bounded (about 10 MB a day for three "
+        "operators at td = 5 s); None: keep everything",
+    )
     dry_run: bool = Field(False, description="decide and report, never enact")
     keep_snapshots: int | None = Field(
         50_000,
@@ -268,6 +275,12 @@ class RunConfig(Settings):
             pool = op["replicas"]
             pool["initial"] = max(pool["min"], min(pool["max"], r))
         return pipeline_from_dict(data, f"{pipeline.name} starting at {r} replicas")
+
+    @property
+    def history_retention_s(self) -> float | None:
+        """history_retention_days in seconds (None: keep everything)."""
+        days = self.history_retention_days
+        return None if days is None else days * 86_400.0
 
     def history_path(self) -> Path:
         """Where this run's metrics history is recorded."""

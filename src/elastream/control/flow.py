@@ -43,8 +43,10 @@ def measured_true_rate(stats: OperatorStats) -> float | None:
 
 
 def source_rates(snapshot: Snapshot) -> dict[str, float]:
-    """λ_p(t) / td for every source p: its observed output rate in events/s."""
-    return {name: emitted / snapshot.td for name, emitted in snapshot.sources}
+    """λ_p(t) / td for every source p: its output rate in events/s, its external backlog
+    (files not yet read, Redis lag) counted as arriving within the next interval (arrival
+    pressure: a source held back by a full queue still asks for capacity)."""
+    return {name: n / snapshot.td for name, n in snapshot.source_demand().items()}
 
 
 def update_flow(snapshot: Snapshot, state: FlowState) -> FlowState:

@@ -24,7 +24,8 @@ def replica_rows(
     replica's share of what was processed, per output stream when the engine counts them; admitted
     rate, busy share, CPU (cores, when the engine measures it), queue, backpressure (the
     admission cap was hit or the queue grew), the replica's service-time variance and its
-    micro-batches with events (when the engine counts them). The
+    micro-batches with events (when the engine counts them), the external backlog of the
+    sources feeding it (files not yet read, Redis lag: `Snapshot.source_backlog`). The
     backlog at the start is not offered again: counting it would make a micro-batch runtime
     look saturated whenever an interval ends inside a batch."""
     r = max(o.replicas, 1)
@@ -32,6 +33,7 @@ def replica_rows(
     shares = list(o.replica_processed) or [o.processed / r] * r
     total = sum(shares)
     flag = backpressure(o.admission_capped, queue_before, o.queue)
+    held = operator_backlog(snap, o)
     outputs = dict(o.emitted_streams) or {ALL_STREAMS: o.emitted}
     rows = []
     for j, processed in enumerate(shares[:r]):
@@ -57,9 +59,17 @@ def replica_rows(
                 backpressure=flag,
                 service_time_var=variance,
                 batches=batches,
+                source_backlog=None if held is None else held / r,
             )
         )
     return rows
+
+
+def operator_backlog(snap: Snapshot, o: OperatorStats) -> int | None:
+    """The external backlog of the sources feeding `o` directly (None: none of them tells)."""
+    backlog = dict(snap.source_backlog)
+    held = [backlog[p] for p, _ in o.received_from if p in backlog]
+    return sum(held) if held else None
 
 
 FLUSH_ROWS = 20_000  # rows held in memory before they are appended to the history store
@@ -71,12 +81,15 @@ class HistoryRecorder:
     them to that history store every FLUSH_ROWS rows, so a long run holds few in memory. With
     `process_cpu` (a run in real time whose processes all descend from this one: Spark in local
     mode) it also records the CPU of this process and its descendants per interval, from the
-    second interval on (the first one's start is not sampled)."""
+    second interval on (the first one's start is not sampled). With `retention_s` every save
+    also forgets the rows recorded longer ago than that (any run's): the store stays bounded
+    over days."""
 
     run_id: str
     pipeline: str
     path: Path | None = None
     process_cpu: bool = False
+    retention_s: float | None = None
     rows: list[HistoryRow] = field(default_factory=list)
     cpu_rows: list[RunCpuRow] = field(default_factory=list)
     queues: dict[str, int] = field(default_factory=dict)
@@ -114,5 +127,7 @@ class HistoryRecorder:
         with HistoryStore(target) as store:
             self.saved += store.record(self.rows)
             store.record_run_cpu(self.cpu_rows)
+            if self.retention_s is not None:
+                store.forget(self.retention_s)
         self.rows, self.cpu_rows = [], []
         return self.saved

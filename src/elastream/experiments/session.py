@@ -196,7 +196,9 @@ def run_session(
     started = config.starting_pipeline(pipeline)
     run_id = f"{Path(config.out).name}-{time.strftime('%Y%m%dT%H%M%S')}"
     own_cpu = config.engine == "spark" and config.spark.local  # all its processes below this one
-    history = HistoryRecorder(run_id, pipeline.name, config.history_path(), own_cpu)
+    history = HistoryRecorder(
+        run_id, pipeline.name, config.history_path(), own_cpu, config.history_retention_s
+    )
     config.check_objective(pipeline)
     series = open_series(started, Path(config.out), config.series_resolution_s, config.objective)
     with (

@@ -27,7 +27,9 @@ class HistoryRow:
 
     source_rate: offered to the replica (admitted or left queued); input_rate: admitted;
     output_rates: per output stream; busy: busy seconds per second; queue_length at the end;
-    batches: micro-batches in which the replica processed events (None: not counted).
+    batches: micro-batches in which the replica processed events (None: not counted);
+    source_backlog: events the external sources feeding the operator hold, not yet ingested,
+    at the end (files not yet read, Redis lag), this replica's share (None: none can tell).
     """
 
     run_id: str
@@ -46,6 +48,7 @@ class HistoryRow:
     backpressure: bool = False
     service_time_var: float | None = None
     batches: int | None = None
+    source_backlog: float | None = None
 
     def __post_init__(self) -> None:
         where = f"history row (run {self.run_id!r}, operator {self.operator!r}, t={self.t})"

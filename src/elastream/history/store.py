@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -31,6 +32,8 @@ CREATE TABLE IF NOT EXISTS history (
     backpressure INTEGER NOT NULL,
     service_time_var REAL,
     batches INTEGER,
+    source_backlog REAL,
+    recorded_at REAL,
     PRIMARY KEY (pipeline, run_id, operator, replica, t)
 );
 CREATE INDEX IF NOT EXISTS history_pipeline ON history (pipeline, operator, t);
@@ -40,6 +43,7 @@ CREATE TABLE IF NOT EXISTS run_cpu (
     t REAL NOT NULL,
     interval_s REAL NOT NULL,
     cores REAL NOT NULL,
+    recorded_at REAL,
     PRIMARY KEY (pipeline, run_id, t)
 );
 """
@@ -47,17 +51,23 @@ CREATE TABLE IF NOT EXISTS run_cpu (
 COLUMNS = (
     "run_id", "pipeline", "operator", "replica", "parallelism", "t", "interval_s",
     "source_rate", "input_rate", "output_rate", "output_rates", "busy", "cpu",
-    "queue_length", "backpressure", "service_time_var", "batches",
+    "queue_length", "backpressure", "service_time_var", "batches", "source_backlog",
+    "recorded_at",
 )  # fmt: skip
-ADDED_COLUMNS = {"batches": "INTEGER"}  # columns newer than some stored files: added on open
+# columns newer than some stored files: added on open (NULL in the old rows), per table
+ADDED_COLUMNS = {
+    "history": {"batches": "INTEGER", "source_backlog": "REAL", "recorded_at": "REAL"},
+    "run_cpu": {"recorded_at": "REAL"},
+}
 
 
-def _values(row: HistoryRow) -> tuple:
+def _values(row: HistoryRow, now: float) -> tuple:
     return (
         row.run_id, row.pipeline, row.operator, row.replica, row.parallelism, row.t,
         row.interval_s, row.source_rate, row.input_rate, sum(row.output_rates.values()),
         json.dumps(dict(row.output_rates), sort_keys=True), row.busy, row.cpu,
         row.queue_length, int(row.backpressure), row.service_time_var, row.batches,
+        row.source_backlog, now,
     )  # fmt: skip
 
 
@@ -65,6 +75,7 @@ def _row(record: sqlite3.Row) -> HistoryRow:
     """A stored row, rebuilt without re-validation: `record` validated it when it was written."""
     data = dict(record)
     data.pop("output_rate")
+    data.pop("recorded_at", None)
     data["output_rates"] = json.loads(data["output_rates"])
     data["backpressure"] = bool(data["backpressure"])
     row = object.__new__(HistoryRow)
@@ -113,11 +124,12 @@ class HistoryStore:
 
     def _add_missing_columns(self) -> None:
         """A history file written before a column existed gets it (NULL in its old rows)."""
-        present = {r[1] for r in self._conn.execute("PRAGMA table_info(history)")}
         with self._conn:
-            for name, kind in ADDED_COLUMNS.items():
-                if name not in present:
-                    self._conn.execute(f"ALTER TABLE history ADD COLUMN {name} {kind}")
+            for table, columns in ADDED_COLUMNS.items():
+                present = {r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")}
+                for name, kind in columns.items():
+                    if name not in present:
+                        self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
     def close(self) -> None:
         self._conn.close()
@@ -128,9 +140,11 @@ class HistoryStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def record(self, rows: Iterable[HistoryRow]) -> int:
-        """Write rows in one transaction; returns how many."""
-        values = [_values(r) for r in rows]
+    def record(self, rows: Iterable[HistoryRow], now: float | None = None) -> int:
+        """Write rows in one transaction, stamped with the wall time `now` (default: the
+        clock's) for retention; returns how many."""
+        stamp = time.time() if now is None else now
+        values = [_values(r, stamp) for r in rows]
         marks = ", ".join("?" * len(COLUMNS))
         with self._lock, self._conn:
             self._conn.executemany(
@@ -138,16 +152,29 @@ class HistoryStore:
             )
         return len(values)
 
-    def record_run_cpu(self, rows: Iterable[RunCpuRow]) -> int:
-        """Write the run's own CPU per interval in one transaction; returns how many rows."""
-        values = [(r.run_id, r.pipeline, r.t, r.interval_s, r.cores) for r in rows]
+    def record_run_cpu(self, rows: Iterable[RunCpuRow], now: float | None = None) -> int:
+        """Write the run's own CPU per interval in one transaction (stamped as `record`
+        does); returns how many rows."""
+        stamp = time.time() if now is None else now
+        values = [(r.run_id, r.pipeline, r.t, r.interval_s, r.cores, stamp) for r in rows]
         with self._lock, self._conn:
             self._conn.executemany(
-                "INSERT OR REPLACE INTO run_cpu (run_id, pipeline, t, interval_s, cores) "
-                "VALUES (?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO run_cpu (run_id, pipeline, t, interval_s, cores, "
+                "recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
                 values,
             )
         return len(values)
+
+    def forget(self, retention_s: float, now: float | None = None) -> int:
+        """Retention: delete the rows recorded more than `retention_s` before `now` (default:
+        the clock's); rows written before stamps existed are kept. SQLite reuses the freed
+        pages, so a store written at a steady rate stays about the size of its retention.
+        Returns how many history rows were deleted."""
+        before = (time.time() if now is None else now) - retention_s
+        with self._lock, self._conn:
+            gone = self._conn.execute("DELETE FROM history WHERE recorded_at < ?", [before])
+            self._conn.execute("DELETE FROM run_cpu WHERE recorded_at < ?", [before])
+        return gone.rowcount
 
     def run_cpu(
         self, pipeline: str | None = None, run_ids: Sequence[str] | None = None

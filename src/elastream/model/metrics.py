@@ -475,6 +475,15 @@ INTERVAL_SERIES: tuple[Metric, ...] = (
         "at the end of t",
     ),
     Metric(
+        "source_backlog",
+        "external backlog",
+        "backlog",
+        "events",
+        "events the external sources hold and the pipeline has not ingested yet (files not yet "
+        "read, Redis lag; 0 for generator sources): counted in λ_G by the policies",
+        "at the end of t",
+    ),
+    Metric(
         "hosts_up",
         "hosts up",
         "hosts",
@@ -670,6 +679,7 @@ def interval_rows(
             "objective_met": objective_column(s, objective),
             "replicas_total": total_replicas(s),
             "queue_total": sum(o.queue for o in s.operators),
+            "source_backlog": s.external_backlog,
             "hosts_up": s.hosts_up,
             "host_cost": s.host_cost,
         }

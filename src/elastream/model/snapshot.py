@@ -72,14 +72,31 @@ class Snapshot:
     # 99th percentile of the end-to-end latency of the events reaching sinks during t (None:
     # none reached one, or the engine does not measure it); judged against a run's objective
     latency_ms_p99: float | None = None
-    # What an external source can tell of its backlog at the end of t (a files source: files
-    # not yet read; a redis source: entries not yet ingested); () for generator sources.
+    # What an external source can tell of its backlog at the end of t, in events (a files
+    # source: files not yet read times the mean events per file read so far; a redis source:
+    # entries not yet ingested); () for generator sources and sources that cannot tell.
     source_backlog: tuple[tuple[str, int], ...] = ()
 
     @property
     def lambda_g(self) -> int:
-        """λ_G(t): events sent by the input data during t."""
+        """λ_G(t): events sent by the input data during t (what was ingested)."""
         return sum(n for _, n in self.sources)
+
+    @property
+    def external_backlog(self) -> int:
+        """Events the external sources hold that the pipeline has not ingested yet."""
+        return sum(n for _, n in self.source_backlog)
+
+    def source_demand(self) -> dict[str, int]:
+        """Each source's arrival pressure: what it sent during t plus its external backlog."""
+        backlog = dict(self.source_backlog)
+        return {name: n + backlog.get(name, 0) for name, n in self.sources}
+
+    @property
+    def lambda_g_demand(self) -> int:
+        """λ_G(t) as the controller sees it (issue 24): ingested plus the external backlog
+        where the source can tell it, so that a held-back source still asks for replicas."""
+        return self.lambda_g + self.external_backlog
 
     def op(self, name: str) -> OperatorStats:
         for stats in self.operators:

@@ -39,7 +39,9 @@ MARKER_MAX_POINTS = 120  # beyond this, point markers only clutter a line
 
 _RATES_CAPTION = (
     "Events offered by the sources per second against source events whose processing finished "
-    "per second. The gap between the two lines is what throughput degradation averages."
+    "per second. The gap between the two lines is what throughput degradation averages. With "
+    "external sources that can tell their backlog (files, Redis), a dotted line adds it: the "
+    "λ_G the policies see."
 )
 _REPLICAS_CAPTION = (
     "Replicas active during each interval (solid), the target the controller decided at the end "
@@ -110,6 +112,9 @@ def rates_plot(items: Sequence[Interval]) -> Plot:
         out = [per_second(i.snapshot.completed, i.snapshot.td) for i in items]
         ax.plot(t, inp, color=INPUT_COLOR, lw=2, label="input (λ_G / td)")
         ax.plot(t, out, color=OUTPUT_COLOR, lw=1.6, ls="--", label="output (completed / td)")
+        if any(i.snapshot.source_backlog for i in items):  # external sources that can tell
+            demand = [per_second(i.snapshot.lambda_g_demand, i.snapshot.td) for i in items]
+            ax.plot(t, demand, color=INPUT_COLOR, lw=1.2, ls=":", label="input + external backlog")
         ax.set_title("Input and output rate")
         ax.set_xlabel("time since start (s)")
         _finish(ax, "events / s")

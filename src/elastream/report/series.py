@@ -255,5 +255,6 @@ def merge_intervals(a: Interval, b: Interval) -> Interval:
         dropped_restart=sa.dropped_restart + sb.dropped_restart,
         intervals=sa.intervals + sb.intervals,
         idle_intervals=sa.idle_intervals + sb.idle_intervals,
+        source_backlog=sb.source_backlog,
     )
     return Interval(snapshot, b.decision)

@@ -9,7 +9,9 @@ Per interval t and operator O_i, in topological order:
     λ̂_i(t+1) = λ̂^r_i(t+1) + λ̂^q_i(t+1)               (Eq. 4)
     r_i(t+1) = ⌈λ̂_i(t+1) · et_i / td⌉                 (Eq. 1)  replicas to process it within td
 
-A source is a predecessor whose μ is what it emitted and whose θ is its share of λ_G. Predicting
+A source is a predecessor whose μ is what it emitted and whose θ is its share of λ_G. λ_G(t)
+counts an external source's backlog (files not yet read, Redis lag: `Snapshot.lambda_g_demand`)
+as arriving in t+1: a source held back by a full queue still asks for replicas. Predicting
 from λ_G rather than from λ^r_i avoids the domino effect of Fig. 4: a predecessor that just scaled
 out does not make its successors chase its catch-up burst one interval late. Where μ_p(t) = 0 the
 ratio is undefined and the last known θ^p_i is kept (1.0 before any is known). Where et_i was not
@@ -59,10 +61,12 @@ class Prediction:
 
 
 def source_thetas(snapshot: Snapshot) -> dict[str, float]:
-    """θ of each source: its share of λ_G (evenly split when nothing was emitted)."""
-    lam_g = snapshot.lambda_g
-    n = len(snapshot.sources)
-    return {s: (emitted / lam_g if lam_g else 1.0 / n) for s, emitted in snapshot.sources}
+    """θ of each source: its share of λ_G, external backlogs included (evenly split when
+    nothing was emitted)."""
+    demand = snapshot.source_demand()
+    lam_g = sum(demand.values())
+    n = len(demand)
+    return {s: (d / lam_g if lam_g else 1.0 / n) for s, d in demand.items()}
 
 
 def predict(
@@ -81,7 +85,7 @@ def predict(
         if o.et_s is not None and o.et_s > 0:
             ets[o.name] = o.et_s
         et = ets.get(o.name, config.et_default_s)
-        arrivals = ceil_eps(snapshot.lambda_g * theta_i)  # Eq. 2a
+        arrivals = ceil_eps(snapshot.lambda_g_demand * theta_i)  # Eq. 2a
         total = arrivals + o.queue  # Eq. 3, 4
         out[o.name] = Prediction(
             theta_i, arrivals, o.queue, total, ceil_eps(total * et / snapshot.td)

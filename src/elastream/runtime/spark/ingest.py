@@ -180,35 +180,125 @@ class FilesBatch:
     admission: Admission
     dead: DeadLetters
     base: str  # the source directory, as Spark writes file paths
+    log: Path | None = None  # Spark's file-source log of the query (the files of each batch)
     files_seen: set[str] = field(default_factory=set)
+    rows_seen: int = 0  # rows read from the files seen (good and malformed)
 
     def __call__(self, df: Any, batch_id: int) -> None:
+        import pyarrow.compute as pc
+
         table = df.toArrow()
-        names = {p: _relative(p, self.base) for p in set(table.column(FILE_COL).to_pylist())}
-        files = [names[p] for p in table.column(FILE_COL).to_pylist()]
-        corrupt = (
-            table.column(CORRUPT).to_pylist()
+        files, index = file_rows(table.column(FILE_COL), self.base)
+        broken = (
+            pc.is_valid(table.column(CORRUPT))
             if CORRUPT in table.column_names
-            else [None] * len(files)
+            else pa_false(len(table))
         )
-        table = table.drop_columns([c for c in (FILE_COL, CORRUPT) if c in table.column_names])
-        rows = plain_table(table).to_pylist()
-        counters: dict[str, int] = {}
-        ids, good, bad = [], [], []
-        prefix = self.spec.name
-        for row, name, broken in zip(rows, files, corrupt, strict=True):
-            index = counters.get(name, 0)
-            counters[name] = index + 1
-            if broken is not None:
-                reason = f"malformed {self.spec.format} record or a value not of the schema"
-                bad.append({"file": name, "row": index, "reason": reason, "record": broken})
-                continue
-            ids.append(f"{prefix}:{name}:{index}")
-            good.append(row)
+        bad = self._malformed(table, files, index, broken)
+        good = table.filter(pc.invert(broken))
+        ok_files, ok_index = files.filter(pc.invert(broken)), index.filter(pc.invert(broken))
+        good = good.drop_columns([c for c in (FILE_COL, CORRUPT) if c in good.column_names])
+        ids = pc.binary_join_element_wise(
+            f"{self.spec.name}", ok_files, pc.cast(ok_index, "string"), ":"
+        ).to_pylist()
+        read = set(pc.unique(files).to_pylist())
+        if self.spec.format == "parquet" and self.log is not None:
+            bad += self._unreadable(batch_id, read)
         self.dead.write(batch_id, bad)
         first = batch_start(self.spec.name, batch_id, self.admission)
-        self.admission.append(first, row_events(ids, good, self.spec.key, converted=True))
-        self.files_seen.update(counters)
+        self.admission.append(first, table_events(ids, plain_table(good), self.spec.key))
+        self.files_seen.update(read)
+        self.rows_seen += len(table)
+
+    def _malformed(self, table: Any, files: Any, index: Any, broken: Any) -> list[dict]:
+        """The dead letters of the rows Spark could not parse (file, row in it, reason)."""
+        if not pc_any(broken):
+            return []
+        rows = table.filter(broken)
+        reason = f"malformed {self.spec.format} record or a value not of the schema"
+        return [
+            {"file": f, "row": i, "reason": reason, "record": r}
+            for f, i, r in zip(
+                files.filter(broken).to_pylist(),
+                index.filter(broken).to_pylist(),
+                rows.column(CORRUPT).to_pylist(),
+                strict=True,
+            )
+        ]
+
+    def _unreadable(self, batch_id: int, read: set[str]) -> list[dict[str, Any]]:
+        """The batch's Parquet files that gave no row and whose footer cannot be read (Spark
+        skipped them: `ignoreCorruptFiles`), each as one dead letter naming file and reason."""
+        import pyarrow.parquet as pq
+
+        out = []
+        for path in batch_files(self.log, batch_id) if self.log is not None else []:
+            name = _relative(path, self.base)
+            if name in read:
+                continue
+            try:
+                pq.read_metadata(path.removeprefix("file://").removeprefix("file:"))
+            except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+                reason = f"unreadable Parquet file: {exc}"
+                out.append({"file": name, "row": None, "reason": reason, "record": None})
+                self.files_seen.add(name)
+        return out
+
+
+def batch_files(log: Path, batch_id: int) -> list[str]:
+    """The files Spark's file stream source gave micro-batch `batch_id`, from its metadata log
+    (`sources/0/N`, or the `N.compact` file that every tenth batch folds the earlier ones into)."""
+    for name in (str(batch_id), f"{batch_id}.compact"):
+        path = log / name
+        if path.exists():
+            entries = (json.loads(line) for line in path.read_text().splitlines()[1:] if line)
+            return [e["path"] for e in entries if e.get("batchId", batch_id) == batch_id]
+    return []
+
+
+def pa_false(n: int) -> Any:
+    import pyarrow as pa
+
+    return pa.array([False] * n, pa.bool_())
+
+
+def pc_any(mask: Any) -> bool:
+    import pyarrow.compute as pc
+
+    return bool(pc.any(mask).as_py())
+
+
+def file_rows(paths: Any, base: str) -> tuple[Any, Any]:
+    """Each row's file (relative to the source directory) and its number within that file in
+    the batch's order, computed column-wise (no Python per row)."""
+    import numpy as np
+    import pyarrow as pa
+
+    encoded = paths.combine_chunks().dictionary_encode() if len(paths) else None
+    if encoded is None:
+        return pa.array([], pa.string()), pa.array([], pa.int64())
+    names = pa.array([_relative(p, base) for p in encoded.dictionary.to_pylist()], pa.string())
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    order = np.argsort(codes, kind="stable")
+    n = len(codes)
+    starts = np.r_[0, np.flatnonzero(np.diff(codes[order])) + 1]
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+    return names.take(pa.array(codes)), pa.array(rank)
+
+
+def table_events(ids: list[str], table: Any, key: str | None) -> EventColumns:
+    """An Arrow table's rows as events (as `row_events`), the key column cast column-wise."""
+    import pyarrow.compute as pc
+
+    now = time.time()
+    payloads = table.to_pylist()
+    if key is None:
+        keys = ids
+    else:
+        column = pc.cast(table.column(key), "string")
+        keys = pc.fill_null(column, "None").to_pylist()
+    return EventColumns(ids, list(keys), [now] * len(ids), payloads, list(ids))
 
 
 def _relative(path: str, base: str) -> str:
@@ -266,7 +356,8 @@ class RedisReader:
     spec: SourceSpec
     admission: Admission
     error: BaseException | None = None
-    lag: int | None = None  # entries added to the stream and not yet appended
+    lag: int | None = None  # entries added to the stream and not yet appended (last measured)
+    _probe: redis.Redis | None = None  # the client `measure_lag` uses
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"elastream-redis-{self.spec.name}")
@@ -300,7 +391,6 @@ class RedisReader:
     def _step(self, client: redis.Redis, store: QueueStore, first: int, after: str) -> tuple:
         reply = client.xread({self.spec.stream: after}, count=REDIS_COUNT, block=REDIS_BLOCK_MS)
         entries = reply[0][1] if reply else []
-        self._measure_lag(client, first + len(entries))
         if not entries:
             return first, after
         ids = [f"{self.spec.name}:{entry_id}" for entry_id, _ in entries]
@@ -309,10 +399,20 @@ class RedisReader:
         store.set_meta(self._key, {"first": first + len(entries), "after": last})
         return first + len(entries), last
 
-    def _measure_lag(self, client: redis.Redis, read: int) -> None:
-        info = client.xinfo_stream(self.spec.stream) if client.exists(self.spec.stream) else {}
-        added = info.get("entries-added")
-        self.lag = None if added is None else max(0, int(added) - read)
+    def measure_lag(self) -> int | None:
+        """Entries added to the stream and not appended yet, now: XINFO `entries-added` minus
+        the source's position in its targets (measured by the caller's thread, so that it is
+        current while the reader waits for room). The last value when Redis does not answer."""
+        if self._probe is None:
+            self._probe = redis_client(self.spec.url or "", REDIS_CONNECT_S)
+        try:
+            stream = self.spec.stream
+            info = self._probe.xinfo_stream(stream) if self._probe.exists(stream) else {}
+        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
+            return self.lag  # a restarting server: the last known lag
+        added = info.get("entries-added", 0)
+        self.lag = None if added is None else max(0, int(added) - self.admission.position())
+        return self.lag
 
 
 @dataclass
@@ -348,8 +448,9 @@ class Ingest:
         if spec.kind is SourceKind.FILES:
             frame = files_frame(spark, spec, store)
             dead = DeadLetters(Path(spec.dead_letter or self.out / "dead-letter" / spec.name))
+            log = self._checkpoint(spec) / "sources" / "0"
             handler: Callable[[Any, int], None] = FilesBatch(
-                spec, admission, dead, str(Path(spec.path or "").resolve())
+                spec, admission, dead, str(Path(spec.path or "").resolve()), log
             )
             self.files[spec.name] = handler  # type: ignore[assignment]
         else:
@@ -360,10 +461,13 @@ class Ingest:
         return (
             frame.writeStream.foreachBatch(handler)
             .queryName(f"elastream-source-{spec.name}")
-            .option("checkpointLocation", str((self.checkpoints / f"source-{spec.name}").resolve()))
+            .option("checkpointLocation", str(self._checkpoint(spec)))
             .trigger(processingTime="0.5 seconds")
             .start()
         )
+
+    def _checkpoint(self, spec: SourceSpec) -> Path:
+        return (self.checkpoints / f"source-{spec.name}").resolve()
 
     def check(self) -> None:
         for name, query in self.queries.items():
@@ -376,14 +480,15 @@ class Ingest:
                 raise SourceError(f"source {name!r} failed: {reader.error}")
 
     def backlog(self) -> dict[str, int | None]:
-        """What each external source can tell of its backlog: files not yet read, Redis
-        entries not yet appended (None: unknown)."""
+        """What each external source can tell of its backlog, in events: files not yet read
+        times the mean events per file read so far, Redis entries not yet appended (None:
+        unknown, e.g. before a files source read its first file)."""
         out: dict[str, int | None] = {}
         for spec in self.pipeline.sources:
             if spec.kind is SourceKind.FILES:
                 out[spec.name] = _unread_files(Path(spec.path or ""), self.files[spec.name])
             elif spec.kind is SourceKind.REDIS:
-                out[spec.name] = self.readers[spec.name].lag
+                out[spec.name] = self.readers[spec.name].measure_lag()
             elif spec.external:
                 out[spec.name] = None
         return out
@@ -400,10 +505,16 @@ class Ingest:
             stop_query(query)
 
 
-def _unread_files(folder: Path, handler: FilesBatch) -> int:
+def _unread_files(folder: Path, handler: FilesBatch) -> int | None:
+    """The events in the files not read yet, estimated from the files read so far."""
     names = (str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     visible = [n for n in names if not Path(n).name.startswith((".", "_"))]
-    return sum(1 for n in visible if n not in handler.files_seen)
+    unread = sum(1 for n in visible if n not in handler.files_seen)
+    if unread == 0:
+        return 0
+    if not handler.files_seen:
+        return None
+    return round(unread * handler.rows_seen / len(handler.files_seen))
 
 
 SCHEMA_KEY = "source_schema:{}"
@@ -416,6 +527,8 @@ def files_frame(spark: Any, spec: SourceSpec, store: QueueStore) -> Any:
     schema = spec.schema_ or store.meta(SCHEMA_KEY.format(spec.name))
     fmt = spec.format or "json"
     options = {"maxFilesPerTrigger": DEFAULT_MAX_FILES, **spec.options}
+    if fmt == "parquet":  # a corrupt file is skipped, then sent to the dead letters by name
+        options = {"ignoreCorruptFiles": "true", **options}
     if schema is None:
         schema = infer_schema(spark, spec, options)
         store.set_meta(SCHEMA_KEY.format(spec.name), schema)

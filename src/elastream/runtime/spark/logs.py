@@ -14,14 +14,25 @@ JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 URL_CREDENTIALS = "://[^/@\\s]*@"
 
 
+LOG_ROLL_SIZE = "64MB"  # spark.log rolls over at this size...
+LOG_ROLLS_KEPT = 3  # ...into spark.log.1 .. .3: a run of days keeps at most 4 x 64 MB of logs
+
+
 def log4j2_properties(log_path: Path) -> str:
-    """Everything at INFO and above to `log_path`; nothing to the console."""
+    """Everything at INFO and above to `log_path`, rolled over by size so that a run lasting
+    days keeps a bounded log; nothing to the console."""
     return "\n".join(
         [
             "status = error",
-            "appender.file.type = File",
+            "appender.file.type = RollingFile",
             "appender.file.name = file",
             f"appender.file.fileName = {log_path}",
+            f"appender.file.filePattern = {log_path}.%i",
+            "appender.file.policies.type = Policies",
+            "appender.file.policies.size.type = SizeBasedTriggeringPolicy",
+            f"appender.file.policies.size.size = {LOG_ROLL_SIZE}",
+            "appender.file.strategy.type = DefaultRolloverStrategy",
+            f"appender.file.strategy.max = {LOG_ROLLS_KEPT}",
             "appender.file.layout.type = PatternLayout",
             "appender.file.layout.pattern = %d{HH:mm:ss.SSS} %p %c{1}: %m%n%ex",
             "rootLogger.level = info",

@@ -49,7 +49,12 @@ from elastream.runtime.spark.session import (
     warm_python_workers,
 )
 from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
-from elastream.runtime.spark.watermark import END_OF_INPUT, declare_end_of_input, flushed
+from elastream.runtime.spark.watermark import (
+    END_OF_INPUT,
+    declare_end_of_input,
+    flushed,
+    reopen_after_flush,
+)
 from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
@@ -447,6 +452,7 @@ class SparkEngine:
         self.store.set_meta("pipeline", self.pipeline.model_dump(mode="json", by_alias=True))
         self.store.set_meta("t_out", self.config.t_out)
         self.store.set_meta("td", self.config.td)
+        reopen_after_flush(self.store, self.pipeline)  # a resumed run after its final flush
         self.store.set_meta(END_OF_INPUT, False)
         for op in self.pipeline.operators:
             self.store.create_queue(op.name, self.config.q_size)

@@ -118,10 +118,12 @@ def fold(store: QueueStore, pipeline: Pipeline, op: str, wm: Watermarks) -> None
             wm.out = max(wm.out, top - spec.event_time.out_of_orderness_s)
         wm.folded_end = end
         del wm.plans[start]
-    done = not wm.plans and store.latest(op) == wm.folded_end
-    if spec.event_time is not None and done and store.meta(END_OF_INPUT, False):
-        wm.out = math.inf
     if wm.out > before:
+        wm.reached(store, pipeline, op)
+    done = not wm.plans and store.latest(op) == wm.folded_end
+    flush = spec.event_time is not None and done and store.meta(END_OF_INPUT, False)
+    if flush and wm.out < math.inf:  # the finite one stays in the history (reopen_after_flush)
+        wm.out = math.inf
         wm.reached(store, pipeline, op)
 
 
@@ -247,3 +249,24 @@ def flushed(store: QueueStore, pipeline: Pipeline) -> bool:
     """Whether every watermarked operator's output watermark has reached +inf."""
     ops = [op for op in pipeline.operator_names if pipeline.watermarked(op)]
     return all(Watermarks.load(store, op).out == math.inf for op in ops)
+
+
+def reopen_after_flush(store: QueueStore, pipeline: Pipeline) -> None:
+    """A resumed run whose predecessor declared the end of input: the final flush's +inf is
+    taken back, so that the new events are not all late. Every operator's watermark returns to
+    the largest finite one it reached (in topological order: an operator's input watermark is
+    recomputed from its inputs' restored ones). Windows the flush closed stay closed: an event
+    of such a window arriving now opens it again (Flink's drain has the same rule)."""
+    if not store.meta(END_OF_INPUT, False):
+        return
+    for op in pipeline.topological_order:
+        if op not in pipeline.operator_names or store.meta(meta_key(op)) is None:
+            continue
+        wm = Watermarks.load(store, op)
+        wm.history = [h for h in wm.history if h[0] != math.inf]
+        if wm.out == math.inf:
+            wm.out = max((h[0] for h in wm.history), default=-math.inf)
+        if wm.last_in == math.inf:
+            wm.last_in = input_watermark(store, pipeline, op, store.latest(op))
+        wm.save(store, op)
+    store.set_meta(END_OF_INPUT, False)
