@@ -59,10 +59,10 @@ class SparkSettings(Settings):
     )
     layout: Literal["operator", "pipeline"] = Field(
         "pipeline",
-        description="how the operators map to Structured Streaming queries: `operator`, one "
-        "query per operator; `pipeline`, one query for the whole pipeline whose partitions are "
-        "the active replicas of all operators (a hop costs one micro-batch; docs/runtime.md, "
-        "Layouts)",
+        description="how the operators map to Structured Streaming queries: `pipeline` (the "
+        "default), one query for the whole pipeline whose partitions are the active replicas of "
+        "all operators (a hop costs one micro-batch); `operator`, one query per operator "
+        "(docs/runtime.md, Layouts)",
     )
     async_progress: bool = Field(
         True,
