@@ -9,14 +9,18 @@ short):
     PYTHONPATH=src .venv/bin/python benchmarks/layouts.py ladder --backends sqlite \
         --kinds columns --rates 50000,75000,100000 [--plain]
     PYTHONPATH=src .venv/bin/python benchmarks/layouts.py scale [--operators 3,10,20]
+    PYTHONPATH=src .venv/bin/python benchmarks/layouts.py demo [--layouts pipeline]
 Common options: --layouts operator,pipeline  --seconds S (per run)  --trigger S
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -282,6 +286,27 @@ def scale(args: argparse.Namespace, out: Path) -> None:
                     break
 
 
+def demo(args: argparse.Namespace, out: Path) -> None:
+    """The tweet demo (`elastream demo`: psps, the demo trace to 100 events/s over 180 s) in
+    each layout: mean and p99 end-to-end latency, processed ratio, wall time."""
+    for layout in args.layouts:
+        folder = out / f"demo-{layout}"
+        folder.mkdir(parents=True, exist_ok=True)
+        settings = folder / "run.yaml"
+        settings.write_text(f"spark:\n  layout: {layout}\n")
+        command = [sys.executable, "-m", "elastream.cli", "demo", "--quiet"]
+        command += ["--config", str(settings), "--out", str(folder / "run")]
+        began = time.time()
+        subprocess.run(command, check=True, capture_output=True)
+        summary = json.loads((folder / "run" / "summary.json").read_text())
+        mean_s, p99_s = (summary[k] / 1000 for k in ("latency_ms_mean", "latency_ms_p99"))
+        print(
+            f"demo {layout:<8} mean {mean_s:.2f} s  p99 {p99_s:.2f} s  processed "
+            f"{summary['processed_ratio']:.4f}  ({time.time() - began:.0f} s)",
+            flush=True,
+        )
+
+
 def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(v) for v in text.split(","))
 
@@ -295,7 +320,7 @@ def _layouts(text: str) -> tuple[str, ...]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=("latency", "ladder", "scale"))
+    parser.add_argument("part", choices=("latency", "ladder", "scale", "demo"))
     parser.add_argument("--layouts", type=_layouts, default=LAYOUTS)
     parser.add_argument("--seconds", type=float, default=30.0, help="trace length of each run")
     parser.add_argument("--trigger", type=float, default=0.2, help="spark.trigger_s, s")
@@ -312,7 +337,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     try:
-        {"latency": latency, "ladder": ladder, "scale": scale}[args.part](args, out)
+        parts = {"latency": latency, "ladder": ladder, "scale": scale, "demo": demo}
+        parts[args.part](args, out)
     finally:
         if args.out is None:
             shutil.rmtree(out, ignore_errors=True)

@@ -1,7 +1,11 @@
 """The batch overhead model (Eq. O1): concurrency counting and the least-squares fit."""
 
+from types import SimpleNamespace
+
 import pytest
 
+from elastream.config import make_config
+from elastream.experiments.calibrate import calibrate
 from elastream.modeling.batch_overhead import (
     BatchRecord,
     OverheadModel,
@@ -78,3 +82,11 @@ def test_bad_input_is_named():
         fit_overhead([])
     with pytest.raises(KeyError, match="'z'"):
         TRUE.overhead_s("z", 1, 0)
+
+
+def test_calibration_refuses_a_run_of_the_layout_it_does_not_model():
+    """Eq. O1 is the `operator` layout's (a batch loop per operator); a `pipeline`-layout run
+    is refused with a message naming both, not fitted."""
+    run = SimpleNamespace(config=make_config(spark={"layout": "pipeline"}))
+    with pytest.raises(ValueError, match="'pipeline'.*'operator'"):
+        calibrate(run)  # type: ignore[arg-type]

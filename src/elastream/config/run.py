@@ -58,11 +58,11 @@ class SparkSettings(Settings):
         0.2, ge=0, description="processing-time trigger, s; bounds idle polling (0: none)"
     )
     layout: Literal["operator", "pipeline"] = Field(
-        "operator",
-        description="how the operators map to Structured Streaming queries: `operator`, one "
-        "query per operator; `pipeline`, one query for the whole pipeline whose partitions are "
-        "the active replicas of all operators (a hop costs one micro-batch; docs/runtime.md, "
-        "Layouts)",
+        "pipeline",
+        description="how the operators map to Structured Streaming queries: `pipeline` (the "
+        "default), one query for the whole pipeline whose partitions are the active replicas of "
+        "all operators (a hop costs one micro-batch); `operator`, one query per operator "
+        "(docs/runtime.md, Layouts)",
     )
     async_progress: bool = Field(
         True,

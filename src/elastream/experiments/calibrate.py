@@ -13,6 +13,11 @@ from elastream.runtime.sim import SimSettings
 from elastream.runtime.sim.profile import profile_pipeline
 from elastream.runtime.spark.runtime import SparkEngine
 
+# The simulator's micro-batch model (an independent batch loop per operator, Eq. O1's contention
+# term between them) is the `operator` layout's; the `pipeline` layout's one batch loop for all
+# operators is not modelled (docs/simulator.md, "Agreement with the Spark runtime").
+CALIBRATED_LAYOUT = "operator"
+
 
 def batch_records(engine: SparkEngine, et_s: Mapping[str, float]) -> list[BatchRecord]:
     """Every non-empty micro-batch of every query: when it started, its wall time (Spark's
@@ -79,6 +84,13 @@ def calibrate(engine: SparkEngine, **overrides: Any) -> Calibration:
     (Eq. O1) fitted to every batch of the run, against the per-event times of the simulator's
     own profile of the pipeline; the trigger comes from the run configuration, as in the
     runtime. `overrides` are further settings (they win over the fitted ones)."""
+    layout = engine.config.spark.layout
+    if layout != CALIBRATED_LAYOUT:
+        raise ValueError(
+            f"calibrate: the run used spark.layout {layout!r}; the simulator's micro-batch model "
+            f"is calibrated from a run in spark.layout {CALIBRATED_LAYOUT!r} (one query per "
+            "operator): run it with that layout"
+        )
     settings = SimSettings(queue_model="micro_batch", **overrides)
     seed = engine.config.seed if settings.seed is None else settings.seed
     profile = profile_pipeline(engine.pipeline, settings, seed)

@@ -10,7 +10,7 @@ from typing import Any
 
 from elastream.config import RunConfig, make_config
 from elastream.control.mape import RunResult
-from elastream.experiments.calibrate import Calibration, calibrate
+from elastream.experiments.calibrate import CALIBRATED_LAYOUT, Calibration, calibrate
 from elastream.experiments.compare import Agreement, compare
 from elastream.experiments.session import build_engine, prepare_workload, run_engine, simulate
 from elastream.model.pipeline import Pipeline
@@ -60,9 +60,11 @@ def validate(
 ) -> Validation:
     """Run `pipeline` on Spark `runs` times with the run settings `config` (outputs under
     `out`/spark<k>), calibrate the simulator from the first run and simulate the same
-    workload."""
+    workload. Spark runs in the layout the simulator models (`CALIBRATED_LAYOUT`) unless
+    `config` names another (which `calibrate` then refuses)."""
     if runs < 1:
         raise ValueError(f"validate: runs must be at least 1, got {runs}")
+    config["spark"] = {"layout": CALIBRATED_LAYOUT, **dict(config.get("spark") or {})}
     sparks, walls, calibration, run_config = [], [], None, None
     for k in range(runs):
         run_config = make_config(out=out / f"spark{k + 1}", **config)
