@@ -55,6 +55,7 @@ PRE_S = 10.0  # the pre-fault throughput is the sink's rate over this many secon
 BACK_AT = 0.9  # recovered: an interval at this fraction of the pre-fault throughput (or caught up)
 TARGET_WAIT_S = 120.0  # a fault whose process is not there (a query restarting) waits this long
 CKPT_TMPFS_MB = 256
+MAX_DRIVER_EXITS = 30  # a driver that keeps ending by itself (a bad setting) ends the soak
 
 PRODUCER = """
 import json, math, random, sys, time, redis
@@ -70,17 +71,22 @@ while not stop and time.time() - t0 < seconds:
     t = time.time() - t0
     rate = lo + (hi - lo) * 0.5 * (1 - math.cos(2 * math.pi * t / period))
     fields = {"user": f"u{rng.randrange(keys)}", "seq": str(seq)}
-    while True:  # explicit ids: a retried XADD the server had applied is refused, not doubled
+    written = False
+    while not written:  # explicit ids: a retried XADD the server applied is refused, not doubled
         try:
             client.xadd("clicks", fields, id=f"{seq + 1}-1")
-            break
+            written = True
         except (redis.ConnectionError, redis.TimeoutError):
             retries += 1
             time.sleep(0.2)
         except redis.ResponseError as exc:
             if "equal or smaller" not in str(exc):
                 raise
-            break  # the first attempt was applied before its reply was lost
+            written = True  # the first attempt was applied before its reply was lost
+        if stop:
+            break  # told to stop while the server was away
+    if not written:
+        break
     seq += 1
     time.sleep(rng.expovariate(rate))
 open(out, "w").write(json.dumps({"produced": seq, "retries": retries}))
@@ -139,6 +145,7 @@ class Soak:
         self.tmpfs = False
         self.cluster: ClusterState | None = None
         self.driver: subprocess.Popen | None = None
+        self.producer: subprocess.Popen | None = None
         self.driver_lock = threading.Lock()
         self.redis_lock = threading.Lock()
         self.t0 = 0.0
@@ -146,7 +153,7 @@ class Soak:
         self.monitor_gaps = 0
         self.stop_monitor = threading.Event()
         self.faults: list[Fault] = []
-        self.driver_exits: list[int] = []  # exit codes of drivers that ended unbidden
+        self.driver_exits: list[tuple[int, list[str]]] = []  # drivers that ended unbidden, why
         self.resumes = 0
         self.flow_at = 0.0  # when the sink got its first event (the schedule counts from there)
         self.unavailable: dict[str, str] = {}
@@ -211,10 +218,13 @@ class Soak:
             # a paused executor past this timeout is declared lost (its heartbeats stop)
             timeout = f"{self.args.network_timeout_s}s"
             spark["conf"] = {"spark.network.timeout": timeout,
+                             "spark.network.timeoutInterval": "10s",
                              "spark.executor.heartbeatInterval": "3s"}  # fmt: skip
         return {"spark": spark}
 
     def teardown(self) -> None:
+        if self.producer is not None and self.producer.poll() is None:
+            self.producer.kill()
         if self.driver is not None and self.driver.poll() is None:
             os.killpg(self.driver.pid, signal.SIGKILL)
             self.driver.wait(timeout=60)
@@ -242,11 +252,19 @@ class Soak:
             cmd, start_new_session=True, stdout=log, stderr=subprocess.STDOUT, text=True
         )
 
+    def driver_log(self) -> str:
+        """The current driver's part of driver.log."""
+        return (self.out / "driver.log").read_text().rsplit("\n==== ", 1)[-1]
+
     def watch_driver(self) -> None:
         """A driver that ends by itself during the soak is a finding: counted, and resumed."""
         with self.driver_lock:
             if self.driver is not None and self.driver.poll() is not None:
-                self.driver_exits.append(self.driver.returncode)
+                errors = [x for x in self.driver_log().splitlines() if "error:" in x]
+                self.driver_exits.append((self.driver.returncode, errors[-1:]))
+                if len(self.driver_exits) > MAX_DRIVER_EXITS:
+                    raise SystemExit(f"the driver ended by itself {len(self.driver_exits)} times: "
+                                     f"see {self.out / 'driver.log'}")  # fmt: skip
                 print(f"chaos: the driver exited by itself ({self.driver.returncode}) at "
                       f"{self.now():.0f} s: resuming", file=sys.stderr)  # fmt: skip
                 self.start_driver(resume=True)
@@ -422,7 +440,7 @@ class Soak:
         args = self.args
         load_s = args.minutes * 60
         self.t0 = time.time()
-        producer = subprocess.Popen([sys.executable, "-c", PRODUCER, self.redis.url,
+        self.producer = producer = subprocess.Popen([sys.executable, "-c", PRODUCER, self.redis.url,
                                      str(load_s + 3600), str(args.rate_min), str(args.rate_max),
                                      str(args.period_s), str(args.seed), str(KEYS),
                                      str(self.out / "producer.json")])  # fmt: skip

@@ -7,10 +7,19 @@ keyed state equal to a recount of the delivered events, the summary equal to the
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from redis_server import require_redis_server
+
+from elastream.config import make_config
+from elastream.model.pipeline import pipeline_from_dict
+from elastream.runtime.spark.runtime import SparkEngine
+from elastream.workloads import Trace
 
 pytestmark = pytest.mark.spark
 SOAK = Path(__file__).resolve().parents[1] / "benchmarks" / "chaos_soak.py"
@@ -23,6 +32,9 @@ SCHEDULE = (
     "75:pause",
     "78:disk_full",
 )
+
+
+FLAKY = "ELASTREAM_TEST_FLAKY_SINK"  # the folder the flaky sink writes its batches to
 
 
 def load_soak():
@@ -56,3 +68,48 @@ def test_overlapping_faults_lose_nothing_duplicate_nothing_and_keep_state_exact(
     assert report["faults_overlapping"] >= 2
     assert audit["resumes"] == 1
     assert report["ok"]
+
+
+def flaky_sink(df: Any, batch_id: int) -> None:
+    """A foreach_batch sink whose first non-empty batch fails once (its query stops with the
+    error), then writes each batch to a file named by its id (a replayed batch rewrites it)."""
+    rows = [row.asDict() for row in df.collect()]
+    folder = Path(os.environ[FLAKY])
+    if rows and not (folder / "failed-once").exists():
+        (folder / "failed-once").touch()
+        raise RuntimeError("the sink fails once")
+    (folder / f"{batch_id:06d}.json").write_text(json.dumps(rows))
+
+
+FLAKY_SINK = f"{__name__}:flaky_sink"
+
+
+def test_a_failed_sink_query_is_restarted_and_delivers_every_event_once(tmp_path, monkeypatch):
+    """Regression (found by the soak: a SIGKILLed plan-time helper of the sink's query ended the
+    run with `sink 'out' failed`): a sink query that stops with an error is restarted from its
+    checkpoint like an operator's, counted in query_restarts, and delivers every event once."""
+    monkeypatch.setenv(FLAKY, str(tmp_path))
+    pipeline = pipeline_from_dict(
+        {
+            "sources": [{"name": "src", "generator": "elastream.examples.synthetic:generate"}],
+            "operators": [{"name": "op", "function": "elastream.examples.synthetic:passthrough"}],
+            "sinks": [
+                {"name": "fb", "kind": "foreach_batch", "function": f"{__name__}:flaky_sink"}
+            ],
+            "streams": [{"from": "src", "to": "op"}, {"from": "op", "to": "fb"}],
+        }
+    )
+    config = make_config(td=2.0, out=tmp_path / "run", drain_s=60, t_out=None, duration=6)
+    engine = SparkEngine(pipeline, config, Trace(np.array([20.0] * 6)))
+    engine.start()
+    try:
+        while not engine.finished():
+            engine.collect()
+        assert (tmp_path / "failed-once").exists()  # the sink's query did fail
+        assert engine.restarts == {"sink-fb": 1}
+        ids = [r["id"] for p in sorted(tmp_path.glob("0*.json")) for r in json.loads(p.read_text())]
+        assert len(ids) == len(set(ids)) == 120  # every event once
+        assert engine.store.audit().duplicate_sink_roots == 0
+    finally:
+        engine.keep_session = True
+        engine.stop()
