@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,6 @@ from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads import Trace
 
-pytestmark = pytest.mark.spark
 SOAK = Path(__file__).resolve().parents[1] / "benchmarks" / "chaos_soak.py"
 # (s since the load began, kind): pairs a few seconds apart overlap on purpose
 SCHEDULE = (
@@ -38,12 +38,16 @@ FLAKY = "ELASTREAM_TEST_FLAKY_SINK"  # the folder the flaky sink writes its batc
 
 
 def load_soak():
-    spec = importlib.util.spec_from_file_location("chaos_soak", SOAK)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """benchmarks/chaos_soak.py as a module (registered, as its dataclasses need)."""
+    if "chaos_soak" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("chaos_soak", SOAK)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["chaos_soak"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["chaos_soak"]
 
 
+@pytest.mark.spark
 def test_overlapping_faults_lose_nothing_duplicate_nothing_and_keep_state_exact(tmp_path):
     require_redis_server()
     soak = load_soak()
@@ -84,6 +88,7 @@ def flaky_sink(df: Any, batch_id: int) -> None:
 FLAKY_SINK = f"{__name__}:flaky_sink"
 
 
+@pytest.mark.spark
 def test_a_failed_sink_query_is_restarted_and_delivers_every_event_once(tmp_path, monkeypatch):
     """Regression (found by the soak: a SIGKILLed plan-time helper of the sink's query ended the
     run with `sink 'out' failed`): a sink query that stops with an error is restarted from its
@@ -113,3 +118,20 @@ def test_a_failed_sink_query_is_restarted_and_delivers_every_event_once(tmp_path
     finally:
         engine.keep_session = True
         engine.stop()
+
+
+def test_recovery_is_the_first_interval_back_at_the_pre_fault_rate(tmp_path):
+    """The soak's recovery measure on made-up samples (no Spark): the sink delivers 10 events/s,
+    nothing from t=20 (the fault at 19.5 s) until t=30, 3 events/s until t=36, then 10 again."""
+    module = load_soak()
+    soak = module.Soak(module.parse(["--out", str(tmp_path)]))
+    delivered, samples = 0, []
+    for t in range(60):
+        delivered += 10 if t < 20 or t >= 36 else (0 if t < 30 else 3)
+        samples.append((float(t), 10 * (t + 1), delivered))  # the load stays at 10/s
+    soak.samples = samples
+    fault = module.Fault(kind="kill_driver_resume", at=19.5, ended=21.0)
+    soak.faults = [fault]
+    soak.measure_recovery()
+    assert fault.detail["pre_rate"] == 10.0
+    assert fault.recovery_s == 35.0 - 21.0  # [35, 37] is the first 2 s at >= 9 events/s
