@@ -374,7 +374,8 @@ class Soak:
         self._kill(fault, "CoarseGrainedExecutorBackend")
 
     def _restart_redis(self, fault: Fault) -> None:
-        with self.redis_lock:
+        with self.redis_lock:  # after a pause of the server has ended
+            fault.at = round(self.now(), 1)
             fault.target = f"redis-server pid {self.redis.proc.pid}"
             self.redis.kill(signal.SIGKILL)
             time.sleep(self.rng.uniform(1, 4))
@@ -498,8 +499,9 @@ class Soak:
     def measure_recovery(self) -> None:
         """Time to recover: from a fault's end (SIGCONT, the server back, the driver relaunched)
         to the start of the first WINDOW_S interval whose sink rate is back at BACK_AT of the
-        rate over the PRE_S before the fault began, or in which the backlog (produced minus
-        delivered) is back at its pre-fault level (the load fell meanwhile)."""
+        rate over the PRE_S before the fault began, or, once the sink has moved again, the
+        first time the backlog (produced minus delivered) is back within one interval's worth
+        of its pre-fault level (the load may have fallen meanwhile)."""
         samples = self.samples
         for fault in self.faults:
             if fault.skipped or fault.ended is None:
@@ -511,12 +513,14 @@ class Soak:
             pre_backlog = before[-1][1] - before[-1][2]
             fault.detail["pre_rate"] = round(pre_rate, 2)
             after = [s for s in samples if s[0] >= fault.ended]
+            slack = max(pre_backlog, 0) + pre_rate * WINDOW_S  # a backlog within one interval
             for i, (t, produced, delivered) in enumerate(after):
                 ahead = [s for s in after[i:] if s[0] <= t + WINDOW_S]
                 if len(ahead) < 2:
                     break
                 rate = (ahead[-1][2] - delivered) / (ahead[-1][0] - t)
-                caught_up = produced - delivered <= max(pre_backlog, 0) and rate > 0
+                moved = delivered > after[0][2]  # the sink delivered since the fault ended
+                caught_up = moved and produced - delivered <= slack
                 if (rate > 0 and rate >= BACK_AT * pre_rate) or caught_up:
                     fault.recovery_s = round(t - fault.ended, 1)
                     break
@@ -598,6 +602,7 @@ class Soak:
             "faults": [asdict(f) for f in injected],
             "audit": audit,
             "monitor_gaps_s": self.monitor_gaps,
+            "samples": self.samples,  # (t, produced, delivered): the recovery can be recomputed
             "ok": self.ok(audit),
         }
         (self.out / "report.json").write_text(json.dumps(report, indent=2))

@@ -25,12 +25,12 @@ from elastream.workloads import Trace
 SOAK = Path(__file__).resolve().parents[1] / "benchmarks" / "chaos_soak.py"
 # (s since the load began, kind): pairs a few seconds apart overlap on purpose
 SCHEDULE = (
-    "30:kill_python_worker",
-    "32:restart_redis",
-    "48:kill_driver_resume",
-    "50:kill_plan_helper",  # waits for the resumed driver's helper, then kills it
-    "75:pause",
-    "78:disk_full",
+    "15:kill_python_worker",
+    "17:restart_redis",
+    "30:kill_driver_resume",
+    "32:kill_plan_helper",  # waits for the resumed driver's helper, then kills it
+    "50:pause",
+    "53:disk_full",
 )
 
 
@@ -51,12 +51,12 @@ def load_soak():
 def test_overlapping_faults_lose_nothing_duplicate_nothing_and_keep_state_exact(tmp_path):
     require_redis_server()
     soak = load_soak()
-    args = ["--minutes", "1.75", "--seed", "3", "--rate-min", "5", "--rate-max", "30"]
+    args = ["--minutes", "1.25", "--seed", "3", "--rate-min", "5", "--rate-max", "30"]
     args += ["--period-s", "60", "--pause-s", "8", "--full-s", "4", "--drain-s", "120"]
     args += ["--out", str(tmp_path / "soak"), "--schedule", *SCHEDULE]
     report = soak.main(args)
     audit = report["audit"]
-    assert audit["events_in"] == audit["produced"] > 500
+    assert audit["events_in"] == audit["produced"] > 400
     assert audit["lost"] == 0, audit["lost_examples"]
     assert audit["duplicated"] == 0
     assert audit["failed"] == 0
