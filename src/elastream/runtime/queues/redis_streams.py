@@ -674,7 +674,9 @@ class RedisQueueStore(SegmentedQueues):
             sunk.extend((enq, e) for e in events)
             ends[q] = first + len(events)
         for q, end in ends.items():
-            self.r.xtrim(self._k("s", q), minid=f"{end + 1}-0")
+            # exact: an approximate trim keeps whole stream nodes, whose entries (counted as
+            # expired here) the next expiry and the audit would count again
+            self.r.xtrim(self._k("s", q), minid=f"{end + 1}-0", approximate=False)
         return sunk
 
     def _expire_shares(self, op: str, before: float) -> int:

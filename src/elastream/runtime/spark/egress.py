@@ -252,6 +252,19 @@ class Egress:
                 times.append(store.read(spec.name, done, done + 1)[0].enq)
         return min(times, default=None)
 
+    def failed(self) -> list[tuple[str, Any]]:
+        """(sink, error) of every sink query that stopped with an error while the run lasts."""
+        if self.stop_event.is_set():
+            return []
+        failures = ((name, query.exception()) for name, query in self.queries.items())
+        return [(name, error) for name, error in failures if error is not None]
+
+    def restart(self, spark: Any, name: str) -> None:
+        """Start sink `name`'s query again from its checkpoint: a replayed batch has the same
+        rows and batch id, so it is delivered once (files: the metadata log; redis: the mark)."""
+        spec = next(s for s in self.sinks if s.name == name)
+        self.queries[name] = self._start_query(spark, spec)
+
     def check(self) -> None:
         for name, query in self.queries.items():
             error = query.exception()

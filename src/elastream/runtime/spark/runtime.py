@@ -7,7 +7,9 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +156,7 @@ class SparkEngine:
         self.queries_stopped = False  # every query stopped for good (_stop_queries)
         self.run_ids: dict[str, set[str]] = {}
         self.ops: dict[str, OperatorState] = {}
-        self.restarts: dict[str, int] = {}  # per operator, over the run
+        self.restarts: dict[str, int] = {}  # per operator (and sink-NAME), over the run
         self.forgotten = LatencyTally()  # sink latencies the store's retention has expired
         self.failing: dict[str, Failing] = {}  # operators whose query failed and has not recovered
         self.leases: ExecutorHosts | None = None  # executors leased as hosts (spark.leasing)
@@ -542,6 +544,14 @@ class SparkEngine:
             else:
                 self._note_recovery(name, query)
             self.run_ids[name].add(str(self.queries[name].runId))
+        egress = getattr(self, "egress", None)
+        if egress is not None:  # a sink's query heals as an operator's does
+            for sink, error in egress.failed():
+                label = f"the query of sink {sink!r}"
+                restart = partial(egress.restart, self.spark, sink)
+                self._restart(f"sink-{sink}", label, egress.queries[sink], error, restart)
+            for sink, query in egress.queries.items():
+                self._note_recovery(f"sink-{sink}", query)
         for part in ("ingest", "egress"):
             io = getattr(self, part, None)
             if io is not None:
@@ -551,28 +561,35 @@ class SparkEngine:
             raise RuntimeFailure(f"the source feeder failed: {self.feeder.error}")
 
     def _heal(self, name: str, error: Any) -> None:
-        """Restart a failed query from its checkpoint (the store's bookkeeping keeps it
-        exactly-once), after a backoff that doubles with each failure in a row; a query that
-        fails `max_restarts` times in a row without completing a batch ends the run."""
+        """Restart a failed operator query from its checkpoint (the store's bookkeeping keeps
+        it exactly-once)."""
+        restart = partial(self._start_query, name, new_run=False)
+        self._restart(name, self._query_label(name), self.queries[name], error, restart)
+
+    def _restart(
+        self, key: str, label: str, query: Any, error: Any, start: Callable[[], Any]
+    ) -> None:
+        """Stop `query` and `start()` it again from its checkpoint, after a backoff that
+        doubles with each failure in a row; a query that fails `max_restarts` times in a row
+        without completing a batch ends the run."""
         spark = self.config.spark
-        query = self.queries[name]
-        failing = self.failing.get(name) or Failing(0, _last_batch(query))
+        failing = self.failing.get(key) or Failing(0, _last_batch(query))
         if failing.in_a_row >= spark.max_restarts:
             raise RuntimeFailure(
-                f"{self._query_label(name)} stopped {failing.in_a_row + 1} times in a row "
+                f"{label} stopped {failing.in_a_row + 1} times in a row "
                 f"(restarts: {spark.max_restarts}): {error}"
             )
         first_line = str(error).strip().splitlines()[0] if error is not None else "not active"
         print(
-            f"elastream: {self._query_label(name)} failed ({first_line}); restarting it "
+            f"elastream: {label} failed ({first_line}); restarting it "
             f"from its checkpoint ({failing.in_a_row + 1}/{spark.max_restarts})",
             file=sys.stderr,
         )
         stop_query(self.spark, query)
         time.sleep(spark.restart_backoff_s * 2**failing.in_a_row)
-        self._start_query(name, new_run=False)
-        self.failing[name] = Failing(failing.in_a_row + 1, failing.last_batch)
-        self.restarts[name] = self.restarts.get(name, 0) + 1
+        start()
+        self.failing[key] = Failing(failing.in_a_row + 1, failing.last_batch)
+        self.restarts[key] = self.restarts.get(key, 0) + 1
 
     def _note_recovery(self, name: str, query: Any) -> None:
         """A restarted query that has completed a batch since its failure is healthy again."""
