@@ -164,11 +164,11 @@ def run_layout(
         spark=spark,
         policy="static",
         replicas=replicas,
-        td=5.0,
+        interval_s=5.0,
         out=out,
         drain_s=15,
-        t_out=30.0,
-        q_size=None,
+        event_timeout_s=30.0,
+        queue_capacity=None,
         queues=queues,
     )
     trace = constant(rate=float(rate), duration=args.seconds)

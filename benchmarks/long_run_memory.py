@@ -159,11 +159,11 @@ def main() -> None:
     config = make_config(
         policy="static",
         replicas=2,
-        td=5.0,
+        interval_s=5.0,
         out=out,
         drain_s=30,
-        t_out=30.0,
-        q_size=None,
+        event_timeout_s=30.0,
+        queue_capacity=None,
         spark={"retention_s": args.retention},
     )
     trace = constant(rate=args.rate, duration=args.minutes * 60)

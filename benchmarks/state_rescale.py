@@ -138,7 +138,14 @@ def stamp(progress: dict) -> float:
 
 def run_case(case: Case, rate: float, out: Path) -> dict:
     trace = Trace(np.array([0.0] * IDLE_S + [rate] * LOAD_S))
-    config = make_config(policy="static", td=2.0, out=out, drain_s=20, t_out=None, q_size=None)
+    config = make_config(
+        policy="static",
+        interval_s=2.0,
+        out=out,
+        drain_s=20,
+        event_timeout_s=None,
+        queue_capacity=None,
+    )
     engine = PreloadedEngine(pipeline_of(case), config, trace, keep_session=True, keys=case.keys)
     progress: dict[int, dict] = {}
     rescales: list[tuple[float, int, int]] = []  # (wall time, from r, to r)

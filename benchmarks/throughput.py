@@ -106,11 +106,11 @@ def run_rate(
         spark=spark or {},
         policy="static",
         replicas=2,
-        td=5.0,
+        interval_s=5.0,
         out=out,
         drain_s=15,
-        t_out=30.0,
-        q_size=None,
+        event_timeout_s=30.0,
+        queue_capacity=None,
         queues=queues,
     )
     engine = SparkEngine(

@@ -17,8 +17,8 @@ def simulate_demo(tmp_path, *flags):
     ("settings", "message"),
     [
         ("- just\n- a list\n", "expected a mapping of settings"),
-        ("td: [unclosed\n", "cannot read settings"),
-        ("td: -3\n", "td: Input should be greater than 0"),
+        ("interval_s: [unclosed\n", "cannot read settings"),
+        ("interval_s: -3\n", "interval_s: Input should be greater than 0"),
         ("policy: magic\n", "unknown policy 'magic'"),
         ("colour: blue\n", "colour: Extra inputs are not permitted"),
     ],
@@ -47,3 +47,24 @@ def test_negative_rate_trace_and_missing_pipeline(tmp_path, capsys):
     assert "rates.txt" in capsys.readouterr().err
     assert main(["run", str(tmp_path / "nope.yaml")]) == 2
     assert "nope.yaml does not exist" in capsys.readouterr().err
+
+
+def test_old_option_names_still_work_with_a_one_line_warning(tmp_path, capsys):
+    settings = tmp_path / "settings.yaml"
+    settings.write_text("t_out: 3\n")
+    code = simulate_demo(
+        tmp_path, "--td", "2", "--q-size", "none", "--duration", "4", "--config", str(settings)
+    )
+    err = capsys.readouterr().err.splitlines()
+    assert code == 0
+    notices = [line for line in err if "is now called" in line]
+    assert notices == [
+        "elastream: warning: option '--td' is now called '--interval'; the old name is "
+        "accepted until the next release",
+        "elastream: warning: option '--q-size' is now called '--queue-capacity'; the old name "
+        "is accepted until the next release",
+        "elastream: warning: setting 't_out' is now called 'event_timeout_s'; the old name is "
+        "accepted until the next release",
+    ]
+    summary = (tmp_path / "o" / "summary.json").read_text()
+    assert '"interval_s": 2.0' in summary and '"event_timeout_s": 3.0' in summary

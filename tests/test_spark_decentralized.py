@@ -49,7 +49,11 @@ def test_decentralized_agents_follow_a_step_up_and_down_over_tcp(tmp_path: Path,
     # agents leave once the backlog of the step is drained; it can outlast the step on a busy box).
     trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 30))
     config = make_config(
-        td=3.0, out=tmp_path / "run", drain_s=60, t_out=None, policy="decentralized"
+        interval_s=3.0,
+        out=tmp_path / "run",
+        drain_s=60,
+        event_timeout_s=None,
+        policy="decentralized",
     )
     engine = build_engine(pipeline, config, prepare_workload(config, pipeline, trace))
     result = run_engine(engine, config)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from elastream.base.settings import SettingsError, read_settings
+from elastream.base.settings import SettingsError, read_settings, warn_renamed
 from elastream.config import ConfigError, RunConfig, make_config
 from elastream.config.files import load_pipeline
 from elastream.control.policies import POLICIES
@@ -41,9 +41,19 @@ def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -
         help="run length in seconds (without it and --trace: run until SIGINT/SIGTERM; "
         "simulate: 60)",
     )
-    parser.add_argument("--td", type=float, help="MAPE interval in seconds")
-    parser.add_argument("--t-out", type=optional(float), help="event timeout, seconds, or none")
-    parser.add_argument("--q-size", type=optional(int), help="queue bound in events, or none")
+    parser.add_argument(
+        "--interval", type=float, dest="interval_s", help="control (MAPE) interval in seconds"
+    )
+    parser.add_argument(
+        "--event-timeout",
+        type=optional(float),
+        dest="event_timeout_s",
+        help="event timeout, seconds, or none",
+    )
+    parser.add_argument(
+        "--queue-capacity", type=optional(int), help="queue bound in events, or none"
+    )
+    add_old_options(parser)
     parser.add_argument(
         "--drain",
         type=float,
@@ -66,6 +76,34 @@ def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -
     )
     parser.add_argument("--quiet", action="store_true", help="no live table")
     add_metrics_options(parser)
+
+
+OLD_OPTIONS = {  # old spelling -> (new spelling, setting); accepted for one release
+    "--td": ("--interval", "interval_s"),
+    "--t-out": ("--event-timeout", "event_timeout_s"),
+    "--q-size": ("--queue-capacity", "queue_capacity"),
+}
+
+
+class _OldOption(argparse.Action):
+    """An option's old spelling: stores the value and prints the renamed notice."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        warn_renamed(str(option), OLD_OPTIONS[str(option)][0], "option")
+        setattr(namespace, self.dest, values)
+
+
+def add_old_options(parser: argparse.ArgumentParser) -> None:
+    """The old spellings of renamed options, hidden from --help."""
+    kinds = {
+        "interval_s": float,
+        "event_timeout_s": optional(float),
+        "queue_capacity": optional(int),
+    }
+    for old, (_, dest) in OLD_OPTIONS.items():
+        parser.add_argument(
+            old, dest=dest, type=kinds[dest], action=_OldOption, help=argparse.SUPPRESS
+        )
 
 
 def add_metrics_options(parser: argparse.ArgumentParser) -> None:
@@ -120,9 +158,9 @@ FLAGS = (
     "time_scale",
     "slice",
     "duration",
-    "td",
-    "t_out",
-    "q_size",
+    "interval_s",
+    "event_timeout_s",
+    "queue_capacity",
     "drain_s",
     "seed",
     "out",

@@ -35,7 +35,7 @@ def handle(args: argparse.Namespace) -> int:
     pipeline = load_pipeline(demo_pipeline_path())
     pipeline.check_imports()
     duration = args.duration or DEMO_DURATION_S
-    defaults = {"out": Path("runs/demo"), "td": 5.0, "drain_s": 60.0}
+    defaults = {"out": Path("runs/demo"), "interval_s": 5.0, "drain_s": 60.0}
     trace = args.trace or f"demo:duration={duration:g},peak={args.peak_rate or DEMO_PEAK_RATE:g}"
     config = config_from_args(
         args,

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from elastream.base.settings import line_of
+from elastream.base.settings import accept_old_names, line_of
 
 DEFAULT_STREAM = "out"
 
@@ -343,12 +343,17 @@ class Pipeline(_Frozen):
     streams: tuple[StreamSpec, ...] = Field(description="edges between the nodes")
     declared_r_over: int | None = Field(
         None,
-        alias="r_over",
+        alias="overprovisioned_replicas",
         ge=1,
         description="the over-provisioned replica count saved resources compare with (PSPS "
-        "V-A.3); default the sum of the pools. Set it when the pools are larger than the "
-        "static over-provisioning, so that a policy may go above r_over (PSPS Fig. 8)",
+        "V-A.3: r_over); default the sum of the pools. Set it when the pools are larger than "
+        "the static over-provisioning, so that a policy may go above it (PSPS Fig. 8)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return accept_old_names(data, {"r_over": "overprovisioned_replicas"})
 
     @field_validator("sources", "operators", "sinks", "streams")
     @classmethod
