@@ -328,7 +328,7 @@ def test_command_runs_writes_and_rewrites_markdown(tmp_path):
         jobs=1,
         data_dir=None,
         only=None,
-        policy=["psps", "storm"],
+        label=["psps", "storm"],
         markdown=doc,
         from_results=False,
         history=None,
@@ -342,7 +342,7 @@ def test_command_runs_writes_and_rewrites_markdown(tmp_path):
         rows = store.rows(run_ids=[results["run_id"].iloc[0]])
     assert {r.operator for r in rows} == {"op1", "op2"}
     assert "| PSPS |" in doc.read_text()
-    args.from_results, args.policy = True, ["nope"]  # --from-results ignores the selection
+    args.from_results, args.label = True, ["nope"]  # --from-results ignores the selection
     assert bench_command.run(args, backend=FAKE) == 0
     args.from_results = False
     with pytest.raises(BenchError, match="unknown policy label 'nope'"):

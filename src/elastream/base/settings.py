@@ -305,7 +305,8 @@ def _bound(constraint: Any) -> str:
     return ""
 
 
-def _default(info: Any) -> str:
+def default_text(info: Any) -> str:
+    """A field's default as `config --describe` prints it."""
     if info.default is not PydanticUndefined:
         value = info.default
     elif info.default_factory is not None:
@@ -336,7 +337,7 @@ def describe(model: type[BaseModel], prefix: str = "") -> list[Option]:
         if nested and isinstance(info.annotation, type):
             out.extend(describe(nested[0], f"{path}."))
             continue
-        out.append(Option(path, _field_type(info), _default(info), info.description or ""))
+        out.append(Option(path, _field_type(info), default_text(info), info.description or ""))
     return out
 
 
