@@ -2,7 +2,7 @@
 first operator's queue (SQLite store, no consumer), the files source through Spark's file stream
 and its foreachBatch append (Spark's start-up excluded), the feeder through its generate-and-append
 path. Prints figures (no asserts). Usage:
-    PYTHONPATH=src .venv/bin/python benchmarks/io_speed.py [--events N] [--files F]
+    .venv/bin/python benchmarks/io_speed.py [--events N] [--files F]
 """
 
 from __future__ import annotations

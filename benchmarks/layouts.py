@@ -5,10 +5,10 @@ memory and the sustained rate scale with 3, 10 and 20 operators.
 
 Prints figures (no asserts). Each part is a separate command (keep each under the shared lock
 short):
-    PYTHONPATH=src .venv/bin/python benchmarks/layouts.py latency [--replicas 1,2]
-    PYTHONPATH=src .venv/bin/python benchmarks/layouts.py ladder --backends sqlite \
+    .venv/bin/python benchmarks/layouts.py latency [--replicas 1,2]
+    .venv/bin/python benchmarks/layouts.py ladder --backends sqlite \
         --kinds columns --rates 50000,75000,100000 [--plain]
-    PYTHONPATH=src .venv/bin/python benchmarks/layouts.py scale [--operators 3,10,20]
+    .venv/bin/python benchmarks/layouts.py scale [--operators 3,10,20]
 Common options: --layouts operator,pipeline  --seconds S (per run)  --trigger S
 """
 

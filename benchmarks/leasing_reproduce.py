@@ -1,6 +1,6 @@
 """Regenerate docs/reproduction/btu.md: the paper's Tables 3-6 (BTU-based leasing), paper vs ours.
 
-PYTHONPATH=src python benchmarks/leasing_reproduce.py [--seeds 3] [--out docs/reproduction/btu.md]
+.venv/bin/python benchmarks/leasing_reproduce.py [--seeds 3] [--out docs/reproduction/btu.md]
 """
 
 from __future__ import annotations
@@ -350,7 +350,7 @@ def render(grid: dict[Key, Cell], seeds: int, seconds: float, minutes: float = 1
     parts += ["## Regenerate", ""]
     parts += [
         "```bash",
-        f"PYTHONPATH=src .venv/bin/python benchmarks/leasing_reproduce.py --seeds {seeds}",
+        f".venv/bin/python benchmarks/leasing_reproduce.py --seeds {seeds}",
         "```",
         "",
         f"Last run: {len(grid) * seeds} simulations of {minutes:.0f} min in {seconds:.0f} s "

@@ -5,7 +5,7 @@ workers' RSS, and the queue store's size and rows; then the growth after the fir
 window (`spark.retention_s`), when the store should stop growing.
 
 Prints figures (no asserts). Usage:
-    PYTHONPATH=src .venv/bin/python benchmarks/long_run_memory.py [--rate 500] [--minutes 30]
+    .venv/bin/python benchmarks/long_run_memory.py [--rate 500] [--minutes 30]
         [--retention 600] [--every 30] [--out DIR]
 """
 

@@ -1,7 +1,7 @@
 """Regenerate docs/reproduction/psps.md: every PSPS table (IV-XII) beside ours, Figs. 8-11 and 14,
 the workload and the throughput-degradation experiments, from one command:
 
-    PYTHONPATH=src python benchmarks/psps_reproduce.py [--out runs/psps] [--jobs 2]
+    .venv/bin/python benchmarks/psps_reproduce.py [--out runs/psps] [--jobs 2]
                                                       [--from-results]
 
 It runs `elastream bench benchmarks/psps_twitter.yaml` (simulator only), rewrites every

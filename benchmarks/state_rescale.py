@@ -6,7 +6,7 @@ than 1.5 × that median in the 10 s after), and the added end-to-end latency (me
 after minus the 6 s before).
 
 Prints figures (no asserts). Usage:
-    PYTHONPATH=src nice -n 5 .venv/bin/python benchmarks/state_rescale.py [--rate R] [--out D]
+    nice -n 5 .venv/bin/python benchmarks/state_rescale.py [--rate R] [--out D]
 """
 
 from __future__ import annotations

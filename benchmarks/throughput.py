@@ -6,7 +6,7 @@ the embedded SQLite file, and Redis Streams on a redis-server the benchmark star
 `appendfsync always`, the exactly-once setting).
 
 Prints figures (no asserts). Usage:
-    PYTHONPATH=src .venv/bin/python benchmarks/throughput.py [--quick] [--rates R1,R2] [--out D]
+    .venv/bin/python benchmarks/throughput.py [--quick] [--rates R1,R2] [--out D]
         [--backends sqlite,redis] [--kinds events,columns]
 """
 
