@@ -16,9 +16,9 @@ from elastream.control.policies.decentralized import DecentralizedConfig, replic
 from elastream.control.policy import POLICIES, PolicyConfigError
 from elastream.decentral.memory import Cluster, MemoryNetwork
 from elastream.decentral.swarm import Pool, Swarm, even_shares
-from elastream.decentral.tcp_transport import TcpTransport
 from elastream.decentral.transport import MemoryTransport
 from elastream.experiments.session import simulate, with_message_transport
+from elastream.runtime.tcp.transport import TcpTransport
 from elastream.workloads import Trace
 
 PIPELINE = Path(__file__).parent / "pipelines" / "filter3.yaml"

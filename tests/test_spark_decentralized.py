@@ -11,8 +11,8 @@ from test_spark_runtime import PIPELINE, assert_conserved
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.control.policy import POLICIES
-from elastream.decentral.tcp_transport import TcpTransport
 from elastream.experiments.session import build_engine, prepare_workload, run_engine
+from elastream.runtime.tcp.transport import TcpTransport
 from elastream.workloads import Trace
 
 pytestmark = pytest.mark.spark

@@ -18,7 +18,6 @@ from elastream.config import RunConfig
 from elastream.config.run import LeasingSettings
 from elastream.control.plan import Lease, Placement
 from elastream.control.policy import Decision
-from elastream.decentral import tcp_transport
 from elastream.leasing.hosts import Host, HostType
 from elastream.model.events import OutcomeKind
 from elastream.model.metrics import LatencyTally, RunTotals, latency_histogram
@@ -50,6 +49,7 @@ from elastream.runtime.spark.session import (
 )
 from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
 from elastream.runtime.spark.watermark import END_OF_INPUT, declare_end_of_input, flushed
+from elastream.runtime.tcp import transport as tcp_transport
 from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
