@@ -4,17 +4,6 @@ releasing only when the next BTU does not need the host, and the slack of a perf
 import numpy as np
 import pytest
 
-from elastream.leasing.ahead import (
-    AheadPolicy,
-    decide_provision,
-    decide_release,
-    find_period,
-    forecast_peak,
-    max_rise,
-    seasonal_peak,
-)
-from elastream.leasing.algorithms import OperatorStatus
-from elastream.leasing.config import AheadSettings, BTUSettings
 from elastream.leasing.hosts import (
     Cluster,
     Demand,
@@ -24,8 +13,19 @@ from elastream.leasing.hosts import (
     Plan,
     apply_plan,
 )
-from elastream.leasing.policies import Observation
-from elastream.leasing.slack import oracle_btus
+from reproductions.btu.ahead import (
+    AheadPolicy,
+    decide_provision,
+    decide_release,
+    find_period,
+    forecast_peak,
+    max_rise,
+    seasonal_peak,
+)
+from reproductions.btu.algorithms import OperatorStatus
+from reproductions.btu.config import AheadSettings, BTUSettings
+from reproductions.btu.policies import Observation
+from reproductions.btu.slack import oracle_btus
 
 KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)  # 4 instances of "a" per host
 SETTINGS = AheadSettings()  # lead: 60 + 30 + 60 s = 10 samples of 15 s; BTU: 40 samples

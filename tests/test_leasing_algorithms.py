@@ -2,17 +2,6 @@
 
 import pytest
 
-from elastream.leasing.algorithms import (
-    OperatorStatus,
-    best_downscale,
-    host_suitability,
-    operator_utility,
-    predicted_duration,
-    release_procedure,
-    select_host,
-    up_trigger,
-)
-from elastream.leasing.config import BTUSettings, CacheFavours
 from elastream.leasing.hosts import (
     Cluster,
     Demand,
@@ -22,6 +11,17 @@ from elastream.leasing.hosts import (
     Plan,
     apply_plan,
 )
+from reproductions.btu.algorithms import (
+    OperatorStatus,
+    best_downscale,
+    host_suitability,
+    operator_utility,
+    predicted_duration,
+    release_procedure,
+    select_host,
+    up_trigger,
+)
+from reproductions.btu.config import BTUSettings, CacheFavours
 
 KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)  # 4096 shares
 DEFAULT = BTUSettings()

@@ -4,9 +4,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from elastream.leasing.algorithms import OperatorStatus
 from elastream.leasing.hosts import Cluster, Demand, HostType, Placement, Plan, apply_plan
-from elastream.leasing.policies import ForecastPolicy, Observation
+from reproductions.btu.algorithms import OperatorStatus
+from reproductions.btu.policies import ForecastPolicy, Observation
 
 KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)
 
@@ -60,7 +60,7 @@ def test_provision_sizes_for_the_forecast_at_most_two_per_interval():
 
 
 def test_static_peak_leases_for_the_peak_once_and_fills_the_hosts():
-    from elastream.leasing.policies import StaticPeakPolicy
+    from reproductions.btu.policies import StaticPeakPolicy
 
     policy = StaticPeakPolicy(KIND, {"a": 60.0})  # 60/s at 10/s each, 90 %: 7 instances
     first = _obs([5.0])

@@ -3,9 +3,6 @@
 import numpy as np
 import pytest
 
-from elastream.leasing.algorithms import OperatorStatus
-from elastream.leasing.config import SimSettings
-from elastream.leasing.forecast import forecast, holt, window_peak
 from elastream.leasing.hosts import (
     Cluster,
     Demand,
@@ -15,11 +12,14 @@ from elastream.leasing.hosts import (
     Plan,
     apply_plan,
 )
-from elastream.leasing.metrics import Counters
-from elastream.leasing.patterns import Pattern, machines, random_walk
-from elastream.leasing.policies import BTUPolicy, Observation, ThresholdPolicy
-from elastream.leasing.sim import Simulation, within
-from elastream.leasing.topology import manufacturing
+from reproductions.btu.algorithms import OperatorStatus
+from reproductions.btu.config import SimSettings
+from reproductions.btu.forecast import forecast, holt, window_peak
+from reproductions.btu.metrics import Counters
+from reproductions.btu.patterns import Pattern, machines, random_walk
+from reproductions.btu.policies import BTUPolicy, Observation, ThresholdPolicy
+from reproductions.btu.sim import Simulation, within
+from reproductions.btu.topology import manufacturing
 
 KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)
 

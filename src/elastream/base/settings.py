@@ -66,7 +66,7 @@ class Settings(BaseModel):
     """Base of every settings model: frozen, unknown keys rejected, every field described; a
     renamed setting's old name (`renamed`: old -> new) still accepted, with a warning."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
     renamed: ClassVar[Mapping[str, str]] = {}
 
     @model_validator(mode="before")

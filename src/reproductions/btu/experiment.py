@@ -7,20 +7,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.leasing.ahead import AheadPolicy
-from elastream.leasing.config import AheadSettings, BTUSettings, CacheFavours, SimSettings
 from elastream.leasing.hosts import HostType, LeasingError
-from elastream.leasing.metrics import RunMetrics
-from elastream.leasing.patterns import HIGH, Pattern
-from elastream.leasing.policies import (
+from reproductions.btu.ahead import AheadPolicy
+from reproductions.btu.config import AheadSettings, BTUSettings, CacheFavours, SimSettings
+from reproductions.btu.metrics import RunMetrics
+from reproductions.btu.patterns import HIGH, Pattern
+from reproductions.btu.policies import (
     BTUPolicy,
     ForecastPolicy,
     LeasingPolicy,
     StaticPeakPolicy,
     ThresholdPolicy,
 )
-from elastream.leasing.sim import Simulation
-from elastream.leasing.topology import manufacturing
+from reproductions.btu.sim import Simulation
+from reproductions.btu.topology import manufacturing
 
 
 def _btu_runtime_cf(kind: HostType) -> LeasingPolicy:

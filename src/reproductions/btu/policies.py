@@ -9,16 +9,16 @@ from typing import Protocol
 
 import numpy as np
 
-from elastream.leasing.algorithms import (
+from elastream.leasing.hosts import Cluster, Host, HostType, Instance, Placement, Plan
+from reproductions.btu.algorithms import (
     OperatorStatus,
     best_downscale,
     release_procedure,
     select_host,
     up_trigger,
 )
-from elastream.leasing.config import BTUSettings, ForecastSettings, ThresholdSettings
-from elastream.leasing.forecast import forecast, window_peak
-from elastream.leasing.hosts import Cluster, Host, HostType, Instance, Placement, Plan
+from reproductions.btu.config import BTUSettings, ForecastSettings, ThresholdSettings
+from reproductions.btu.forecast import forecast, window_peak
 
 HOLT_SAMPLES = 60  # Holt runs over the last 60 samples: older ones weigh < (1 - alpha)^60
 

@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from elastream.leasing.algorithms import OperatorStatus, select_host
-from elastream.leasing.config import BTUSettings, SimSettings
 from elastream.leasing.hosts import (
     Applied,
     Cluster,
@@ -20,10 +18,12 @@ from elastream.leasing.hosts import (
     Timing,
     apply_plan,
 )
-from elastream.leasing.metrics import Counters, RunMetrics, finish_metrics
-from elastream.leasing.patterns import Pattern, machines
-from elastream.leasing.policies import LeasingPolicy, Observation
-from elastream.leasing.topology import Topology, manufacturing
+from reproductions.btu.algorithms import OperatorStatus, select_host
+from reproductions.btu.config import BTUSettings, SimSettings
+from reproductions.btu.metrics import Counters, RunMetrics, finish_metrics
+from reproductions.btu.patterns import Pattern, machines
+from reproductions.btu.policies import LeasingPolicy, Observation
+from reproductions.btu.topology import Topology, manufacturing
 
 LEVELS = (1.0, 2.0, 5.0)  # SLA compliance: real-time, near real-time, relaxed (x o_slo)
 MAX_RHO = 0.99  # utilisation cap of the stochastic-queue term (M/M/1: Lq = rho^2 / (1 - rho))

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from elastream.leasing.algorithms import select_host
-from elastream.leasing.config import AheadSettings, BTUSettings
 from elastream.leasing.hosts import Cluster, HostType, LeasingError, Plan
-from elastream.leasing.policies import Draft, Observation, _swap
+from reproductions.btu.algorithms import select_host
+from reproductions.btu.config import AheadSettings, BTUSettings
+from reproductions.btu.policies import Draft, Observation, _swap
 
 
 # ----------------------------------------------------------------------------- forecaster
