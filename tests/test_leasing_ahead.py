@@ -8,9 +8,9 @@ from elastream.leasing.hosts import (
     Cluster,
     Demand,
     HostType,
+    LeasePlan,
     LeasingError,
     Placement,
-    Plan,
     apply_plan,
 )
 from reproductions.btu.ahead import (
@@ -43,7 +43,7 @@ def cluster(per_host: tuple[int, ...]) -> Cluster:
     c = Cluster(demands={"a": Demand(1024, 1000)})
     hosts = tuple(f"h{k + 1}" for k in range(len(per_host)))
     place = tuple(Placement("a", h) for h, n in zip(hosts, per_host, strict=True) for _ in range(n))
-    return apply_plan(c, Plan(lease=hosts, place=place), 0, KIND).cluster
+    return apply_plan(c, LeasePlan(lease=hosts, place=place), 0, KIND).cluster
 
 
 def obs(rates: np.ndarray, instances: int, queue: float = 0.0) -> Observation:
@@ -155,7 +155,7 @@ def test_release_stops_filled_instances_to_make_room_for_needed_ones():
     """h1 is full of filled instances of "b" (not needed); the needed "a" on h2 moves there."""
     c = Cluster(demands={"a": Demand(1024, 1000), "b": Demand(1024, 1000)})
     place = (*(Placement("b", "h1") for _ in range(4)), Placement("a", "h2"))
-    c = apply_plan(c, Plan(lease=("h1", "h2"), place=place), 0, KIND).cluster
+    c = apply_plan(c, LeasePlan(lease=("h1", "h2"), place=place), 0, KIND).cluster
     o = Observation(
         now=3000.0,
         monitor_s=15.0,

@@ -7,9 +7,9 @@ from elastream.leasing.hosts import (
     Cluster,
     Demand,
     HostType,
+    LeasePlan,
     LeasingError,
     Placement,
-    Plan,
     apply_plan,
 )
 from reproductions.btu.algorithms import OperatorStatus
@@ -81,7 +81,7 @@ def _obs(**queues: float) -> Observation:
 def _cluster(ops: dict[str, int]) -> Cluster:
     c = Cluster(demands=dict.fromkeys(ops, Demand(1024, 1000)))
     place = tuple(Placement(op, "h1") for op, n in ops.items() for _ in range(n))
-    return apply_plan(c, Plan(lease=("h1",), place=place), 0, KIND).cluster
+    return apply_plan(c, LeasePlan(lease=("h1",), place=place), 0, KIND).cluster
 
 
 def test_threshold_baseline_steps_and_on_demand_leasing():
@@ -93,7 +93,7 @@ def test_threshold_baseline_steps_and_on_demand_leasing():
     assert {p.host_id for p in plan.place} == {plan.lease[0]}
     empty = policy.provision(_obs(a=0), _cluster({"a": 1}))
     assert empty.empty  # the last instance of a type stays
-    two = apply_plan(_cluster({"a": 1}), Plan(lease=("h2",)), 0, KIND).cluster
+    two = apply_plan(_cluster({"a": 1}), LeasePlan(lease=("h2",)), 0, KIND).cluster
     plan = policy.provision(_obs(a=0), two)
     assert plan.release == ("h2",)  # a host with no instance goes at once
 

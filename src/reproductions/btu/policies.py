@@ -9,7 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
-from elastream.leasing.hosts import Cluster, Host, HostType, Instance, Placement, Plan
+from elastream.leasing.hosts import Cluster, Host, HostType, Instance, LeasePlan, Placement
 from reproductions.btu.algorithms import (
     OperatorStatus,
     best_downscale,
@@ -25,7 +25,7 @@ HOLT_SAMPLES = 60  # Holt runs over the last 60 samples: older ones weigh < (1 -
 
 @dataclass(frozen=True)
 class Observation:
-    """What Monitor hands to Analyze/Plan at time `now` (all per operator type)."""
+    """What Monitor hands to Analyze/LeasePlan at time `now` (all per operator type)."""
 
     now: float
     monitor_s: float
@@ -40,13 +40,13 @@ class LeasingPolicy(Protocol):
 
     name: str
 
-    def provision(self, obs: Observation, cluster: Cluster) -> Plan: ...
+    def provision(self, obs: Observation, cluster: Cluster) -> LeasePlan: ...
 
-    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan: ...
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> LeasePlan: ...
 
 
 class Draft:
-    """Builds one Plan while keeping a simulated cluster up to date (local to one decision)."""
+    """Builds one LeasePlan while keeping a simulated cluster up to date (local to one decision)."""
 
     def __init__(self, cluster: Cluster, kind: HostType, now: float) -> None:
         self.cluster = cluster
@@ -83,8 +83,8 @@ class Draft:
         self.cluster = replace(self.cluster, instances=kept)
         self.stop.append(instance_id)
 
-    def plan(self) -> Plan:
-        return Plan(
+    def plan(self) -> LeasePlan:
+        return LeasePlan(
             lease=tuple(self.lease),
             stop=tuple(self.stop),
             place=tuple(self.place),
@@ -138,7 +138,7 @@ class BTUPolicy:
     settings: BTUSettings = field(default_factory=BTUSettings)
     name: str = "btu"
 
-    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+    def provision(self, obs: Observation, cluster: Cluster) -> LeasePlan:
         draft = Draft(cluster, self.kind, obs.now)
         for op, s in obs.status.items():
             hist = obs.history.get(op, ())[-self.settings.trend_window :]
@@ -146,7 +146,7 @@ class BTUPolicy:
                 upscale(draft, op, _counts(obs.status, draft.cluster), self.settings)
         return draft.plan()
 
-    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> LeasePlan:
         draft = Draft(cluster, self.kind, obs.now)
         gone: frozenset[str] = frozenset()
         for hid in hosts:
@@ -173,7 +173,7 @@ class ThresholdPolicy:
     settings: ThresholdSettings = field(default_factory=ThresholdSettings)
     name: str = "threshold"
 
-    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+    def provision(self, obs: Observation, cluster: Cluster) -> LeasePlan:
         draft = Draft(cluster, self.kind, obs.now)
         for op, s in obs.status.items():
             if s.queue > self.settings.up_two:
@@ -200,8 +200,8 @@ class ThresholdPolicy:
                 return h.host_id
         return draft.new_host()
 
-    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
-        return Plan()  # BTU-agnostic: hosts go as soon as they are empty, never in a window
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> LeasePlan:
+        return LeasePlan()  # BTU-agnostic: hosts go as soon as they are empty, never in a window
 
 
 def _reuse_surplus(draft: Draft, operator: str, needs: Mapping[str, int]) -> bool:
@@ -234,7 +234,7 @@ class ForecastPolicy:
             out[op] = max(1, math.ceil(load + backlog - 1e-9))
         return out
 
-    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+    def provision(self, obs: Observation, cluster: Cluster) -> LeasePlan:
         draft = Draft(cluster, self.kind, obs.now)
         if obs.arrivals.shape[0] == 0:
             return draft.plan()
@@ -256,7 +256,7 @@ class ForecastPolicy:
                     draft.put(op, host)
         return draft.plan()
 
-    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> LeasePlan:
         draft = Draft(cluster, self.kind, obs.now)
         if obs.arrivals.shape[0] == 0:
             draft.prolong.extend(hosts)
@@ -309,7 +309,7 @@ class StaticPeakPolicy:
     btu: BTUSettings = field(default_factory=BTUSettings)
     name: str = "static_peak"
 
-    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+    def provision(self, obs: Observation, cluster: Cluster) -> LeasePlan:
         draft = Draft(cluster, self.kind, obs.now)  # idempotent: once set up, nothing to do
         need = {
             op: max(1, math.ceil(rate / (obs.service_rate[op] * self.utilisation)))
@@ -328,5 +328,5 @@ class StaticPeakPolicy:
             else:
                 return draft.plan()
 
-    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
-        return Plan(prolong=hosts)
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> LeasePlan:
+        return LeasePlan(prolong=hosts)

@@ -12,9 +12,9 @@ from elastream.leasing.hosts import (
     Applied,
     Cluster,
     HostType,
+    LeasePlan,
     LeasingError,
     Placement,
-    Plan,
     Timing,
     apply_plan,
 )
@@ -117,7 +117,7 @@ class Simulation:
         self._levels = np.array(LEVELS)[:, None]
 
     # ------------------------------------------------------------------ execute
-    def _apply(self, cluster: Cluster, plan: Plan, now: float) -> Cluster:
+    def _apply(self, cluster: Cluster, plan: LeasePlan, now: float) -> Cluster:
         if plan.empty:
             return cluster
         boot = (
@@ -131,7 +131,7 @@ class Simulation:
         self._index(applied.cluster)
         return applied.cluster
 
-    def _count(self, applied: Applied, plan: Plan, now: float) -> None:
+    def _count(self, applied: Applied, plan: LeasePlan, now: float) -> None:
         c = self.counters
         c.vm_up += len(applied.leased)
         c.paid_btus += len(applied.leased)
@@ -166,12 +166,14 @@ class Simulation:
         cluster = Cluster(demands=self.topology.demands())
         pre = Timing(0.0, 0.0, {})
         hosts = tuple(f"h0-{k}" for k in range(s.initial_hosts))
-        cluster = apply_plan(cluster, Plan(lease=hosts), 0.0, self.kind, pre).cluster
+        cluster = apply_plan(cluster, LeasePlan(lease=hosts), 0.0, self.kind, pre).cluster
         for op in self.names:
             target = select_host(cluster, op, self.placement)
             if target is None:
                 raise LeasingError(f"infeasible start: {op} fits on none of the initial hosts")
-            cluster = apply_plan(cluster, Plan(place=(Placement(op, target),)), 0.0, self.kind, pre)
+            cluster = apply_plan(
+                cluster, LeasePlan(place=(Placement(op, target),)), 0.0, self.kind, pre
+            )
             cluster = cluster.cluster
         self.counters.vm_up += len(hosts)
         self.counters.paid_btus += len(hosts)
