@@ -25,7 +25,7 @@ HOLT_SAMPLES = 60  # Holt runs over the last 60 samples: older ones weigh < (1 -
 
 @dataclass(frozen=True)
 class Observation:
-    """What Monitor hands to Analyze/LeasePlan at time `now` (all per operator type)."""
+    """What Monitor hands to Analyze/Plan at time `now` (all per operator type)."""
 
     now: float
     monitor_s: float
