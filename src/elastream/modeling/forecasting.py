@@ -15,10 +15,11 @@ from typing import Literal, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from elastream.base.extras import require
 from elastream.base.registry import Registry
+from elastream.base.settings import Settings
 from elastream.modeling.graph import ModelError
 
 T = TypeVar("T", float, np.ndarray)
@@ -68,10 +69,9 @@ class Fitted(Protocol):
     def forecast(self, horizon: int) -> Forecast: ...
 
 
-class Params(BaseModel):
+class Params(Settings):
     """Settings shared by every forecaster."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     level: float = Field(0.9, gt=0, lt=1, description="coverage of the prediction interval")
 
 
