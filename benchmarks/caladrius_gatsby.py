@@ -108,13 +108,14 @@ def run(out: Path, variant: Variant, splitter: int, async_progress: bool = True)
     trace.write_text("".join(f"{rate}\n" * variant.step_s for rate in variant.rates))
     settings = folder / "settings.yaml"
     spark = {"batch_s": variant.batch_s, "async_progress": async_progress}
-    config = {"drain_s": 10, "q_size": None, "t_out": None, "spark": spark}
+    config = {"drain_s": 10, "queue_capacity": None, "event_timeout_s": None, "spark": spark}
     settings.write_text(json.dumps(config))
     history = folder / "history.sqlite"
     history.unlink(missing_ok=True)
     cmd = [
         sys.executable, "-m", "elastream.cli", "run", str(folder / "pipeline.yaml"),
-        "--policy", "static", "--trace", str(trace), "--td", str(TD_S), "--config", str(settings),
+        "--policy", "static", "--trace", str(trace), "--interval", str(TD_S),
+        "--config", str(settings),
         "--history", str(history), "--out", str(folder / "run"), "--quiet",
     ]  # fmt: skip
     print(f"{variant.name} p={splitter}: running ({_uptime()})", flush=True)

@@ -112,7 +112,15 @@ def run(base: Path, files: list[list[str]], pace: list[tuple[float, float]], arg
     pipeline = example_copy(base)
     (base / "in").mkdir(parents=True, exist_ok=True)  # the source's directory must exist
     cmd = [sys.executable, "-m", "elastream.cli", "run", str(pipeline), "--out", str(base / "run")]
-    cmd += ["--td", str(args.td), "--t-out", "none", "--q-size", "none", "--quiet"]
+    cmd += [
+        "--interval",
+        str(args.interval),
+        "--event-timeout",
+        "none",
+        "--queue-capacity",
+        "none",
+        "--quiet",
+    ]
     cmd += ["--duration", str(args.duration), "--drain", "300"]
     log = (base / "run.log").open("w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -148,7 +156,9 @@ def main() -> int:
         "--dir", type=Path, required=True, help="drop: the directory; --run: the base (in/, top10/)"
     )
     parser.add_argument("--run", action="store_true", help="run elastream on it and compare")
-    parser.add_argument("--td", type=float, default=3.0, help="elastream's control interval, s")
+    parser.add_argument(
+        "--interval", type=float, default=3.0, help="elastream's control interval, s"
+    )
     parser.add_argument("--duration", type=float, default=150.0, help="elastream's run, s")
     parser.add_argument("--lead", type=float, default=20.0, help="s before the first file")
     args = parser.parse_args()

@@ -1,6 +1,6 @@
 """Regenerate Figs. 3-6 of Belkhiria & Tedeschi (seed 003) and the overshoot comparison.
 
-    PYTHONPATH=src python benchmarks/decentral_reproduce.py [--out docs/reproduction/decentralized]
+    .venv/bin/python benchmarks/decentral_reproduce.py [--out docs/reproduction/decentralized]
 
 Writes small PNGs and prints the numbers discussed in docs/reproduction/decentralized.md."""
 

@@ -10,7 +10,7 @@
 
 Prints figures and the load average before and after (no asserts). Usage (starts Spark: under
 the shared lock):
-    PYTHONPATH=src flock /work/spark.lock .venv/bin/python benchmarks/io_speed.py \
+    flock /work/spark.lock .venv/bin/python benchmarks/io_speed.py \
         [--events N] [--files F] [--max-files M] [--formats json,csv,parquet] [--pass-events P]
 """
 

@@ -5,11 +5,11 @@ memory and the sustained rate scale with 3, 10 and 20 operators.
 
 Prints figures (no asserts). Each part is a separate command (keep each under the shared lock
 short):
-    PYTHONPATH=src .venv/bin/python benchmarks/layouts.py latency [--replicas 1,2]
-    PYTHONPATH=src .venv/bin/python benchmarks/layouts.py ladder --backends sqlite \
+    .venv/bin/python benchmarks/layouts.py latency [--replicas 1,2]
+    .venv/bin/python benchmarks/layouts.py ladder --backends sqlite \
         --kinds columns --rates 50000,75000,100000 [--plain]
-    PYTHONPATH=src .venv/bin/python benchmarks/layouts.py scale [--operators 3,10,20]
-    PYTHONPATH=src .venv/bin/python benchmarks/layouts.py demo [--layouts pipeline]
+    .venv/bin/python benchmarks/layouts.py scale [--operators 3,10,20]
+    .venv/bin/python benchmarks/layouts.py demo [--layouts pipeline]
 Common options: --layouts operator,pipeline  --seconds S (per run)  --trigger S
 """
 
@@ -168,11 +168,11 @@ def run_layout(
         spark=spark,
         policy="static",
         replicas=replicas,
-        td=5.0,
+        interval_s=5.0,
         out=out,
         drain_s=15,
-        t_out=30.0,
-        q_size=None,
+        event_timeout_s=30.0,
+        queue_capacity=None,
         queues=queues,
     )
     trace = constant(rate=float(rate), duration=args.seconds)

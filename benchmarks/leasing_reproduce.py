@@ -1,6 +1,6 @@
 """Regenerate docs/reproduction/btu.md: the paper's Tables 3-6 (BTU-based leasing), paper vs ours.
 
-PYTHONPATH=src python benchmarks/leasing_reproduce.py [--seeds 3] [--out docs/reproduction/btu.md]
+.venv/bin/python benchmarks/leasing_reproduce.py [--seeds 3] [--out docs/reproduction/btu.md]
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from elastream.leasing.config import SimSettings
-from elastream.leasing.experiment import (
+from elastream.leasing.hosts import HostType
+from reproductions.btu.config import SimSettings
+from reproductions.btu.experiment import (
     BTUS,
     Cell,
     Key,
@@ -23,11 +24,10 @@ from elastream.leasing.experiment import (
     fewer_ops_for_longer_btu,
     run_grid,
 )
-from elastream.leasing.hosts import HostType
-from elastream.leasing.paper import TABLES
-from elastream.leasing.patterns import Pattern
-from elastream.leasing.slack import pattern_slack
-from elastream.leasing.tables import (
+from reproductions.btu.paper import TABLES
+from reproductions.btu.patterns import Pattern
+from reproductions.btu.slack import pattern_slack
+from reproductions.btu.tables import (
     ahead_table,
     beats,
     compare_table,
@@ -36,7 +36,7 @@ from elastream.leasing.tables import (
     timeline_table,
     trends_list,
 )
-from elastream.leasing.topology import manufacturing
+from reproductions.btu.topology import manufacturing
 
 APPROACHES = ("btu", "threshold", "forecast")
 PATTERNS = tuple(p.value for p in Pattern)
@@ -215,7 +215,7 @@ def _cf_verdict(grid: dict[Key, Cell]) -> str:
 
 AHEAD_TEXT = """## Leasing that beats a fixed fleet: the lease-ahead policy (ours)
 
-**ahead** (`src/elastream/leasing/ahead.py`) is told the same peak as
+**ahead** (`src/reproductions/btu/ahead.py`) is told the same peak as
 static_peak and starts as it does; after a warm-up of 5 minutes it is forecast-driven. Its
 forecaster picks, by a backtest on the observed arrival rates, between a seasonal-naive forecast
 (period from the autocorrelation; 30 % head-room on its peak) and the naive forecast widened by
@@ -232,7 +232,7 @@ simulator).
 **Slack** is what a perfect forecaster could save with that rule: the BTUs of the fleet sized
 for the peak minus those of an oracle that knows the load, holds at every moment the hosts the
 load needs (packed as static_peak packs them, at 90 %), leases a host when it is first needed
-and prolongs it only when it is needed during its next BTU (`src/elastream/leasing/slack.py`).
+and prolongs it only when it is needed during its next BTU (`src/reproductions/btu/slack.py`).
 Where the slack is 0 no policy can cost less than static_peak without lower compliance.
 
 """
@@ -357,7 +357,7 @@ def render(grid: dict[Key, Cell], seeds: int, seconds: float, minutes: float = 1
     parts += ["## Regenerate", ""]
     parts += [
         "```bash",
-        f"PYTHONPATH=src .venv/bin/python benchmarks/leasing_reproduce.py --seeds {seeds}",
+        f".venv/bin/python benchmarks/leasing_reproduce.py --seeds {seeds}",
         "```",
         "",
         f"Last run: {len(grid) * seeds} simulations of {minutes:.0f} min in {seconds:.0f} s "

@@ -5,7 +5,7 @@ workers' RSS, and the queue store's size and rows; then the growth after the fir
 window (`spark.retention_s`), when the store should stop growing.
 
 Prints figures (no asserts). Usage:
-    PYTHONPATH=src .venv/bin/python benchmarks/long_run_memory.py [--rate 500] [--minutes 30]
+    .venv/bin/python benchmarks/long_run_memory.py [--rate 500] [--minutes 30]
         [--retention 600] [--every 30] [--out DIR]
 """
 
@@ -159,11 +159,11 @@ def main() -> None:
     config = make_config(
         policy="static",
         replicas=2,
-        td=5.0,
+        interval_s=5.0,
         out=out,
         drain_s=30,
-        t_out=30.0,
-        q_size=None,
+        event_timeout_s=30.0,
+        queue_capacity=None,
         spark={"retention_s": args.retention},
     )
     trace = constant(rate=args.rate, duration=args.minutes * 60)

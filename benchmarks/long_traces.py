@@ -78,8 +78,9 @@ def run_case(case: Case, days: float, args: argparse.Namespace, folder: Path) ->
     config = RunConfig(
         engine="sim",
         policy="psps",
-        t_out=30.0,  # the PSPS paper's timeout and queue bound (the defaults drop nothing)
-        q_size=100_000,
+        # the PSPS paper's timeout and queue bound (the defaults drop nothing)
+        event_timeout_s=30.0,
+        queue_capacity=100_000,
         trace=trace,
         data_dir=data_dir,
         peak_rate=case.peak_rate,

@@ -1,6 +1,6 @@
 """ODRP solve speed: variables per formulation and solve times; the heuristic at 100 nodes.
 
-    PYTHONPATH=src python benchmarks/placement_speed.py [--runs 3] [--exact]
+    .venv/bin/python benchmarks/placement_speed.py [--runs 3] [--exact]
 
 Part 1, the paper's instance (DEBS 2015 Q1, 6 nodes x 8 slots, 100 tuples/s, half the nodes at
 99 %, the five weightings of Fig. 7): variables of the paper's model without and with the

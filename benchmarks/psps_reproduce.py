@@ -1,7 +1,7 @@
 """Regenerate docs/reproduction/psps.md: every PSPS table (IV-XII) beside ours, Figs. 8-11 and 14,
 the workload and the throughput-degradation experiments, from one command:
 
-    PYTHONPATH=src python benchmarks/psps_reproduce.py [--out runs/psps] [--jobs 2]
+    .venv/bin/python benchmarks/psps_reproduce.py [--out runs/psps] [--jobs 2]
                                                       [--from-results]
 
 It runs `elastream bench benchmarks/psps_twitter.yaml` (simulator only), rewrites every
@@ -44,14 +44,14 @@ DPI = 80
 SIZE = (6.4, 2.5)
 
 # Runs drawn in the figures and compared in the degradation experiments: label -> selector.
-MAIN = {"PSPS": {"policy": "psps", "td": 30}}
+MAIN = {"PSPS": {"policy": "psps", "interval_s": 30}}
 STORM = {f"r = {r}": {"policy": "storm", "replicas": r} for r in (1, 4, 8)}
 DABS = {"DABS": {"policy": "dabs"}}
 DEGRADATION_RUNS = {
     **MAIN,
     **STORM,
     **DABS,
-    "q_size = 100": {"policy": "psps-qsize", "q_size": 100},
+    "q_size = 100": {"policy": "psps-qsize", "queue_capacity": 100},
     "Shuffle": {"policy": "psps-shuffle"},
     "Alg. 1, U once per td": {"policy": "psps-alg1-td"},
     "r = 4, 100 in flight": {"policy": "storm-pending", "replicas": 4},

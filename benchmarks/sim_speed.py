@@ -96,9 +96,9 @@ def run_case(case: Case, n_ops: int, trace: Trace) -> None:
     config = RunConfig(
         policy=case.policy,
         replicas=case.replicas,
-        td=case.td,
-        t_out=30.0,
-        q_size=100_000,
+        interval_s=case.td,
+        event_timeout_s=30.0,
+        queue_capacity=100_000,
         drain_s=60.0,
         engine="sim",
     )
@@ -108,7 +108,7 @@ def run_case(case: Case, n_ops: int, trace: Trace) -> None:
     result = simulate(pipeline, config, trace, settings)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     s = result.summary
-    simulated = result.summary.intervals * config.td
+    simulated = result.summary.intervals * config.interval_s
     print(
         f"{case.label:<28} {wall:6.2f} {cpu:6.2f} {simulated / wall:7.0f}x "
         f"{s.replicas_mean:6.1f} {s.processed_ratio:7.4f} {s.latency_ms_mean or 0:9.0f} "

@@ -47,9 +47,9 @@ def run_one(label: str, settings: dict[str, Any], args: argparse.Namespace) -> d
     objective = Objective(latency_p99_s=args.objective_s)
     config = make_config(
         trace=f"demo:duration={args.duration:g},peak={args.peak_rate:g}",
-        td=args.td,
-        t_out=None,
-        q_size=None,
+        interval_s=args.interval,
+        event_timeout_s=None,
+        queue_capacity=None,
         drain_s=args.drain,
         objective=objective.model_dump(),
         out=args.out / label.replace(" ", "_").replace("=", ""),
@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--stabilization-s", type=float, default=30.0)
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--peak-rate", type=float, default=100.0)
-    parser.add_argument("--td", type=float, default=5.0)
+    parser.add_argument("--interval", type=float, default=5.0)
     parser.add_argument("--only", action="append", help="run only this label (repeatable)")
     parser.add_argument("--drain", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="objective-")))

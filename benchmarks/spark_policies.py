@@ -44,7 +44,7 @@ def policy_runs(pipeline: Pipeline, args: argparse.Namespace) -> dict[str, dict]
     for label, settings in runs.items():
         config = make_config(
             trace=f"demo:duration={args.duration:g},peak={args.peak_rate:g}",
-            td=args.td,
+            interval_s=args.interval,
             out=args.out / label.replace(" ", "_").replace("=", ""),
             drain_s=args.drain,
             **settings,
@@ -73,11 +73,11 @@ def elastream_per_event(pipeline: Pipeline, events: int, out: Path) -> float:
     config = make_config(
         policy="static",
         replicas=2,
-        td=2.0,
+        interval_s=2.0,
         out=out,
         drain_s=300,
-        t_out=None,
-        q_size=None,
+        event_timeout_s=None,
+        queue_capacity=None,
         spark={"batch_s": 600.0},  # admit the whole backlog in one batch per operator
     )
     engine = SparkEngine(pipeline, config, trace, keep_session=True)
@@ -99,7 +99,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--peak-rate", type=float, default=100.0)
-    parser.add_argument("--td", type=float, default=5.0)
+    parser.add_argument("--interval", type=float, default=5.0)
     parser.add_argument("--drain", type=float, default=60.0)
     parser.add_argument("--overhead-events", type=int, default=3000)
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="bench-")))

@@ -6,7 +6,7 @@ than 1.5 × that median in the 10 s after), and the added end-to-end latency (me
 after minus the 6 s before).
 
 Prints figures (no asserts). Usage:
-    PYTHONPATH=src nice -n 5 .venv/bin/python benchmarks/state_rescale.py [--rate R] [--out D]
+    nice -n 5 .venv/bin/python benchmarks/state_rescale.py [--rate R] [--out D]
 """
 
 from __future__ import annotations
@@ -140,11 +140,11 @@ def run_case(case: Case, rate: float, out: Path) -> dict:
     trace = Trace(np.array([0.0] * IDLE_S + [rate] * LOAD_S))
     config = make_config(  # one query per operator: its batches are the operator's own
         policy="static",
-        td=2.0,
+        interval_s=2.0,
         out=out,
         drain_s=20,
-        t_out=None,
-        q_size=None,
+        event_timeout_s=None,
+        queue_capacity=None,
         spark={"layout": "operator"},
     )
     engine = PreloadedEngine(pipeline_of(case), config, trace, keep_session=True, keys=case.keys)

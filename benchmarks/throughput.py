@@ -6,7 +6,7 @@ the embedded SQLite file, and Redis Streams on a redis-server the benchmark star
 `appendfsync always`, the exactly-once setting).
 
 Prints figures (no asserts). Usage:
-    PYTHONPATH=src .venv/bin/python benchmarks/throughput.py [--quick] [--rates R1,R2] [--out D]
+    .venv/bin/python benchmarks/throughput.py [--quick] [--rates R1,R2] [--out D]
         [--backends sqlite,redis] [--kinds events,columns]
 """
 
@@ -106,11 +106,11 @@ def run_rate(
         spark=spark or {},
         policy="static",
         replicas=2,
-        td=5.0,
+        interval_s=5.0,
         out=out,
         drain_s=15,
-        t_out=30.0,
-        q_size=None,
+        event_timeout_s=30.0,
+        queue_capacity=None,
         queues=queues,
     )
     engine = SparkEngine(

@@ -32,7 +32,15 @@ def main() -> None:
     args = parser.parse_args()
     pipeline = load_pipeline(PIPELINE)
     started = time.monotonic()
-    v = validate(pipeline, args.out, args.repeat, trace=args.trace, td=3.0, drain_s=60, t_out=None)
+    v = validate(
+        pipeline,
+        args.out,
+        args.repeat,
+        trace=args.trace,
+        interval_s=3.0,
+        drain_s=60,
+        event_timeout_s=None,
+    )
     s = v.settings
     total = time.monotonic() - started
     print(f"Spark run wall times: {', '.join(f'{w:.0f} s' for w in v.spark_wall_s)}", end="")

@@ -41,7 +41,7 @@ class FakeEngine:
     its operator's queue wait plus service, summed along the chain."""
 
     def __init__(self, pipeline, config, trace, capacity):
-        self.pipeline, self.td, self.capacity = pipeline, config.td, capacity
+        self.pipeline, self.td, self.capacity = pipeline, config.interval_s, capacity
         self.rates = trace.per_second()
         self.t = 0.0
         self.replicas = {op.name: op.replicas.start for op in pipeline.operators}
@@ -140,10 +140,10 @@ scenarios:
   - name: steps
     pipeline: pipe.yaml
     trace: "twolevel:low=2,high=6,unit=10,hold=30,duration=120"
-    run: {td: 5, drain_s: 0}
+    run: {interval_s: 5, drain_s: 0}
     sim: {capacity: 10}
     slo_ms: 250
-    grid: {td: [5, 10]}
+    grid: {interval_s: [5, 10]}
     policies:
       - psps
       - policy: static
@@ -154,8 +154,8 @@ tables:
     title: static against psps
     scenario: steps
     rows:
-      - {label: "PSPS", select: {policy: psps, td: 5}, paper: [0.5, 0.1, 0.99, 100.0]}
-      - {label: "r = 4", select: {policy: storm, replicas: 4, td: 10}}
+      - {label: "PSPS", select: {policy: psps, interval_s: 5}, paper: [0.5, 0.1, 0.99, 100.0]}
+      - {label: "r = 4", select: {policy: storm, replicas: 4, interval_s: 10}}
 """
 
 
@@ -169,17 +169,17 @@ def write_files(tmp_path: Path, text: str = SCENARIO) -> Path:
 def test_matrix_expansion_crosses_scenario_and_policy_grids(tmp_path):
     _, specs = load_bench(write_files(tmp_path))
     ids = [s.run_id for s in specs]
-    # psps: td ∈ {5, 10}; storm: td × replicas = 4 runs.
+    # psps: interval_s ∈ {5, 10}; storm: interval_s × replicas = 4 runs.
     assert ids == [
-        "steps/psps[td=5]",
-        "steps/psps[td=10]",
-        "steps/storm[td=5,replicas=1]",
-        "steps/storm[td=5,replicas=4]",
-        "steps/storm[td=10,replicas=1]",
-        "steps/storm[td=10,replicas=4]",
+        "steps/psps[interval_s=5]",
+        "steps/psps[interval_s=10]",
+        "steps/storm[interval_s=5,replicas=1]",
+        "steps/storm[interval_s=5,replicas=4]",
+        "steps/storm[interval_s=10,replicas=1]",
+        "steps/storm[interval_s=10,replicas=4]",
     ]
     storm = specs[3]
-    assert dict(storm.run)["replicas"] == 4 and dict(storm.run)["td"] == 5
+    assert dict(storm.run)["replicas"] == 4 and dict(storm.run)["interval_s"] == 5
     assert dict(storm.run)["policy"] == "static"
     assert storm.pipeline == str(tmp_path / "pipe.yaml")  # found beside the scenario file
 
@@ -187,15 +187,31 @@ def test_matrix_expansion_crosses_scenario_and_policy_grids(tmp_path):
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        ("grid: {td: [5, 10]}", "grid: {tdd: [5, 10]}", r"bench.yaml:10: scenario 'steps'.*'tdd'"),
-        ("grid: {td: [5, 10]}", "grid: {grouping: [fastest]}", r"unknown grouping 'fastest'"),
-        ("grid: {td: [5, 10]}", "grid: {td: []}", r"bench.yaml:8: scenarios.0.grid"),
+        (
+            "grid: {interval_s: [5, 10]}",
+            "grid: {interval: [5, 10]}",
+            r"bench.yaml:10: scenario 'steps'.*'interval'",
+        ),
+        (
+            "grid: {interval_s: [5, 10]}",
+            "grid: {grouping: [fastest]}",
+            r"unknown grouping 'fastest'",
+        ),
+        (
+            "grid: {interval_s: [5, 10]}",
+            "grid: {interval_s: []}",
+            r"bench.yaml:8: scenarios.0.grid",
+        ),
         ("pipeline: pipe.yaml", "pipeline: nowhere.yaml", r"bench.yaml:3: pipeline .*nowhere"),
-        ("run: {td: 5, drain_s: 0}", "run: {td: 5, drain_s: 0}\n    peak_rate: -1", r":6: .*peak"),
-        ("- psps", "- psps\n      - psps", r"'steps/psps\[td=5\]' appears twice"),
+        (
+            "run: {interval_s: 5, drain_s: 0}",
+            "run: {interval_s: 5, drain_s: 0}\n    peak_rate: -1",
+            r":6: .*peak",
+        ),
+        ("- psps", "- psps\n      - psps", r"'steps/psps\[interval_s=5\]' appears twice"),
         ("select: {policy: psps", "select: {policy: psps", None),
         ("scenario: steps\n    rows", "scenario: step\n    rows", r"unknown scenario 'step'"),
-        ("    grid: {td", "  grid: {td", r"bench.yaml:8: not valid YAML"),
+        ("    grid: {interval_s", "  grid: {interval_s", r"bench.yaml:8: not valid YAML"),
     ],
 )
 def test_scenario_errors_name_file_line_and_setting(tmp_path, old, new, message):
@@ -209,9 +225,13 @@ def test_scenario_errors_name_file_line_and_setting(tmp_path, old, new, message)
 
 
 def test_bad_run_and_sim_settings_fail_before_any_run(tmp_path):
-    text = SCENARIO.replace("run: {td: 5, drain_s: 0}", "run: {td: 5, q_size: 0}")
+    text = SCENARIO.replace(
+        "run: {interval_s: 5, drain_s: 0}", "run: {interval_s: 5, queue_capacity: 0}"
+    )
     specs = load_bench(write_files(tmp_path, text))[1]
-    with pytest.raises(BenchError, match=r"bench.yaml:10: .*steps/psps\[td=5\]: .*q_size"):
+    with pytest.raises(
+        BenchError, match=r"bench.yaml:10: .*steps/psps\[interval_s=5\]: .*queue_capacity"
+    ):
         run_matrix(specs, FAKE, jobs=1)
     text = SCENARIO.replace("twolevel:low", "nosuchtrace:low")
     with pytest.raises(BenchError, match=r"bench.yaml:10: .*unknown generator 'nosuchtrace'"):
@@ -235,8 +255,8 @@ def test_rows_carry_identity_metrics_and_sla(records, tmp_path):
     assert list(results["run_id"]) == [r.row["run_id"] for r in records]  # spec order kept
     assert (results["error"] == "").all()
     assert list(results.columns[:5]) == ["run_id", "scenario", "policy", "policy_name", "params"]
-    storm1 = results[results["run_id"] == "steps/storm[td=5,replicas=1]"].iloc[0]
-    storm4 = results[results["run_id"] == "steps/storm[td=5,replicas=4]"].iloc[0]
+    storm1 = results[results["run_id"] == "steps/storm[interval_s=5,replicas=1]"].iloc[0]
+    storm4 = results[results["run_id"] == "steps/storm[interval_s=5,replicas=4]"].iloc[0]
     # r = 1 serves 10/s against 20-60/s: it falls behind; r = 4 (40/s per operator) mostly keeps up.
     assert storm1["processed_ratio"] < storm4["processed_ratio"] <= 1.0
     assert storm1["saved_resources"] == pytest.approx(1 - 2 / 16)  # 2 replicas of a pool of 16
@@ -253,7 +273,10 @@ def test_a_failing_run_becomes_an_error_row(tmp_path):
     text = SCENARIO.replace("      - psps\n", "      - {policy: psps, sim: {fail: true}}\n")
     records = run_matrix(load_bench(write_files(tmp_path, text))[1], FAKE, jobs=1)
     failed = [r for r in records if r.failed]
-    assert [r.row["run_id"] for r in failed] == ["steps/psps[td=5]", "steps/psps[td=10]"]
+    assert [r.row["run_id"] for r in failed] == [
+        "steps/psps[interval_s=5]",
+        "steps/psps[interval_s=10]",
+    ]
     assert "told to fail" in failed[0].row["error"]
     assert len(records) == 6
 
@@ -277,7 +300,7 @@ def test_paper_tables_rewrite_only_their_blocks(records, tmp_path):
     text = doc.read_text()
     assert text.startswith("intro\n<!-- bench-table: T1 -->\n| ") and text.endswith("outro\n")
     assert "old" not in text
-    psps = results[results["run_id"] == "steps/psps[td=5]"].iloc[0]
+    psps = results[results["run_id"] == "steps/psps[interval_s=5]"].iloc[0]
     row = next(line for line in text.splitlines() if line.startswith("| PSPS"))
     assert f"{psps['saved_resources']:.4f}" in row and "| 0.5000 |" in row
     doc.write_text("no markers\n")
@@ -286,7 +309,9 @@ def test_paper_tables_rewrite_only_their_blocks(records, tmp_path):
 
 
 def test_table_selector_must_match_one_run(records, tmp_path):
-    text = SCENARIO.replace("select: {policy: storm, replicas: 4, td: 10}", "select: {td: 10}")
+    text = SCENARIO.replace(
+        "select: {policy: storm, replicas: 4, interval_s: 10}", "select: {interval_s: 10}"
+    )
     bench, _ = load_bench(write_files(tmp_path, text))
     results = pd.DataFrame([r.row for r in records])
     with pytest.raises(BenchError, match=r"table T1 row 2: .* matches 3 runs"):
@@ -303,7 +328,7 @@ def test_command_runs_writes_and_rewrites_markdown(tmp_path):
         jobs=1,
         data_dir=None,
         only=None,
-        policy=["psps", "storm"],
+        label=["psps", "storm"],
         markdown=doc,
         from_results=False,
         history=None,
@@ -317,7 +342,7 @@ def test_command_runs_writes_and_rewrites_markdown(tmp_path):
         rows = store.rows(run_ids=[results["run_id"].iloc[0]])
     assert {r.operator for r in rows} == {"op1", "op2"}
     assert "| PSPS |" in doc.read_text()
-    args.from_results, args.policy = True, ["nope"]  # --from-results ignores the selection
+    args.from_results, args.label = True, ["nope"]  # --from-results ignores the selection
     assert bench_command.run(args, backend=FAKE) == 0
     args.from_results = False
     with pytest.raises(BenchError, match="unknown policy label 'nope'"):
@@ -375,7 +400,7 @@ def test_tables_without_paper_figures_show_ours_with_extra_columns(records, tmp_
     table = render_tables(bench.tables, results)["T1"]
     head = table.splitlines()[0]
     assert "paper" not in head and "p99 (ms)" in head and "SLA 5×" in head
-    storm = results[results["run_id"] == "steps/storm[td=10,replicas=4]"].iloc[0]
+    storm = results[results["run_id"] == "steps/storm[interval_s=10,replicas=4]"].iloc[0]
     assert f"| r = 4 | {storm['saved_resources']:.4f} |" in table
 
 
@@ -399,7 +424,7 @@ def test_sim_backend_measures_sla_from_the_simulator_ledger(tmp_path):
     scenario = tmp_path / "sim.yaml"
     scenario.write_text(
         "scenarios:\n  - name: tiny\n    pipeline: pipe.yaml\n"
-        "    trace: 'constant:rate=20,duration=20'\n    run: {td: 5, drain_s: 10}\n"
+        "    trace: 'constant:rate=20,duration=20'\n    run: {interval_s: 5, drain_s: 10}\n"
         "    sim: {measure_cpu: false, sample_events: 50}\n    policies: [psps]\n"
     )
     (record,) = run_matrix(load_bench(scenario)[1], SIM_BACKEND, jobs=1)

@@ -17,8 +17,8 @@ def simulate_demo(tmp_path, *flags):
     ("settings", "message"),
     [
         ("- just\n- a list\n", "expected a mapping of settings"),
-        ("td: [unclosed\n", "cannot read settings"),
-        ("td: -3\n", "td: Input should be greater than 0"),
+        ("interval_s: [unclosed\n", "cannot read settings"),
+        ("interval_s: -3\n", "interval_s: Input should be greater than 0"),
         ("policy: magic\n", "unknown policy 'magic'"),
         ("colour: blue\n", "colour: Extra inputs are not permitted"),
     ],
@@ -47,3 +47,94 @@ def test_negative_rate_trace_and_missing_pipeline(tmp_path, capsys):
     assert "rates.txt" in capsys.readouterr().err
     assert main(["run", str(tmp_path / "nope.yaml")]) == 2
     assert "nope.yaml does not exist" in capsys.readouterr().err
+
+
+def test_old_option_names_still_work_with_a_one_line_warning(tmp_path, capsys):
+    settings = tmp_path / "settings.yaml"
+    settings.write_text("t_out: 3\n")
+    code = simulate_demo(
+        tmp_path, "--td", "2", "--q-size", "none", "--duration", "4", "--config", str(settings)
+    )
+    err = capsys.readouterr().err.splitlines()
+    assert code == 0
+    notices = [line for line in err if "is now called" in line]
+    assert notices == [
+        "elastream: warning: option '--td' is now called '--interval'; the old name is "
+        "accepted until the next release",
+        "elastream: warning: option '--q-size' is now called '--queue-capacity'; the old name "
+        "is accepted until the next release",
+        "elastream: warning: setting 't_out' is now called 'event_timeout_s'; the old name is "
+        "accepted until the next release",
+    ]
+    summary = (tmp_path / "o" / "summary.json").read_text()
+    assert '"interval_s": 2.0' in summary and '"event_timeout_s": 3.0' in summary
+
+
+def run_parser():
+    from elastream.cli import build_parser
+
+    parser = build_parser()
+    return parser._subparsers._group_actions[0].choices  # command -> its parser
+
+
+def options_of(parser):
+    return {o: a for a in parser._actions for o in a.option_strings if o.startswith("--")}
+
+
+def test_every_run_setting_has_an_option_whose_help_is_its_description():
+    from pydantic import BaseModel
+
+    from elastream.base.settings import describe
+    from elastream.cli._common import FILE_ONLY, NESTED, SIM_OPTIONS, option_name
+    from elastream.config import RunConfig
+    from elastream.runtime.sim.settings import SimSettings
+
+    described = {o.path: o.description for o in describe(RunConfig)}
+    described |= {f"sim.{o.path}": o.description for o in describe(SimSettings)}
+    expected = {option_name(n): n for n in RunConfig.model_fields if n not in FILE_ONLY}
+    expected |= {option: ".".join(path) for option, path in NESTED.items()}
+    expected |= {option: f"sim.{name}" for name, option in SIM_OPTIONS.items()}
+    for command in ("run", "simulate", "demo"):
+        options = options_of(run_parser()[command])
+        for option, setting in expected.items():
+            assert option in options, f"{command}: {setting} has no option {option}"
+            assert options[option].help.replace("%%", "%") == described[setting], option
+    # Only mappings of settings of their own are left to the --config file.
+    for name in FILE_ONLY:
+        annotation = RunConfig.model_fields[name].annotation
+        kinds = [annotation, *getattr(annotation, "__args__", ())]
+        assert any(
+            k is dict
+            or getattr(k, "__origin__", None) is dict
+            or (isinstance(k, type) and issubclass(k, BaseModel))
+            for k in kinds
+        ), name
+
+
+def test_an_option_name_means_one_thing_in_every_command():
+    kinds = {}
+    for command, parser in run_parser().items():
+        for option, action in options_of(parser).items():
+            if option == "--help" or action.help == "==SUPPRESS==":
+                continue
+            kind = (getattr(action.type, "__name__", "str"), action.nargs, type(action).__name__)
+            kinds.setdefault(option, {})[command] = kind
+    mixed = {o: k for o, k in kinds.items() if len(set(k.values())) > 1}
+    assert mixed == {}
+
+
+def test_run_engine_sim_is_simulate_and_simulator_options_need_it(tmp_path, capsys):
+    pipeline = str(demo_pipeline_path())
+    flags = ["--duration", "4", "--quiet", "--policy", "static", "--replicas", "1"]
+    for command in (["run", "--engine", "sim"], ["simulate"]):
+        out = tmp_path / command[0]
+        assert main([*command, pipeline, *flags, "--out", str(out)]) == 0
+    run = (tmp_path / "run" / "summary.json").read_text()
+    assert run == (tmp_path / "simulate" / "summary.json").read_text().replace(
+        str(tmp_path / "simulate"), str(tmp_path / "run")
+    )
+    capsys.readouterr()
+    assert main(["run", pipeline, "--sim-step", "0.2", "--duration", "4"]) == 2
+    assert "--sim-step: simulator options, for --engine sim only" in capsys.readouterr().err
+    assert main(["simulate", pipeline, "--resume", "--duration", "4"]) == 2
+    assert "--resume continues a Spark run" in capsys.readouterr().err

@@ -81,7 +81,7 @@ def wait_for_sink(run: subprocess.Popen, store: RedisQueueStore, n: int, timeout
 def run_on(master: str, out: Path, trace: str, *extra: str) -> subprocess.Popen:
     cmd = [
         sys.executable, "-m", "elastream.cli", "run", str(PIPELINE), "--master", master,
-        "--trace", trace, "--td", "3", "--out", str(out), "--quiet", *extra,
+        "--trace", trace, "--interval", "3", "--out", str(out), "--quiet", *extra,
     ]  # fmt: skip
     return subprocess.Popen(
         cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -103,7 +103,7 @@ def test_a_pipeline_runs_live_on_the_cluster_on_redis_and_survives_an_executor_s
     conf = {"spark.driver.host": "127.0.0.1", "spark.driver.port": str(driver_port)}
     settings.write_text(json.dumps({"spark": {"conf": conf}}))  # JSON is YAML
     run = run_on(
-        state.master_url, out, TRACE, "--t-out", "none", "--config", str(settings),
+        state.master_url, out, TRACE, "--event-timeout", "none", "--config", str(settings),
         "--queues", redis.url,
     )  # fmt: skip
     store = RedisQueueStore(store_address(make_config(out=out, queues=redis.url)))
@@ -139,7 +139,9 @@ def test_executors_are_leased_as_hosts_and_released_in_the_last_part_of_their_bt
     trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 56))
     leasing = {"slots": 2, "btu_s": 60.0, "min_hosts": 1, "max_hosts": 2}
     spark = {"master": state.master_url, "leasing": leasing}
-    config = make_config(td=2.0, out=tmp_path / "run", drain_s=60, t_out=None, spark=spark)
+    config = make_config(
+        interval_s=2.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None, spark=spark
+    )
     engine = SparkEngine(load_pipeline(WORK1), config, trace)
     seen: list[tuple[float, int, int, int]] = []  # t, replicas, hosts up, live executors
 

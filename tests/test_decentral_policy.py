@@ -16,9 +16,9 @@ from elastream.control.policies.decentralized import DecentralizedConfig, replic
 from elastream.control.policy import POLICIES, PolicyConfigError
 from elastream.decentral.memory import Cluster, MemoryNetwork
 from elastream.decentral.swarm import Pool, Swarm, even_shares
-from elastream.decentral.tcp_transport import TcpTransport
 from elastream.decentral.transport import MemoryTransport
 from elastream.experiments.session import simulate, with_message_transport
+from elastream.runtime.tcp.transport import TcpTransport
 from elastream.workloads import Trace
 
 PIPELINE = Path(__file__).parent / "pipelines" / "filter3.yaml"
@@ -117,12 +117,16 @@ def test_the_session_injects_the_engines_transport_unless_the_run_names_one():
 def test_a_simulated_run_scales_without_a_central_decision_and_sums_the_messages():
     pipeline = load_pipeline(PIPELINE)
     trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 21))
-    config = make_config(td=3.0, drain_s=60, t_out=None, policy="decentralized", engine="sim")
+    config = make_config(
+        interval_s=3.0, drain_s=60, event_timeout_s=None, policy="decentralized", engine="sim"
+    )
     result = simulate(pipeline, config, trace)
     enrich = [s.op("enrich").replicas for s in result.snapshots]
     peak = int(np.argmax(enrich))
     assert enrich[peak] >= 3 and enrich[-1] == 1, enrich
     assert result.summary.processed_ratio == 1.0
     assert result.summary.messages == sum(d.messages for d in result.decisions) > 0
-    central = simulate(pipeline, make_config(td=3.0, drain_s=60, t_out=None, engine="sim"), trace)
+    central = simulate(
+        pipeline, make_config(interval_s=3.0, drain_s=60, event_timeout_s=None, engine="sim"), trace
+    )
     assert central.summary.messages == 0

@@ -20,7 +20,7 @@ from elastream.decentral.messages import (
     NodeId,
     Start,
 )
-from elastream.decentral.tcp import TcpHost, quiescent
+from elastream.runtime.tcp.host import TcpHost, quiescent
 
 
 def test_codec_round_trips_every_message():

@@ -4,7 +4,16 @@ releasing only when the next BTU does not need the host, and the slack of a perf
 import numpy as np
 import pytest
 
-from elastream.leasing.ahead import (
+from elastream.leasing.hosts import (
+    Cluster,
+    Demand,
+    HostType,
+    LeasePlan,
+    LeasingError,
+    Placement,
+    apply_plan,
+)
+from reproductions.btu.ahead import (
     AheadPolicy,
     decide_provision,
     decide_release,
@@ -13,19 +22,10 @@ from elastream.leasing.ahead import (
     max_rise,
     seasonal_peak,
 )
-from elastream.leasing.algorithms import OperatorStatus
-from elastream.leasing.config import AheadSettings, BTUSettings
-from elastream.leasing.hosts import (
-    Cluster,
-    Demand,
-    HostType,
-    LeasingError,
-    Placement,
-    Plan,
-    apply_plan,
-)
-from elastream.leasing.policies import Observation
-from elastream.leasing.slack import oracle_btus
+from reproductions.btu.algorithms import OperatorStatus
+from reproductions.btu.config import AheadSettings, BTUSettings
+from reproductions.btu.policies import Observation
+from reproductions.btu.slack import oracle_btus
 
 KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)  # 4 instances of "a" per host
 SETTINGS = AheadSettings()  # lead: 60 + 30 + 60 s = 10 samples of 15 s; BTU: 40 samples
@@ -43,7 +43,7 @@ def cluster(per_host: tuple[int, ...]) -> Cluster:
     c = Cluster(demands={"a": Demand(1024, 1000)})
     hosts = tuple(f"h{k + 1}" for k in range(len(per_host)))
     place = tuple(Placement("a", h) for h, n in zip(hosts, per_host, strict=True) for _ in range(n))
-    return apply_plan(c, Plan(lease=hosts, place=place), 0, KIND).cluster
+    return apply_plan(c, LeasePlan(lease=hosts, place=place), 0, KIND).cluster
 
 
 def obs(rates: np.ndarray, instances: int, queue: float = 0.0) -> Observation:
@@ -155,7 +155,7 @@ def test_release_stops_filled_instances_to_make_room_for_needed_ones():
     """h1 is full of filled instances of "b" (not needed); the needed "a" on h2 moves there."""
     c = Cluster(demands={"a": Demand(1024, 1000), "b": Demand(1024, 1000)})
     place = (*(Placement("b", "h1") for _ in range(4)), Placement("a", "h2"))
-    c = apply_plan(c, Plan(lease=("h1", "h2"), place=place), 0, KIND).cluster
+    c = apply_plan(c, LeasePlan(lease=("h1", "h2"), place=place), 0, KIND).cluster
     o = Observation(
         now=3000.0,
         monitor_s=15.0,

@@ -2,7 +2,16 @@
 
 import pytest
 
-from elastream.leasing.algorithms import (
+from elastream.leasing.hosts import (
+    Cluster,
+    Demand,
+    HostType,
+    LeasePlan,
+    LeasingError,
+    Placement,
+    apply_plan,
+)
+from reproductions.btu.algorithms import (
     OperatorStatus,
     best_downscale,
     host_suitability,
@@ -12,16 +21,7 @@ from elastream.leasing.algorithms import (
     select_host,
     up_trigger,
 )
-from elastream.leasing.config import BTUSettings, CacheFavours
-from elastream.leasing.hosts import (
-    Cluster,
-    Demand,
-    HostType,
-    LeasingError,
-    Placement,
-    Plan,
-    apply_plan,
-)
+from reproductions.btu.config import BTUSettings, CacheFavours
 
 KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)  # 4096 shares
 DEFAULT = BTUSettings()
@@ -52,7 +52,7 @@ def test_up_trigger_needs_a_delay_or_a_rising_trend_and_a_long_queue():
 def _one_host(cached: bool = False) -> Cluster:
     c = Cluster(demands={"base": Demand(1024, 1024), "a": Demand(512, 2048)})
     place = (Placement("base", "h1"),) + ((Placement("a", "h1"),) if cached else ())
-    return apply_plan(c, Plan(lease=("h1",), place=place), 0, KIND).cluster
+    return apply_plan(c, LeasePlan(lease=("h1",), place=place), 0, KIND).cluster
 
 
 def test_host_suitability_by_hand():
@@ -77,8 +77,10 @@ def test_cache_factor_favours_hosts_with_the_image_by_default():
 
 def test_infeasible_host_is_minus_one_and_select_takes_the_lowest_value():
     c = Cluster(demands={"a": Demand(512, 2048), "fill": Demand(3600, 100)})
-    c = apply_plan(c, Plan(lease=("full", "free", "cached")), 0, KIND).cluster
-    c = apply_plan(c, Plan(place=(Placement("fill", "full"), Placement("a", "cached"))), 0, KIND)
+    c = apply_plan(c, LeasePlan(lease=("full", "free", "cached")), 0, KIND).cluster
+    c = apply_plan(
+        c, LeasePlan(place=(Placement("fill", "full"), Placement("a", "cached"))), 0, KIND
+    )
     c = c.cluster
     # 4096 - 3600 = 496 shares left: feasibility 496 / 512 < 1 (lines 2-5)
     assert host_suitability(c, "full", "a", DEFAULT) == -1.0
@@ -138,7 +140,7 @@ def _two_hosts(room_on_h2: bool) -> Cluster:
     place += [Placement("b", "h2")] * 3
     if not room_on_h2:
         place += [Placement("big", "h2")]
-    return apply_plan(c, Plan(lease=("h1", "h2"), place=tuple(place)), 0, KIND).cluster
+    return apply_plan(c, LeasePlan(lease=("h1", "h2"), place=tuple(place)), 0, KIND).cluster
 
 
 def _status(queue_b: float) -> dict[str, OperatorStatus]:
@@ -160,7 +162,7 @@ def test_release_stops_at_most_20_percent_and_migrates_the_rest():
     assert sorted(m.operator for m in d.migrate) == ["a", "b"]
     assert {m.host_id for m in d.migrate} == {"h2"}
     # the plan it implies applies cleanly and empties h1
-    plan = Plan(stop=d.stop, place=d.migrate, release=("h1",))
+    plan = LeasePlan(stop=d.stop, place=d.migrate, release=("h1",))
     assert [h.host_id for h in apply_plan(c, plan, 570, KIND).cluster.hosts] == ["h2"]
 
 

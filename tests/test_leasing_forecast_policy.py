@@ -4,9 +4,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from elastream.leasing.algorithms import OperatorStatus
-from elastream.leasing.hosts import Cluster, Demand, HostType, Placement, Plan, apply_plan
-from elastream.leasing.policies import ForecastPolicy, Observation
+from elastream.leasing.hosts import Cluster, Demand, HostType, LeasePlan, Placement, apply_plan
+from reproductions.btu.algorithms import OperatorStatus
+from reproductions.btu.policies import ForecastPolicy, Observation
 
 KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)
 
@@ -14,7 +14,7 @@ KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)
 def _cluster() -> Cluster:
     c = Cluster(demands={"a": Demand(1024, 1000)})
     place = (Placement("a", "h1"), Placement("a", "h2"), Placement("a", "h2"))
-    return apply_plan(c, Plan(lease=("h1", "h2"), place=place), 0, KIND).cluster
+    return apply_plan(c, LeasePlan(lease=("h1", "h2"), place=place), 0, KIND).cluster
 
 
 def _obs(rates: list[float], queue: float = 0.0) -> Observation:
@@ -44,7 +44,9 @@ def test_migrate_what_is_needed_and_release():
 
 
 def test_prolong_when_the_last_btu_peak_needs_the_host():
-    c = apply_plan(_cluster(), Plan(place=(Placement("a", "h1"),) * 3), 0, KIND).cluster  # h1 full
+    c = apply_plan(
+        _cluster(), LeasePlan(place=(Placement("a", "h1"),) * 3), 0, KIND
+    ).cluster  # h1 full
     plan = ForecastPolicy(KIND).release(_obs([5.0] * 30 + [50.0] + [5.0] * 9), c, ("h2",))
     # a 50/s peak within the last BTU: ceil(50 / 9) = 6 = all instances: nothing can go
     assert plan.prolong == ("h2",) and plan.release == () and plan.stop == ()
@@ -60,12 +62,12 @@ def test_provision_sizes_for_the_forecast_at_most_two_per_interval():
 
 
 def test_static_peak_leases_for_the_peak_once_and_fills_the_hosts():
-    from elastream.leasing.policies import StaticPeakPolicy
+    from reproductions.btu.policies import StaticPeakPolicy
 
     policy = StaticPeakPolicy(KIND, {"a": 60.0})  # 60/s at 10/s each, 90 %: 7 instances
     first = _obs([5.0])
     c = Cluster(demands={"a": Demand(1024, 1000)})
-    c = apply_plan(c, Plan(lease=("h1",)), 0, KIND).cluster
+    c = apply_plan(c, LeasePlan(lease=("h1",)), 0, KIND).cluster
     plan = policy.provision(replace(first, now=60), c)
     assert len(plan.lease) == 1  # 4 per host by CPU: h1 + one more host
     assert len(plan.place) == 8  # 7 needed, and the eighth fills the paid room

@@ -7,9 +7,9 @@ from elastream.leasing.hosts import (
     Demand,
     Host,
     HostType,
+    LeasePlan,
     LeasingError,
     Placement,
-    Plan,
     Timing,
     apply_plan,
     billed_btus,
@@ -52,7 +52,7 @@ def test_btu_clock_and_release_window():
 
 
 def test_plan_leases_before_it_places():
-    plan = Plan(lease=("h1",), place=(Placement("big", "h1"), Placement("big", "h1")))
+    plan = LeasePlan(lease=("h1",), place=(Placement("big", "h1"), Placement("big", "h1")))
     out = apply_plan(_cluster(), plan, now=10, kind=KIND, timing=Timing(host_boot_s=40))
     assert [h.host_id for h in out.leased] == ["h1"]
     assert len(out.cluster.on_host("h1")) == 2
@@ -62,44 +62,46 @@ def test_plan_leases_before_it_places():
 
 def test_an_instance_only_runs_where_a_leased_host_has_room():
     full = apply_plan(
-        _cluster(), Plan(lease=("h1",), place=(Placement("big", "h1"),) * 2), 0, KIND
+        _cluster(), LeasePlan(lease=("h1",), place=(Placement("big", "h1"),) * 2), 0, KIND
     ).cluster
     with pytest.raises(LeasingError, match="no room for big"):
-        apply_plan(full, Plan(place=(Placement("big", "h1"),)), 0, KIND)
+        apply_plan(full, LeasePlan(place=(Placement("big", "h1"),)), 0, KIND)
     with pytest.raises(LeasingError, match="unknown host 'h9'"):
-        apply_plan(full, Plan(place=(Placement("small", "h9"),)), 0, KIND)
+        apply_plan(full, LeasePlan(place=(Placement("small", "h9"),)), 0, KIND)
 
 
 def test_plan_stops_before_it_places_so_a_migration_reuses_the_room():
     c = apply_plan(
-        _cluster(), Plan(lease=("h1", "h2"), place=(Placement("big", "h1"),) * 2), 0, KIND
+        _cluster(), LeasePlan(lease=("h1", "h2"), place=(Placement("big", "h1"),) * 2), 0, KIND
     )
     victim = c.cluster.on_host("h1")[0].instance_id
-    plan = Plan(stop=(victim,), place=(Placement("big", "h2", migrated_from=victim),), release=())
+    plan = LeasePlan(
+        stop=(victim,), place=(Placement("big", "h2", migrated_from=victim),), release=()
+    )
     out = apply_plan(c.cluster, plan, 5, KIND)
     assert out.migrations == 1
     assert len(out.cluster.on_host("h1")) == 1 and len(out.cluster.on_host("h2")) == 1
 
 
 def test_counts_are_set_after_placement_and_cannot_exceed_placed_instances():
-    plan = Plan(lease=("h1",), place=(Placement("small", "h1"),) * 3, counts={"small": 2})
+    plan = LeasePlan(lease=("h1",), place=(Placement("small", "h1"),) * 3, counts={"small": 2})
     out = apply_plan(_cluster(), plan, 0, KIND).cluster
     assert [i.active for i in out.of_operator("small")] == [True, True, False]
     with pytest.raises(LeasingError, match="'small': 4 active instances requested, 3 placed"):
-        apply_plan(out, Plan(counts={"small": 4}), 0, KIND)
+        apply_plan(out, LeasePlan(counts={"small": 4}), 0, KIND)
 
 
 def test_release_comes_last_and_needs_an_empty_host():
-    c = apply_plan(_cluster(), Plan(lease=("h1",), place=(Placement("small", "h1"),)), 0, KIND)
+    c = apply_plan(_cluster(), LeasePlan(lease=("h1",), place=(Placement("small", "h1"),)), 0, KIND)
     only = c.cluster.on_host("h1")[0].instance_id
     with pytest.raises(LeasingError, match="instances still run on it"):
-        apply_plan(c.cluster, Plan(release=("h1",)), 0, KIND)
-    out = apply_plan(c.cluster, Plan(stop=(only,), release=("h1",)), 60, KIND)
+        apply_plan(c.cluster, LeasePlan(release=("h1",)), 0, KIND)
+    out = apply_plan(c.cluster, LeasePlan(stop=(only,), release=("h1",)), 60, KIND)
     assert out.cluster.hosts == () and [h.host_id for h in out.released] == ["h1"]
     with pytest.raises(LeasingError, match="it is released"):
         apply_plan(
             c.cluster,
-            Plan(stop=(only,), place=(Placement("small", "h1"),), release=("h1",)),
+            LeasePlan(stop=(only,), place=(Placement("small", "h1"),), release=("h1",)),
             0,
             KIND,
         )
@@ -108,16 +110,18 @@ def test_release_comes_last_and_needs_an_empty_host():
 def test_image_cache_shortens_the_second_start():
     timing = Timing(host_boot_s=0, start_cached_s=5, image_download_s={"small": 20})
     first = apply_plan(
-        _cluster(), Plan(lease=("h1",), place=(Placement("small", "h1"),)), 0, KIND, timing
+        _cluster(), LeasePlan(lease=("h1",), place=(Placement("small", "h1"),)), 0, KIND, timing
     )
-    second = apply_plan(first.cluster, Plan(place=(Placement("small", "h1"),)), 100, KIND, timing)
+    second = apply_plan(
+        first.cluster, LeasePlan(place=(Placement("small", "h1"),)), 100, KIND, timing
+    )
     assert first.started[0].ready_at == 25  # download + start
     assert second.started[0].ready_at == 105  # cached
 
 
 def test_unknown_operator_and_bad_demand_are_named():
     with pytest.raises(LeasingError, match="unknown operator 'nope'"):
-        apply_plan(_cluster(), Plan(lease=("h1",), place=(Placement("nope", "h1"),)), 0, KIND)
+        apply_plan(_cluster(), LeasePlan(lease=("h1",), place=(Placement("nope", "h1"),)), 0, KIND)
     with pytest.raises(LeasingError, match="demand must be positive"):
         Demand(-1, 10)
 
@@ -138,9 +142,9 @@ def test_in_memory_provider_bills_per_started_btu():
 
 
 def test_prolong_names_a_leased_host_that_is_not_released():
-    c = apply_plan(_cluster(), Plan(lease=("h1",)), 0, KIND).cluster
-    assert apply_plan(c, Plan(prolong=("h1",)), 570, KIND).cluster.hosts == c.hosts
+    c = apply_plan(_cluster(), LeasePlan(lease=("h1",)), 0, KIND).cluster
+    assert apply_plan(c, LeasePlan(prolong=("h1",)), 570, KIND).cluster.hosts == c.hosts
     with pytest.raises(LeasingError, match="both released and prolonged"):
-        apply_plan(c, Plan(release=("h1",), prolong=("h1",)), 570, KIND)
+        apply_plan(c, LeasePlan(release=("h1",), prolong=("h1",)), 570, KIND)
     with pytest.raises(LeasingError, match="unknown host 'h2'"):
-        apply_plan(c, Plan(prolong=("h2",)), 570, KIND)
+        apply_plan(c, LeasePlan(prolong=("h2",)), 570, KIND)

@@ -3,23 +3,23 @@
 import numpy as np
 import pytest
 
-from elastream.leasing.algorithms import OperatorStatus
-from elastream.leasing.config import SimSettings
-from elastream.leasing.forecast import forecast, holt, window_peak
 from elastream.leasing.hosts import (
     Cluster,
     Demand,
     HostType,
+    LeasePlan,
     LeasingError,
     Placement,
-    Plan,
     apply_plan,
 )
-from elastream.leasing.metrics import Counters
-from elastream.leasing.patterns import Pattern, machines, random_walk
-from elastream.leasing.policies import BTUPolicy, Observation, ThresholdPolicy
-from elastream.leasing.sim import Simulation, within
-from elastream.leasing.topology import manufacturing
+from reproductions.btu.algorithms import OperatorStatus
+from reproductions.btu.config import SimSettings
+from reproductions.btu.forecast import forecast, holt, window_peak
+from reproductions.btu.metrics import Counters
+from reproductions.btu.patterns import Pattern, machines, random_walk
+from reproductions.btu.policies import BTUPolicy, Observation, ThresholdPolicy
+from reproductions.btu.sim import Simulation, within
+from reproductions.btu.topology import manufacturing
 
 KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)
 
@@ -81,7 +81,7 @@ def _obs(**queues: float) -> Observation:
 def _cluster(ops: dict[str, int]) -> Cluster:
     c = Cluster(demands=dict.fromkeys(ops, Demand(1024, 1000)))
     place = tuple(Placement(op, "h1") for op, n in ops.items() for _ in range(n))
-    return apply_plan(c, Plan(lease=("h1",), place=place), 0, KIND).cluster
+    return apply_plan(c, LeasePlan(lease=("h1",), place=place), 0, KIND).cluster
 
 
 def test_threshold_baseline_steps_and_on_demand_leasing():
@@ -93,7 +93,7 @@ def test_threshold_baseline_steps_and_on_demand_leasing():
     assert {p.host_id for p in plan.place} == {plan.lease[0]}
     empty = policy.provision(_obs(a=0), _cluster({"a": 1}))
     assert empty.empty  # the last instance of a type stays
-    two = apply_plan(_cluster({"a": 1}), Plan(lease=("h2",)), 0, KIND).cluster
+    two = apply_plan(_cluster({"a": 1}), LeasePlan(lease=("h2",)), 0, KIND).cluster
     plan = policy.provision(_obs(a=0), two)
     assert plan.release == ("h2",)  # a host with no instance goes at once
 

@@ -414,9 +414,9 @@ def test_a_simulated_run_marks_every_interval_and_sums_them_up(tmp_path, monkeyp
     config = make_config(
         policy="objective",
         objective={"latency_p99_s": 1.0},
-        td=5.0,
-        t_out=None,
-        q_size=None,
+        interval_s=5.0,
+        event_timeout_s=None,
+        queue_capacity=None,
         drain_s=30,
         engine="sim",
         out=tmp_path / "run",

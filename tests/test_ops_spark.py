@@ -44,8 +44,8 @@ def test_a_spark_run_scraped_with_a_redis_password(tmp_path):
     settings = tmp_path / "run.yaml"
     settings.write_text(yaml.safe_dump({"metrics": {"port": port, "linger_s": 3.0}}))
     cmd = [sys.executable, "-m", "elastream.cli", "run", str(PIPELINE),
-           "--trace", "constant:rate=20,duration=16", "--td", "2", "--drain", "60",
-           "--t-out", "none", "--out", str(out), "--config", str(settings),
+           "--trace", "constant:rate=20,duration=16", "--interval", "2", "--drain", "60",
+           "--event-timeout", "none", "--out", str(out), "--config", str(settings),
            "--queues", redis.url + "?prefix=ops"]  # fmt: skip
     env = {**os.environ, "ELASTREAM_METRICS_TOKEN": TOKEN}
     try:

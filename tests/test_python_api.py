@@ -13,6 +13,7 @@ import pytest
 import elastream
 from elastream.config import ConfigError, make_config
 from elastream.examples.synthetic import drop_odd, generate, passthrough, split_by_value
+from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.signals import stop_on_signals
 from elastream.runtime.spark.feeder import TraceIntegral
 from elastream.testing import InMemorySource, run_in_memory
@@ -90,15 +91,37 @@ def test_in_memory_run_needs_every_source():
 
 def test_settings_from_a_mapping_a_file_and_a_config(tmp_path):
     file = tmp_path / "run.yaml"
-    file.write_text("td: 7\nt_out: 30\n")
-    assert elastream.settings(file, duration=5).td == 7
-    assert elastream.settings(file).t_out == 30
-    assert elastream.settings({"td": 2}, td=3).td == 3
-    base = make_config(td=4, q_size=1000)
-    assert elastream.settings(base, duration=9).q_size == 1000
-    assert elastream.settings().t_out is None and elastream.settings().q_size is None
-    with pytest.raises(ConfigError, match="td"):
-        elastream.settings(td=-1)
+    file.write_text("interval_s: 7\nevent_timeout_s: 30\n")
+    assert elastream.settings(file, duration=5).interval_s == 7
+    assert elastream.settings(file).event_timeout_s == 30
+    assert elastream.settings({"interval_s": 2}, interval_s=3).interval_s == 3
+    base = make_config(interval_s=4, queue_capacity=1000)
+    assert elastream.settings(base, duration=9).queue_capacity == 1000
+    assert elastream.settings().event_timeout_s is None
+    assert elastream.settings().queue_capacity is None
+    with pytest.raises(ConfigError, match="interval_s"):
+        elastream.settings(interval_s=-1)
+
+
+def test_old_setting_names_are_accepted_with_a_warning(tmp_path):
+    file = tmp_path / "run.yaml"
+    file.write_text("td: 7\nt_out: 30\nq_size: 100\n")
+    with pytest.warns(FutureWarning, match="'td' is now called 'interval_s'"):
+        old = elastream.settings(file)
+    assert (old.interval_s, old.event_timeout_s, old.queue_capacity) == (7, 30, 100)
+    with pytest.warns(FutureWarning, match="'q_size' is now called 'queue_capacity'"):
+        assert make_config(q_size=5).queue_capacity == 5
+    with pytest.raises(ConfigError, match="'td' is the old name of 'interval_s'"):
+        make_config(td=2, interval_s=3)
+    data = filter2().build().model_dump(by_alias=True, exclude_none=True)
+    with pytest.warns(FutureWarning, match="'r_over' is now called 'overprovisioned_replicas'"):
+        assert pipeline_from_dict({**data, "r_over": 3}, "old").r_over == 3
+    file.write_text("policy: psps\nt_out: -1\n")
+    with (
+        pytest.warns(FutureWarning),
+        pytest.raises(ConfigError, match=r"run.yaml.*event_timeout_s"),
+    ):
+        elastream.settings(file)
 
 
 def test_an_unbounded_run_cannot_have_a_trace_and_a_simulation_needs_a_duration(tmp_path):
@@ -107,7 +130,7 @@ def test_an_unbounded_run_cannot_have_a_trace_and_a_simulation_needs_a_duration(
     with pytest.raises(ConfigError, match="a simulation needs an end"):
         elastream.simulate(filter2(), until_stopped=True, out=tmp_path / "sim")
     finished = elastream.simulate(
-        filter2(), until_stopped=True, duration=20, td=2, out=tmp_path / "sim"
+        filter2(), until_stopped=True, duration=20, interval_s=2, out=tmp_path / "sim"
     )
     assert finished.totals.events_in == 40 * 20
     assert finished.summary.events_queued == 0

@@ -45,7 +45,7 @@ PLAN = [
     (120, 2, 2, 0, 18.0),
     (60, 1, 1, 0, 9.75),
 ]
-SETTINGS = {"policy": "psps", "td": TD, "out": Path("runs/x"), "guards": {"dead_band": 0.1}}
+SETTINGS = {"policy": "psps", "interval_s": TD, "out": Path("runs/x"), "guards": {"dead_band": 0.1}}
 
 
 def make_snapshot(k: int) -> Snapshot:
@@ -142,7 +142,7 @@ def test_summary_json_has_every_summary_field_with_its_value(written):
     assert data["policy"] == "psps"
     assert data["settings"] == {
         "policy": "psps",
-        "td": TD,
+        "interval_s": TD,
         "out": "runs/x",
         "guards": SETTINGS["guards"],
     }

@@ -32,7 +32,9 @@ class StoppableFeeder:
 
 
 def engine(tmp_path, trace_s: float = 10.0, **values) -> SparkEngine:
-    config = make_config(out=tmp_path / "run", td=2.0, policy="static", replicas=1, **values)
+    config = make_config(
+        out=tmp_path / "run", interval_s=2.0, policy="static", replicas=1, **values
+    )
     built = SparkEngine(
         filter_split_pipeline(pool=(1, 2)), config, Trace(np.full(int(trace_s), 1.0))
     )

@@ -50,11 +50,10 @@ def test_forecast_writes_backtest_json_and_plot(trace, tmp_path, capsys):
 
 
 def test_forecast_errors_are_named(trace, capsys):
-    assert (
-        main(["forecast", str(trace), "--model", "nope", "--history", "1", "--horizon", "1"]) == 2
-    )
+    flags = ["--model", "nope", "--fit-window", "1", "--horizon", "1"]
+    assert main(["forecast", str(trace), *flags]) == 2
     assert "--model: unknown nope" in capsys.readouterr().err
-    code = main(["forecast", str(trace), "--history", str(30 * 86400), "--horizon", "3600",
+    code = main(["forecast", str(trace), "--fit-window", str(30 * 86400), "--horizon", "3600",
                  "--no-plot"])  # fmt: skip
     assert code == 2
     assert "cannot hold" in capsys.readouterr().err

@@ -18,7 +18,7 @@ scenarios:
   - name: steps
     pipeline: pipe.yaml
     trace: "constant:rate=5,duration=30"
-    run: {td: 5, peak_rate: 340, time_scale: 10}
+    run: {interval_s: 5, peak_rate: 340, time_scale: 10}
     policies: [psps]
 """
 
@@ -49,12 +49,21 @@ def test_a_misplaced_bench_grid_key_is_an_error(tmp_path: Path):
     ("text", "line", "expected"),
     [
         (
-            "td: 5\nguards:\n  td: 3\n",
+            "interval_s: 5\nguards:\n  interval_s: 3\n",
             3,
-            "guards.td: Extra inputs are not permitted: 'td' does nothing here, it belongs at td",
+            "guards.interval_s: Extra inputs are not permitted: 'interval_s' does nothing here, "
+            "it belongs at interval_s",
         ),
-        ("td: 5\nspark:\n  batch_s: -1\n", 3, "spark.batch_s: Input should be greater than 0"),
-        ("td: 5\nwhatever: 1\n", 2, "whatever: Extra inputs are not permitted (unknown setting"),
+        (
+            "interval_s: 5\nspark:\n  batch_s: -1\n",
+            3,
+            "spark.batch_s: Input should be greater than 0",
+        ),
+        (
+            "interval_s: 5\nwhatever: 1\n",
+            2,
+            "whatever: Extra inputs are not permitted (unknown setting",
+        ),
     ],
 )
 def test_run_settings_errors_name_file_line_and_setting(tmp_path: Path, text, line, expected):
@@ -84,7 +93,7 @@ def test_config_describe_prints_every_option_with_its_meaning(capsys):
     assert main(["config", "--describe"]) == 0
     out = capsys.readouterr().out
     for option in (
-        "td: float > 0 = 5.0",
+        "interval_s: float > 0 = 5.0",
         "guards.stabilization_s",
         "queue_model",
         "target_utilization",

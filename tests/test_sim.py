@@ -79,7 +79,13 @@ def filter_split_pipeline(pool=(1, 4)):
 
 
 def config(**values):
-    base = {"policy": "static", "replicas": 1, "td": 2.0, "t_out": None, "q_size": None}
+    base = {
+        "policy": "static",
+        "replicas": 1,
+        "interval_s": 2.0,
+        "event_timeout_s": None,
+        "queue_capacity": None,
+    }
     return RunConfig(**{**base, **values})
 
 
@@ -104,7 +110,7 @@ def drive(engine, decisions):
 @pytest.mark.parametrize("queue_model", ["per_replica", "micro_batch"])
 def test_every_source_event_is_accounted_for_exactly(queue_model):
     settings = replace(EXACT, queue_model=queue_model)
-    cfg = config(policy="psps", replicas=None, t_out=1.0, q_size=2500, drain_s=30)
+    cfg = config(policy="psps", replicas=None, event_timeout_s=1.0, queue_capacity=2500, drain_s=30)
     trace = Trace(np.array([100.0] * 20 + [3000.0] * 20 + [50.0] * 20))  # overload in the middle
     result = simulate(filter_split_pipeline(), cfg, trace, settings)
     t = result.totals
@@ -174,7 +180,7 @@ def test_static_single_replica_falls_behind_while_psps_keeps_up():
 def test_littles_law_in_a_steady_overload():
     # λ = 200/s into a replica serving 100/s with q_size 1000: the queue sits at 1000 and
     # admitted events wait W = L / throughput = 1000 / 100 = 10 s.
-    result = simulate(one_operator(), config(q_size=1000), constant(200, 120), EXACT)
+    result = simulate(one_operator(), config(queue_capacity=1000), constant(200, 120), EXACT)
     steady = result.snapshots[20:55]
     for s in steady:
         op = s.operators[0]
@@ -185,7 +191,9 @@ def test_littles_law_in_a_steady_overload():
 
 def test_q_size_overflow_count():
     # 24000 offered; the replica serves 100/s for 120 s plus the 1000 left in its full queue.
-    result = simulate(one_operator(), config(q_size=1000, drain_s=30), constant(200, 120), EXACT)
+    result = simulate(
+        one_operator(), config(queue_capacity=1000, drain_s=30), constant(200, 120), EXACT
+    )
     t = result.totals
     assert t.dropped_timeout == 0
     assert t.dropped_overflow == pytest.approx(24000 - 120 * 100 - 1000, rel=0.01)
@@ -194,7 +202,9 @@ def test_q_size_overflow_count():
 
 def test_t_out_timeout_count_and_latency_bound():
     # Nothing waits more than t_out = 5 s: the replica serves 100/s, the rest times out.
-    result = simulate(one_operator(), config(t_out=5.0, drain_s=30), constant(200, 120), EXACT)
+    result = simulate(
+        one_operator(), config(event_timeout_s=5.0, drain_s=30), constant(200, 120), EXACT
+    )
     t = result.totals
     assert t.dropped_overflow == 0
     assert t.dropped_timeout == pytest.approx(24000 - 125 * 100, rel=0.02)
@@ -203,7 +213,9 @@ def test_t_out_timeout_count_and_latency_bound():
 
 
 def test_latency_histogram_gives_the_totals_mean_and_p99():
-    engine = SimEngine(one_operator(), config(q_size=500), Trace(np.linspace(50, 300, 40)), EXACT)
+    engine = SimEngine(
+        one_operator(), config(queue_capacity=500), Trace(np.linspace(50, 300, 40)), EXACT
+    )
     _, totals = drive(engine, {})
     histogram = engine.latency_histogram_ms()
     values = np.repeat([ms for ms, _ in histogram], [n for _, n in histogram])
@@ -345,7 +357,7 @@ def test_micro_batch_overhead_grows_with_the_tasks_of_a_batch():
         batch_overhead_per_replica_ms=100.0,
         batch_work_s=1.0,
     )
-    cfg = config(replicas=4, td=2.8, drain_s=0)  # two batches of 1.4 s per interval
+    cfg = config(replicas=4, interval_s=2.8, drain_s=0)  # two batches of 1.4 s per interval
     result = simulate(pipeline, cfg, constant(380, 40), settings)
     assert [s.operators[0].processed for s in result.snapshots[3:12]] == [800] * 9
 
@@ -496,7 +508,10 @@ def test_same_seed_same_run_other_seed_other_run():
 
 def test_snapshots_follow_the_interval_clock():
     result = simulate(
-        one_operator(), config(td=1.5, drain_s=0), constant(100, 15), replace(EXACT, step_s=0.07)
+        one_operator(),
+        config(interval_s=1.5, drain_s=0),
+        constant(100, 15),
+        replace(EXACT, step_s=0.07),
     )
     assert [s.t for s in result.snapshots] == pytest.approx([1.5 * (i + 1) for i in range(10)])
     assert all(s.td == pytest.approx(1.5) for s in result.snapshots)

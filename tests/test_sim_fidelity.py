@@ -17,7 +17,7 @@ def varying_load_latency(**settings):
     rates = np.tile(np.repeat([120.0, 330.0], 5), 12)
     engine = SimEngine(
         one_operator(pool=(1, 4)),
-        config(td=30.0, drain_s=60),
+        config(interval_s=30.0, drain_s=60),
         Trace(rates),
         replace(EXACT, **settings),
     )
@@ -47,7 +47,7 @@ def test_source_hold_moves_the_wait_out_of_the_latency_and_the_timeout():
     # 200/s offered to one replica serving 100/s for 60 s, t_out 5 s: without a hold half of
     # the events time out; with at most 50 in flight none does, nothing waits more than about
     # 0.5 s inside the pipeline, and the backlog drains from the source afterwards.
-    cfg = config(t_out=5.0, drain_s=90)
+    cfg = config(event_timeout_s=5.0, drain_s=90)
     free = simulate(one_operator(), cfg, constant(200, 60), EXACT)
     held = simulate(one_operator(), cfg, constant(200, 60), replace(EXACT, source_hold=50))
     assert free.totals.dropped_timeout > 4000
@@ -70,10 +70,10 @@ def test_source_hold_counts_what_the_drain_did_not_reach():
 
 def test_declared_r_over_is_the_saved_resources_base_and_pools_may_exceed_it():
     spec = one_operator(pool=(1, 6)).model_dump(by_alias=True)
-    pipeline = one_operator(pool=(1, 6)).model_validate({**spec, "r_over": 4})
+    pipeline = one_operator(pool=(1, 6)).model_validate({**spec, "overprovisioned_replicas": 4})
     assert pipeline.r_over == 4 and pipeline.pool_total == 6
     result = simulate(pipeline, config(replicas=6, drain_s=5), constant(50, 30), EXACT)
     assert result.summary.r_over == 4
     assert result.summary.saved_resources == pytest.approx(1 - 6 / 4)  # above r_over: negative
-    with pytest.raises(ValueError, match="r_over"):
-        one_operator().model_validate({**spec, "r_over": 0})
+    with pytest.raises(ValueError, match="overprovisioned_replicas"):
+        one_operator().model_validate({**spec, "overprovisioned_replicas": 0})

@@ -42,7 +42,12 @@ def steady_buckets():
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_running_summary_equals_the_summary_of_every_snapshot(policy):
-    cfg = config(policy=policy, replicas=2 if policy == "static" else None, td=5.0, t_out=5.0)
+    cfg = config(
+        policy=policy,
+        replicas=2 if policy == "static" else None,
+        interval_s=5.0,
+        event_timeout_s=5.0,
+    )
     result = simulate(filter_split_pipeline(), cfg, wavy(), EXACT)
     assert len(result.snapshots) > 40
     assert result.summary.reconfigurations > 0 or policy == "static"  # the aggregates all move
@@ -50,7 +55,7 @@ def test_running_summary_equals_the_summary_of_every_snapshot(policy):
 
 
 def test_running_summary_counts_a_fast_forwarded_stretch_once_per_interval():
-    cfg = config(policy="psps", replicas=None, td=5.0)
+    cfg = config(policy="psps", replicas=None, interval_s=5.0)
     result = simulate(one_operator(service_ms=10.0), cfg, steady_buckets(), EXACT)
     assert any(s.intervals > 1 for s in result.snapshots)
     assert result.summary == summarize(result.snapshots, result.totals, result.summary.r_over)
@@ -58,7 +63,7 @@ def test_running_summary_counts_a_fast_forwarded_stretch_once_per_interval():
 
 
 def test_a_run_longer_than_keep_snapshots_keeps_none_and_the_same_summary():
-    cfg = config(policy="psps", replicas=None, td=5.0)
+    cfg = config(policy="psps", replicas=None, interval_s=5.0)
     full = simulate(filter_split_pipeline(), cfg, wavy(120), EXACT)
     bounded = simulate(
         filter_split_pipeline(), cfg.model_copy(update={"keep_snapshots": 5}), wavy(120), EXACT
@@ -91,7 +96,12 @@ def test_fast_forward_gives_the_summary_of_full_stepping(pipeline, policy):
     are added up (a stretch at once instead of step by step): floating-point rounding, hence
     1e-9 relative. The trace has fractional rates per step and a bucket of overload. Every
     policy fast-forward is on for by default is checked."""
-    cfg = config(policy=policy, replicas=2 if policy == "static" else None, td=5.0, t_out=5.0)
+    cfg = config(
+        policy=policy,
+        replicas=2 if policy == "static" else None,
+        interval_s=5.0,
+        event_timeout_s=5.0,
+    )
     full = simulate(pipeline(), cfg, steady_buckets(), replace(EXACT, fast_forward=False))
     fast = simulate(pipeline(), cfg, steady_buckets(), EXACT)  # the default: on where exact
     assert len(fast.snapshots) < len(full.snapshots) / 4  # most of the run was skipped
@@ -103,7 +113,7 @@ def test_fast_forward_shares_a_pass_by_the_grouping(grouping):
     """Three replicas on a steady load: round robin gives each replica the events stepping
     gives it; key hash follows the key shares (its carried remainders are chunked otherwise:
     within a few events per replica); the Summary is that of stepping."""
-    cfg = config(policy="static", replicas=3, td=5.0)
+    cfg = config(policy="static", replicas=3, interval_s=5.0)
     pipeline = one_operator(grouping, pool=(3, 3), service_ms=1.0)
     trace = Trace(np.array([300.0, 120.5, 300.0]), step_s=100.0)
     full = simulate(pipeline, cfg, trace, replace(EXACT, fast_forward=False))
@@ -139,7 +149,7 @@ def test_fast_forward_is_on_by_default_only_where_it_is_exact():
 def test_dabs_keeps_every_interval_by_default():
     """DABS regresses over the last N intervals' rates: a skipped stretch would shorten its
     window, so it is stepped (and forcing fast-forward on changes its figures)."""
-    cfg = config(policy="dabs", replicas=None, td=5.0, t_out=5.0)
+    cfg = config(policy="dabs", replicas=None, interval_s=5.0, event_timeout_s=5.0)
     result = simulate(one_operator(), cfg, steady_buckets(), EXACT)
     assert all(s.intervals == 1 for s in result.snapshots)
     forced = simulate(one_operator(), cfg, steady_buckets(), replace(EXACT, fast_forward=True))
@@ -148,7 +158,9 @@ def test_dabs_keeps_every_interval_by_default():
 
 def test_no_fast_forward_while_events_wait():
     """Overload: queues never empty, so every interval is stepped."""
-    cfg = config(policy="static", replicas=1, td=5.0, t_out=None, q_size=None)
+    cfg = config(
+        policy="static", replicas=1, interval_s=5.0, event_timeout_s=None, queue_capacity=None
+    )
     trace = Trace(np.array([150.0, 150.0]), step_s=100.0)  # one replica serves 100/s
     result = simulate(one_operator(), cfg, trace, EXACT)
     assert all(s.intervals == 1 for s in result.snapshots)
@@ -159,7 +171,9 @@ def test_no_fast_forward_while_events_wait():
 
 def run_outputs(tmp_path, monkeypatch, name, **values):
     """A session run (the CLI's path: series streamed to disk) of the wavy load."""
-    cfg = config(policy="psps", replicas=None, td=2.0, out=tmp_path / name, engine="sim", **values)
+    cfg = config(
+        policy="psps", replicas=None, interval_s=2.0, out=tmp_path / name, engine="sim", **values
+    )
     cfg = cfg.model_copy(update={"history": tmp_path / f"{name}.sqlite"})
     monkeypatch.setattr(session, "prepare_workload", lambda c, p, trace=None: wavy(120))
     return run_session(filter_split_pipeline(), cfg, title=name, quiet=True, sim=EXACT)
@@ -198,7 +212,7 @@ def test_history_is_flushed_to_the_store_as_the_run_goes(tmp_path, monkeypatch):
     monkeypatch.setattr(history_module, "FLUSH_ROWS", 10)
     path = tmp_path / "h.sqlite"
     recorder = HistoryRecorder("run", "p", path)
-    cfg = config(policy="psps", replicas=None, td=2.0)
+    cfg = config(policy="psps", replicas=None, interval_s=2.0)
     simulate(one_operator(), cfg, wavy(60), EXACT, observers=[recorder])
     assert len(recorder.rows) < 10  # the rest is on disk already
     total = recorder.save()
@@ -210,7 +224,7 @@ def test_the_simulate_command_takes_fast_forward_and_a_series_resolution(tmp_pat
     pipeline = tmp_path / "p.yaml"
     pipeline.write_text(yaml.safe_dump(PIPELINE))
     out = tmp_path / "out"
-    flags = "--duration 120 --td 2 --policy psps --quiet --drain 0 --sample-events 50"
+    flags = "--duration 120 --interval 2 --policy psps --quiet --drain 0 --sample-events 50"
     args = ["simulate", str(pipeline), "--out", str(out), *flags.split()]
     assert main([*args, "--fast-forward", "--series-resolution", "30"]) == 0
     intervals = load_intervals(out)

@@ -77,7 +77,9 @@ def run(
     placement: tuple[Placement, ...], replicas: dict[str, int], model: str = "per_replica"
 ) -> tuple[float, object]:
     """A 20 s run at 20 events/s with the given counts and placement; (mean latency ms, totals)."""
-    cfg = RunConfig(policy="static", replicas=1, td=2.0, t_out=None, q_size=None)
+    cfg = RunConfig(
+        policy="static", replicas=1, interval_s=2.0, event_timeout_s=None, queue_capacity=None
+    )
     settings = SimSettings(**(EXACT.model_dump() | {"queue_model": model}))
     engine = SimEngine(chain(), cfg, Trace(np.full(20, 20.0)), settings, network=infra())
     engine.start()
@@ -121,7 +123,7 @@ def test_the_delay_follows_the_active_replicas() -> None:
 
 
 def test_bad_placements_are_clear_errors() -> None:
-    cfg = RunConfig(policy="static", replicas=1, td=2.0)
+    cfg = RunConfig(policy="static", replicas=1, interval_s=2.0)
     engine = SimEngine(chain(), cfg, Trace(np.full(4, 1.0)), EXACT, network=infra())
     engine.start()
     with pytest.raises(ValueError, match=r"placement of 'a': unknown node\(s\) n7"):

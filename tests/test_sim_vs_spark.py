@@ -30,7 +30,13 @@ def validation(tmp_path_factory) -> Validation:
     """One Spark run of the spike, the simulator calibrated from it, and their agreement."""
     out = tmp_path_factory.mktemp("validate")
     result = validate(
-        load_pipeline(PIPELINE), out, runs=1, trace=TRACE, td=3.0, drain_s=60, t_out=None
+        load_pipeline(PIPELINE),
+        out,
+        runs=1,
+        trace=TRACE,
+        interval_s=3.0,
+        drain_s=60,
+        event_timeout_s=None,
     )
     for name, rel in result.agreement.relative().items():  # shown with -s, and in failures
         print(f"{name:<24} sim vs Spark {rel:7.1%}  target {TARGET:.0%}")

@@ -69,7 +69,14 @@ def request() -> PlanRequest:
 
 
 def simulate(place: bool, rate: float = RATE) -> tuple[SodrpReport, object]:
-    cfg = RunConfig(policy="static", replicas=1, td=2.0, t_out=None, q_size=None, drain_s=60)
+    cfg = RunConfig(
+        policy="static",
+        replicas=1,
+        interval_s=2.0,
+        event_timeout_s=None,
+        queue_capacity=None,
+        drain_s=60,
+    )
     settings = SimSettings(measure_cpu=False, fast_forward=False)
     trace = Trace(np.full(40, rate))
     req = request()
@@ -150,7 +157,7 @@ def test_sodrp_on_spark_enacts_counts_live_and_replans_from_measured_rates(tmp_p
     # minimum cost in both plans: the replica counts are then set by the load alone
     req = load_request(str(DEBS_PLAN), pipeline_file, Weights(c=1.0))
     trace = Trace(np.full(20, 100.0))
-    config = make_config(td=2.0, out=tmp_path / "run", drain_s=60, t_out=None)
+    config = make_config(interval_s=2.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None)
     engine = SparkEngine(pipeline_from_dict(data), config, trace)
     report = SodrpReport()
     result = run_sodrp(engine, req, window_s=6.0, place=False, report=report)
@@ -177,8 +184,8 @@ def test_sodrp_on_spark_enacts_counts_live_and_replans_from_measured_rates(tmp_p
 
 def test_simulate_placement_command_writes_both_plans(tmp_path, capsys) -> None:
     out = tmp_path / "out"
-    args = ["simulate", str(DEBS), "--placement", str(DEBS_PLAN), "--quiet", "--out", str(out)]
-    args += ["--trace", "constant:rate=150,duration=30", "--td", "2", "--window", "8"]
+    args = ["simulate", str(DEBS), "--infra", str(DEBS_PLAN), "--quiet", "--out", str(out)]
+    args += ["--trace", "constant:rate=150,duration=30", "--interval", "2", "--replan-window", "8"]
     assert main(args) == 0
     data = json.loads((out / "sodrp.json").read_text())
     assert data["placed"] and data["replanned_at_s"] == pytest.approx(8.0)

@@ -40,7 +40,9 @@ def test_spark_emits_the_batch_computations_updates_with_replicas_changing_live(
     monkeypatch.setenv(debs.TRIPS_ENV, str(TRIPS.resolve()))
     pipeline = debs_pipeline(parse=2, route_count=4, partial_top10=2)
     trace = Trace(np.array([500.0] * 20 + [4.0]))  # 10,004 trips in 21 s
-    config = make_config(policy="static", td=1.0, out=tmp_path / "run", drain_s=120, t_out=None)
+    config = make_config(
+        policy="static", interval_s=1.0, out=tmp_path / "run", drain_s=120, event_timeout_s=None
+    )
     engine = SparkEngine(pipeline, config, trace)
     seen: list[dict[str, int]] = []
     try:

@@ -41,7 +41,7 @@ def test_files_in_parquet_out_equal_the_batch_computation_with_replicas_followin
     rows = 3000
     cmd = [sys.executable, str(ROOT / "benchmarks/debs_files.py"), "--run", "--dir", str(tmp_path)]
     cmd += ["--trips", str(TRIPS), "--rows", str(rows), "--pace", "8:40,12:160,0:40"]
-    cmd += ["--td", "2", "--duration", "80", "--lead", "15"]
+    cmd += ["--interval", "2", "--duration", "80", "--lead", "15"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     print(done.stdout, done.stderr[-3000:])
     got = script().read_updates(tmp_path / "top10")

@@ -11,8 +11,8 @@ from test_spark_runtime import PIPELINE, assert_conserved
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.control.policy import POLICIES
-from elastream.decentral.tcp_transport import TcpTransport
 from elastream.experiments.session import build_engine, prepare_workload, run_engine
+from elastream.runtime.tcp.transport import TcpTransport
 from elastream.workloads import Trace
 
 pytestmark = pytest.mark.spark
@@ -49,7 +49,11 @@ def test_decentralized_agents_follow_a_step_up_and_down_over_tcp(tmp_path: Path,
     # agents leave once the backlog of the step is drained; it can outlast the step on a busy box).
     trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 30))
     config = make_config(
-        td=3.0, out=tmp_path / "run", drain_s=60, t_out=None, policy="decentralized"
+        interval_s=3.0,
+        out=tmp_path / "run",
+        drain_s=60,
+        event_timeout_s=None,
+        policy="decentralized",
     )
     engine = build_engine(pipeline, config, prepare_workload(config, pipeline, trace))
     result = run_engine(engine, config)

@@ -92,7 +92,9 @@ def test_files_to_parquet_and_rate_to_foreach_batch_with_live_replica_changes(tm
     good = write_inputs(tmp_path / "in")
     shutil.rmtree(BATCHES, ignore_errors=True)
     pipeline = pipeline_from_dict(files_pipeline(tmp_path, extra_source=True))
-    config = make_config(td=2.0, out=tmp_path / "run", drain_s=60, t_out=None, duration=16)
+    config = make_config(
+        interval_s=2.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None, duration=16
+    )
     engine = SparkEngine(pipeline, config, _trace(16))
     engine.start()
     try:
@@ -190,7 +192,17 @@ def test_a_killed_files_run_resumes_with_every_row_once(tmp_path):
     spec.write_text(yaml.safe_dump(files_pipeline(tmp_path, extra_source=False)))
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "elastream.cli", "run", str(spec), "--out", str(out)]
-    cmd += ["--duration", "25", "--td", "2", "--quiet", "--policy", "static", "--replicas", "2"]
+    cmd += [
+        "--duration",
+        "25",
+        "--interval",
+        "2",
+        "--quiet",
+        "--policy",
+        "static",
+        "--replicas",
+        "2",
+    ]
     first = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE, text=True)
     deadline = time.time() + 240
     while not list((tmp_path / "out").glob("*.parquet")):
@@ -244,7 +256,7 @@ def test_redis_in_redis_out_exactly_once_across_kill_resume_and_server_restart(t
     )  # fmt: skip
     producer = subprocess.Popen([sys.executable, "-c", REDIS_PRODUCER, server.url, "2000"])
     cmd = [sys.executable, "-m", "elastream.cli", "run", str(spec), "--out", str(tmp_path / "run")]
-    cmd += ["--duration", "50", "--td", "2", "--quiet"]
+    cmd += ["--duration", "50", "--interval", "2", "--quiet"]
     client = redis_lib.Redis.from_url(server.url, decode_responses=True)
     try:
         first = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE, text=True)

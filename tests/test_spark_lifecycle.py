@@ -20,7 +20,7 @@ pytestmark = pytest.mark.spark
 
 def run_until_stopped(out: Path, *extra: str) -> subprocess.Popen:
     """`elastream run` with neither --duration nor --trace: the sources' rates, for ever."""
-    cmd = [sys.executable, "-m", "elastream.cli", "run", str(PIPELINE), "--td", "3"]
+    cmd = [sys.executable, "-m", "elastream.cli", "run", str(PIPELINE), "--interval", "3"]
     cmd += ["--out", str(out), "--quiet", *extra]
     return subprocess.Popen(
         cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -84,7 +84,7 @@ def test_the_python_api_runs_in_the_callers_session_and_leaves_it_running(tmp_pa
         b.operator("ingest", passthrough, inputs="src")
         b.operator("enrich", drop_odd, inputs="ingest", replicas=(1, 2))
         b.sink("out", inputs="enrich")
-        finished = elastream.run(b, spark=spark, duration=6, td=2, out=tmp_path / "run")
+        finished = elastream.run(b, spark=spark, duration=6, interval_s=2, out=tmp_path / "run")
         totals = finished.totals
         assert totals.events_in == 20 * 6
         assert totals.events_out + totals.filtered == totals.events_in  # drained, all of it

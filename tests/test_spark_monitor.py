@@ -30,7 +30,7 @@ APPENDS = [
 @pytest.fixture
 def engine(tmp_path, monkeypatch) -> tuple[SparkEngine, Counter]:
     """An engine whose store holds APPENDS (no Spark session); counts `arrivals` per queue."""
-    config = RunConfig(out=tmp_path / "run", td=2.0, policy="static", replicas=1)
+    config = RunConfig(out=tmp_path / "run", interval_s=2.0, policy="static", replicas=1)
     engine = SparkEngine(filter_split_pipeline(pool=(1, 2)), config, Trace(np.full(10, 1.0)))
     engine._prepare_store()
     now = time.time()

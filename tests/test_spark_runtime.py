@@ -44,10 +44,10 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path, layout):
     trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 21))
     # A 20 s retention: the store forgets its older audit records as the run goes on.
     config = make_config(
-        td=3.0,
+        interval_s=3.0,
         out=tmp_path / "run",
         drain_s=60,
-        t_out=None,
+        event_timeout_s=None,
         spark={"retention_s": 20, "layout": layout},
     )
     engine = SparkEngine(pipeline, config, trace)
@@ -89,7 +89,11 @@ def test_runs_back_to_back_in_one_session_each_start_their_queries(tmp_path):
     try:
         for i in range(2):
             config = make_config(
-                td=3.0, out=tmp_path / f"run{i}", drain_s=30, t_out=None, spark=spark
+                interval_s=3.0,
+                out=tmp_path / f"run{i}",
+                drain_s=30,
+                event_timeout_s=None,
+                spark=spark,
             )
             engines.append(SparkEngine(pipeline, config, trace, keep_session=True))
             result = run_mape(engines[-1], Controller.build("static"))
@@ -109,7 +113,7 @@ def run_cli(
 ) -> subprocess.Popen:
     """`elastream run` in its own process group (a test can SIGKILL all of it at once)."""
     cmd = [sys.executable, "-m", "elastream.cli", "run", str(pipeline), "--trace", trace]
-    cmd += ["--td", "3", "--out", str(out), "--quiet", "--t-out", "600", *extra]
+    cmd += ["--interval", "3", "--out", str(out), "--quiet", "--event-timeout", "600", *extra]
     return subprocess.Popen(
         cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

@@ -24,7 +24,7 @@ def report(text: str) -> dict[str, str]:
 
 def test_trace_of_a_generator_prints_stats_and_writes_a_png(tmp_path, capsys):
     out = tmp_path / "plots" / "demo.png"
-    assert main(["trace", "demo:duration=240,peak=500,seed=2", "--out", str(out)]) == 0
+    assert main(["trace", "demo:duration=240,peak=500,seed=2", "--plot", str(out)]) == 0
     fields = report(capsys.readouterr().out)
     expected = demo_trace(240, 500, 2).stats()
     assert fields["samples"] == "240" and fields["max"] == "500 events/s"
@@ -37,7 +37,7 @@ def test_trace_of_a_file_with_scaling(tmp_path, capsys):
     counts = tmp_path / "counts.txt"
     counts.write_text("\n".join(str(v) for v in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] * 12))
     out = tmp_path / "c.png"
-    args = ["--slice", "10:1m", "--peak-rate", "90", "--time-scale", "2", "--out", str(out)]
+    args = ["--slice", "10:1m", "--peak-rate", "90", "--time-scale", "2", "--plot", str(out)]
     assert main(["trace", str(counts), *args]) == 0
     fields = report(capsys.readouterr().out)
     assert fields["samples"] == "50" and fields["step"] == "0.5 s"

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
@@ -28,10 +29,50 @@ class YamlSyntaxError(SettingsError):
         self.origin, self.line, self.problem = origin, line, problem
 
 
-class Settings(BaseModel):
-    """Base of every settings model: frozen, unknown keys rejected, every field described."""
+class RenamedSettingWarning(FutureWarning):
+    """A setting given by its old name, accepted for one more release."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+
+def warn_renamed(old: str, new: str, what: str = "setting") -> None:
+    """The one-line notice that a setting's (or an option's) old name was used."""
+    warnings.warn(
+        f"{what} {old!r} is now called {new!r}; the old name is accepted until the next release",
+        RenamedSettingWarning,
+        stacklevel=3,
+    )
+
+
+def accept_old_names(data: Any, renamed: Mapping[str, str]) -> Any:
+    """`data` with each old setting name replaced by its new one (line numbers kept), and a
+    warning per old name; an old and a new name given together is an error."""
+    if not isinstance(data, Mapping) or not renamed.keys() & data.keys():
+        return data
+    out = LineMap()
+    out.line, out.lines = getattr(data, "line", 0), {}
+    lines = getattr(data, "lines", {})
+    for key, value in data.items():
+        new = renamed.get(key, key)
+        if new != key:
+            if new in data:
+                raise ValueError(f"{key!r} is the old name of {new!r}: give only {new!r}")
+            warn_renamed(key, new)
+        out[new] = value
+        if key in lines:
+            out.lines[new] = lines[key]
+    return out
+
+
+class Settings(BaseModel):
+    """Base of every settings model: frozen, unknown keys rejected, every field described; a
+    renamed setting's old name (`renamed`: old -> new) still accepted, with a warning."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    renamed: ClassVar[Mapping[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return accept_old_names(data, cls.renamed)
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -192,8 +233,11 @@ def validate(model: type[M], data: Any, origin: str, *, context: Any = None) -> 
     """Validate plain (or line-numbered) data into `model`; every problem is one line that names
     `origin`, the line (when known) and the setting, and a misplaced key says where it belongs."""
     try:
+        data = accept_old_names(data, getattr(model, "renamed", {}))  # lines kept for errors
         return model.model_validate(data, context=context)
-    except ValidationError as exc:
+    except ValueError as exc:
+        if not isinstance(exc, ValidationError):
+            raise SettingsError(f"{origin}: {exc}") from None
         problems = []
         for err in exc.errors():
             loc = err["loc"]
@@ -261,7 +305,8 @@ def _bound(constraint: Any) -> str:
     return ""
 
 
-def _default(info: Any) -> str:
+def default_text(info: Any) -> str:
+    """A field's default as `config --describe` prints it."""
     if info.default is not PydanticUndefined:
         value = info.default
     elif info.default_factory is not None:
@@ -292,7 +337,7 @@ def describe(model: type[BaseModel], prefix: str = "") -> list[Option]:
         if nested and isinstance(info.annotation, type):
             out.extend(describe(nested[0], f"{path}."))
             continue
-        out.append(Option(path, _field_type(info), _default(info), info.description or ""))
+        out.append(Option(path, _field_type(info), default_text(info), info.description or ""))
     return out
 
 

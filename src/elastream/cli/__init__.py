@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from importlib import metadata
 
 from elastream.base.secrets import redact_text
+from elastream.base.settings import RenamedSettingWarning
 from elastream.cli._logging import FORMATS, LEVELS, configure_logging
 
 
@@ -44,8 +45,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(message: Warning | str, category: type[Warning], *args: object, **kw: object) -> None:
+    """A renamed setting's notice as one line on stderr; other warnings as Python prints them."""
+    if issubclass(category, RenamedSettingWarning):
+        print(f"elastream: warning: {message}", file=sys.stderr)
+    else:
+        _show_warning(message, category, *args, **kw)  # type: ignore[arg-type]
+
+
+_show_warning = warnings.showwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("always", category=RenamedSettingWarning)
+    warnings.showwarning = _one_line
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level, args.log_format)
     try:

@@ -1,18 +1,24 @@
-"""Options and steps shared by `elastream run`, `simulate` and `demo`."""
+"""Options and steps shared by `elastream run` (`simulate` is its alias) and `demo`: the options
+are made from the run settings' descriptions, so `--help` and `config --describe` agree."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import typing
 from pathlib import Path
 from typing import Any
 
-from elastream.base.settings import SettingsError, read_settings
+from pydantic.fields import FieldInfo
+
+from elastream.base.settings import SettingsError, default_text, read_settings
+from elastream.cli._renamed import add_old_option
 from elastream.config import ConfigError, RunConfig, make_config
 from elastream.config.files import load_pipeline
 from elastream.control.policies import POLICIES
 from elastream.model.metrics import PAPER_METRICS, Summary
 from elastream.model.pipeline import Pipeline
+from elastream.runtime.sim.settings import SimSettings
 
 HEADLINE = (
     *PAPER_METRICS,
@@ -24,118 +30,153 @@ HEADLINE = (
 )
 
 
-def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -> None:
-    if pipeline:
-        parser.add_argument("pipeline", type=Path, help="pipeline YAML file")
-    parser.add_argument("--config", type=Path, help="YAML file of run settings (CLI flags win)")
-    parser.add_argument("--policy", help=f"scaling policy: {', '.join(POLICIES.names())}")
-    parser.add_argument("--replicas", type=int, help="r for --policy static")
-    parser.add_argument("--trace", help="trace file, or generator spec such as spike:peak=100")
-    parser.add_argument("--data-dir", type=Path, help="folder of real traces (../shared/data)")
-    parser.add_argument("--peak-rate", type=float, help="rescale the trace to this peak, events/s")
-    parser.add_argument("--time-scale", type=float, help="compress trace time by this factor")
-    parser.add_argument("--slice", help="trace seconds START:END kept before rescaling")
-    parser.add_argument(
-        "--duration",
-        type=float,
-        help="run length in seconds (without it and --trace: run until SIGINT/SIGTERM; "
-        "simulate: 60)",
-    )
-    parser.add_argument("--td", type=float, help="MAPE interval in seconds")
-    parser.add_argument("--t-out", type=optional(float), help="event timeout, seconds, or none")
-    parser.add_argument("--q-size", type=optional(int), help="queue bound in events, or none")
-    parser.add_argument(
-        "--drain",
-        type=float,
-        dest="drain_s",
-        help="seconds allowed to empty the queues after the load or a stop (default 60)",
-    )
-    parser.add_argument("--seed", type=int, help="random seed")
-    parser.add_argument("--out", type=Path, help="output directory")
-    parser.add_argument(
-        "--history", type=Path, help="metrics history database (default: beside --out)"
-    )
-    parser.add_argument(
-        "--dry-run", action="store_true", default=None, help="decide and report, never enact"
-    )
-    parser.add_argument(
-        "--series-resolution",
-        type=float,
-        dest="series_resolution_s",
-        help="seconds per row of timeseries.csv and intervals.csv (default: one per interval)",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no live table")
-    add_metrics_options(parser)
-
-
-def add_metrics_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--metrics-port",
-        type=int,
-        help="port of the run's /metrics endpoint and live view (default 9464, or a free one "
-        "if taken; 0: none)",
-    )
-    parser.add_argument("--metrics-host", help="address of the /metrics endpoint (127.0.0.1)")
-    parser.add_argument(
-        "--no-metrics", action="store_true", help="serve no /metrics endpoint (as --metrics-port 0)"
-    )
-
-
-def metrics_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The metrics settings given on the command line."""
-    given = {
-        "port": getattr(args, "metrics_port", None),
-        "host": getattr(args, "metrics_host", None),
-    }
-    if getattr(args, "no_metrics", False):
-        given["port"] = 0
-    return {k: v for k, v in given.items() if v is not None}
-
-
-def default_history() -> Path:
-    """Where `run`, `simulate` and `demo` record their history by default: the one default
-    every command that reads a history starts from."""
-    return make_config().history_path()
-
-
+# Run settings given only in a --config file: mappings of settings of their own.
+FILE_ONLY = ("policy_options", "objective", "guards", "spark", "metrics")
+# Nested run settings that have an option: option -> (section, setting).
+NESTED = {
+    "--master": ("spark", "master"),
+    "--metrics-port": ("metrics", "port"),
+    "--metrics-host": ("metrics", "host"),
+}
+# Simulator settings with an option (`run --engine sim`); the others go in --sim-config.
+SIM_OPTIONS = {
+    "step_s": "--sim-step",
+    "queue_model": "--queue-model",
+    "reconfiguration": "--reconfiguration",
+    "restart_downtime_s": "--restart-downtime",
+    "start_delay_s": "--start-delay",
+    "batch_overhead_s": "--batch-overhead",
+    "et_noise": "--et-noise",
+    "sample_events": "--sample-events",
+    "fast_forward": "--fast-forward",
+}
 OFF = "none"
 
 
-def optional(kind: type) -> Any:
+def option_name(setting: str) -> str:
+    """A setting's option: its name with '-' for '_', without a trailing `_s` (seconds)."""
+    return "--" + setting.removesuffix("_s").replace("_", "-")
+
+
+def run_settings() -> list[str]:
+    """The run settings that have an option of their own (every one not in FILE_ONLY)."""
+    return [name for name in RunConfig.model_fields if name not in FILE_ONLY]
+
+
+class HelpWithDefaults(argparse.HelpFormatter):
+    """Help that ends each setting's description with the setting's default (unless None, or
+    the description already tells the default)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        default = getattr(action, "setting_default", None)
+        text = action.help or ""
+        if default in (None, "None") or "default" in text:
+            return text
+        return f"{text} (default: {default})"
+
+
+def optional(kind: Any) -> Any:
     """An argparse type that also accepts 'none' (the setting switched off)."""
 
     def parse(text: str) -> Any:
         return OFF if text.strip().lower() == OFF else kind(text)
 
-    parse.__name__ = kind.__name__
+    parse.__name__ = getattr(kind, "__name__", "value")
     return parse
 
 
-FLAGS = (
-    "policy",
-    "replicas",
-    "trace",
-    "data_dir",
-    "peak_rate",
-    "time_scale",
-    "slice",
-    "duration",
-    "td",
-    "t_out",
-    "q_size",
-    "drain_s",
-    "seed",
-    "out",
-    "queues",
-    "history",
-    "dry_run",
-    "series_resolution_s",
-)
+def _parser_type(annotation: Any) -> dict[str, Any]:
+    """argparse keywords (type, choices or a boolean action) for a setting's annotation."""
+    args = typing.get_args(annotation)
+    nullable = type(None) in args
+    if nullable:
+        annotation = next(a for a in args if a is not type(None))
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if annotation is bool:
+        return {"action": argparse.BooleanOptionalAction}
+    if typing.get_origin(annotation) is typing.Literal:
+        return {"choices": typing.get_args(annotation)}
+    if annotation not in (int, float, str, Path):
+        raise TypeError(f"no command-line type for {annotation!r}")
+    return {"type": optional(annotation) if nullable else annotation}
+
+
+def add_setting(
+    parser: Any, option: str, info: FieldInfo, dest: str, **extra: Any
+) -> argparse.Action:
+    """An option made from a setting: its help is the setting's description (its default
+    printed after it), so `--help` and `config --describe` say the same."""
+    keywords = _parser_type(info.annotation) | extra
+    if "action" not in keywords and "choices" not in keywords:
+        keywords["metavar"] = option.removeprefix("--").upper().replace("-", "_")
+    description = (info.description or "").replace("%", "%%")
+    action = parser.add_argument(option, dest=dest, default=None, help=description, **keywords)
+    action.setting_default = default_text(info)  # type: ignore[attr-defined]
+    return action
+
+
+def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -> None:
+    """The run settings as options, then the simulator's and the nested ones."""
+    parser.formatter_class = HelpWithDefaults
+    if pipeline:
+        parser.add_argument("pipeline", type=Path, help="pipeline YAML file")
+    parser.add_argument("--config", type=Path, help="YAML file of run settings (options win)")
+    parser.add_argument("--quiet", action="store_true", help="no live table")
+    for name in run_settings():
+        extra = {"choices": POLICIES.names()} if name == "policy" else {}
+        add_setting(parser, option_name(name), RunConfig.model_fields[name], name, **extra)
+    add_old_options(parser)
+    for option, (section, name) in NESTED.items():
+        info = RunConfig.model_fields[section].annotation.model_fields[name]  # type: ignore[union-attr]
+        add_setting(parser, option, info, f"{section}_{name}")
+    parser.add_argument(
+        "--no-metrics", action="store_true", help="serve no /metrics endpoint (as --metrics-port 0)"
+    )
+    sim = parser.add_argument_group("simulator, with --engine sim (docs/simulator.md)")
+    sim.add_argument("--sim-config", type=Path, help="YAML mapping of simulator settings")
+    for name, option in SIM_OPTIONS.items():
+        add_setting(sim, option, SimSettings.model_fields[name], f"sim_{name}")
+
+
+def add_old_options(parser: argparse.ArgumentParser) -> None:
+    """The old spellings of the renamed run options."""
+    add_old_option(parser, "--td", "--interval", "interval_s", type=float)
+    add_old_option(parser, "--t-out", "--event-timeout", "event_timeout_s", type=optional(float))
+    add_old_option(parser, "--q-size", "--queue-capacity", "queue_capacity", type=optional(int))
+
+
+def default_history() -> Path:
+    """Where `run` and `demo` record their history by default: the one default every command
+    that reads a history starts from."""
+    return make_config().history_path()
+
+
+def _given(value: Any) -> Any:
+    return None if value == OFF else value
+
+
+def nested_flags(args: argparse.Namespace, base: dict[str, Any]) -> dict[str, Any]:
+    """The nested settings given as options, merged into the --config file's sections."""
+    out: dict[str, Any] = {}
+    for section, name in NESTED.values():
+        value = getattr(args, f"{section}_{name}", None)
+        if value is not None:
+            out.setdefault(section, dict(base.get(section, {})))[name] = _given(value)
+    if getattr(args, "no_metrics", False):
+        out.setdefault("metrics", dict(base.get("metrics", {})))["port"] = 0
+    return out
+
+
+def sim_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The simulator settings given as options."""
+    given = {name: getattr(args, f"sim_{name}", None) for name in SIM_OPTIONS}
+    return {name: _given(value) for name, value in given.items() if value is not None}
 
 
 def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
-    """Settings file, then command-line flags, then `overrides` (e.g. the engine). A bad or
-    misplaced key of the settings file is named with its file and line."""
+    """Settings file, then command-line options, then `overrides`. A bad or misplaced key of the
+    settings file is named with its file and line."""
     base: dict[str, Any] = {}
     if getattr(args, "config", None) is not None:
         try:
@@ -143,11 +184,9 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
             base = file.model_dump(exclude_unset=True)
         except SettingsError as exc:
             raise ConfigError(str(exc)) from None
-    given = {k: getattr(args, k, None) for k in FLAGS}
-    flags = {k: (None if v == OFF else v) for k, v in given.items() if v is not None}
-    if metrics := metrics_flags(args):
-        flags["metrics"] = base.get("metrics", {}) | metrics
-    return make_config(**(base | flags | overrides))
+    given = {name: getattr(args, name, None) for name in run_settings()}
+    flags = {name: _given(value) for name, value in given.items() if value is not None}
+    return make_config(**(base | flags | nested_flags(args, base) | overrides))
 
 
 def load_run_inputs(args: argparse.Namespace, **overrides: Any) -> tuple[Pipeline, RunConfig]:

@@ -1,4 +1,4 @@
-"""The `--placement INFRA.yaml` options of `run` and `simulate`: S-ODRP (Alg. 1) replaces the
+"""The `--infra INFRA.yaml` options of `run` and `simulate`: S-ODRP (Alg. 1) replaces the
 scaling policy (experiments/sodrp_run.py; docs/placement.md, "S-ODRP on the runtime")."""
 
 from __future__ import annotations
@@ -8,45 +8,54 @@ import json
 from pathlib import Path
 from typing import Any
 
+from elastream.cli._renamed import add_old_option
 from elastream.cli.plan import SOLVER_CHOICES, parse_weights
 
 
 def add_sodrp_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("S-ODRP (ODRP Alg. 1 instead of --policy)")
     group.add_argument(
-        "--placement",
+        "--infra",
         help="planning YAML (nodes, links, operator attributes, as `plan --infra`): enact the "
         "minimum-cost plan, measure a window, re-plan with the measured rates, enact it",
     )
+    add_old_option(group, "--placement", "--infra", "infra")
+    add_old_option(group, "--window", "--replan-window", "replan_window", type=float)
     group.add_argument(
-        "--plan-weights", default="r=1", help="weights of the re-plan (as `plan --weights`)"
+        "--plan-weights",
+        default="r=1",
+        help="weights of the re-plan (as `plan --weights`; default r=1: fewest replicas)",
     )
     group.add_argument(
         "--plan-solver",
         choices=SOLVER_CHOICES,
         default="compact",
-        help="solver of each re-plan (default compact: the compact ILP on HiGHS)",
+        help="solver of each re-plan (as `plan --solver`; default compact: the compact ILP on "
+        "HiGHS)",
     )
     group.add_argument(
-        "--window", type=float, default=10.0, help="seconds measured before the re-plan"
+        "--replan-window",
+        type=float,
+        default=10.0,
+        help="seconds measured before the re-plan (default 10)",
     )
 
 
 def sodrp_runner(args: argparse.Namespace, place: bool) -> tuple[Any, Any]:
-    """(the session runner, its report) for `--placement`; (None, None) without it."""
-    if not args.placement:
+    """(the session runner, its report) for `--infra`; (None, None) without it."""
+    if not args.infra:
         return None, None
     from elastream.experiments.sodrp_run import SodrpReport, session_runner
     from elastream.placement.yaml_io import load_request
 
     request = load_request(
-        args.placement,
+        args.infra,
         args.pipeline,
         parse_weights(args.plan_weights),
         solver=args.plan_solver,
     )
     report = SodrpReport()
-    return session_runner(request, args.window, place, report), report
+    return session_runner(request, args.replan_window, place, report), report
 
 
 def print_sodrp(report: Any, out: Path) -> None:

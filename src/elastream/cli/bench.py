@@ -10,6 +10,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from elastream.cli._renamed import add_old_option
 from elastream.experiments.bench.outputs import (
     REPORT_FILE,
     RESULTS_FILE,
@@ -32,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Format of the file: docs/policies.md#benchmarks.",
     )
     parser.add_argument("scenarios", type=Path, metavar="SCENARIOS.yaml")
-    parser.add_argument("--out", type=Path, required=True, help="output directory")
+    parser.add_argument(
+        "--out", type=Path, default=Path("runs/bench"), help="output directory (default runs/bench)"
+    )
     parser.add_argument(
         "--jobs", type=int, default=DEFAULT_JOBS, help=f"parallel runs (default {DEFAULT_JOBS})"
     )
@@ -41,8 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--only", action="append", metavar="SCENARIO", help="run only this scenario (repeatable)"
     )
     parser.add_argument(
-        "--policy", action="append", metavar="LABEL", help="run only this policy label (repeatable)"
+        "--label", action="append", metavar="LABEL", help="run only this policy label (repeatable)"
     )
+    add_old_option(parser, "--policy", "--label", "label", append=True)
     parser.add_argument(
         "--markdown",
         type=Path,
@@ -125,7 +129,7 @@ def run(args: argparse.Namespace, backend: Backend = SIM_BACKEND) -> int:
     if args.from_results:
         results = read_results(args.out / RESULTS_FILE)
     else:
-        chosen = select(specs, args.only, args.policy)
+        chosen = select(specs, args.only, args.label)
         console.print(f"{len(chosen)} run(s), {args.jobs} at a time -> {args.out}")
         history = None if args.no_history else args.history or args.out / "history.sqlite"
         records = run_matrix(chosen, backend, jobs=args.jobs, console=console, history=history)

@@ -7,6 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 from elastream.cli._common import add_run_options, config_from_args, print_summary
+from elastream.cli.run import check_engine_options, sim_settings_from_args
 from elastream.config.files import load_pipeline
 from elastream.experiments.session import run_session
 
@@ -22,12 +23,6 @@ def demo_pipeline_path() -> Path:
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("demo", help="run the tweet-analysis example on Spark (a few minutes)")
     add_run_options(parser, pipeline=False)
-    parser.add_argument(
-        "--engine",
-        choices=("spark", "sim"),
-        default="spark",
-        help="spark: run on local Spark (default); sim: the simulator, in seconds",
-    )
     parser.set_defaults(handler=handle)
 
 
@@ -35,16 +30,16 @@ def handle(args: argparse.Namespace) -> int:
     pipeline = load_pipeline(demo_pipeline_path())
     pipeline.check_imports()
     duration = args.duration or DEMO_DURATION_S
-    defaults = {"out": Path("runs/demo"), "td": 5.0, "drain_s": 60.0}
+    defaults = {"out": Path("runs/demo"), "interval_s": 5.0, "drain_s": 60.0}
     trace = args.trace or f"demo:duration={duration:g},peak={args.peak_rate or DEMO_PEAK_RATE:g}"
     config = config_from_args(
         args,
         trace=trace,
-        engine=args.engine,
         **{k: v for k, v in defaults.items() if getattr(args, k) is None},
     )
-    result, paths = run_session(
-        pipeline, config, title=f"elastream demo: tweets on {args.engine}", quiet=args.quiet
-    )
+    check_engine_options(args, config)
+    sim = sim_settings_from_args(args) if config.engine == "sim" else None
+    title = f"elastream demo: tweets on {config.engine}"
+    result, paths = run_session(pipeline, config, title=title, quiet=args.quiet, sim=sim)
     print_summary(result.summary, paths)
     return 0

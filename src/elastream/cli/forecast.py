@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from elastream.cli._renamed import add_old_option
 from elastream.modeling.backtest import BacktestResult, backtest, origins_for, skill
 from elastream.modeling.forecasting import BASELINES, FORECASTERS, FitCache, Series
 from elastream.modeling.graph import ModelError
@@ -21,8 +22,8 @@ HORIZON_STEPS = 12  # the default horizon: 1 h or 12 steps, at most a tenth of t
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "forecast",
-        help="backtest traffic forecasters on a trace (MASE, skill, sMAPE, 90%% coverage)",
-        description="Rolling-origin backtest: at each origin fit on the previous --history "
+        help="backtest traffic forecasters on a trace (MASE, skill, sMAPE, 90 % coverage)",
+        description="Rolling-origin backtest: at each origin fit on the previous --fit-window "
         "seconds and forecast --horizon seconds; prints MASE, the skill against the naive "
         "forecast (1 - MASE/MASE_naive), sMAPE and the coverage of the 90% interval per model "
         "and plots the forecasts. The naive and seasonal-naive baselines are always included.",
@@ -35,10 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         f"{', '.join(FORECASTERS)}; {' and '.join(BASELINES)} are always added)",
     )
     parser.add_argument(
-        "--history",
+        "--fit-window",
         type=float,
         help="fit window, seconds (default: two thirds of the resampled trace, at most 14 days)",
     )
+    add_old_option(parser, "--history", "--fit-window", "fit_window", type=float)
     parser.add_argument(
         "--horizon",
         type=float,
@@ -49,7 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--step", type=float, help="resample to this step, seconds (default: the trace's, ≥ 60)"
     )
     parser.add_argument("--origins", type=int, default=10, help="number of forecast origins")
-    parser.add_argument("--out", type=Path, help="write backtest.json and backtest.png here")
+    parser.add_argument(
+        "--out", type=Path, help="output directory: backtest.json and backtest.png (default: none)"
+    )
     parser.add_argument(
         "--plot", type=Path, help="PNG to write (default: DIR/backtest.png, else forecast-NAME.png)"
     )
@@ -165,7 +169,7 @@ def handle(args: argparse.Namespace) -> int:
     models = backtest_models(args.model)  # an unknown name fails before the trace is read
     series, name = load_series(args.trace, args.data_dir, args.step)
     history, horizon = default_windows(series)
-    history, horizon = args.history or history, args.horizon or horizon
+    history, horizon = args.fit_window or history, args.horizon or horizon
     results, skipped = run_backtests(series, models, history, horizon, args.origins)
     for model, reason in skipped.items():
         print(f"{model}: skipped: {reason}", file=sys.stderr)

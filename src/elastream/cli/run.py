@@ -1,49 +1,84 @@
-"""`elastream run PIPELINE`: run a pipeline on Spark with live per-operator replication."""
+"""`elastream run PIPELINE [--engine spark|sim]`: run a pipeline, scaling each operator live, on
+Spark or on the simulator (same settings, same outputs)."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
-from elastream.cli._common import add_run_options, load_run_inputs, print_summary
+from elastream.base.settings import read_yaml
+from elastream.cli._common import (
+    SIM_OPTIONS,
+    add_run_options,
+    load_run_inputs,
+    print_summary,
+    sim_flags,
+)
 from elastream.cli._sodrp import add_sodrp_options, print_sodrp, sodrp_runner
+from elastream.config import ConfigError, RunConfig
+from elastream.runtime.sim.settings import SimSettingsError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("run", help="run a pipeline on Spark, scaling each operator live")
+def add_parser(sub: argparse._SubParsersAction, name: str, help: str) -> argparse.ArgumentParser:
+    """`run`'s parser under `name` (`simulate` is the same command with --engine sim)."""
+    parser = sub.add_parser(name, help=help, description=help)
     add_run_options(parser)
     parser.add_argument(
         "--resume",
         action="store_true",
-        help="continue a killed or stopped run from its queues and checkpoints in --out (the "
-        "events still queued are delivered, nothing twice)",
-    )
-    parser.add_argument(
-        "--queues",
-        help="queue store: redis://HOST:PORT/DB[?prefix=NAME] for Redis Streams, or a SQLite "
-        "file (default: queues.db in --out)",
-    )
-    parser.add_argument(
-        "--master", help="Spark master URL, e.g. spark://127.0.0.1:7077 (`elastream cluster up`)"
+        help="--engine spark: continue a killed or stopped run from its queues and checkpoints "
+        "in --out (the events still queued are delivered, nothing twice)",
     )
     add_sodrp_options(parser)
     parser.set_defaults(handler=handle)
+    return parser
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    add_parser(sub, "run", "run a pipeline, scaling each operator live (Spark, or --engine sim)")
+
+
+def sim_settings_from_args(args: argparse.Namespace) -> Any:
+    """SimSettings from --sim-config, then the simulator options; errors name the file or flag."""
+    from elastream.runtime.sim.settings import sim_settings_from_dict
+
+    values: Any = {}
+    origin = "command line"
+    if args.sim_config is not None:
+        origin = str(args.sim_config)
+        values = read_yaml(args.sim_config, "simulator settings file") or {}
+        if not isinstance(values, dict):
+            raise SimSettingsError(f"{origin}: expected a mapping of simulator settings")
+    return sim_settings_from_dict({**values, **sim_flags(args)}, origin)
+
+
+def check_engine_options(args: argparse.Namespace, config: RunConfig) -> None:
+    """Simulator options need --engine sim; --resume and --master need --engine spark."""
+    if config.engine == "spark":
+        given = [SIM_OPTIONS[name] for name in sim_flags(args)]
+        given += ["--sim-config"] if args.sim_config is not None else []
+        if given:
+            raise ConfigError(f"{', '.join(given)}: simulator options, for --engine sim only")
+    elif getattr(args, "resume", False):
+        raise ConfigError("--resume continues a Spark run: it needs --engine spark")
 
 
 def handle(args: argparse.Namespace) -> int:
     from elastream.experiments.session import run_session
 
-    pipeline, config = load_run_inputs(args, engine="spark")
-    if config.duration is None and config.trace is None:  # no end given: run until stopped
+    pipeline, config = load_run_inputs(args)
+    check_engine_options(args, config)
+    on_spark = config.engine == "spark"
+    if on_spark and config.duration is None and config.trace is None:  # no end: until stopped
         config = config.model_copy(update={"until_stopped": True})
-    if args.master:
-        spark = config.spark.model_copy(update={"master": args.master})
-        config = config.model_copy(update={"spark": spark})
-    runner, report = sodrp_runner(args, place=False)  # Spark cannot pin replicas (the spike)
+    sim = None if on_spark else sim_settings_from_args(args)
+    runner, report = sodrp_runner(args, place=not on_spark)  # Spark cannot pin replicas
     result, paths = run_session(
         pipeline,
         config,
-        title=f"{pipeline.name} on Spark",
+        title=f"{pipeline.name} on Spark" if on_spark else f"{pipeline.name} (simulated)",
         quiet=args.quiet,
+        sim=sim,
         resume=args.resume,
         runner=runner,
     )

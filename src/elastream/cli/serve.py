@@ -8,6 +8,7 @@ from pathlib import Path
 from elastream.base.auth import check_bind
 from elastream.base.extras import require
 from elastream.cli._common import default_history
+from elastream.cli._renamed import add_old_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,7 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "$ELASTREAM_SERVICE_TOKEN); required on any address but loopback",
     )
     parser.add_argument("--graphs", type=Path, help="folder of <pipeline>.yaml graph files")
-    parser.add_argument("--workers", type=int, default=2, help="modelling job threads")
+    parser.add_argument(
+        "--job-threads", type=int, default=2, help="threads running modelling jobs (default 2)"
+    )
+    add_old_option(parser, "--workers", "--job-threads", "job_threads", type=int)
     parser.set_defaults(handler=handle)
 
 
@@ -51,7 +55,7 @@ def handle(args: argparse.Namespace) -> int:
     check_bind(args.host, token, "the REST service", "--token-file or $ELASTREAM_SERVICE_TOKEN")
     with HistoryStore(args.history) as store:
         modeller = Modeller(store, GraphDirectory(args.graphs))
-        app = protect(create_app(modeller, PLANNERS, workers=args.workers), args.host, token)
+        app = protect(create_app(modeller, PLANNERS, workers=args.job_threads), args.host, token)
         print(f"history {args.history}; OpenAPI at http://{args.host}:{args.port}/openapi.json")
         serve(app, args.host, args.port)
     return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from elastream.cli._renamed import add_old_option
 from elastream.workloads import FORMATS, LoadInfo, Trace, resolve_trace_info
 from elastream.workloads.scaling import apply_scaling, human_duration
 
@@ -28,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--slice", metavar="START:END", help="keep [START, END) of the trace; e.g. 600:1200, 1h:2h"
     )
-    parser.add_argument("--out", type=Path, help="PNG to write (default: trace-<name>.png)")
+    parser.add_argument("--plot", type=Path, help="PNG to write (default: trace-<name>.png)")
+    add_old_option(parser, "--out", "--plot", "plot", type=Path)
     parser.add_argument("--no-plot", action="store_true", help="print the statistics only")
     parser.add_argument("--data-dir", type=Path, help="where to look for trace files by name")
     parser.add_argument("--format", choices=FORMATS.names(), help="force the file format")
@@ -41,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     trace, scaling = apply_scaling(trace, args.slice, args.peak_rate, args.time_scale)
     print(format_report(trace, info, scaling))
     if not args.no_plot:
-        out = args.out or Path("trace-" + re.sub(r"[^\w.-]+", "_", trace.name) + ".png")
+        out = args.plot or Path("trace-" + re.sub(r"[^\w.-]+", "_", trace.name) + ".png")
         plot_trace(trace, out, scaling)
         print(f"plot: {out}")
     return 0

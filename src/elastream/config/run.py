@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -128,6 +129,12 @@ class SparkSettings(Settings):
 class RunConfig(Settings):
     """Everything `elastream run`, `simulate`, `demo` and `bench` take besides the pipeline."""
 
+    renamed: ClassVar[Mapping[str, str]] = {
+        "td": "interval_s",
+        "t_out": "event_timeout_s",
+        "q_size": "queue_capacity",
+    }
+
     policy: str = Field("psps", description="scaling policy (see `elastream config --policies`)")
     policy_options: dict[str, Any] = Field(
         default_factory=dict, description="options of the policy (its own settings)"
@@ -139,24 +146,26 @@ class RunConfig(Settings):
         "with per-operator bounds {operators: {NAME: {latency_p99_s: ...}}}: every interval is "
         "marked met or missed, and the `objective` policy plans for it (None: no objective)",
     )
-    td: float = Field(5.0, gt=0, description="MAPE interval, s")
-    t_out: float | None = Field(
+    interval_s: float = Field(
+        5.0, gt=0, description="MAPE interval, s: how often the policy decides (PSPS: td)"
+    )
+    event_timeout_s: float | None = Field(
         None,
         gt=0,
-        description="event timeout, s: an event waiting longer is dropped (PSPS; None: never, "
-        "the default, so nothing is dropped unless asked)",
+        description="event timeout, s: an event waiting longer is dropped (PSPS: t_out; None: "
+        "never, the default, so nothing is dropped unless asked)",
     )
-    q_size: int | None = Field(
+    queue_capacity: int | None = Field(
         None,
         ge=1,
-        description="queue bound, events: a full queue refuses (drops) what is offered (PSPS; "
-        "None: unbounded, the default, so nothing is dropped unless asked)",
+        description="queue bound, events: a full queue refuses (drops) what is offered (PSPS: "
+        "q_size; None: unbounded, the default, so nothing is dropped unless asked)",
     )
     ingest_bound: int = Field(
         100_000,
         ge=1,
         description="events pending in a first operator's queue at which an external source "
-        "(files, redis, spark) waits instead of reading more (q_size when tighter): "
+        "(files, redis, spark) waits instead of reading more (queue_capacity when tighter): "
         "backpressure, nothing dropped (docs/sources-sinks.md)",
     )
     duration: float | None = Field(
@@ -309,7 +318,7 @@ class RunConfig(Settings):
 
 def make_config(**values: Any) -> RunConfig:
     """Validate settings; errors name each bad setting. An explicit None switches an optional
-    setting off (t_out, q_size); leave a setting out to get its default."""
+    setting off (event_timeout_s, queue_capacity); leave a setting out to get its default."""
     try:
         return RunConfig(**values)
     except ValidationError as exc:

@@ -13,17 +13,16 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from elastream.base.settings import Settings
 from elastream.decentral.decision import Action, DecisionConfig, decide
 from elastream.decentral.messages import Envelope, NodeId
 from elastream.decentral.node import Effects, Node
 
 
-class AgentConfig(BaseModel):
+class AgentConfig(Settings):
     """How often and with which rule an agent decides (Section 5.1 defaults)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     decision: DecisionConfig = Field(
         default_factory=DecisionConfig, description="the local rule (C, r, thresholds, damping)"

@@ -14,13 +14,13 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from elastream.base.settings import Settings
 
 
-class DecisionConfig(BaseModel):
+class DecisionConfig(Settings):
     """Parameters of the local decision (Section 5.1 defaults)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     capacity: float = Field(500.0, gt=0, description="C: tuples one instance processes per step")
     target_ratio: float = Field(0.7, gt=0, le=1, description="r: desired load ratio l_t / C")

@@ -150,7 +150,7 @@ class Placement:
 
 
 @dataclass(frozen=True)
-class Plan:
+class LeasePlan:
     """What Execute applies, in this order: lease hosts -> stop instances -> place instances ->
     set instance counts -> release emptied hosts -> mark hosts to prolong."""
 
@@ -196,7 +196,7 @@ class Applied:
     migrations: int = 0
 
 
-def _lease(cluster: Cluster, plan: Plan, kind: HostType, now: float, timing: Timing):
+def _lease(cluster: Cluster, plan: LeasePlan, kind: HostType, now: float, timing: Timing):
     known = {h.host_id for h in cluster.hosts}
     new = []
     for hid in plan.lease:
@@ -207,7 +207,7 @@ def _lease(cluster: Cluster, plan: Plan, kind: HostType, now: float, timing: Tim
     return replace(cluster, hosts=cluster.hosts + tuple(new)), tuple(new)
 
 
-def _stop(cluster: Cluster, plan: Plan):
+def _stop(cluster: Cluster, plan: LeasePlan):
     ids = set(plan.stop)
     unknown = ids - {i.instance_id for i in cluster.instances}
     if unknown:
@@ -217,7 +217,7 @@ def _stop(cluster: Cluster, plan: Plan):
     return replace(cluster, instances=kept), stopped
 
 
-def _place(cluster: Cluster, plan: Plan, now: float, timing: Timing, stopped_ids: set[str]):
+def _place(cluster: Cluster, plan: LeasePlan, now: float, timing: Timing, stopped_ids: set[str]):
     started = []
     migrations = 0
     for p in plan.place:
@@ -261,7 +261,7 @@ def _set_counts(cluster: Cluster, counts: Mapping[str, int]) -> Cluster:
     return replace(cluster, instances=tuple(instances))
 
 
-def _release(cluster: Cluster, plan: Plan):
+def _release(cluster: Cluster, plan: LeasePlan):
     released = []
     for hid in plan.release:
         host = cluster.host(hid)
@@ -278,7 +278,7 @@ def _release(cluster: Cluster, plan: Plan):
 
 
 def apply_plan(
-    cluster: Cluster, plan: Plan, now: float, kind: HostType, timing: Timing = Timing()
+    cluster: Cluster, plan: LeasePlan, now: float, kind: HostType, timing: Timing = Timing()
 ) -> Applied:
     """Execute a plan in order (lease -> stop -> place -> counts -> release); raise on any
     infeasible step, leaving the caller's cluster untouched."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from elastream.base.settings import warn_renamed
 from elastream.model.pipeline import (
     DEFAULT_STREAM,
     Pipeline,
@@ -48,9 +49,18 @@ class PipelineBuilder:
     so any field the YAML accepts is accepted here: `rate`, `grouping`, `stateless`, `params`,
     a source's `kind` and its options..."""
 
-    def __init__(self, name: str = "pipeline", *, r_over: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str = "pipeline",
+        *,
+        overprovisioned_replicas: int | None = None,
+        r_over: int | None = None,
+    ) -> None:
+        """`r_over` is the old name of `overprovisioned_replicas` (accepted for one release)."""
         self.name = name
-        self.r_over = r_over
+        if r_over is not None:
+            warn_renamed("r_over", "overprovisioned_replicas")
+        self.overprovisioned_replicas = overprovisioned_replicas or r_over
         self.sources: list[dict[str, Any]] = []
         self.operators: list[dict[str, Any]] = []
         self.sinks: list[dict[str, Any]] = []
@@ -103,8 +113,8 @@ class PipelineBuilder:
             "sinks": self.sinks,
             "streams": self.streams,
         }
-        if self.r_over is not None:
-            data["r_over"] = self.r_over
+        if self.overprovisioned_replicas is not None:
+            data["overprovisioned_replicas"] = self.overprovisioned_replicas
         return data
 
     def build(self, check_imports: bool = True) -> Pipeline:

@@ -9,9 +9,9 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from elastream.base.settings import line_of
+from elastream.base.settings import Settings, accept_old_names, line_of
 
 DEFAULT_STREAM = "out"
 
@@ -29,11 +29,7 @@ class Grouping(StrEnum):
     KEY_HASH = "key_hash"  # same key, same replica
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-
-class ReplicaPool(_Frozen):
+class ReplicaPool(Settings):
     """The pre-allocated replica pool: `max` replicas exist, between `min` and `max` are active."""
 
     min: int = Field(1, ge=1, description="fewest active replicas")
@@ -120,7 +116,7 @@ def _alias(field_name: str) -> str:
     return field_name.rstrip("_")
 
 
-class SourceSpec(_Frozen):
+class SourceSpec(Settings):
     """An input. `kind` generator (the default): events made by `generator` (import path of
     `fn(index, rng) -> (key, payload)`) at `rate` events/s unless a trace drives it; files, redis
     and spark read the outside world (docs/sources-sinks.md)."""
@@ -195,7 +191,7 @@ MAX_KEY_GROUPS = 1 << 16  # an upper bound that keeps a bad value (1e9 groups) f
 DEFAULT_ET_S = 0.01  # et_i when nothing is declared or measured, s (one place for every engine)
 
 
-class EventTimeSpec(_Frozen):
+class EventTimeSpec(Settings):
     """Where event time starts: this operator's outputs carry it, and their order in its input
     (a source's order) has bounded disorder, so it generates the operator-wide watermark
     (docs/state.md, "Event time, windows and the watermark")."""
@@ -209,7 +205,7 @@ class EventTimeSpec(_Frozen):
     )
 
 
-class OperatorSpec(_Frozen):
+class OperatorSpec(Settings):
     """An operator: `function` (import path of `fn(list[Event]) -> Iterable[Emit]`, or with
     `vectorized` of `fn(EventColumns) -> Iterable[ColumnEmit]`) applied to batches of its input,
     with its grouping and replica pool.
@@ -281,7 +277,7 @@ class OperatorSpec(_Frozen):
         return self
 
 
-class SinkSpec(_Frozen):
+class SinkSpec(Settings):
     """A terminal node: events that reach it have left the pipeline. `kind` queue (the default)
     keeps them in elastream's store; files, redis and foreach_batch deliver them
     (docs/sources-sinks.md)."""
@@ -317,7 +313,7 @@ class SinkSpec(_Frozen):
         return self.kind is not SinkKind.QUEUE
 
 
-class StreamSpec(_Frozen):
+class StreamSpec(Settings):
     """An edge: output stream `name` of node `source` feeds node `target`."""
 
     source: str = Field(alias="from", description="the node whose output this is")
@@ -333,7 +329,7 @@ def _unique(names: Iterable[str]) -> None:
         seen.add(name)
 
 
-class Pipeline(_Frozen):
+class Pipeline(Settings):
     """A validated DAG of sources, operators and sinks."""
 
     name: str = Field("pipeline", description="the pipeline's name")
@@ -343,12 +339,17 @@ class Pipeline(_Frozen):
     streams: tuple[StreamSpec, ...] = Field(description="edges between the nodes")
     declared_r_over: int | None = Field(
         None,
-        alias="r_over",
+        alias="overprovisioned_replicas",
         ge=1,
         description="the over-provisioned replica count saved resources compare with (PSPS "
-        "V-A.3); default the sum of the pools. Set it when the pools are larger than the "
-        "static over-provisioning, so that a policy may go above r_over (PSPS Fig. 8)",
+        "V-A.3: r_over); default the sum of the pools. Set it when the pools are larger than "
+        "the static over-provisioning, so that a policy may go above it (PSPS Fig. 8)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return accept_old_names(data, {"r_over": "overprovisioned_replicas"})
 
     @field_validator("sources", "operators", "sinks", "streams")
     @classmethod

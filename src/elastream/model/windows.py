@@ -8,8 +8,9 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from elastream.base.settings import Settings
 from elastream.model.events import Emit, Event, EventError
 from elastream.model.state import KeyedState
 
@@ -36,10 +37,8 @@ class WatermarkScope(StrEnum):
     OPERATOR = "operator"
 
 
-class WindowSpec(BaseModel):
+class WindowSpec(Settings):
     """An operator's event-time window (its `window` parameter)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     time_field: str | None = Field(
         None,

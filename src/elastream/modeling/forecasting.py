@@ -11,15 +11,18 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from elastream.base.extras import require
 from elastream.base.registry import Registry
+from elastream.base.settings import Settings
 from elastream.modeling.graph import ModelError
+
+T = TypeVar("T", float, np.ndarray)
 
 DAY_S = 86_400.0
 MAX_SEASON = 2_000  # samples; a longer daily season is not modelled (too many states)
@@ -66,10 +69,9 @@ class Fitted(Protocol):
     def forecast(self, horizon: int) -> Forecast: ...
 
 
-class Params(BaseModel):
+class Params(Settings):
     """Settings shared by every forecaster."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     level: float = Field(0.9, gt=0, lt=1, description="coverage of the prediction interval")
 
 
@@ -239,6 +241,13 @@ class _HoltFit:
         return Forecast(point, lower, upper, self.params.level, self.history.step_s, start)
 
 
+def holt_step(level: T, trend: T, x: T, alpha: float, beta: float) -> tuple[T, T]:
+    """One step of Holt's linear smoothing (floats or numpy arrays, element-wise):
+    ℓ_t = αx_t + (1-α)(ℓ_{t-1} + b_{t-1}), b_t = β(ℓ_t - ℓ_{t-1}) + (1-β)b_{t-1}."""
+    new_level = alpha * x + (1 - alpha) * (level + trend)
+    return new_level, beta * (new_level - level) + (1 - beta) * trend
+
+
 def _fit_holt(history: Series, params: HoltParams) -> _HoltFit:
     """Run the smoother over the history: ℓ_t = αx_t + (1-α)(ℓ_{t-1} + b_{t-1}),
     b_t = β(ℓ_t - ℓ_{t-1}) + (1-β)b_{t-1}, started at ℓ = x_0, b = x_1 - x_0."""
@@ -247,9 +256,7 @@ def _fit_holt(history: Series, params: HoltParams) -> _HoltFit:
     errors = []
     for value in x[1:]:
         errors.append(value - (level + trend))
-        previous = level
-        level = params.alpha * value + (1 - params.alpha) * (level + trend)
-        trend = params.beta * (level - previous) + (1 - params.beta) * trend
+        level, trend = holt_step(level, trend, value, params.alpha, params.beta)
     sigma = float(np.std(errors, ddof=1)) if len(errors) > 1 else abs(errors[0])
     return _HoltFit(history, params, level, trend, sigma)
 

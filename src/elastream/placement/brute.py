@@ -6,7 +6,7 @@ import itertools
 import math
 
 from elastream.placement.diagnosis import infeasible
-from elastream.placement.evaluator import Plan, evaluate
+from elastream.placement.evaluator import Deployment, evaluate
 from elastream.placement.instance import Instance
 from elastream.placement.model import PlacementError
 from elastream.placement.solution import Solution
@@ -24,12 +24,12 @@ class BruteForce:
         total = math.prod(len(p) for p in pats)
         if total > MAX_COMBINATIONS:
             raise PlacementError(f"{total} combinations: too many for brute force")
-        best: tuple[float, Plan] | None = None
+        best: tuple[float, Deployment] | None = None
         count = 0
         for combo in itertools.product(*pats):
             if not _fits(inst, combo):
                 continue
-            plan = Plan(tuple(combo))
+            plan = Deployment(tuple(combo))
             value = evaluate(inst, plan).utility
             count += 1
             if best is None or value > best[0]:

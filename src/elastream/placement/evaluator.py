@@ -10,7 +10,7 @@ from elastream.placement.model import PlacementError
 
 
 @dataclass(frozen=True)
-class Plan:
+class Deployment:
     """A replication and placement: for every operator (instance order) its multiset map(i)."""
 
     deployments: tuple[Pattern, ...]
@@ -43,7 +43,7 @@ class QoS:
         }
 
 
-def evaluate(inst: Instance, plan: Plan) -> QoS:
+def evaluate(inst: Instance, plan: Deployment) -> QoS:
     """QoS of `plan` straight from Eq. 1-21 (no solver involved)."""
     check_plan(inst, plan)
     dep = plan.deployments
@@ -61,7 +61,7 @@ def evaluate(inst: Instance, plan: Plan) -> QoS:
     return QoS(response, cost, math.exp(log_a), traffic, usage, energy, network, utility)
 
 
-def log_availability(inst: Instance, plan: Plan) -> float:
+def log_availability(inst: Instance, plan: Deployment) -> float:
     """Eq. 16: sum of log A over the active nodes and the active links (u != v)."""
     nodes = {u for dep in plan.deployments for u, _ in dep}
     links = {
@@ -76,7 +76,7 @@ def log_availability(inst: Instance, plan: Plan) -> float:
     )
 
 
-def check_plan(inst: Instance, plan: Plan) -> None:
+def check_plan(inst: Instance, plan: Deployment) -> None:
     """A plan must deploy every operator within its candidates, k_i and the resources (Eq. 23)."""
     if len(plan.deployments) != inst.n_ops:
         raise PlacementError(f"plan has {len(plan.deployments)} deployments for {inst.n_ops} ops")
@@ -101,8 +101,8 @@ def check_plan(inst: Instance, plan: Plan) -> None:
             )
 
 
-def plan_from_names(inst: Instance, placement: dict[str, list[str]]) -> Plan:
-    """Build a Plan from operator -> list of node names (one per replica)."""
+def plan_from_names(inst: Instance, placement: dict[str, list[str]]) -> Deployment:
+    """Build a Deployment from operator -> list of node names (one per replica)."""
     op_index = {n: i for i, n in enumerate(inst.op_names)}
     node_index = {n: u for u, n in enumerate(inst.node_names)}
     deps: list[Pattern | None] = [None] * inst.n_ops
@@ -117,10 +117,10 @@ def plan_from_names(inst: Instance, placement: dict[str, list[str]]) -> Plan:
     missing = [inst.op_names[i] for i, d in enumerate(deps) if not d]
     if missing:
         raise PlacementError(f"placement: no replica for {', '.join(missing)}")
-    return Plan(tuple(d for d in deps if d))
+    return Deployment(tuple(d for d in deps if d))
 
 
-def plan_to_names(inst: Instance, plan: Plan) -> dict[str, list[str]]:
+def plan_to_names(inst: Instance, plan: Deployment) -> dict[str, list[str]]:
     """Operator -> list of node names, one entry per replica."""
     return {
         inst.op_names[i]: [inst.node_names[u] for u, c in dep for _ in range(c)]

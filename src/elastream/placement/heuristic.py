@@ -17,7 +17,7 @@ import numpy as np
 
 from elastream.placement.compact_model import Relaxation, relaxed_choice
 from elastream.placement.diagnosis import infeasible, packs
-from elastream.placement.evaluator import Plan, evaluate
+from elastream.placement.evaluator import Deployment, evaluate
 from elastream.placement.instance import Instance, Pattern, longest_path
 from elastream.placement.model import InfeasibleError, PlacementError
 from elastream.placement.solution import Solution
@@ -188,7 +188,7 @@ class Heuristic:
                 best = (state.value, list(state.deps))
             else:
                 state = _State(inst, best[1])
-        plan = Plan(tuple(best[1]))
+        plan = Deployment(tuple(best[1]))
         value = evaluate(inst, plan).utility
         return Solution(self.name, plan, value, False, "Heuristic", evaluations=evaluations)
 

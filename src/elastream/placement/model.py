@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from elastream.base.settings import Settings
 
 Metric = Literal["T", "N", "EE"]
 METRICS: tuple[Metric, ...] = ("T", "N", "EE")
@@ -20,11 +22,7 @@ class InfeasibleError(PlacementError):
     """No replication and placement satisfies the constraints (Eq. 23, 26, stability)."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class NodeSpec(_Frozen):
+class NodeSpec(Settings):
     """A computing node u of V_res (Sec. 3.1)."""
 
     name: str = Field(..., min_length=1, description="node name, unique in the infrastructure")
@@ -33,7 +31,7 @@ class NodeSpec(_Frozen):
     availability: float = Field(1.0, gt=0, le=1, description="A_u: probability the node is up")
 
 
-class LinkSpec(_Frozen):
+class LinkSpec(Settings):
     """The QoS of a logical link (u, v) of E_res, u != v (Sec. 3.1)."""
 
     delay_ms: float = Field(..., ge=0, description="d_(u,v): network delay, milliseconds")
@@ -49,7 +47,7 @@ class LinkOverride(LinkSpec):
     symmetric: bool = Field(True, description="also set the link (v, u) to the same values")
 
 
-class Infrastructure(_Frozen):
+class Infrastructure(Settings):
     """The resource graph G_res: a fully connected directed graph of nodes (Sec. 3.1)."""
 
     nodes: tuple[NodeSpec, ...] = Field(..., min_length=1, description="the nodes V_res")
@@ -72,7 +70,7 @@ class Infrastructure(_Frozen):
         return tuple(n.name for n in self.nodes)
 
 
-class OperatorSpec(_Frozen):
+class OperatorSpec(Settings):
     """An operator i of V_dsp with its reference non-functional attributes (Sec. 3.2)."""
 
     name: str = Field(..., min_length=1, description="operator name, unique in the application")
@@ -95,7 +93,7 @@ class OperatorSpec(_Frozen):
         return value
 
 
-class StreamSpec(_Frozen):
+class StreamSpec(Settings):
     """A stream (i, j) of E_dsp with its tuple rate and size (Sec. 3.2)."""
 
     src: str = Field(..., description="name of the upstream operator i")
@@ -107,7 +105,7 @@ class StreamSpec(_Frozen):
     bytes_per_tuple: float = Field(1.0, gt=0, description="b_(i,j): data units per tuple")
 
 
-class Application(_Frozen):
+class Application(Settings):
     """The application graph G_dsp: a DAG of operators and streams (Sec. 3.2)."""
 
     operators: tuple[OperatorSpec, ...] = Field(..., min_length=1, description="V_dsp")
@@ -161,7 +159,7 @@ def topological_order(names: list[str], edges: list[tuple[str, str]]) -> list[st
     return order
 
 
-class Weights(_Frozen):
+class Weights(Settings):
     """SAW weights of Eq. 21: w_r + w_a + w_c + w_z = 1."""
 
     r: float = Field(0.0, ge=0, le=1, description="w_r: weight of the response time R")
@@ -179,7 +177,7 @@ class Weights(_Frozen):
         return self
 
 
-class Bounds(_Frozen):
+class Bounds(Settings):
     """Normalization factors of Eq. 21 (paper Table 2); A in (0, 1]."""
 
     r_min_ms: float = Field(..., ge=0, description="R_min, milliseconds")
@@ -204,7 +202,7 @@ class Bounds(_Frozen):
         return self
 
 
-class PlanRequest(_Frozen):
+class PlanRequest(Settings):
     """Everything one ODRP solve needs: what the planning endpoint and `plan` accept."""
 
     application: Application = Field(..., description="the application graph G_dsp")

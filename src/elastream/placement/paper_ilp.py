@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from elastream.placement.diagnosis import infeasible
-from elastream.placement.evaluator import Plan
+from elastream.placement.evaluator import Deployment
 from elastream.placement.instance import Instance
 from elastream.placement.milp import Expr, Milp, add
 from elastream.placement.model import InfeasibleError, PlacementError
@@ -137,7 +137,7 @@ def _streams(p: _Paper) -> None:
         p.m.row(row, lower=0.0)
 
 
-def _start(p: _Paper, plan: Plan) -> dict[int, float]:
+def _start(p: _Paper, plan: Deployment) -> dict[int, float]:
     """Columns x, y and z of a known plan (a MIP start)."""
     chosen = [pats.index(dep) for pats, dep in zip(p.pats, plan.deployments, strict=True)]
     start = {col: float(a == chosen[i]) for i, cols in enumerate(p.x) for a, col in enumerate(cols)}

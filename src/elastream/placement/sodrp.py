@@ -5,16 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from elastream.base.settings import Settings
 from elastream.placement.model import Application, PlacementError, PlanRequest, Weights
 from elastream.placement.service import Clock, plan
 
 
-class Measurements(BaseModel):
+class Measurements(Settings):
     """Rates measured over a window while a plan runs (Alg. 1 line 6)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     stream_rates: dict[str, float] = Field(
         {}, description="'src->dst' -> measured tuples/s on that stream"

@@ -7,7 +7,7 @@ from typing import Protocol
 
 import numpy as np
 
-from elastream.placement.evaluator import Plan
+from elastream.placement.evaluator import Deployment
 from elastream.placement.instance import Instance, Pattern
 from elastream.placement.milp import MilpResult
 
@@ -17,7 +17,7 @@ class Solution:
     """A plan, the objective F the solver claims for it, and how the solve went."""
 
     solver: str
-    plan: Plan
+    plan: Deployment
     objective: float
     optimal: bool
     status: str
@@ -38,16 +38,18 @@ class Solver(Protocol):
     def solve(self, inst: Instance, time_limit_s: float, gap: float) -> Solution: ...
 
 
-def chosen_patterns(patterns: list[list[Pattern]], x: list[list[int]], values: np.ndarray) -> Plan:
+def chosen_patterns(
+    patterns: list[list[Pattern]], x: list[list[int]], values: np.ndarray
+) -> Deployment:
     """The plan encoded by binary x_{i,U} columns (one U per operator, Eq. 26)."""
     deps = []
     for pats, cols in zip(patterns, x, strict=True):
         best = max(range(len(cols)), key=lambda k: values[cols[k]])
         deps.append(pats[best])
-    return Plan(tuple(deps))
+    return Deployment(tuple(deps))
 
 
-def milp_solution(solver: str, plan: Plan, res: MilpResult) -> Solution:
+def milp_solution(solver: str, plan: Deployment, res: MilpResult) -> Solution:
     """A Solution from what HiGHS returned."""
     return Solution(
         solver=solver,

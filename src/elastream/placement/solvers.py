@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from elastream.base.registry import Registry, UnknownNameError
 from elastream.placement.brute import BruteForce
 from elastream.placement.compact_ilp import CompactIlp
 from elastream.placement.heuristic import Heuristic
@@ -9,12 +10,13 @@ from elastream.placement.model import PlacementError
 from elastream.placement.paper_ilp import PaperIlp
 from elastream.placement.solution import Solver
 
-SOLVERS: dict[str, Solver] = {
-    s.name: s for s in (PaperIlp(), CompactIlp(), Heuristic(), BruteForce())
-}
+SOLVERS: Registry[Solver] = Registry("solver")
+for _solver in (PaperIlp(), CompactIlp(), Heuristic(), BruteForce()):
+    SOLVERS.register(_solver.name, _solver)
 
 
 def get_solver(name: str) -> Solver:
-    if name not in SOLVERS:
-        raise PlacementError(f"unknown solver {name!r}: use one of {', '.join(SOLVERS)}")
-    return SOLVERS[name]
+    try:
+        return SOLVERS.get(name)
+    except UnknownNameError as exc:
+        raise PlacementError(str(exc)) from None

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
-from elastream.base.settings import line_of
+from elastream.base.settings import Settings, line_of
 from elastream.placement.model import (
     Application,
     Bounds,
@@ -22,10 +22,8 @@ from elastream.placement.model import (
 SOURCE_SERVICE_RATE = 1e9  # a pipeline source with no service_rate: no processing latency
 
 
-class OperatorAttrs(BaseModel):
+class OperatorAttrs(Settings):
     """Placement attributes of one operator, keyed by its name in the planning file."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     service_rate: float | None = Field(None, gt=0, description="mu_i, tuples/s per replica")
     resources: float = Field(1.0, gt=0, description="Res_i per replica")
@@ -45,10 +43,8 @@ class OperatorAttrs(BaseModel):
         return (self.pinned,) if self.pinned is not None else self.candidates
 
 
-class PlanningFile(BaseModel):
+class PlanningFile(Settings):
     """The whole infra YAML: resource graph, operator attributes, stream rates, bounds."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     nodes: tuple[NodeSpec, ...] = Field(..., min_length=1, description="the computing nodes")
     default_link: LinkSpec = Field(LinkSpec(delay_ms=0.0), description="QoS of unlisted links")

@@ -12,18 +12,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from elastream.base.settings import Settings
 from elastream.decentral.agent import Agent, AgentConfig, n_view
 from elastream.decentral.memory import Cluster, MemoryNetwork
 from elastream.decentral.messages import DeletionAck, DuplicationAck, Envelope, NodeId
 from elastream.decentral.node import Effects, Node
 
 
-class SimConfig(BaseModel):
+class SimConfig(Settings):
     """Section 5.1's set-up (5 operators x 7 instances, C = 500, r = 0.7, every 5 steps)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     operators: int = Field(5, ge=1, description="pipeline length")
     instances: int = Field(7, ge=1, description="initial instances per operator")

@@ -16,7 +16,7 @@ import sys
 
 from elastream.decentral.memory import Cluster
 from elastream.decentral.messages import NodeId
-from elastream.decentral.tcp import TcpHost
+from elastream.runtime.tcp.host import TcpHost
 
 
 def _views(host: TcpHost) -> dict[str, dict[str, object]]:

@@ -98,7 +98,7 @@ def start_swarm(snapshot: Snapshot, config: DecentralizedConfig) -> Swarm:
     except UnknownNameError as exc:
         raise PolicyConfigError(
             f"policy 'decentralized': option transport: {exc}; an I/O transport registers "
-            "when its module is imported (the Spark runtime imports decentral.tcp_transport)"
+            "when its module is imported (the Spark runtime imports runtime.tcp.transport)"
         ) from None
     pools = [
         Pool(o.name, max(o.min_replicas, o.replicas), o.min_replicas, o.max_replicas)

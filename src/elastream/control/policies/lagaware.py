@@ -50,6 +50,7 @@ from elastream.control.flow import FlowState, size_operators, source_rates, upda
 from elastream.control.policy import POLICIES, Decision, Policy
 from elastream.model.pipeline import DEFAULT_ET_S
 from elastream.model.snapshot import Snapshot
+from elastream.modeling.forecasting import holt_step
 
 
 class LagAwareConfig(Settings):
@@ -74,8 +75,7 @@ class Holt:
     trend: float = 0.0
 
     def update(self, x: float, alpha: float, beta: float) -> Holt:
-        level = alpha * x + (1 - alpha) * (self.level + self.trend)
-        return Holt(level, beta * (level - self.level) + (1 - beta) * self.trend)
+        return Holt(*holt_step(self.level, self.trend, x, alpha, beta))
 
     @property
     def forecast(self) -> float:

@@ -141,9 +141,9 @@ def identity_columns(spec: RunSpec, config: RunConfig, pipeline: Pipeline) -> di
         "policy_name": spec.policy,
         "params": ",".join(f"{k}={v}" for k, v in spec.params),
         **{f"param_{k}": v for k, v in spec.params},
-        "td": config.td,
-        "t_out": config.t_out,
-        "q_size": config.q_size,
+        "interval_s": config.interval_s,
+        "event_timeout_s": config.event_timeout_s,
+        "queue_capacity": config.queue_capacity,
         "grouping": "+".join(groupings),
         "replicas": config.replicas,
     }

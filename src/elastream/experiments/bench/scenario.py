@@ -11,7 +11,7 @@ Format (docs/policies.md and benchmarks/psps_twitter.yaml show full examples):
         peak_rate: 300                  # events/s at the slice's maximum
         time_scale: 1                   # > 1 plays the trace faster
         slo_ms: 40                      # processing-time SLO (default: slowest path)
-        run: {td: 30, t_out: 30, q_size: 100000}      # RunConfig settings
+        run: {interval_s: 30, event_timeout_s: 30, queue_capacity: 100000}  # RunConfig
         guards: {}                      # GuardSettings for every policy of the scenario
         sim: {}                         # SimSettings
         grid: {}                        # key -> list of values, crossed with each policy's grid
@@ -20,8 +20,8 @@ Format (docs/policies.md and benchmarks/psps_twitter.yaml show full examples):
           - {policy: static, label: storm, grid: {replicas: [1, 4, 8]}}
 
 Grid keys: `grouping` (every operator's grouping), `peak_rate`, `time_scale`, `slice`, `slo_ms`,
-any RunConfig field (`td`, `t_out`, `q_size`, `replicas`, ...), or a dotted `options.X`
-(policy option), `guards.X`, `sim.X`, `run.X`.
+any RunConfig field (`interval_s`, `event_timeout_s`, `queue_capacity`, `replicas`, ...), or a
+dotted `options.X` (policy option), `guards.X`, `sim.X`, `run.X`.
 """
 
 from __future__ import annotations

@@ -39,7 +39,8 @@ class SimSettings(Settings):
     """How the simulator models the runtime (docs/simulator.md explains each setting)."""
 
     step_s: Positive = Field(
-        0.1, description="simulated time step, s; td is rounded to a whole number of steps"
+        0.1,
+        description="simulated time step, s; interval_s is rounded to a whole number of steps",
     )
     queue_model: QueueModel = Field(
         "per_replica",

@@ -156,8 +156,8 @@ class SimEngine:
         self.settings = settings
         self.seed = config.seed if settings.seed is None else settings.seed
         self.profile: PipelineProfile = profile_pipeline(pipeline, settings, self.seed)
-        self.steps_per_interval = max(1, round(config.td / settings.step_s))
-        self.step_s = config.td / self.steps_per_interval
+        self.steps_per_interval = max(1, round(config.interval_s / settings.step_s))
+        self.step_s = config.interval_s / self.steps_per_interval
         self.duration_s = trace.duration_s  # the session has cut it to the run's duration
         self.load_steps = max(1, math.ceil(self.duration_s / self.step_s - 1e-9))
         pipeline.require_generators("simulator")
@@ -420,12 +420,12 @@ class SimEngine:
     # ------------------------------------------------------------------ set-up
     def _build_operators(self) -> dict[str, Operator]:
         s = self.settings
-        t_out = self.config.t_out
+        t_out = self.config.event_timeout_s
         setup = Setup(
             step_s=self.step_s,
-            td=self.config.td,
+            td=self.config.interval_s,
             lag_limit=math.inf if t_out is None else t_out / self.step_s + 1e-9,
-            q_size=self.config.q_size,
+            q_size=self.config.queue_capacity,
             et_noise=s.et_noise,
             start_delay_steps=math.ceil(s.start_delay_s / self.step_s - 1e-9),
             batch_overhead_s=s.batch_overhead_s,

@@ -20,7 +20,6 @@ from elastream.config import RunConfig
 from elastream.config.run import LeasingSettings
 from elastream.control.plan import Lease, Placement
 from elastream.control.policy import Decision
-from elastream.decentral import tcp_transport
 from elastream.leasing.hosts import Host, HostType
 from elastream.model.events import OutcomeKind
 from elastream.model.metrics import LatencyTally, RunTotals, latency_histogram
@@ -57,6 +56,7 @@ from elastream.runtime.spark.watermark import (
     flushed,
     reopen_after_flush,
 )
+from elastream.runtime.tcp import transport as tcp_transport
 from elastream.workloads.trace import Trace
 
 DB_NAME = "queues.db"
@@ -202,13 +202,15 @@ class SparkEngine:
         )
         self.t0 = time.time() - resume_at
         self.t_prev = self.started_at = time.time()
-        open_interval(self.store, self.t_prev, self.config.td)
+        open_interval(self.store, self.t_prev, self.config.interval_s)
         self.feeder.start()
 
     def _start_io(self) -> None:
         """The delivering sinks' queries, then the external sources (runtime/spark/egress.py,
         ingest.py)."""
-        bound = min(self.config.q_size or self.config.ingest_bound, self.config.ingest_bound)
+        bound = min(
+            self.config.queue_capacity or self.config.ingest_bound, self.config.ingest_bound
+        )
         self.egress = Egress(self.pipeline, self.queues, self.checkpoints)
         self.egress.start(self.spark, self.resume)
         self.ingest = Ingest(self.pipeline, self.queues, bound, self.checkpoints, self.out)
@@ -221,7 +223,7 @@ class SparkEngine:
             io.stop(lambda query: stop_query(self.spark, query))
 
     def collect(self) -> Snapshot:
-        deadline = self.t_prev + self.config.td
+        deadline = self.t_prev + self.config.interval_s
         while (left := deadline - time.time()) > 0 and not self._stop_pending():
             time.sleep(min(left, HOST_POLL_S))
             if self.leases:
@@ -229,7 +231,7 @@ class SparkEngine:
         self._check_health()
         t0, t1 = self.t_prev, time.time()
         self.t_prev = t1
-        open_interval(self.store, t1, self.config.td)  # before any read of [t0, t1)
+        open_interval(self.store, t1, self.config.interval_s)  # before any read of [t0, t1)
         ops, sources = self._measure(t0, t1)
         n_sink, latency = self.store.sink_latency(t0, t1)
         recent = self.store.sink_latencies_ms_between(t0, t1)
@@ -452,12 +454,12 @@ class SparkEngine:
         self._check_layout()
         self.store.set_meta("out_dir", str(self.out.resolve()))
         self.store.set_meta("pipeline", self.pipeline.model_dump(mode="json", by_alias=True))
-        self.store.set_meta("t_out", self.config.t_out)
-        self.store.set_meta("td", self.config.td)
+        self.store.set_meta("t_out", self.config.event_timeout_s)
+        self.store.set_meta("td", self.config.interval_s)
         reopen_after_flush(self.store, self.pipeline)  # a resumed run after its final flush
         self.store.set_meta(END_OF_INPUT, False)
         for op in self.pipeline.operators:
-            self.store.create_queue(op.name, self.config.q_size)
+            self.store.create_queue(op.name, self.config.queue_capacity)
         for sink in self.pipeline.sinks:
             self.store.create_queue(sink.name, None, sink=True)
         for op in self.pipeline.operators:

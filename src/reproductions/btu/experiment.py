@@ -7,20 +7,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.leasing.ahead import AheadPolicy
-from elastream.leasing.config import AheadSettings, BTUSettings, CacheFavours, SimSettings
+from elastream.base.registry import Registry
 from elastream.leasing.hosts import HostType, LeasingError
-from elastream.leasing.metrics import RunMetrics
-from elastream.leasing.patterns import HIGH, Pattern
-from elastream.leasing.policies import (
+from reproductions.btu.ahead import AheadPolicy
+from reproductions.btu.config import AheadSettings, BTUSettings, CacheFavours, SimSettings
+from reproductions.btu.metrics import RunMetrics
+from reproductions.btu.patterns import HIGH, Pattern
+from reproductions.btu.policies import (
     BTUPolicy,
     ForecastPolicy,
     LeasingPolicy,
     StaticPeakPolicy,
     ThresholdPolicy,
 )
-from elastream.leasing.sim import Simulation
-from elastream.leasing.topology import manufacturing
+from reproductions.btu.sim import Simulation
+from reproductions.btu.topology import manufacturing
 
 
 def _btu_runtime_cf(kind: HostType) -> LeasingPolicy:
@@ -43,14 +44,16 @@ def _ahead(kind: HostType) -> LeasingPolicy:
     return AheadPolicy(kind, AheadSettings(peak_rates=dict(zip(topo.names, rates, strict=True))))
 
 
-APPROACHES: dict[str, Callable[[HostType], LeasingPolicy]] = {
-    "btu": BTUPolicy,
-    "threshold": ThresholdPolicy,
-    "forecast": ForecastPolicy,
-    "btu_runtime_cf": _btu_runtime_cf,
-    "static_peak": _static_peak,
-    "ahead": _ahead,
-}
+APPROACHES: Registry[Callable[[HostType], LeasingPolicy]] = Registry("approach")
+for _name, _make in (
+    ("btu", BTUPolicy),
+    ("threshold", ThresholdPolicy),
+    ("forecast", ForecastPolicy),
+    ("btu_runtime_cf", _btu_runtime_cf),
+    ("static_peak", _static_peak),
+    ("ahead", _ahead),
+):
+    APPROACHES.register(_name, _make)
 BTUS = ((10, 1.0), (30, 3.0), (60, 6.0))  # minutes, price per BTU (linear pricing)
 
 
@@ -107,11 +110,12 @@ def run_grid(
     for pattern in patterns:
         for name in approaches:
             if name not in APPROACHES:
-                raise LeasingError(f"unknown approach {name!r}; known: {sorted(APPROACHES)}")
+                raise LeasingError(f"unknown approach {name!r}; known: {APPROACHES.names()}")
             for minutes, price in BTUS:
                 settings = base.model_copy(update={"btu_s": minutes * 60.0, "price": price})
                 runs = tuple(
-                    Simulation(pattern, APPROACHES[name], seed, settings).run() for seed in seeds
+                    Simulation(pattern, APPROACHES.get(name), seed, settings).run()
+                    for seed in seeds
                 )
                 grid[(pattern.value, name, minutes)] = Cell(runs)
     return grid

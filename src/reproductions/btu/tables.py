@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from elastream.leasing.experiment import BTUS, Cell, Key, Stat, Trend
-from elastream.leasing.paper import TABLES, Reported
+from reproductions.btu.experiment import BTUS, Cell, Key, Stat, Trend
+from reproductions.btu.paper import TABLES, Reported
 
 LEVELS = ("Real-time", "Near real-time", "Relaxed")
 PATTERN_TITLES = {

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-
-class _Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+from elastream.base.settings import Settings
 
 
 class CacheFavours(StrEnum):
@@ -18,7 +16,7 @@ class CacheFavours(StrEnum):
     UNCACHED = "uncached"  # the authors' public runtime: suitability / 100 when it is not cached
 
 
-class BTUSettings(_Settings):
+class BTUSettings(Settings):
     """Parameters of the paper's Algorithms 1-3 and its release procedure."""
 
     scaling_threshold: int = Field(50, ge=0, description="Alg. 1 line 16: o_queue must exceed it")
@@ -44,7 +42,7 @@ class BTUSettings(_Settings):
     )
 
 
-class ThresholdSettings(_Settings):
+class ThresholdSettings(Settings):
     """The paper's threshold baseline (section Baseline)."""
 
     up_one: int = Field(50, ge=0, description="one upscaling when o_queue exceeds it")
@@ -52,7 +50,7 @@ class ThresholdSettings(_Settings):
     down_below: int = Field(1, ge=0, description="one downscaling when o_queue is below it")
 
 
-class ForecastSettings(_Settings):
+class ForecastSettings(Settings):
     """Our forecast-aware prolong-or-release policy (goes beyond the paper)."""
 
     alpha: float = Field(0.5, gt=0, le=1, description="Holt level smoothing")
@@ -67,8 +65,8 @@ class ForecastSettings(_Settings):
     reactive: bool = Field(True, description="also add one instance when Alg. 1 fires")
 
 
-class AheadSettings(_Settings):
-    """The lease-ahead policy (beyond the paper; leasing/ahead.py, docs/reproduction/btu.md)."""
+class AheadSettings(Settings):
+    """The lease-ahead policy (beyond the paper; ahead.py here, docs/reproduction/btu.md)."""
 
     utilisation: float = Field(
         0.9, gt=0, le=1, description="target instance utilisation of the forecast peak"
@@ -121,7 +119,7 @@ class AheadSettings(_Settings):
     )
 
 
-class SimSettings(_Settings):
+class SimSettings(Settings):
     """The simulated setting of the paper's evaluation."""
 
     duration_s: float = Field(7200.0, gt=0, description="run length (120 min)")

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from elastream.leasing.algorithms import select_host
-from elastream.leasing.config import AheadSettings, BTUSettings
-from elastream.leasing.hosts import Cluster, HostType, LeasingError, Plan
-from elastream.leasing.policies import Draft, Observation, _swap
+from elastream.leasing.hosts import Cluster, HostType, LeasePlan, LeasingError
+from reproductions.btu.algorithms import select_host
+from reproductions.btu.config import AheadSettings, BTUSettings
+from reproductions.btu.policies import Draft, Observation, _swap
 
 
 # ----------------------------------------------------------------------------- forecaster
@@ -193,7 +193,7 @@ def _prior(obs: Observation, settings: AheadSettings) -> np.ndarray | None:
 
 def decide_provision(
     obs: Observation, cluster: Cluster, kind: HostType, settings: AheadSettings, btu: BTUSettings
-) -> Plan:
+) -> LeasePlan:
     """Each provisioning interval: every operator sized for the forecast peak over the lead time
     (hosts leased now for what the forecast needs then), then the paid room filled."""
     draft = Draft(cluster, kind, obs.now)
@@ -270,7 +270,7 @@ def decide_release(
     kind: HostType,
     settings: AheadSettings,
     btu: BTUSettings,
-) -> Plan:
+) -> LeasePlan:
     """Hosts in the last part of their BTU: release one only when the forecast peak over the next
     BTU fits on the hosts that stay (its surplus instances stop, the needed ones move); else it
     is prolonged. With no history yet every host is prolonged."""
@@ -321,8 +321,8 @@ class AheadPolicy:
     btu: BTUSettings = field(default_factory=BTUSettings)
     name: str = "ahead"
 
-    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+    def provision(self, obs: Observation, cluster: Cluster) -> LeasePlan:
         return decide_provision(obs, cluster, self.kind, self.settings, self.btu)
 
-    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> LeasePlan:
         return decide_release(obs, cluster, hosts, self.kind, self.settings, self.btu)

@@ -2,7 +2,7 @@
 
 The hosts (asyncio servers, one per operator, each hosting that operator's agents and the
 siblings they create) run on one event loop in a daemon thread of the driver; every protocol
-message crosses a real TCP connection, FIFO per (src, dst) host pair (`tcp.py`). `step` runs
+message crosses a real TCP connection, FIFO per (src, dst) host pair (`host.py`). `step` runs
 the observations on that loop and waits until every message sent was received and handled and
 no agent has an operation in flight. Importing this module registers it as `tcp`."""
 
@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 from elastream.decentral.agent import Agent, AgentConfig
 from elastream.decentral.messages import NodeId
 from elastream.decentral.node import Node
-from elastream.decentral.tcp import TcpHost, quiescent
 from elastream.decentral.transport import TRANSPORTS, Observation
+from elastream.runtime.tcp.host import TcpHost, quiescent
 
 T = TypeVar("T")
 

@@ -8,22 +8,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from elastream.leasing.algorithms import OperatorStatus, select_host
-from elastream.leasing.config import BTUSettings, SimSettings
 from elastream.leasing.hosts import (
     Applied,
     Cluster,
     HostType,
+    LeasePlan,
     LeasingError,
     Placement,
-    Plan,
     Timing,
     apply_plan,
 )
-from elastream.leasing.metrics import Counters, RunMetrics, finish_metrics
-from elastream.leasing.patterns import Pattern, machines
-from elastream.leasing.policies import LeasingPolicy, Observation
-from elastream.leasing.topology import Topology, manufacturing
+from reproductions.btu.algorithms import OperatorStatus, select_host
+from reproductions.btu.config import BTUSettings, SimSettings
+from reproductions.btu.metrics import Counters, RunMetrics, finish_metrics
+from reproductions.btu.patterns import Pattern, machines
+from reproductions.btu.policies import LeasingPolicy, Observation
+from reproductions.btu.topology import Topology, manufacturing
 
 LEVELS = (1.0, 2.0, 5.0)  # SLA compliance: real-time, near real-time, relaxed (x o_slo)
 MAX_RHO = 0.99  # utilisation cap of the stochastic-queue term (M/M/1: Lq = rho^2 / (1 - rho))
@@ -114,12 +114,12 @@ class Simulation:
         pulls = {o.name: o.image_mb / s.pull_mb_per_s for o in ops}
         self.timing = Timing(0.0, s.start_cached_s, pulls)
         self.counters = Counters(ops=len(ops))
-        # (operator index, ready at, serves until) of instances on released hosts (Plan.drain)
+        # (operator index, ready at, serves until) of instances on released hosts (LeasePlan.drain)
         self._draining: list[tuple[int, float, float]] = []
         self._levels = np.array(LEVELS)[:, None]
 
     # ------------------------------------------------------------------ execute
-    def _apply(self, cluster: Cluster, plan: Plan, now: float) -> Cluster:
+    def _apply(self, cluster: Cluster, plan: LeasePlan, now: float) -> Cluster:
         if plan.empty:
             return cluster
         boot = (
@@ -136,7 +136,7 @@ class Simulation:
         return applied.cluster
 
     def _keep_draining(self, applied: Applied, now: float) -> None:
-        """Plan.drain: the instances stopped on a released host serve on until its paid BTU
+        """LeasePlan.drain: the instances stopped on a released host serve on until its paid BTU
         ends (the host is paid to then; the moved copies start on their targets meanwhile)."""
         ends = {h.host_id: h.btu_end(now) for h in applied.released}
         where = {name: k for k, name in enumerate(self.names)}
@@ -144,7 +144,7 @@ class Simulation:
             if inst.host_id in ends and inst.active:
                 self._draining.append((where[inst.operator], inst.ready_at, ends[inst.host_id]))
 
-    def _count(self, applied: Applied, plan: Plan, now: float) -> None:
+    def _count(self, applied: Applied, plan: LeasePlan, now: float) -> None:
         c = self.counters
         c.vm_up += len(applied.leased)
         c.paid_btus += len(applied.leased)
@@ -179,12 +179,14 @@ class Simulation:
         cluster = Cluster(demands=self.topology.demands())
         pre = Timing(0.0, 0.0, {})
         hosts = tuple(f"h0-{k}" for k in range(s.initial_hosts))
-        cluster = apply_plan(cluster, Plan(lease=hosts), 0.0, self.kind, pre).cluster
+        cluster = apply_plan(cluster, LeasePlan(lease=hosts), 0.0, self.kind, pre).cluster
         for op in self.names:
             target = select_host(cluster, op, self.placement)
             if target is None:
                 raise LeasingError(f"infeasible start: {op} fits on none of the initial hosts")
-            cluster = apply_plan(cluster, Plan(place=(Placement(op, target),)), 0.0, self.kind, pre)
+            cluster = apply_plan(
+                cluster, LeasePlan(place=(Placement(op, target),)), 0.0, self.kind, pre
+            )
             cluster = cluster.cluster
         self.counters.vm_up += len(hosts)
         self.counters.paid_btus += len(hosts)
@@ -202,7 +204,7 @@ class Simulation:
 
     def _capacity(self, now: float) -> np.ndarray:
         """Instances of each operator type that are active and have started by `now`, and
-        those still serving on a released host until its BTU ends (Plan.drain)."""
+        those still serving on a released host until its BTU ends (LeasePlan.drain)."""
         ready = self._ops[self._ready <= now]
         counts = np.bincount(ready, minlength=len(self.names)).astype(float)
         if self._draining:

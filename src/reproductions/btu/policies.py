@@ -9,16 +9,16 @@ from typing import Protocol
 
 import numpy as np
 
-from elastream.leasing.algorithms import (
+from elastream.leasing.hosts import Cluster, Host, HostType, Instance, LeasePlan, Placement
+from reproductions.btu.algorithms import (
     OperatorStatus,
     best_downscale,
     release_procedure,
     select_host,
     up_trigger,
 )
-from elastream.leasing.config import BTUSettings, ForecastSettings, ThresholdSettings
-from elastream.leasing.forecast import forecast, window_peak
-from elastream.leasing.hosts import Cluster, Host, HostType, Instance, Placement, Plan
+from reproductions.btu.config import BTUSettings, ForecastSettings, ThresholdSettings
+from reproductions.btu.forecast import forecast, window_peak
 
 HOLT_SAMPLES = 60  # Holt runs over the last 60 samples: older ones weigh < (1 - alpha)^60
 
@@ -40,13 +40,13 @@ class LeasingPolicy(Protocol):
 
     name: str
 
-    def provision(self, obs: Observation, cluster: Cluster) -> Plan: ...
+    def provision(self, obs: Observation, cluster: Cluster) -> LeasePlan: ...
 
-    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan: ...
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> LeasePlan: ...
 
 
 class Draft:
-    """Builds one Plan while keeping a simulated cluster up to date (local to one decision)."""
+    """Builds one LeasePlan while keeping a simulated cluster up to date (local to one decision)."""
 
     def __init__(self, cluster: Cluster, kind: HostType, now: float) -> None:
         self.cluster = cluster
@@ -58,7 +58,7 @@ class Draft:
         self.release: list[str] = []
         self.prolong: list[str] = []
         self.created: set[str] = set()  # placeholder ids of this plan's own placements
-        self.drain = False  # released hosts serve until their BTU ends (Plan.drain)
+        self.drain = False  # released hosts serve until their BTU ends (LeasePlan.drain)
 
     def new_host(self) -> str:
         hid = f"h{int(self.now)}-{self.cluster.next_id}"
@@ -84,8 +84,8 @@ class Draft:
         self.cluster = replace(self.cluster, instances=kept)
         self.stop.append(instance_id)
 
-    def plan(self) -> Plan:
-        return Plan(
+    def plan(self) -> LeasePlan:
+        return LeasePlan(
             lease=tuple(self.lease),
             stop=tuple(self.stop),
             place=tuple(self.place),
@@ -140,7 +140,7 @@ class BTUPolicy:
     settings: BTUSettings = field(default_factory=BTUSettings)
     name: str = "btu"
 
-    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+    def provision(self, obs: Observation, cluster: Cluster) -> LeasePlan:
         draft = Draft(cluster, self.kind, obs.now)
         for op, s in obs.status.items():
             hist = obs.history.get(op, ())[-self.settings.trend_window :]
@@ -148,7 +148,7 @@ class BTUPolicy:
                 upscale(draft, op, _counts(obs.status, draft.cluster), self.settings)
         return draft.plan()
 
-    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> LeasePlan:
         draft = Draft(cluster, self.kind, obs.now)
         gone: frozenset[str] = frozenset()
         for hid in hosts:
@@ -175,7 +175,7 @@ class ThresholdPolicy:
     settings: ThresholdSettings = field(default_factory=ThresholdSettings)
     name: str = "threshold"
 
-    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+    def provision(self, obs: Observation, cluster: Cluster) -> LeasePlan:
         draft = Draft(cluster, self.kind, obs.now)
         for op, s in obs.status.items():
             if s.queue > self.settings.up_two:
@@ -202,8 +202,8 @@ class ThresholdPolicy:
                 return h.host_id
         return draft.new_host()
 
-    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
-        return Plan()  # BTU-agnostic: hosts go as soon as they are empty, never in a window
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> LeasePlan:
+        return LeasePlan()  # BTU-agnostic: hosts go as soon as they are empty, never in a window
 
 
 def _reuse_surplus(draft: Draft, operator: str, needs: Mapping[str, int]) -> bool:
@@ -236,7 +236,7 @@ class ForecastPolicy:
             out[op] = max(1, math.ceil(load + backlog - 1e-9))
         return out
 
-    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+    def provision(self, obs: Observation, cluster: Cluster) -> LeasePlan:
         draft = Draft(cluster, self.kind, obs.now)
         if obs.arrivals.shape[0] == 0:
             return draft.plan()
@@ -258,7 +258,7 @@ class ForecastPolicy:
                     draft.put(op, host)
         return draft.plan()
 
-    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> LeasePlan:
         draft = Draft(cluster, self.kind, obs.now)
         if obs.arrivals.shape[0] == 0:
             draft.prolong.extend(hosts)
@@ -311,7 +311,7 @@ class StaticPeakPolicy:
     btu: BTUSettings = field(default_factory=BTUSettings)
     name: str = "static_peak"
 
-    def provision(self, obs: Observation, cluster: Cluster) -> Plan:
+    def provision(self, obs: Observation, cluster: Cluster) -> LeasePlan:
         draft = Draft(cluster, self.kind, obs.now)  # idempotent: once set up, nothing to do
         need = {
             op: max(1, math.ceil(rate / (obs.service_rate[op] * self.utilisation)))
@@ -330,5 +330,5 @@ class StaticPeakPolicy:
             else:
                 return draft.plan()
 
-    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> Plan:
-        return Plan(prolong=hosts)
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> LeasePlan:
+        return LeasePlan(prolong=hosts)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from elastream.leasing.config import SimSettings
+from reproductions.btu.config import SimSettings
 
 
 @dataclass

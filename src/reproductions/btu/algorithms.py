@@ -6,8 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from elastream.leasing.config import BTUSettings, CacheFavours
 from elastream.leasing.hosts import Cluster, Instance, LeasingError, Placement
+from reproductions.btu.config import BTUSettings, CacheFavours
 
 
 # ----------------------------------------------------------------------------- Algorithm 1

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from elastream.leasing.hosts import LeasingError
+from elastream.modeling.forecasting import holt_step
 
 
 def holt(series: np.ndarray, alpha: float, beta: float) -> tuple[np.ndarray, np.ndarray]:
@@ -22,9 +23,7 @@ def holt(series: np.ndarray, alpha: float, beta: float) -> tuple[np.ndarray, np.
     level = y[0].copy()
     trend = np.zeros_like(level)
     for row in y[1:]:
-        prev = level
-        level = alpha * row + (1 - alpha) * (level + trend)
-        trend = beta * (level - prev) + (1 - beta) * trend
+        level, trend = holt_step(level, trend, row, alpha, beta)
     return level, trend
 
 

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.leasing.algorithms import select_host
-from elastream.leasing.config import BTUSettings
 from elastream.leasing.hosts import Cluster, HostType
-from elastream.leasing.patterns import Pattern, machines
-from elastream.leasing.policies import Draft
-from elastream.leasing.topology import Topology
+from reproductions.btu.algorithms import select_host
+from reproductions.btu.config import BTUSettings
+from reproductions.btu.patterns import Pattern, machines
+from reproductions.btu.policies import Draft
+from reproductions.btu.topology import Topology
 
 
 def hosts_for(

@@ -1,0 +1,35 @@
+"""Renamed options: the old spelling still accepted for one release, with a one-line notice."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from elastream.base.settings import warn_renamed
+
+
+class _OldOption(argparse.Action):
+    """An option's old spelling: stores the value and prints the renamed notice."""
+
+    def __init__(self, *args: Any, new: str, append: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.new, self.append = new, append
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        warn_renamed(str(option), self.new, "option")
+        if self.append:  # a repeatable option: add to what was given
+            values = [*(getattr(namespace, self.dest, None) or []), values]
+        setattr(namespace, self.dest, values)
+
+
+def add_old_option(parser: Any, old: str, new: str, dest: str, **kwargs: Any) -> None:
+    """A renamed option's old spelling, hidden from --help, accepted for one release."""
+    parser.add_argument(
+        old,
+        dest=dest,
+        action=_OldOption,
+        new=new,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+        **kwargs,
+    )
