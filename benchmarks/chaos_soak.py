@@ -240,7 +240,7 @@ class Soak:
 
     def start_driver(self, resume: bool) -> None:
         cmd = [sys.executable, "-m", "elastream.cli", "run", str(self.out / "pipeline.yaml"),
-               "--out", str(self.out / "run"), "--queues", self.redis.url, "--td", "2",
+               "--out", str(self.out / "run"), "--queues", self.redis.url, "--interval", "2",
                "--quiet", "--no-metrics", "--config", str(self.out / "settings.yaml"),
                "--seed", str(self.args.seed)]  # fmt: skip
         if resume:

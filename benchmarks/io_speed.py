@@ -147,7 +147,7 @@ def passthrough_pipeline(source: dict, sink: dict) -> Pipeline:
 def passthrough_rate(pipeline: Pipeline, events: int, out: Path, rate: float) -> float:
     """Events per second through the pipeline: `events` events from the first one ingested to
     the last one delivered (a files sink: written out), the generator offering `rate`/s."""
-    config = make_config(policy="static", replicas=2, td=1.0, out=out, drain_s=120)
+    config = make_config(policy="static", replicas=2, interval_s=1.0, out=out, drain_s=120)
     duration = max(2.0, events / rate)
     trace = constant(rate=rate, duration=duration)
     engine = SparkEngine(pipeline, config, trace, keep_session=True)

@@ -107,7 +107,9 @@ def test_a_failed_sink_query_is_restarted_and_delivers_every_event_once(tmp_path
             "streams": [{"from": "src", "to": "op"}, {"from": "op", "to": "fb"}],
         }
     )
-    config = make_config(td=2.0, out=tmp_path / "run", drain_s=60, t_out=None, duration=6)
+    config = make_config(
+        interval_s=2.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None, duration=6
+    )
     engine = SparkEngine(pipeline, config, Trace(np.array([20.0] * 6)))
     engine.start()
     try:

@@ -179,7 +179,7 @@ def test_a_drained_release_serves_until_the_btu_ends(drain):
     sim = Simulation(Pattern.STEPWISE, lambda kind: ThresholdPolicy(kind), seed=1)
     cluster = apply_plan(
         Cluster(demands=manufacturing().demands()),
-        Plan(lease=("a", "b"), place=(Placement("O1", "a"),)),
+        LeasePlan(lease=("a", "b"), place=(Placement("O1", "a"),)),
         0.0,
         sim.kind,
     ).cluster
@@ -187,7 +187,7 @@ def test_a_drained_release_serves_until_the_btu_ends(drain):
     o1 = sim.names.index("O1")
     old = cluster.instances[0]
     now = 580.0  # 20 s before host a's first 600 s BTU ends
-    plan = Plan(
+    plan = LeasePlan(
         stop=(old.instance_id,),
         place=(Placement("O1", "b", migrated_from=old.instance_id),),
         release=("a",),

@@ -78,9 +78,9 @@ def fingerprint(policy: str, fast_forward: bool, **sim: object) -> tuple[str, in
     cfg = config(
         policy=policy,
         replicas=2 if policy == "static" else None,
-        td=5.0,
-        t_out=30.0,
-        q_size=2000,
+        interval_s=5.0,
+        event_timeout_s=30.0,
+        queue_capacity=2000,
     )
     settings = replace(EXACT, fast_forward=fast_forward, **sim)
     result = simulate(load_pipeline(TWEETS), cfg, bursty(), settings)
