@@ -1,0 +1,182 @@
+"""A Spark standalone cluster started by `elastream cluster up` on this machine: a pipeline runs
+on it, on Redis Streams queues (the backend for executors on other machines), with replicas
+changing live and exact conservation, and survives the SIGKILL of an executor; executors are
+leased as hosts billed per BTU (added, and retired by graceful decommission, through the
+Executors interface); `cluster down` stops exactly what was started."""
+
+import itertools
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support.paths import PIPELINES
+from support.redis_server import LocalRedis, local_redis
+from support.spark_runs import assert_conserved, descendants
+
+from elastream.config import make_config
+from elastream.config.files import load_pipeline
+from elastream.control.controller import Controller
+from elastream.control.mape import run_mape
+from elastream.experiments.session import slot_hosts
+from elastream.runtime.queues import RedisQueueStore
+from elastream.runtime.spark.cluster import ClusterState, free_port, running
+from elastream.runtime.spark.feeder import TraceIntegral
+from elastream.runtime.spark.runtime import SparkEngine, store_address
+from elastream.workloads import Trace
+from elastream.workloads.resolve import generate
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+PIPELINE = PIPELINES / "filter3.yaml"
+WORK1 = PIPELINES / "work1.yaml"
+TRACE = "spike:peak=60,magnitude=6,onset=8,ramp=2,hold=15,decay=2,duration=40"
+
+
+def elastream(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "elastream.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> tuple[ClusterState, tuple[str, str]]:
+    """Two workers of two cores, started once for this module's tests (the last one stops it)."""
+    state_path = tmp_path_factory.mktemp("cluster") / "cluster.json"
+    state_arg = ("--state", str(state_path))
+    started = elastream("cluster", "up", "--workers", "2", "--cores", "2", *state_arg)
+    assert started.returncode == 0, started.stderr
+    state = ClusterState.load(state_path)
+    assert state.master_url in started.stdout
+    yield state, state_arg
+    if state_path.exists():  # a test failed before the last one stopped the cluster
+        elastream("cluster", "down", *state_arg)
+
+
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory) -> LocalRedis:
+    """A redis-server (AOF, appendfsync always) for this module's runs."""
+    server = local_redis(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()
+
+
+def wait_for_sink(run: subprocess.Popen, store: RedisQueueStore, n: int, timeout_s: float = 300):
+    """Until `n` events have reached the sink (Spark's start-up included)."""
+    deadline = time.time() + timeout_s
+    while len(store.sink_ids("out")) < n:
+        assert run.poll() is None, run.stdout.read()
+        assert time.time() < deadline, f"fewer than {n} sink events after {timeout_s:.0f} s"
+        time.sleep(1)
+
+
+def run_on(master: str, out: Path, trace: str, *extra: str) -> subprocess.Popen:
+    cmd = [
+        sys.executable, "-m", "elastream.cli", "run", str(PIPELINE), "--master", master,
+        "--trace", trace, "--interval", "3", "--out", str(out), "--quiet", *extra,
+    ]  # fmt: skip
+    return subprocess.Popen(
+        cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def test_a_pipeline_runs_live_on_the_cluster_on_redis_and_survives_an_executor_sigkill(
+    cluster, redis, tmp_path
+):
+    state, _ = cluster
+    assert [p.role for p in state.processes] == ["master", "worker-0", "worker-1"]
+    assert all(running(p) for p in state.processes)
+    workers = [p.pid for p in state.processes if p.role.startswith("worker")]
+
+    out = tmp_path / "run"
+    # The driver's address as docs/deploy.md sets it for a cluster of several machines.
+    driver_port = free_port()
+    settings = tmp_path / "settings.yaml"
+    conf = {"spark.driver.host": "127.0.0.1", "spark.driver.port": str(driver_port)}
+    settings.write_text(json.dumps({"spark": {"conf": conf}}))  # JSON is YAML
+    run = run_on(
+        state.master_url, out, TRACE, "--event-timeout", "none", "--config", str(settings),
+        "--queues", redis.url,
+    )  # fmt: skip
+    store = RedisQueueStore(store_address(make_config(out=out, queues=redis.url)))
+    wait_for_sink(run, store, 100)  # in the spike
+    executors = [pid for w in workers for pid in descendants(w, "CoarseGrainedExecutorBackend")]
+    assert len(executors) == 2, executors  # one per worker
+    driver_url = f"CoarseGrainedScheduler@127.0.0.1:{driver_port}".encode()
+    assert all(driver_url in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in executors)
+    os.kill(executors[0], signal.SIGKILL)
+    output, _ = run.communicate(timeout=600)
+    assert run.returncode == 0, output
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["reconfigurations"] > 0  # replicas changed live, on the cluster
+    assert summary["processed_ratio"] == 1.0
+    # Spark usually retries the lost tasks itself; a query that failed anyway was restarted, and
+    # each restart is both reported on the console and counted in the summary.
+    assert summary["query_restarts"] == output.count("restarting it from its checkpoint")
+    assert not (out / "queues.db").exists()  # the queues are in Redis
+    audit = store.audit()
+    # nothing lost, nothing twice: every event the trace sent (one source) has one fate
+    trace = generate(TRACE)
+    assert summary["events_in"] == math.floor(TraceIntegral(trace)(trace.duration_s))
+    assert_conserved(audit, summary["events_in"])
+
+
+def test_executors_are_leased_as_hosts_and_released_in_the_last_part_of_their_btu(
+    cluster, tmp_path
+):
+    state, _ = cluster
+    # 10 s at 10 ev/s (1 replica), 24 s at 70 ev/s (3 replicas of 40 ms: two hosts of 2 slots),
+    # then 56 s at 5 ev/s: the second host is surplus, released only in its BTU's last 3 s.
+    trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 56))
+    leasing = {"slots": 2, "btu_s": 60.0, "min_hosts": 1, "max_hosts": 2}
+    spark = {"master": state.master_url, "leasing": leasing}
+    config = make_config(
+        interval_s=2.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None, spark=spark
+    )
+    engine = SparkEngine(load_pipeline(WORK1), config, trace)
+    seen: list[tuple[float, int, int, int]] = []  # t, replicas, hosts up, live executors
+
+    def watch(snapshot, decision):
+        up = sum(1 for h in engine.hosts() if h.ready_at <= snapshot.t)
+        seen.append((snapshot.t, snapshot.op("work").replicas, up, len(executor_ids(engine))))
+
+    result = run_mape(engine, Controller.build("psps"), observers=[watch], hosts=slot_hosts(config))
+
+    assert result.totals.hosts_leased == 2, seen
+    assert result.totals.host_boot_s is not None and result.totals.host_boot_s > 0
+    assert max(replicas for _, replicas, _, _ in seen) >= 3, seen  # more replicas ran
+    # what ran in an interval was enacted at the end of the one before, within its hosts' slots
+    assert all(now[1] <= 2 * before[2] for before, now in itertools.pairwise(seen)), seen
+    (released,) = engine.leases.finished
+    held = released.end - released.lease_start
+    assert 60.0 * math.ceil(held / 60.0) - held <= 0.05 * 60.0, (held, seen)  # last 5 % of a BTU
+    assert seen[-1][2:] == (1, 1), seen  # one host left, its executor gone (decommissioned)
+    assert result.totals.host_btus >= 2 + 1 and result.totals.host_cost == result.totals.host_btus
+
+    assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids  # no restart
+    assert result.totals.query_restarts == 0
+    assert_conserved(engine.store.audit(), int(trace.rates.sum()))
+    assert result.summary.processed_ratio == 1.0
+
+
+def executor_ids(engine: SparkEngine) -> list[str]:
+    return engine.leases.executors.ids() if engine.leases else []
+
+
+def test_cluster_down_stops_exactly_what_up_started(cluster):
+    state, state_arg = cluster
+    stopped = elastream("cluster", "down", *state_arg)
+    assert stopped.returncode == 0, stopped.stderr
+    assert not any(running(p) for p in state.processes)
+    assert not Path(state_arg[1]).exists()
+    assert elastream("cluster", "down", *state_arg).returncode == 2  # said why

@@ -1,0 +1,1 @@
+"""Fixtures and helpers shared by the tests (no test module imports another)."""

@@ -1,0 +1,175 @@
+"""The examples in docs/pipeline-yaml.md and docs/runtime.md still match the code they describe.
+
+YAML blocks of docs/pipeline-yaml.md are complete pipelines. A block whose first line is
+`# invalid: MESSAGE` must fail to load with MESSAGE in the error; `# file: PATH` must hold the same
+data as that file of the repository; any other block must load. Python blocks of
+docs/pipeline-yaml.md and docs/python.md are executed (each as a module of its own, so that the
+functions it defines are importable as operators), except one whose first line is
+`# starts Spark`: its imports are executed and the rest only compiled (the blocks of
+docs/runtime.md are compiled). The tables and columns docs/runtime.md names must exist in the
+queue store's schema, and its worked `admission_cap` figures must be what the function returns.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sqlite3
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import yaml
+from support.paths import ROOT
+
+from elastream.model.pipeline import Pipeline, TopologyError, pipeline_from_dict
+from elastream.runtime.queues.sqlite import SCHEMA
+from elastream.runtime.spark.runtime import admission_cap
+
+PIPELINE_DOC = ROOT / "docs" / "pipeline-yaml.md"
+RUNTIME_DOC = ROOT / "docs" / "runtime.md"
+PYTHON_DOC = ROOT / "docs" / "python.md"
+ORIGIN = "pipeline.yaml"  # the file name the quoted messages assume
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def blocks(doc: Path, lang: str) -> list[tuple[int, str]]:
+    """(line number, text) of every fenced block of language `lang` in `doc`."""
+    text = doc.read_text()
+    return [
+        (text.count("\n", 0, m.start()) + 1, m.group(2))
+        for m in FENCE.finditer(text)
+        if m.group(1) == lang
+    ]
+
+
+def block_id(block: tuple[int, str]) -> str:
+    return f"line{block[0]}"
+
+
+YAML_BLOCKS = blocks(PIPELINE_DOC, "yaml")
+PYTHON_BLOCKS = blocks(PIPELINE_DOC, "python")
+API_BLOCKS = blocks(PYTHON_DOC, "python")
+
+
+def marker(text: str, name: str) -> str | None:
+    """The value of a `# name: value` first line, or None."""
+    first = text.split("\n", 1)[0]
+    prefix = f"# {name}:"
+    return first[len(prefix) :].strip() if first.startswith(prefix) else None
+
+
+def load(text: str) -> Pipeline:
+    return pipeline_from_dict(yaml.safe_load(text), ORIGIN)
+
+
+def test_the_doc_has_valid_invalid_and_file_examples():
+    kinds = [
+        "invalid" if marker(t, "invalid") else "file" if marker(t, "file") else "valid"
+        for _, t in YAML_BLOCKS
+    ]
+    assert kinds.count("valid") >= 5, kinds
+    assert kinds.count("invalid") >= 20, kinds
+    assert kinds.count("file") == 2, kinds
+    assert len(PYTHON_BLOCKS) >= 4
+
+
+@pytest.mark.parametrize("block", YAML_BLOCKS, ids=block_id)
+def test_yaml_example(block):
+    line, text = block
+    expected = marker(text, "invalid")
+    if expected is None:
+        pipeline = load(text)
+        assert pipeline.operators, f"docs/pipeline-yaml.md:{line}"
+        return
+    with pytest.raises(TopologyError) as caught:
+        load(text)
+    assert expected in str(caught.value), f"docs/pipeline-yaml.md:{line}"
+
+
+@pytest.mark.parametrize("block", [b for b in YAML_BLOCKS if marker(b[1], "file")], ids=block_id)
+def test_file_examples_are_the_files(block):
+    _, text = block
+    path = ROOT / str(marker(text, "file"))
+    assert yaml.safe_load(text) == yaml.safe_load(path.read_text())
+
+
+def test_file_examples_import():
+    for _, text in YAML_BLOCKS:
+        if marker(text, "file"):
+            load(text).check_imports()
+
+
+def run_block(doc: Path, line: int, text: str, monkeypatch) -> None:
+    """Execute a doc's Python block as module `docs_example_<line>` (registered, so that its
+    functions can be imported by path); a `# starts Spark` block: only its imports."""
+    where = f"docs/{doc.name}:{line}"
+    tree = ast.parse(text, where)
+    compile(tree, where, "exec")
+    if text.startswith("# starts Spark"):
+        imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+        assert imports, f"{where}: a Spark example with nothing to import-check"
+        tree = ast.Module(body=imports, type_ignores=[])
+    module = types.ModuleType(f"docs_example_{doc.stem.replace('-', '_')}_{line}")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(compile(tree, where, "exec"), module.__dict__)
+
+
+@pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=block_id)
+def test_python_example(block, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run_block(PIPELINE_DOC, *block, monkeypatch)
+
+
+@pytest.mark.parametrize("block", API_BLOCKS, ids=block_id)
+def test_python_api_example(block, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run_block(PYTHON_DOC, *block, monkeypatch)
+
+
+def test_the_python_api_doc_runs_and_import_checks_its_examples():
+    spark = [t for _, t in API_BLOCKS if t.startswith("# starts Spark")]
+    assert len(spark) >= 3 and len(API_BLOCKS) - len(spark) >= 4
+
+
+def test_runtime_python_blocks_compile():
+    found = blocks(RUNTIME_DOC, "python")
+    assert found
+    for line, text in found:
+        compile(text, f"docs/runtime.md:{line}", "exec")
+
+
+def test_every_queue_store_table_is_documented():
+    tables = re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)\(", SCHEMA)
+    assert len(tables) >= 8
+    doc = RUNTIME_DOC.read_text()
+    missing = [t for t in tables if not re.search(rf"`{t}[`(]", doc)]
+    assert not missing, f"docs/runtime.md does not describe table(s) {missing}"
+
+
+def test_documented_columns_exist():
+    """Every `table(col, ...)` written in docs/runtime.md names real columns."""
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(SCHEMA)
+    doc = RUNTIME_DOC.read_text()
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    found = re.findall(r"`(\w+)\(([\w, ]+)\)`", doc)
+    checked = 0
+    for table, cols in found:
+        if table not in tables:
+            continue  # a call such as `commit(end)`, not a table
+        checked += 1
+        real = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+        unknown = [c.strip() for c in cols.split(",") if c.strip() not in real]
+        assert not unknown, f"{table}: no column(s) {unknown}"
+    assert checked >= 8
+
+
+def test_runtime_doc_cap_examples():
+    """The worked admission-cap figures quoted in docs/runtime.md."""
+    doc = RUNTIME_DOC.read_text()
+    quoted = re.findall(r"admission_cap\((\d+), ([\d.]+), ([\d.]+)\) = (\d+)", doc)
+    assert len(quoted) >= 2
+    for r, et, batch, cap in quoted:
+        assert admission_cap(int(r), float(et), float(batch)) == int(cap)

@@ -1,0 +1,113 @@
+"""The MAPE loop on a scripted engine (unit test; the real engines are tested in
+test_spark_runtime.py and the simulator's tests): decisions are enacted, or only reported."""
+
+from dataclasses import dataclass, field
+
+import pytest
+from support.builders import linear_pipeline, snapshot, stats
+
+from elastream.control.controller import Controller
+from elastream.control.mape import run_mape
+from elastream.model.metrics import RunTotals
+from elastream.model.pipeline import pipeline_from_dict
+
+
+@dataclass
+class ScriptedEngine:
+    """Replays queue lengths; keeps whatever replicas it is told to enact."""
+
+    queues: list[int]
+    pipeline: object = field(default_factory=lambda: pipeline_from_dict(linear_pipeline(1, (1, 8))))
+    replicas: int = 1
+    enacted: list[int] = field(default_factory=list)
+    step: int = 0
+
+    def start(self):
+        self.started = True
+
+    def collect(self):
+        q = self.queues[self.step]
+        self.step += 1
+        return snapshot(stats("op1", replicas=self.replicas, queue=q), t=float(self.step))
+
+    def enact(self, decision):
+        self.replicas = decision.as_dict()["op1"]
+        self.enacted.append(self.replicas)
+
+    def finished(self):
+        return self.step >= len(self.queues)
+
+    def totals(self):
+        return RunTotals(10, 10, 10, 0, 0, 0, 0, 1.0, 2.0)
+
+    def stop(self):
+        self.stopped = True
+
+
+def test_threshold_decisions_are_enacted_each_interval():
+    engine = ScriptedEngine([300, 300, 60, 0, 0])
+    result = run_mape(engine, Controller.build("threshold"))
+    assert engine.enacted == [3, 5, 6, 5, 4]  # +2, +2, +1, -1, -1
+    assert [s.op("op1").replicas for s in result.snapshots] == [1, 3, 5, 6, 5]
+    assert engine.stopped and result.summary.reconfigurations == 4
+
+
+def test_dry_run_decides_but_never_enacts():
+    engine = ScriptedEngine([300, 300, 60])
+    result = run_mape(engine, Controller.build("threshold"), dry_run=True)
+    assert engine.enacted == []
+    assert [d.as_dict()["op1"] for d in result.decisions] == [3, 3, 2]
+
+
+def test_latency_histogram_bins_exact_latencies():
+    from elastream.model.metrics import latency_histogram
+
+    assert latency_histogram([0.2, 0.9, 1.0, 2.5, 7.0], resolution_ms=1.0) == (
+        (1.0, 3),
+        (3.0, 1),
+        (7.0, 1),
+    )
+
+
+def test_a_latency_tally_adds_the_forgotten_latencies_to_the_kept_ones():
+    from elastream.model.metrics import LatencyTally
+
+    tally = LatencyTally()
+    assert tally.with_kept([]) == (None, None, ())
+    tally.add([0.5, 2.5])  # forgotten by the store's retention
+    tally.add([])
+    kept = [10.0] * 96 + [40.2, 44.6]
+    mean, p99, histogram = tally.with_kept(kept)
+    assert mean == pytest.approx((0.5 + 2.5 + 960.0 + 40.2 + 44.6) / 100)
+    assert p99 == 41.0  # nearest rank: the 99th of 100 latencies (40.2), to its 1-ms bin
+    assert histogram == ((1.0, 1), (3.0, 1), (10.0, 96), (41.0, 1), (45.0, 1))
+    assert tally.n == 2 and tally.bins == {1.0: 1, 3.0: 1}  # with_kept leaves the tally alone
+
+
+def test_the_plan_is_applied_in_order_lease_place_then_replicas():
+    from elastream.control.plan import Lease, Placement, Plan, execute
+    from elastream.control.policy import Decision
+
+    calls: list[str] = []
+
+    class Hosts:
+        def lease(self, leases):
+            calls.append(f"lease {leases[0].count}")
+
+        def place(self, placement):
+            calls.append(f"place {placement[0].hosts}")
+
+        def enact(self, decision):
+            calls.append(f"replicas {decision.as_dict()}")
+
+    plan = Plan(Decision.of({"A": 2}), (Lease("vm", 1),), (Placement("A", ("h1", "h2")),))
+    execute(Hosts(), plan)
+    assert calls == ["lease 1", "place ('h1', 'h2')", "replicas {'A': 2}"]
+
+    class ReplicasOnly:
+        def enact(self, decision):
+            calls.append("enacted")
+
+    with pytest.raises(TypeError, match="cannot lease hosts"):
+        execute(ReplicasOnly(), plan)
+    assert calls[-1] != "enacted"  # nothing applied from a plan the engine cannot follow

@@ -1,0 +1,96 @@
+"""The run's Prometheus endpoint: scraped over real HTTP while a simulator run goes, its last
+scrape equal to the run's output files; switched off; the busy default port; logging."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import logging
+import socket
+
+import yaml
+from support.scrape import Scraper, assert_metrics_match_outputs
+from support.sim import SIM_PIPELINE as PIPELINE
+
+from elastream.cli import main
+from elastream.cli._logging import configure_logging
+from elastream.config.ops import DEFAULT_METRICS_PORT
+from elastream.runtime.queues.redis_server import free_port
+
+
+def simulate(tmp_path, *flags: str, settings: dict | None = None) -> int:
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(yaml.safe_dump(PIPELINE))
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump(settings or {}))
+    base = (
+        f"--duration 30 --interval 2 --policy threshold --quiet --drain 5 --out {tmp_path / 'out'}"
+    )
+    return main(["simulate", str(pipeline), "--config", str(config), *base.split(), *flags])
+
+
+def test_a_scrape_at_the_end_equals_the_runs_outputs(tmp_path):
+    port = free_port()
+    settings = {"metrics": {"port": port, "linger_s": 2.0}}
+    with Scraper(f"http://127.0.0.1:{port}/metrics", every_s=0.2) as scraper:
+        assert simulate(tmp_path, settings=settings) == 0
+    assert scraper.scrapes, f"no scrape succeeded ({scraper.refused} refused)"
+    assert_metrics_match_outputs(scraper.scrapes[-1], tmp_path / "out", PIPELINE["name"])
+
+
+def test_port_zero_serves_nothing_and_the_flag_wins_over_the_file(tmp_path, caplog):
+    port = free_port()
+    caplog.set_level("INFO")
+    with Scraper(f"http://127.0.0.1:{port}/metrics", every_s=0.1) as scraper:
+        settings = {"metrics": {"port": port, "linger_s": 1.0}}
+        assert simulate(tmp_path, "--no-metrics", settings=settings) == 0
+    assert scraper.scrapes == [] and scraper.refused > 0
+    assert "/metrics" not in caplog.text
+
+
+def test_the_default_port_when_taken_gives_way_to_a_free_one(tmp_path, caplog):
+    caplog.set_level("INFO")
+    with socket.socket() as holder:
+        with contextlib.suppress(OSError):  # someone else holds it already: the same case
+            holder.bind(("127.0.0.1", DEFAULT_METRICS_PORT))
+        holder.listen()
+        assert simulate(tmp_path) == 0
+    assert f"port {DEFAULT_METRICS_PORT} is taken" in caplog.text
+    served = [line for line in caplog.text.splitlines() if "metrics: http://" in line]
+    assert served and f":{DEFAULT_METRICS_PORT}/" not in served[0]
+
+
+def test_an_explicit_busy_port_is_an_error(tmp_path, capsys):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        assert simulate(tmp_path, "--metrics-port", str(port)) == 2
+    error = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port} (Address already in use)" in error
+
+
+def test_every_decision_that_changes_replicas_is_one_log_line_with_its_reason(tmp_path, caplog):
+    caplog.set_level("INFO", logger="elastream.decisions")
+    assert simulate(tmp_path, "--no-metrics") == 0
+    lines = [r.getMessage() for r in caplog.records if r.name == "elastream.decisions"]
+    rows = list(csv.DictReader((tmp_path / "out" / "timeseries.csv").open()))
+    changed = [r for r in rows if r["target"] not in ("", r["replicas"])]
+    assert changed, "the threshold policy scales this pipeline at least once"
+    assert len(lines) == len(changed)
+    for line, row in zip(lines, changed, strict=True):
+        assert f"op {row['replicas']}->{row['target']} ({row['reason']})" in line
+
+
+def test_json_log_lines_are_json_and_mask_passwords():
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    try:
+        logging.getLogger("elastream.test").info("queues at %s", "redis://app:s3cret@h:6379/0")
+    finally:
+        configure_logging("warning", "text")
+    entry = json.loads(stream.getvalue().strip())
+    assert entry["level"] == "info" and entry["logger"] == "elastream.test"
+    assert entry["message"] == "queues at redis://app:***@h:6379/0"
