@@ -12,15 +12,12 @@ queue store's schema, and its worked `admission_cap` figures must be what the fu
 
 from __future__ import annotations
 
-import ast
 import re
 import sqlite3
-import sys
-import types
-from pathlib import Path
 
 import pytest
 import yaml
+from support.docs import blocks, marker, run_block
 from support.paths import ROOT
 
 from elastream.model.pipeline import Pipeline, TopologyError, pipeline_from_dict
@@ -31,17 +28,6 @@ PIPELINE_DOC = ROOT / "docs" / "pipeline-yaml.md"
 RUNTIME_DOC = ROOT / "docs" / "runtime.md"
 PYTHON_DOC = ROOT / "docs" / "python.md"
 ORIGIN = "pipeline.yaml"  # the file name the quoted messages assume
-FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-
-
-def blocks(doc: Path, lang: str) -> list[tuple[int, str]]:
-    """(line number, text) of every fenced block of language `lang` in `doc`."""
-    text = doc.read_text()
-    return [
-        (text.count("\n", 0, m.start()) + 1, m.group(2))
-        for m in FENCE.finditer(text)
-        if m.group(1) == lang
-    ]
 
 
 def block_id(block: tuple[int, str]) -> str:
@@ -51,13 +37,6 @@ def block_id(block: tuple[int, str]) -> str:
 YAML_BLOCKS = blocks(PIPELINE_DOC, "yaml")
 PYTHON_BLOCKS = blocks(PIPELINE_DOC, "python")
 API_BLOCKS = blocks(PYTHON_DOC, "python")
-
-
-def marker(text: str, name: str) -> str | None:
-    """The value of a `# name: value` first line, or None."""
-    first = text.split("\n", 1)[0]
-    prefix = f"# {name}:"
-    return first[len(prefix) :].strip() if first.startswith(prefix) else None
 
 
 def load(text: str) -> Pipeline:
@@ -99,21 +78,6 @@ def test_file_examples_import():
     for _, text in YAML_BLOCKS:
         if marker(text, "file"):
             load(text).check_imports()
-
-
-def run_block(doc: Path, line: int, text: str, monkeypatch) -> None:
-    """Execute a doc's Python block as module `docs_example_<line>` (registered, so that its
-    functions can be imported by path); a `# starts Spark` block: only its imports."""
-    where = f"docs/{doc.name}:{line}"
-    tree = ast.parse(text, where)
-    compile(tree, where, "exec")
-    if text.startswith("# starts Spark"):
-        imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-        assert imports, f"{where}: a Spark example with nothing to import-check"
-        tree = ast.Module(body=imports, type_ignores=[])
-    module = types.ModuleType(f"docs_example_{doc.stem.replace('-', '_')}_{line}")
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    exec(compile(tree, where, "exec"), module.__dict__)
 
 
 @pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=block_id)
