@@ -3,7 +3,7 @@
 # built and installed in a fresh venv and its simulator demo run (wheel_check.sh).
 #   bash scripts/test.sh          everything (unit, Spark, Redis and browser tests, the wheel)
 #   bash scripts/test.sh --fast   lint and the tests that need no Spark (a few minutes)
-# Extra arguments go to pytest.
+# Extra arguments go to pytest (one run, in one process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fast=0
@@ -15,14 +15,20 @@ bash scripts/services.sh  # redis-server and chromium: the Redis and browser tes
 .venv/bin/lint-imports --no-cache  # the layering contracts of pyproject.toml
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 export ELASTREAM_REQUIRE_BROWSER=1 ELASTREAM_REQUIRE_REDIS=1
+pytest=(.venv/bin/python -m pytest -q -p no:cacheprovider)
 if [ "$fast" = 1 ]; then
-  exec .venv/bin/python -m pytest -q -p no:cacheprovider -m "not spark" "$@"
+  exec "${pytest[@]}" -n 2 -m "not spark" "$@"
 fi
 wheel_log=$(mktemp)
 bash scripts/wheel_check.sh >"$wheel_log" 2>&1 &
 wheel_pid=$!
 status=0
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@" || status=$?
+if [ $# -gt 0 ]; then
+  "${pytest[@]}" --durations=25 "$@" || status=$?
+else  # the tests without Spark on both cores; then the Spark tests one at a time (each uses both)
+  "${pytest[@]}" -n 2 --durations=10 -m "not spark" || status=$?
+  "${pytest[@]}" --durations=30 -m spark || status=$?
+fi
 if ! wait "$wheel_pid"; then
   echo "wheel check failed:" >&2
   cat "$wheel_log" >&2
