@@ -51,7 +51,7 @@ def assert_counts_exact(store: QueueStore) -> None:
 
 def test_a_keyed_count_rescales_live_and_counts_every_key_exactly(tmp_path):
     """In the default layout (`pipeline`); the `operator` layout keeps its live-change and
-    kill/resume tests in tests/test_spark_runtime.py."""
+    kill/resume tests in tests/spark/test_spark_runtime.py."""
     pipeline = load_pipeline(PIPELINE)
     # 10 s at 10 ev/s, 24 s at 70 ev/s (count needs 3 replicas at 40 ms), 21 s at 5 ev/s.
     trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 21))

@@ -1,6 +1,7 @@
 """The architecture holds: layers point down only (import-linter contracts in pyproject.toml,
 shown to fail on a deliberately wrong import), and every setting is described."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -77,3 +78,24 @@ def settings_models() -> list[type[BaseModel]]:
 def test_every_setting_has_a_description():
     missing = {model.__name__: undescribed(model) for model in settings_models()}
     assert {name: fields for name, fields in missing.items() if fields} == {}
+
+
+def test_no_test_module_imports_another():
+    """Shared fixtures and helpers live in tests/support; no test module imports a peer."""
+    peer = re.compile(r"^\s*(?:from|import)\s+(test_\w+)", re.M)
+    found = {
+        str(p.relative_to(ROOT)): peer.findall(p.read_text())
+        for p in (ROOT / "tests").rglob("*.py")
+        if peer.search(p.read_text())
+    }
+    assert found == {}
+
+
+def test_every_test_module_sits_in_a_folder_by_kind():
+    kinds = {"unit", "spark", "reproduction"}
+    stray = [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "tests").rglob("test_*.py")
+        if p.parent.name not in kinds
+    ]
+    assert stray == []

@@ -1,7 +1,7 @@
 """DEBS 2015 Query 1: the top-10 updates the pipeline's operators emit for the first 10,004 trips
 equal, update by update, those of a straightforward batch computation in pandas (here by calling
 the operator functions in pipeline order over batches, with keyed state carried between them;
-on Spark in tests/test_spark_debs.py)."""
+on Spark in tests/spark/test_spark_debs.py)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 """A run resumed after its final watermark flush (the end of input sent every watermark to +inf):
 the new events are on time again, their windows close and reach the sink (no Spark: the task
-code through tests/task_driver.py, as the Spark runtime's resume calls it)."""
+code through tests/support/task_driver.py, as the Spark runtime's resume calls it)."""
 
 from __future__ import annotations
 
 import math
 
 from support.task_driver import prepare, run_batch, set_replicas, sink_payloads
-from test_watermark import ev, feed, windows_pipeline
+from support.watermark import ev, feed, windows_pipeline
 
 from elastream.runtime.spark.watermark import (
     END_OF_INPUT,

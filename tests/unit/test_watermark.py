@@ -9,59 +9,17 @@ import math
 from collections.abc import Iterable
 
 from support.task_driver import prepare, run_batch, set_replicas, sink_payloads
+from support.watermark import ev, feed, windows_pipeline
 
 from elastream.model.events import Emit, Event
-from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.spark.source import plan_partitions
 from elastream.runtime.spark.task import run_share
 from elastream.runtime.spark.watermark import Watermarks, declare_end_of_input, flushed
-
-WINDOW = {"time_field": "t", "kind": "tumbling", "size_s": 10, "watermark": "operator"}
 
 
 def stamp(events: list[Event]) -> Iterable[Emit]:
     """The event-time assigner: passes each event on, keyed by its payload's key."""
     return [e.emit(e.payload, key=e.payload["k"]) for e in events]
-
-
-def windows_pipeline(replicas: int = 3):
-    return pipeline_from_dict(
-        {
-            "name": "windows",
-            "sources": [{"name": "src", "generator": "elastream.examples.keyed:source_200"}],
-            "operators": [
-                {
-                    "name": "stamp",
-                    "function": "test_watermark:stamp",
-                    "replicas": {"min": 1, "max": 2},
-                    "event_time": {"field": "t"},
-                },
-                {
-                    "name": "count",
-                    "function": "elastream.model.windows:window_count",
-                    "grouping": "key_hash",
-                    "stateless": False,
-                    "key_groups": 8,
-                    "replicas": {"min": 1, "max": replicas},
-                    "params": {"window": WINDOW},
-                },
-            ],
-            "sinks": [{"name": "out"}],
-            "streams": [
-                {"from": "src", "to": "stamp"},
-                {"from": "stamp", "to": "count"},
-                {"from": "count", "to": "out"},
-            ],
-        }
-    )
-
-
-def ev(n: int, key: str, t: float) -> Event:
-    return Event(f"e{n}", key, 1000.0 + n, {"k": key, "t": t})
-
-
-def feed(store, events: list[Event]) -> None:
-    store.append("stamp", events, "src", store.produced("stamp", "src"))
 
 
 def test_an_idle_keys_window_closes_when_the_watermark_passes_its_end(tmp_path):
