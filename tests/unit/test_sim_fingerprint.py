@@ -101,7 +101,9 @@ def test_a_run_draining_past_the_trace_end_fast_forwards_without_error():
     the fix. The run now ends with the events full stepping delivers and drops. (Its last two
     events leave one interval later than under full stepping: the skipped intervals share the
     load-balanced operator evenly, so its replicas' backlogs differ; noted in docs/simulator.md.)"""
-    cfg = config(policy="static", replicas=2, td=5.0, t_out=30.0, q_size=2000)
+    cfg = config(
+        policy="static", replicas=2, interval_s=5.0, event_timeout_s=30.0, queue_capacity=2000
+    )
     fast = simulate(load_pipeline(TWEETS), cfg, bursty(), EXACT)
     full = simulate(load_pipeline(TWEETS), cfg, bursty(), replace(EXACT, fast_forward=False))
     assert fast.snapshots[-1].t > 1800.0  # it drained past the trace's end
