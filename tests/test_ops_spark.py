@@ -1,21 +1,24 @@
 """One short Spark run as an operator runs it: queues in a redis-server with `requirepass` (the
-password in the URL), /metrics scraped every second while it goes; at the end the last scrape
-equals summary.json, intervals.csv and timeseries.csv, no output file holds the password, and
-the console holds no Java stack trace and no Spark WARN line."""
+password in the URL), an operator failing on a tenth of its events, /metrics and the Spark UI's
+PrometheusServlet scraped every second while it goes; at the end the last scrape equals
+summary.json, intervals.csv and timeseries.csv, no output file holds the password, and the
+console holds no Java stack trace and no Spark WARN line."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 import yaml
 from redis_server import local_redis
-from scrape import Scraper, assert_metrics_match_outputs, value
+from scrape import Scraper, assert_metrics_match_outputs, get, value
 
 pytestmark = pytest.mark.spark
 PIPELINE = Path(__file__).parent / "pipelines" / "filter3.yaml"
@@ -37,19 +40,72 @@ def files_holding(root: Path, secret: str) -> list[Path]:
     return found
 
 
+def listening_addresses(port: int) -> set[str]:
+    """The IPv4 addresses a socket listens on at `port` (from /proc/net/tcp)."""
+    found = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, hex_port = local.split(":")
+        if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+            found.add(socket.inet_ntoa(bytes.fromhex(address)[::-1]))
+    return found
+
+
+class SparkUIScraper:
+    """GETs the Spark UI's PrometheusServlet every `every_s` on a thread; keeps the bodies and
+    the addresses the UI listened on."""
+
+    def __init__(self, port: int, every_s: float = 1.0) -> None:
+        self.port, self.every_s = port, every_s
+        self.bodies: list[str] = []
+        self.executors: list[str] = []
+        self.bound: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        base = f"http://127.0.0.1:{self.port}"
+        while not self._stop.wait(self.every_s):
+            try:
+                status, body = get(f"{base}/metrics/prometheus", timeout=2.0)
+                _, executors = get(f"{base}/metrics/executors/prometheus", timeout=2.0)
+            except OSError:
+                continue  # not up yet, or gone
+            if status == 200:
+                self.bodies.append(body)
+                self.executors.append(executors)
+                self.bound |= listening_addresses(self.port)
+
+    def __enter__(self) -> SparkUIScraper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
 def test_a_spark_run_scraped_with_a_redis_password(tmp_path):
     redis = local_redis(tmp_path / "redis", password=PASSWORD)
     redis.start()
-    port, out = free_port(), tmp_path / "runs" / "ops"
+    port, ui_port, out = free_port(), free_port(), tmp_path / "runs" / "ops"
     settings = tmp_path / "run.yaml"
-    settings.write_text(yaml.safe_dump({"metrics": {"port": port, "linger_s": 3.0}}))
-    cmd = [sys.executable, "-m", "elastream.cli", "run", str(PIPELINE),
+    run_settings = {"metrics": {"port": port, "linger_s": 3.0}, "spark": {"ui_port": ui_port}}
+    settings.write_text(yaml.safe_dump(run_settings))
+    pipeline = yaml.safe_load(PIPELINE.read_text())
+    pipeline["operators"][0]["function"] = "elastream.examples.synthetic:fail_some"
+    pipeline_file = tmp_path / "filter3.yaml"
+    pipeline_file.write_text(yaml.safe_dump(pipeline))
+    cmd = [sys.executable, "-m", "elastream.cli", "run", str(pipeline_file),
            "--trace", "constant:rate=20,duration=16", "--td", "2", "--drain", "60",
            "--t-out", "none", "--out", str(out), "--config", str(settings),
            "--queues", redis.url + "?prefix=ops"]  # fmt: skip
     env = {**os.environ, "ELASTREAM_METRICS_TOKEN": TOKEN}
     try:
-        with Scraper(f"http://127.0.0.1:{port}/metrics", every_s=1.0, token=TOKEN) as scraper:
+        with (
+            Scraper(f"http://127.0.0.1:{port}/metrics", every_s=1.0, token=TOKEN) as scraper,
+            SparkUIScraper(ui_port) as spark_ui,
+        ):
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     finally:
         redis.stop()
@@ -58,14 +114,31 @@ def test_a_spark_run_scraped_with_a_redis_password(tmp_path):
     run_label = {"pipeline": "filter3"}
     during = [s for s in scraper.scrapes if value(s, "elastream_run_finished", **run_label) == 0]
     assert len(during) >= 3, f"{len(during)} scrapes during the run"
-    key = ("elastream_source_events_total", (("pipeline", "filter3"),))
+    run_key = (("pipeline", "filter3"),)
+    key = ("elastream_source_events_total", run_key)
     seen = [s.get(key, 0.0) for s in during]  # absent before the first interval
     assert seen == sorted(seen) and seen[-1] > seen[0]  # scraped while it went
+    failed_key = ("elastream_operator_events_failed_total", (("operator", "ingest"), *run_key))
+    assert any(s.get(failed_key, 0) > 0 for s in during)  # failures counted while it went
     assert_metrics_match_outputs(scraper.scrapes[-1], out, "filter3")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["events_failed"] == (summary["events_in"] + 6) // 10 > 0  # indexes ending in 3
+
+    # Spark's UI was up on loopback only, its PrometheusServlet serving the driver's metrics
+    # (the operator queries' streaming metrics among them) and every executor's.
+    assert f"Spark UI: http://127.0.0.1:{ui_port}" in console
+    assert len(spark_ui.bodies) >= 3, f"{len(spark_ui.bodies)} Spark UI scrapes"
+    assert spark_ui.bound == {"127.0.0.1"}, spark_ui.bound
+    assert any(re.search(r"_driver_.*streaming_elastream_ingest_", b) for b in spark_ui.bodies)
+    assert any('executor_id="driver"' in body for body in spark_ui.executors)
 
     assert files_holding(tmp_path / "runs", PASSWORD) == []  # outputs, checkpoints, history
     assert PASSWORD not in console and TOKEN not in console
     assert "redis://:***@127.0.0.1" in (out / "summary.json").read_text()
+    # the console: the live lines and the summary, none of Spark's own lines
+    assert re.search(r"^t=[\d.,]+ s  input ", run.stdout, re.MULTILINE), run.stdout  # live
+    assert '"processed_ratio": ' in run.stdout  # the final summary
+    assert "Setting default log level" not in console and "log4j" not in console, console
     assert not re.search(r"^\s+at [\w.$]+\(", console, re.MULTILINE), console  # Java frames
     assert not re.search(r"\bWARN [\w.$]+:", console), console  # Spark's log lines (in spark.log)
     assert "Exception" not in console, console
