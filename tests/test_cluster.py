@@ -91,7 +91,8 @@ def submit_to(state: ClusterState, out: Path, trace: str, *extra: str) -> subpro
         str(submit_script()), "run", str(PIPELINE), "--trace", trace, "--td", "3",
         "--out", str(out), "--quiet", *extra,
     ]  # fmt: skip
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    python = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env = {**os.environ, **python, "SPARK_LOCAL_IP": "127.0.0.1"}  # the driver's UI: loopback
     return subprocess.Popen(
         cmd,
         start_new_session=True,
@@ -159,6 +160,7 @@ def test_a_pipeline_runs_live_on_the_cluster_on_redis_and_survives_an_executor_s
     output, _ = run.communicate(timeout=600)
     assert run.returncode == 0, output
     assert_secret_kept(state, [], out, console=output)
+    assert "Spark UI: http://127.0.0.1:" in output and "the Spark UI listens on" not in output
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["reconfigurations"] > 0  # replicas changed live, on the cluster

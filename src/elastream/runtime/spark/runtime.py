@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from pyspark import SparkContext
 
+from elastream.base.auth import is_loopback
 from elastream.config import RunConfig
 from elastream.config.run import LeasingSettings
 from elastream.control.plan import Lease, Placement
@@ -702,8 +703,20 @@ class SparkEngine:
         return Path(state.auth_file)
 
     def _log_ui(self) -> None:
-        """Say where the Spark UI and its Prometheus metrics are (when it is on)."""
-        url = self.spark.sparkContext.uiWebUrl
+        """Say where the Spark UI and its Prometheus metrics are (when it is on), and warn when
+        it listens beyond loopback without having been asked to (a JVM spark-submit started
+        without SPARK_LOCAL_IP: the UI then binds every address)."""
+        sc = self.spark.sparkContext
+        url = sc.uiWebUrl
+        bound = sc._jvm.java.lang.System.getenv("SPARK_LOCAL_IP") or "0.0.0.0"
+        if url and not is_loopback(bound) and is_loopback(self.config.spark.ui_host):
+            log.warning(
+                "the Spark UI listens on %s (the driver JVM's SPARK_LOCAL_IP), not on %s: "
+                "export SPARK_LOCAL_IP=%s before spark-submit, or set spark.ui: false",
+                bound,
+                self.config.spark.ui_host,
+                self.config.spark.ui_host,
+            )
         if url:
             log.info(
                 "Spark UI: %s (Prometheus: %s%s, %s%s)",

@@ -60,7 +60,7 @@ def spark_session(
     conf: Mapping[str, str] | None = None,
     *,
     auth_file: Path | None = None,
-    ui_host: str | None = None,
+    ui_host: str = "127.0.0.1",
 ) -> SparkSession:
     """A session with FAIR scheduling (one pool per query), Python worker reuse and the
     `elastream_queue` and `elastream_pipeline` sources registered; `conf` is applied last (it
