@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 from pyspark import SparkContext
@@ -707,9 +708,12 @@ class SparkEngine:
         it listens beyond loopback without having been asked to (a JVM spark-submit started
         without SPARK_LOCAL_IP: the UI then binds every address)."""
         sc = self.spark.sparkContext
-        url = sc.uiWebUrl
+        if not sc.uiWebUrl:
+            return
         bound = sc._jvm.java.lang.System.getenv("SPARK_LOCAL_IP") or "0.0.0.0"
-        if url and not is_loopback(bound) and is_loopback(self.config.spark.ui_host):
+        # the address the UI listens on (its URL names the host by its public name)
+        url = f"http://{bound}:{urlsplit(sc.uiWebUrl).port}"
+        if not is_loopback(bound) and is_loopback(self.config.spark.ui_host):
             log.warning(
                 "the Spark UI listens on %s (the driver JVM's SPARK_LOCAL_IP), not on %s: "
                 "export SPARK_LOCAL_IP=%s before spark-submit, or set spark.ui: false",
@@ -717,12 +721,11 @@ class SparkEngine:
                 self.config.spark.ui_host,
                 self.config.spark.ui_host,
             )
-        if url:
-            log.info(
-                "Spark UI: %s (Prometheus: %s%s, %s%s)",
-                url,
-                url,
-                PROMETHEUS_PATH,
-                url,
-                EXECUTORS_PROMETHEUS_PATH,
-            )
+        log.info(
+            "Spark UI: %s (Prometheus: %s%s, %s%s)",
+            url,
+            url,
+            PROMETHEUS_PATH,
+            url,
+            EXECUTORS_PROMETHEUS_PATH,
+        )
