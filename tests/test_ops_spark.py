@@ -6,6 +6,7 @@ console holds no Java stack trace and no Spark WARN line."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -41,13 +42,20 @@ def files_holding(root: Path, secret: str) -> list[Path]:
 
 
 def listening_addresses(port: int) -> set[str]:
-    """The IPv4 addresses a socket listens on at `port` (from /proc/net/tcp)."""
+    """The addresses a socket listens on at `port` (from /proc/net/tcp and tcp6; a JVM listens
+    on IPv6 sockets, IPv4 addresses mapped into them)."""
     found = set()
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        local, state = line.split()[1], line.split()[3]
-        address, hex_port = local.split(":")
-        if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
-            found.add(socket.inet_ntoa(bytes.fromhex(address)[::-1]))
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if state != "0A" or int(hex_port, 16) != port:  # 0A: LISTEN
+                continue
+            words = (bytes.fromhex(address[k : k + 8])[::-1] for k in range(0, len(address), 8))
+            raw = b"".join(words)
+            ip = ipaddress.ip_address(raw)
+            mapped = getattr(ip, "ipv4_mapped", None)
+            found.add(str(mapped or ip))
     return found
 
 
