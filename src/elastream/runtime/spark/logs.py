@@ -31,10 +31,6 @@ def log4j2_properties(log_path: Path) -> str:
             "logger.jetty.level = warn",
             "logger.parquet.name = org.apache.parquet",
             "logger.parquet.level = warn",
-            # the shell's logger at the root's level: otherwise Spark prints "Setting default
-            # log level to WARN" and how to change it straight to the console at the start
-            "logger.repl.name = org.apache.spark.repl.Main",
-            "logger.repl.level = info",
             "",
         ]
     )
