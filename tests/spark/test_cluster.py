@@ -1,8 +1,10 @@
-"""A Spark standalone cluster started by `elastream cluster up` on this machine: a pipeline runs
-on it, on Redis Streams queues (the backend for executors on other machines), with replicas
-changing live and exact conservation, and survives the SIGKILL of an executor; executors are
-leased as hosts billed per BTU (added, and retired by graceful decommission, through the
-Executors interface); `cluster down` stops exactly what was started."""
+"""A Spark standalone cluster started by `elastream cluster up` on this machine, with Spark's RPC
+authentication (a shared secret in a 0600 file, given to master, workers and drivers, found in
+no command line, log or output): a pipeline submitted with spark-submit runs on it, on Redis
+Streams queues (the backend for executors on other machines), with replicas changing live and
+exact conservation, and survives the SIGKILL of an executor; executors are leased as hosts
+billed per BTU (added, and retired by graceful decommission, through the Executors interface);
+`cluster down` stops exactly what was started."""
 
 import itertools
 import json
@@ -15,18 +17,20 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyspark
 import pytest
 from support.paths import PIPELINES
 from support.redis_server import LocalRedis, local_redis
 from support.spark_runs import assert_conserved, descendants
 
+from elastream.cli import submit_script
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
 from elastream.experiments.session import slot_hosts
 from elastream.runtime.queues import RedisQueueStore
-from elastream.runtime.spark.cluster import ClusterState, free_port, running
+from elastream.runtime.spark.cluster import ClusterState, free_port, read_secret, running
 from elastream.runtime.spark.feeder import TraceIntegral
 from elastream.runtime.spark.runtime import SparkEngine, store_address
 from elastream.workloads import Trace
@@ -79,14 +83,50 @@ def wait_for_sink(run: subprocess.Popen, store: RedisQueueStore, n: int, timeout
         time.sleep(1)
 
 
-def run_on(master: str, out: Path, trace: str, *extra: str) -> subprocess.Popen:
+def submit_to(state: ClusterState, out: Path, trace: str, *extra: str) -> subprocess.Popen:
+    """`elastream run` submitted with spark-submit, authenticated by the cluster's secret file
+    (docs/deploy.md, "spark-submit")."""
+    spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     cmd = [
-        sys.executable, "-m", "elastream.cli", "run", str(PIPELINE), "--master", master,
-        "--trace", trace, "--interval", "3", "--out", str(out), "--quiet", *extra,
+        str(spark_submit), "--master", state.master_url, "--properties-file", state.auth_file,
+        str(submit_script()), "run", str(PIPELINE), "--trace", trace, "--interval", "3",
+        "--out", str(out), "--quiet", *extra,
     ]  # fmt: skip
+    python = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env = {**os.environ, **python, "SPARK_LOCAL_IP": "127.0.0.1"}  # the driver's UI: loopback
     return subprocess.Popen(
-        cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        cmd,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
     )
+
+
+def assert_secret_kept(state: ClusterState, pids: list[int], *outputs: Path, console: str) -> None:
+    """The secret file is the owner's alone; every cluster process runs with authentication; the
+    secret is on no command line, in no log, no output file and not on the console."""
+    secret = read_secret(Path(state.auth_file))
+    assert Path(state.auth_file).stat().st_mode & 0o777 == 0o600
+    for process in state.processes:
+        log = Path(process.log).read_text()
+        assert "authentication enabled" in log, process.role
+        assert secret not in log, process.log
+    for pid in pids:
+        assert secret.encode() not in cmdline(pid), pid
+    held = [p for root in outputs for p in root.rglob("*") if p.is_file()]
+    assert len(held) >= len(outputs)  # summary.json, spark.log, ... were looked at
+    assert [p for p in held if secret.encode() in p.read_bytes()] == []
+    assert secret not in console
+
+
+def cmdline(pid: int) -> bytes:
+    """A process's command line (empty if it has exited meanwhile)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return b""
 
 
 def test_a_pipeline_runs_live_on_the_cluster_on_redis_and_survives_an_executor_sigkill(
@@ -103,19 +143,33 @@ def test_a_pipeline_runs_live_on_the_cluster_on_redis_and_survives_an_executor_s
     settings = tmp_path / "settings.yaml"
     conf = {"spark.driver.host": "127.0.0.1", "spark.driver.port": str(driver_port)}
     settings.write_text(json.dumps({"spark": {"conf": conf}}))  # JSON is YAML
-    run = run_on(
-        state.master_url, out, TRACE, "--event-timeout", "none", "--config", str(settings),
-        "--queues", redis.url,
-    )  # fmt: skip
+    run = submit_to(
+        state,
+        out,
+        TRACE,
+        "--event-timeout",
+        "none",
+        "--config",
+        str(settings),
+        "--queues",
+        redis.url,
+    )
     store = RedisQueueStore(store_address(make_config(out=out, queues=redis.url)))
     wait_for_sink(run, store, 100)  # in the spike
     executors = [pid for w in workers for pid in descendants(w, "CoarseGrainedExecutorBackend")]
     assert len(executors) == 2, executors  # one per worker
     driver_url = f"CoarseGrainedScheduler@127.0.0.1:{driver_port}".encode()
     assert all(driver_url in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in executors)
+    # each worker hands its executors the secret through their environment, never argv
+    secret = read_secret(Path(state.auth_file)).encode()
+    assert all(secret in Path(f"/proc/{pid}/environ").read_bytes() for pid in executors)
+    pids = [p.pid for p in state.processes] + executors + [run.pid, *descendants(run.pid, "")]
+    assert_secret_kept(state, pids, console="")  # while it runs: the command lines
     os.kill(executors[0], signal.SIGKILL)
     output, _ = run.communicate(timeout=600)
     assert run.returncode == 0, output
+    assert_secret_kept(state, [], out, console=output)
+    assert "Spark UI: http://127.0.0.1:" in output and "the Spark UI listens on" not in output
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["reconfigurations"] > 0  # replicas changed live, on the cluster
@@ -139,7 +193,7 @@ def test_executors_are_leased_as_hosts_and_released_in_the_last_part_of_their_bt
     # then 56 s at 5 ev/s: the second host is surplus, released only in its BTU's last 3 s.
     trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 56))
     leasing = {"slots": 2, "btu_s": 60.0, "min_hosts": 1, "max_hosts": 2}
-    spark = {"master": state.master_url, "leasing": leasing}
+    spark = {"master": state.master_url, "leasing": leasing, "auth_file": state.auth_file}
     config = make_config(
         interval_s=2.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None, spark=spark
     )
@@ -151,6 +205,7 @@ def test_executors_are_leased_as_hosts_and_released_in_the_last_part_of_their_bt
         seen.append((snapshot.t, snapshot.op("work").replicas, up, len(executor_ids(engine))))
 
     result = run_mape(engine, Controller.build("psps"), observers=[watch], hosts=slot_hosts(config))
+    assert engine.spark.sparkContext.getConf().get("spark.authenticate") == "true"
 
     assert result.totals.hosts_leased == 2, seen
     assert result.totals.host_boot_s is not None and result.totals.host_boot_s > 0
@@ -179,4 +234,5 @@ def test_cluster_down_stops_exactly_what_up_started(cluster):
     assert stopped.returncode == 0, stopped.stderr
     assert not any(running(p) for p in state.processes)
     assert not Path(state_arg[1]).exists()
+    assert not Path(state.auth_file).exists()  # a new secret for every cluster
     assert elastream("cluster", "down", *state_arg).returncode == 2  # said why

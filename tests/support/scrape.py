@@ -85,11 +85,13 @@ def assert_metrics_match_outputs(sample: Sample, out: Path, pipeline: str) -> No
     assert value(sample, "elastream_intervals_total", **run) == summary["intervals"]
     assert value(sample, "elastream_reconfigurations_total", **run) == summary["reconfigurations"]
     assert value(sample, "elastream_events_failed_total", **run) == summary["events_failed"]
+    restart_drops = value(sample, "elastream_events_dropped_restart_total", **run)
+    assert restart_drops == summary["events_dropped_restart"]
     assert value(sample, "elastream_query_restarts_total", **run) == summary["query_restarts"]
     assert value(sample, "elastream_hosts_leased_total", **run) == summary["hosts_leased"]
     for name, row in summary["operators"].items():
         op = {"pipeline": pipeline, "operator": name}
-        for field in ("received", "processed", "emitted"):
+        for field in ("received", "processed", "emitted", "failed"):
             assert value(sample, f"elastream_operator_events_{field}_total", **op) == row[field]
         for reason in ("timeout", "overflow"):
             got = value(sample, "elastream_operator_events_dropped_total", **op, reason=reason)

@@ -9,14 +9,21 @@ import io
 import json
 import logging
 import socket
+from dataclasses import replace
 
 import yaml
-from support.scrape import Scraper, assert_metrics_match_outputs
+from support.builders import snapshot, stats
+from support.scrape import Scraper, assert_metrics_match_outputs, parse, value
 from support.sim import SIM_PIPELINE as PIPELINE
 
 from elastream.cli import main
 from elastream.cli._logging import configure_logging
 from elastream.config.ops import DEFAULT_METRICS_PORT
+from elastream.control.policy import Decision
+from elastream.model.metrics import RunTotals
+from elastream.model.pipeline import pipeline_from_dict
+from elastream.model.snapshot import HostClock
+from elastream.report.prom import RunMetrics
 from elastream.runtime.queues.redis_server import free_port
 
 
@@ -94,3 +101,41 @@ def test_json_log_lines_are_json_and_mask_passwords():
     entry = json.loads(stream.getvalue().strip())
     assert entry["level"] == "info" and entry["logger"] == "elastream.test"
     assert entry["message"] == "queues at redis://app:***@h:6379/0"
+
+
+def test_failures_restarts_backlog_and_hosts_count_while_the_run_goes():
+    """Fed snapshots (the Spark run in test_ops_spark.py feeds real ones): every count is live,
+    and the end-of-run totals only add what no interval reported."""
+    metrics = RunMetrics(pipeline_from_dict(PIPELINE, "test"))
+    host = HostClock("h1", True, 1, 30.0)
+    first = replace(stats("op", received=10, processed=8), failed=2)
+    metrics(
+        replace(snapshot(first, t=2.0), source_backlog=(("src", 40),), hosts=(host,),
+                query_restarts=1),
+        Decision.of({"op": 1}),
+    )  # fmt: skip
+    sample = parse(metrics.exposition().decode())
+    op, run = {"pipeline": "one", "operator": "op"}, {"pipeline": "one"}
+    assert value(sample, "elastream_operator_events_failed_total", **op) == 2
+    assert value(sample, "elastream_events_failed_total", **run) == 2
+    assert value(sample, "elastream_query_restarts_total", **run) == 1
+    assert value(sample, "elastream_source_backlog_events", **run, source="src") == 40
+    assert value(sample, "elastream_hosts_leased_total", **run) == 1
+    second = replace(stats("op", received=5, processed=4), failed=1)
+    hosts = (host, HostClock("h2", False, 1, 60.0))
+    metrics(
+        replace(snapshot(second, t=4.0), source_backlog=(("src", 7),), hosts=hosts),
+        Decision.of({"op": 1}),
+    )
+    sample = parse(metrics.exposition().decode())
+    assert value(sample, "elastream_operator_events_failed_total", **op) == 3
+    assert value(sample, "elastream_source_backlog_events", **run, source="src") == 7
+    assert value(sample, "elastream_hosts_leased_total", **run) == 2  # h1 counted once
+    totals = RunTotals(events_in=15, events_out=0, completed=12, filtered=0, dropped_timeout=0,
+                       dropped_overflow=0, latency_ms_mean=None, latency_ms_p99=None, failed=4,
+                       query_restarts=1, hosts_leased=3)  # fmt: skip
+    metrics.finish(totals)
+    sample = parse(metrics.exposition().decode())
+    assert value(sample, "elastream_events_failed_total", **run) == 4  # one after the last interval
+    assert value(sample, "elastream_query_restarts_total", **run) == 1  # not counted twice
+    assert value(sample, "elastream_hosts_leased_total", **run) == 3

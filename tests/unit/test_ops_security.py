@@ -5,9 +5,12 @@ errors or logs."""
 
 from __future__ import annotations
 
+import os
+import shlex
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from support.redis_server import local_redis, tls_files
@@ -16,13 +19,15 @@ from support.sim import SIM_PIPELINE as PIPELINE
 
 from elastream.base.auth import InsecureBindError, is_loopback
 from elastream.base.secrets import redact, redact_url
-from elastream.cli import main
+from elastream.cli import main, submit_script
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.report.endpoint import MetricsServer
 from elastream.report.prom import RunMetrics
 from elastream.runtime.queues import QueueError
 from elastream.runtime.queues.redis_server import free_port
 from elastream.runtime.queues.redis_streams import RedisQueueStore
+from elastream.runtime.spark.cluster import ClusterError, read_secret, write_auth_file
+from elastream.runtime.spark.session import _jvm_launch
 
 TOKEN = "tok-3b1f0c2e9d"
 PASSWORD = "pw-5e4d3c2b1a"
@@ -165,3 +170,41 @@ def test_redis_over_tls_with_a_password(tmp_path):
         assert PASSWORD not in str(caught.value)
     finally:
         server.stop()
+
+
+def test_the_cluster_secret_file_is_the_owners_alone_and_new_every_time(tmp_path):
+    path = write_auth_file(tmp_path / "spark-auth.conf")
+    first = read_secret(path)
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.read_text() == f"spark.authenticate true\nspark.authenticate.secret {first}\n"
+    assert len(first) == 64 and read_secret(write_auth_file(path)) != first  # a new one
+    path.write_text("spark.authenticate true\n")
+    with pytest.raises(ClusterError, match=r"spark-auth.conf holds no 'spark.authenticate.secret"):
+        read_secret(path)
+    with pytest.raises(ClusterError, match=r"cannot read the Spark secret file .*missing.conf"):
+        read_secret(tmp_path / "missing.conf")
+
+
+def test_the_driver_jvm_gets_the_secret_from_a_file_and_the_ui_on_loopback(tmp_path, monkeypatch):
+    """What a launching driver hands spark-submit (the JVM itself starts in the Spark tests:
+    tests/spark/test_cluster.py): the file's path, never the secret; the environment is restored."""
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
+    monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
+    path = write_auth_file(tmp_path / "spark auth.conf")  # a space: quoted
+    with _jvm_launch(path, "127.0.0.1"):
+        args = os.environ["PYSPARK_SUBMIT_ARGS"]
+        assert shlex.split(args) == ["--properties-file", str(path), "pyspark-shell"]
+        assert read_secret(path) not in args
+        assert os.environ["SPARK_LOCAL_IP"] == "127.0.0.1"
+    assert "PYSPARK_SUBMIT_ARGS" not in os.environ and "SPARK_LOCAL_IP" not in os.environ
+
+
+def test_the_spark_submit_entry_point_is_printed_and_shadows_nothing(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--spark-submit-script"])
+    assert exit_.value.code == 0
+    script = Path(capsys.readouterr().out.strip())
+    assert script == submit_script() and script.name == "elastream_submit.py"
+    assert [p.name for p in script.parent.iterdir() if p.suffix == ".py"] == [script.name]
+    ran = subprocess.run([sys.executable, str(script), "--version"], capture_output=True, text=True)
+    assert ran.returncode == 0 and ran.stdout.startswith("elastream "), ran.stderr

@@ -10,6 +10,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from importlib import metadata
+from pathlib import Path
 
 from elastream.base.secrets import redact_text
 from elastream.base.settings import RenamedSettingWarning
@@ -24,12 +25,33 @@ def package_version() -> str:
         return "(not installed: no package metadata)"
 
 
+def submit_script() -> Path:
+    """The file spark-submit runs: `spark-submit [OPTIONS] SCRIPT COMMAND ...` (docs/deploy.md)."""
+    return Path(__file__).resolve().parents[1] / "submit" / "elastream_submit.py"
+
+
+class _PrintPath(argparse.Action):
+    """`--spark-submit-script`: print the entry point's path and exit (as --version does)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help=str(kwargs.get("help")))
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print(submit_script())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="elastream",
         description="Elastic, lag-aware per-operator scaling for PySpark pipelines.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument(
+        "--spark-submit-script",
+        action=_PrintPath,
+        help="print the path of the file to give spark-submit, then exit",
+    )
     parser.add_argument(
         "--log-level", choices=LEVELS, default="info", help="log level (default info)"
     )

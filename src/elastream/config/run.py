@@ -113,6 +113,27 @@ class SparkSettings(Settings):
         description="extra Spark configuration for the session (e.g. spark.driver.host and "
         "spark.driver.port on a multi-machine cluster, docs/deploy.md); applied last",
     )
+    # operations (issue 27): RPC authentication and the Spark UI
+    auth_file: Path | None = Field(
+        None,
+        description="Spark properties file holding the cluster's shared secret "
+        "(spark.authenticate.secret), as `elastream cluster up` writes it (mode 0600); the "
+        "driver authenticates with it. None: the secret of the cluster `cluster up` started "
+        "with the default state file, when `master` is that cluster's; else no authentication",
+    )
+    ui: bool = Field(
+        True,
+        description="serve Spark's web UI, with its PrometheusServlet at /metrics/prometheus "
+        "and /metrics/executors/prometheus (docs/operations.md)",
+    )
+    ui_host: str = Field(
+        "127.0.0.1",
+        description="address the Spark UI binds (SPARK_LOCAL_IP of the driver JVM, unless "
+        "already set); the UI has no authentication of its own, keep it on loopback",
+    )
+    ui_port: int = Field(
+        4040, ge=0, le=65535, description="Spark UI port (taken: Spark tries the next ones)"
+    )
 
     @property
     def standalone(self) -> bool:

@@ -41,3 +41,12 @@ def checksum(events: list[Event]) -> Iterable[Emit]:
             acc = (acc * 31 + k) % 1_000_003
         out.append(e.emit({**e.payload, "sum": acc}))
     return out
+
+
+def fail_some(events: list[Event]) -> Iterable[Emit]:
+    """A pass-through that raises on every event whose index ends in 3 (a tenth of them):
+    those events fail alone (kept in the error log), the others go on."""
+    for e in events:
+        if e.payload["i"] % 10 == 3:
+            raise ValueError(f"event index {e.payload['i']} ends in 3")
+    return [e.emit(e.payload) for e in events]

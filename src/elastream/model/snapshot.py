@@ -32,6 +32,7 @@ class OperatorStats:
     service_time_var: tuple[float | None, ...] = ()
     # per active replica: micro-batches in which it processed events during t (() not counted)
     replica_batches: tuple[int, ...] = ()
+    failed: int = 0  # events whose operator function raised during t (kept in the error log)
 
     @property
     def mean_utilization(self) -> float:
@@ -76,6 +77,7 @@ class Snapshot:
     # source: files not yet read times the mean events per file read so far; a redis source:
     # entries not yet ingested); () for generator sources and sources that cannot tell.
     source_backlog: tuple[tuple[str, int], ...] = ()
+    query_restarts: int = 0  # failed operator queries restarted during t (Spark runtime)
 
     @property
     def lambda_g(self) -> int:

@@ -26,6 +26,15 @@ OPERATOR_COUNTERS = {
     "events_received": ("received", "events that arrived in the operator's queue"),
     "events_processed": ("processed", "events taken from the queue and handled"),
     "events_emitted": ("emitted", "output events sent downstream"),
+    "events_failed": ("failed", "events whose operator function raised (kept in the error log)"),
+}
+
+# run-level counters fed per interval and completed at the end: RunTotals field -> attribute
+RUN_COUNTERS = {
+    "failed": "failed",
+    "dropped_restart": "dropped_restart",
+    "query_restarts": "restarts",
+    "hosts_leased": "hosts_leased",
 }
 
 
@@ -37,14 +46,17 @@ class RunMetrics:
     """Observer `(snapshot, decision) -> None` publishing one run's metrics in its own registry.
 
     Counters add each interval's counts, so at the end they equal the sums of intervals.csv and
-    summary.json's per-operator counts exactly; `finish(totals)` adds the end-of-run counts
-    only the engine knows (failed events, query restarts, hosts leased)."""
+    summary.json's per-operator counts exactly. The run's failed events, query restarts and
+    hosts leased count live too; `finish(totals)` adds what the engine's end-of-run totals hold
+    beyond what the intervals reported (e.g. a failure after the last interval)."""
 
     def __init__(self, pipeline: Pipeline) -> None:
         prom = prometheus()
         self.pipeline = pipeline.name
         self.registry = prom.CollectorRegistry(auto_describe=True)
         self._last: Snapshot | None = None
+        self.host_ids: set[str] = set()  # every leased host seen so far
+        self.counted = dict.fromkeys(RUN_COUNTERS, 0)  # the run-level counters' values
         self.last_decision: Decision | None = None
         self.decisions: deque[tuple[float, str, int, int, str]] = deque(maxlen=KEEP_DECISIONS)
         self.series: deque[dict[str, Any]] = deque(maxlen=KEEP_POINTS)  # the live view's charts
@@ -88,6 +100,13 @@ class RunMetrics:
         self.source_rate = gauge(
             "elastream_source_rate_events_per_second", "source events per second", RUN, **reg
         )
+        self.backlog = gauge(
+            "elastream_source_backlog_events",
+            "events an external source holds not yet read (files: rows of unread files; "
+            "redis: entries not yet ingested)",
+            (*RUN, "source"),
+            **reg,
+        )
         self.completed = counter(
             "elastream_events_completed", "source events whose processing finished", RUN, **reg
         )
@@ -109,13 +128,25 @@ class RunMetrics:
         self.hosts_up = gauge("elastream_hosts_up", "leased hosts up", RUN, **reg)
         self.host_cost = gauge("elastream_host_cost", "cost of the leased hosts so far", RUN, **reg)
         self.failed = counter(
-            "elastream_events_failed", "events whose operator raised (at the end)", RUN, **reg
+            "elastream_events_failed", "events whose operator function raised", RUN, **reg
+        )
+        self.dropped_restart = counter(
+            "elastream_events_dropped_restart",
+            "queued events lost by restart reconfigurations (the simulator's restart model)",
+            RUN,
+            **reg,
         )
         self.restarts = counter(
-            "elastream_query_restarts", "operator queries restarted (at the end)", RUN, **reg
+            "elastream_query_restarts",
+            "failed operator queries restarted from their checkpoints",
+            RUN,
+            **reg,
         )
         self.hosts_leased = counter(
-            "elastream_hosts_leased", "hosts leased over the run (at the end)", RUN, **reg
+            "elastream_hosts_leased",
+            "hosts leased over the run, the first ones included",
+            RUN,
+            **reg,
         )
         self.finished = gauge("elastream_run_finished", "1 once the run has ended", RUN, **reg)
         self.finished.labels(self.pipeline).set(0)
@@ -139,6 +170,11 @@ class RunMetrics:
                 self.decisions.append(
                     (snapshot.t, o.name, o.replicas, target, decision.reason(o.name))
                 )
+        self._count("failed", sum(o.failed for o in snapshot.operators))
+        self._count("dropped_restart", snapshot.dropped_restart)
+        self._count("query_restarts", snapshot.query_restarts)
+        for source, n in snapshot.source_backlog:
+            self._child(self.backlog, *run, source).set(n)
         self._child(self.source_events, *run).inc(snapshot.lambda_g)
         self._child(self.source_rate, *run).set(
             snapshot.lambda_g / snapshot.td if snapshot.td else 0
@@ -150,10 +186,18 @@ class RunMetrics:
         self._child(self.intervals, *run).inc(snapshot.intervals)
         if self._last is not None:
             self._child(self.reconfigurations, *run).inc(replica_changes(self._last, snapshot))
+        new_hosts = {h.host_id for h in snapshot.hosts} - self.host_ids
+        self.host_ids |= new_hosts
+        self._count("hosts_leased", len(new_hosts))
         self._child(self.hosts_up, *run).set(snapshot.hosts_up)
         self._child(self.host_cost, *run).set(snapshot.host_cost)
         self._last, self.last_decision = snapshot, decision
         self.series.append(self._point(snapshot, decision))
+
+    def _count(self, field: str, n: int) -> None:
+        """Add `n` to the run-level counter of RunTotals' `field` (RUN_COUNTERS)."""
+        self.counted[field] += n
+        getattr(self, RUN_COUNTERS[field]).labels(self.pipeline).inc(n)
 
     def _operator(self, o: OperatorStats, td: float, target: int | None) -> None:
         key = (self.pipeline, o.name)
@@ -171,11 +215,12 @@ class RunMetrics:
             self._child(self.service, *key).observe(o.et_s)
 
     def finish(self, totals: RunTotals) -> None:
-        """The end-of-run counts the engine reads from its queues."""
+        """The end-of-run counts the engine reads from its queues: each run-level counter is
+        brought up to its total (what no interval reported: a failure, a restart or a host
+        between the last interval and the end)."""
         run = (self.pipeline,)
-        self.failed.labels(*run).inc(totals.failed)
-        self.restarts.labels(*run).inc(totals.query_restarts)
-        self.hosts_leased.labels(*run).inc(totals.hosts_leased)
+        for field in self.counted:
+            self._count(field, max(0, getattr(totals, field) - self.counted[field]))
         self.host_cost.labels(*run).set(totals.host_cost)
         self.finished.labels(*run).set(1)
 

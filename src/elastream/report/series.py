@@ -148,7 +148,14 @@ class OperatorTotals:
         row["et_ms_mean"] = self.et_sum / self.et_intervals if self.et_intervals else None
 
 
-SUMMED_COUNTS = ("received", "processed", "emitted", "dropped_timeout", "dropped_overflow")
+SUMMED_COUNTS = (
+    "received",
+    "processed",
+    "emitted",
+    "dropped_timeout",
+    "dropped_overflow",
+    "failed",
+)
 
 
 class OperatorAggregates:
@@ -232,6 +239,7 @@ def _merge_stats(a: OperatorStats, b: OperatorStats) -> OperatorStats:
         busy_s=a.busy_s + b.busy_s,
         dropped_timeout=a.dropped_timeout + b.dropped_timeout,
         dropped_overflow=a.dropped_overflow + b.dropped_overflow,
+        failed=a.failed + b.failed,
     )
 
 
@@ -253,6 +261,7 @@ def merge_intervals(a: Interval, b: Interval) -> Interval:
             sa.latency_ms_mean, sa.sink_events, sb.latency_ms_mean, sb.sink_events
         ),
         dropped_restart=sa.dropped_restart + sb.dropped_restart,
+        query_restarts=sa.query_restarts + sb.query_restarts,
         intervals=sa.intervals + sb.intervals,
         idle_intervals=sa.idle_intervals + sb.idle_intervals,
         source_backlog=sb.source_backlog,

@@ -1,11 +1,14 @@
 """A Spark standalone cluster on this machine, from the pip-installed PySpark: a master and N
 workers started with `spark-class`, their process ids kept in a state file so that `down` stops
-exactly what `up` started."""
+exactly what `up` started. RPC authentication (`spark.authenticate`) is on by default: a shared
+secret generated at `up`, kept in a Spark properties file of mode 0600 beside the state file and
+given to the master, the workers and (runtime/spark/session.py) the driver."""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -15,11 +18,12 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import pyspark
-
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 HOST = "127.0.0.1"
+DEFAULT_STATE = Path.home() / ".elastream" / "cluster.json"
+AUTH_FILE = "spark-auth.conf"  # the shared secret, as a Spark properties file (mode 0600)
+SECRET_BYTES = 32
 
 
 class ClusterError(RuntimeError):
@@ -46,6 +50,7 @@ class ClusterState:
     cores: int
     memory: str
     processes: tuple[Process, ...]
+    auth_file: str | None = None  # the secret's properties file (None: no RPC authentication)
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -68,10 +73,39 @@ def free_port() -> int:
 
 def spark_class() -> Path:
     """The `spark-class` launcher inside the installed pyspark package."""
+    import pyspark  # here: the CLI imports this module to build its parser, quickly
+
     path = Path(pyspark.__file__).parent / "bin" / "spark-class"
     if not path.exists():
         raise ClusterError(f"spark-class not found at {path}: is pyspark installed with its jars?")
     return path
+
+
+def write_auth_file(path: Path) -> Path:
+    """A new random shared secret written to `path` as the Spark properties that switch RPC
+    authentication on; the file is created with mode 0600 (never readable by others, not even
+    for a moment) and replaces an older one. The secret itself is never returned or printed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write("spark.authenticate true\n")
+        out.write(f"spark.authenticate.secret {secrets.token_hex(SECRET_BYTES)}\n")
+    return path
+
+
+def read_secret(path: Path) -> str:
+    """The shared secret of an auth file `write_auth_file` wrote (or one written by hand in the
+    same Spark properties form); a clear error naming the file otherwise."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ClusterError(f"cannot read the Spark secret file {path}: {exc.strerror}") from None
+    for line in text.splitlines():
+        key, _, value = line.strip().partition(" ")
+        if key == "spark.authenticate.secret" and value.strip():
+            return value.strip()
+    raise ClusterError(f"{path} holds no 'spark.authenticate.secret VALUE' line")
 
 
 def _launch(args: list[str], log: Path) -> subprocess.Popen:
@@ -88,9 +122,15 @@ def _launch(args: list[str], log: Path) -> subprocess.Popen:
 
 
 def up(
-    workers: int, cores: int, memory: str, state_path: Path, timeout_s: float = 180.0
+    workers: int,
+    cores: int,
+    memory: str,
+    state_path: Path,
+    timeout_s: float = 180.0,
+    authenticate: bool = True,
 ) -> ClusterState:
-    """Start a master and `workers` workers, wait until all are registered, save the state."""
+    """Start a master and `workers` workers, wait until all are registered, save the state.
+    With `authenticate`, every process gets a new shared secret (`write_auth_file`)."""
     if workers < 1 or cores < 1:
         raise ClusterError(f"--workers and --cores must be >= 1, got {workers} and {cores}")
     if state_path.exists() and _alive(ClusterState.load(state_path)):
@@ -100,15 +140,19 @@ def up(
     port, webui = free_port(), free_port()
     url, webui_url = f"spark://{HOST}:{port}", f"http://{HOST}:{webui}"
     roles = ["master"] + [f"worker-{k}" for k in range(workers)]
+    auth = write_auth_file(state_path.parent / AUTH_FILE) if authenticate else None
     commands = [[MASTER_CLASS, "--host", HOST, "--port", str(port), "--webui-port", str(webui)]]
     commands += [_worker_command(url, cores, memory, logs) for _ in range(workers)]
+    if auth is not None:  # the secret travels in a file, never on a command line
+        commands = [[*command, "--properties-file", str(auth)] for command in commands]
     started: dict[str, subprocess.Popen] = {}
     processes = []
     for role, command in zip(roles, commands, strict=True):
         log = logs / f"{role}.log"
         started[role] = _launch(command, log)
         processes.append(Process(role, started[role].pid, command[0], str(log)))
-    state = ClusterState(url, webui_url, workers, cores, memory, tuple(processes))
+    auth_file = None if auth is None else str(auth)
+    state = ClusterState(url, webui_url, workers, cores, memory, tuple(processes), auth_file)
     state.save(state_path)  # saved before waiting: `down` can stop a cluster that never came up
     try:
         wait_for_workers(state, started, timeout_s)
@@ -170,8 +214,8 @@ def _alive(state: ClusterState) -> bool:
 
 
 def down(state_path: Path, timeout_s: float = 30.0) -> list[str]:
-    """Stop the processes `up` started (workers first), then delete the state file. Returns the
-    roles stopped; processes already gone are skipped."""
+    """Stop the processes `up` started (workers first), then delete the state file and the
+    secret. Returns the roles stopped; processes already gone are skipped."""
     state = ClusterState.load(state_path)
     stopped = []
     for process in reversed(state.processes):
@@ -184,5 +228,7 @@ def down(state_path: Path, timeout_s: float = 30.0) -> list[str]:
     for process in state.processes:
         if running(process):
             os.killpg(process.pid, signal.SIGKILL)
+    if state.auth_file is not None:
+        Path(state.auth_file).unlink(missing_ok=True)
     state_path.unlink()
     return stopped

@@ -65,6 +65,17 @@ def jvm_log_conf(out_dir: Path, conf: dict[str, str]) -> dict[str, str]:
     }
 
 
+def redirect_jvm_logs(spark: Any, out_dir: Path) -> None:
+    """A driver JVM that started with Spark's own logging (spark-submit's) logs to
+    `out_dir`/spark.log from now on: log4j2 reconfigured with the file `jvm_log_conf` wrote."""
+    config = (Path(out_dir) / CONFIG_FILE).resolve()
+    jvm = spark.sparkContext._jvm
+    jvm.org.apache.logging.log4j.core.config.Configurator.reconfigure(
+        jvm.java.net.URI(config.as_uri())
+    )
+    spark.sparkContext.setLogLevel("ERROR")  # the reconfiguration reset the root level
+
+
 def send_jvm_stderr(spark: Any, out_dir: Path) -> None:
     """Point the driver JVM's System.err at `out_dir`/spark.log (appending): what the JVM prints
     there outside log4j — the stack of an exception no thread caught, such as the

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 from pyspark import SparkContext
 
+from elastream.base.auth import is_loopback
 from elastream.config import RunConfig
 from elastream.config.run import LeasingSettings
 from elastream.control.plan import Lease, Placement
@@ -36,17 +38,22 @@ from elastream.runtime.queues import (
     store_exists,
     with_prefix,
 )
+from elastream.runtime.spark.cluster import DEFAULT_STATE, ClusterError, ClusterState
 from elastream.runtime.spark.egress import Egress, check_sinks
 from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
 from elastream.runtime.spark.ingest import Ingest, check_sources
-from elastream.runtime.spark.logs import jvm_log_conf, send_jvm_stderr
+from elastream.runtime.spark.logs import jvm_log_conf, redirect_jvm_logs, send_jvm_stderr
 from elastream.runtime.spark.pipeline_source import PIPELINE_SOURCE_NAME
 from elastream.runtime.spark.session import (
+    EXECUTORS_PROMETHEUS_PATH,
+    PROMETHEUS_PATH,
     adopt_session,
+    launched_by_spark_submit,
     spark_session,
     stop_query,
+    ui_conf,
     warm_python_workers,
 )
 from elastream.runtime.spark.source import SOURCE_NAME, cap_hit_key, open_interval
@@ -62,6 +69,7 @@ from elastream.workloads.trace import Trace
 DB_NAME = "queues.db"
 HOST_POLL_S = 0.25  # how often a leased executor's registration is looked for, s
 PIPELINE_QUERY = "_pipeline"  # the query (and checkpoint folder) of the `pipeline` layout
+log = logging.getLogger(__name__)
 
 
 def store_address(config: RunConfig) -> str:
@@ -157,6 +165,7 @@ class SparkEngine:
         self.run_ids: dict[str, set[str]] = {}
         self.ops: dict[str, OperatorState] = {}
         self.restarts: dict[str, int] = {}  # per operator (and sink-NAME), over the run
+        self.restarts_seen = 0  # of them, reported in a snapshot already
         self.forgotten = LatencyTally()  # sink latencies the store's retention has expired
         self.failing: dict[str, Failing] = {}  # operators whose query failed and has not recovered
         self.leases: ExecutorHosts | None = None  # executors leased as hosts (spark.leasing)
@@ -171,7 +180,7 @@ class SparkEngine:
         self._prepare_store()
         # local[n, 4]: up to 4 attempts per task, as on a cluster (plain local[n] never retries).
         spark = self.config.spark
-        conf = dict(spark.conf)
+        conf = {**ui_conf(spark.ui, spark.ui_port), **spark.conf}  # the user's settings win
         if spark.leasing is not None:
             if not spark.standalone:
                 raise RuntimeFailure(
@@ -180,8 +189,11 @@ class SparkEngine:
                 )
             conf.setdefault("spark.decommission.enabled", "true")  # graceful release
         conf = jvm_log_conf(self.out, conf)  # Spark's log lines to spark.log in the run directory
-        self.spark = self._session(spark.master or f"local[{self._slots()},4]", conf)
+        self.spark = self._session(self._master(), conf)
+        if launched_by_spark_submit():  # its JVM started with Spark's own logging: ours now
+            redirect_jvm_logs(self.spark, self.out)
         send_jvm_stderr(self.spark, self.out)  # uncaught JVM stacks to spark.log, not the console
+        self._log_ui()
         if spark.leasing is not None:
             self.leases = self._adopt_hosts(spark.leasing)
         warm_python_workers(self.spark, self._slots())
@@ -236,9 +248,12 @@ class SparkEngine:
         n_sink, latency = self.store.sink_latency(t0, t1)
         recent = self.store.sink_latencies_ms_between(t0, t1)
         self._expire(t1)
+        restarts = sum(self.restarts.values())
+        new_restarts, self.restarts_seen = restarts - self.restarts_seen, restarts
         return Snapshot(
             t=t1 - self.t0,
             td=t1 - t0,
+            query_restarts=new_restarts,
             sources=sources,
             operators=ops,
             completed=self.store.completed(t0, t1),
@@ -582,10 +597,12 @@ class SparkEngine:
                 f"(restarts: {spark.max_restarts}): {error}"
             )
         first_line = str(error).strip().splitlines()[0] if error is not None else "not active"
-        print(
-            f"elastream: {label} failed ({first_line}); restarting it "
-            f"from its checkpoint ({failing.in_a_row + 1}/{spark.max_restarts})",
-            file=sys.stderr,
+        log.warning(
+            "%s failed (%s); restarting it from its checkpoint (%d/%d)",
+            label,
+            first_line,
+            failing.in_a_row + 1,
+            spark.max_restarts,
         )
         stop_query(self.spark, query)
         time.sleep(spark.restart_backoff_s * 2**failing.in_a_row)
@@ -632,6 +649,7 @@ class SparkEngine:
             busy_s=busy,
             dropped_timeout=kinds.get(OutcomeKind.TIMEOUT, 0),
             dropped_overflow=self.store.overflow_count(name, t0, t1),
+            failed=kinds.get(OutcomeKind.ERROR, 0),
             replica_processed=tuple(per_replica),
             utilization=tuple(util),
             stateful=not spec.stateless,
@@ -679,11 +697,60 @@ class SparkEngine:
             return fed
         return self.stopping_since if self.config.unbounded else min(fed, self.stopping_since)
 
-    def _session(self, master: str, conf: dict[str, str]) -> Any:
+    def _session(self, master: str | None, conf: dict[str, str]) -> Any:
         """The caller's SparkSession (kept running at the end), else the one `spark_session`
         makes or reuses: a session that was already running is the caller's too."""
         if self.given_session is not None:
             return adopt_session(self.given_session)
         if SparkContext._active_spark_context is not None:
             self.keep_session = True
-        return spark_session(master, conf=conf)
+        ui_host = self.config.spark.ui_host
+        return spark_session(master, conf=conf, auth_file=self._auth_file(), ui_host=ui_host)
+
+    def _master(self) -> str | None:
+        """The master given, else spark-submit's (None), else local mode sized to the pools
+        (local[n, 4]: up to 4 attempts per task, as on a cluster; plain local[n] never retries)."""
+        if self.config.spark.master is not None or launched_by_spark_submit():
+            return self.config.spark.master
+        return f"local[{self._slots()},4]"
+
+    def _auth_file(self) -> Path | None:
+        """The file with the cluster's shared secret: spark.auth_file, else the one of the
+        cluster `elastream cluster up` started with its default state file, if `master` is it."""
+        spark = self.config.spark
+        if spark.auth_file is not None or not spark.standalone:
+            return spark.auth_file
+        try:
+            state = ClusterState.load(DEFAULT_STATE)
+        except (ClusterError, ValueError, TypeError):
+            return None  # no such cluster (or an unreadable state file): no secret to give
+        if state.master_url != spark.master or state.auth_file is None:
+            return None
+        return Path(state.auth_file)
+
+    def _log_ui(self) -> None:
+        """Say where the Spark UI and its Prometheus metrics are (when it is on), and warn when
+        it listens beyond loopback without having been asked to (a JVM spark-submit started
+        without SPARK_LOCAL_IP: the UI then binds every address)."""
+        sc = self.spark.sparkContext
+        if not sc.uiWebUrl:
+            return
+        bound = sc._jvm.java.lang.System.getenv("SPARK_LOCAL_IP") or "0.0.0.0"
+        # the address the UI listens on (its URL names the host by its public name)
+        url = f"http://{bound}:{urlsplit(sc.uiWebUrl).port}"
+        if not is_loopback(bound) and is_loopback(self.config.spark.ui_host):
+            log.warning(
+                "the Spark UI listens on %s (the driver JVM's SPARK_LOCAL_IP), not on %s: "
+                "export SPARK_LOCAL_IP=%s before spark-submit, or set spark.ui: false",
+                bound,
+                self.config.spark.ui_host,
+                self.config.spark.ui_host,
+            )
+        log.info(
+            "Spark UI: %s (Prometheus: %s%s, %s%s)",
+            url,
+            url,
+            PROMETHEUS_PATH,
+            url,
+            EXECUTORS_PROMETHEUS_PATH,
+        )

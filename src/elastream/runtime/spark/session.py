@@ -1,44 +1,84 @@
-"""Start (or reuse) the local SparkSession the runtime needs, quietly, with our data source."""
+"""Start (or reuse) the SparkSession the runtime needs, quietly, with our data source; with the
+cluster's shared secret (spark.authenticate) and the Spark UI with its PrometheusServlet when
+asked. Under spark-submit the session is made in the driver JVM spark-submit started."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shlex
 import time
 import warnings
 from collections.abc import Iterator, Mapping
 from functools import partial
+from pathlib import Path
 from typing import Any
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from elastream.runtime.spark.cluster import read_secret
 from elastream.runtime.spark.pipeline_source import PipelineDataSource
 from elastream.runtime.spark.source import QueueDataSource
 
 _registered: set[int] = set()
 RAW_LOCAL_FS = "org.apache.hadoop.fs.local.RawLocalFs"
+PROMETHEUS_PATH = "/metrics/prometheus"  # the driver's metrics (PrometheusServlet)
+EXECUTORS_PROMETHEUS_PATH = "/metrics/executors/prometheus"  # every executor's, from the UI
+PROMETHEUS_SERVLET = "org.apache.spark.metrics.sink.PrometheusServlet"
+
+
+def launched_by_spark_submit() -> bool:
+    """This Python process is the driver spark-submit started (its JVM is already running)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def ui_conf(enabled: bool, port: int = 4040) -> dict[str, str]:
+    """The Spark UI's settings: on, with the PrometheusServlet serving the driver's metrics at
+    PROMETHEUS_PATH (the streaming queries' among them) and the executors' at
+    EXECUTORS_PROMETHEUS_PATH, and its history kept short for long runs; or off."""
+    if not enabled:
+        return {"spark.ui.enabled": "false", "spark.sql.streaming.metricsEnabled": "false"}
+    return {
+        "spark.ui.enabled": "true",
+        "spark.ui.port": str(port),
+        "spark.ui.prometheus.enabled": "true",
+        "spark.metrics.conf.*.sink.prometheusServlet.class": PROMETHEUS_SERVLET,
+        "spark.metrics.conf.*.sink.prometheusServlet.path": PROMETHEUS_PATH,
+        "spark.sql.streaming.metricsEnabled": "true",
+        "spark.ui.retainedJobs": "200",
+        "spark.ui.retainedStages": "200",
+        "spark.sql.ui.retainedExecutions": "100",
+    }
 
 
 def spark_session(
-    master: str, app_name: str = "elastream", conf: Mapping[str, str] | None = None
+    master: str | None,
+    app_name: str = "elastream",
+    conf: Mapping[str, str] | None = None,
+    *,
+    auth_file: Path | None = None,
+    ui_host: str = "127.0.0.1",
 ) -> SparkSession:
     """A session with FAIR scheduling (one pool per query), Python worker reuse and the
     `elastream_queue` and `elastream_pipeline` sources registered; `conf` is applied last (it
-    may override ours). An existing active session is reused as it is."""
+    may override ours; the UI is off unless `conf` has `ui_conf(True)`). An existing active
+    session is reused as it is. `auth_file` holds the cluster's shared secret; `ui_host` is
+    the address the UI binds (the driver JVM's SPARK_LOCAL_IP unless set). `master` None: the
+    one spark-submit was given."""
     warnings.filterwarnings("ignore", category=FutureWarning)
     logging.getLogger("py4j").setLevel(logging.ERROR)
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", _python())
+    builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
     builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
+        builder.appName(app_name)
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.ui.enabled", "false")
         .config("spark.scheduler.mode", "FAIR")
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.streaming.metricsEnabled", "false")
         .config("spark.sql.streaming.numRecentProgressUpdates", "2000")
         .config("spark.driver.memory", "2g")
         # checkpoint files without Hadoop's .crc side files: each micro-batch's offset and
@@ -46,9 +86,38 @@ def spark_session(
         # batch); the checkpoint manager's atomic rename still guards against torn files
         .config("spark.hadoop.fs.AbstractFileSystem.file.impl", RAW_LOCAL_FS)
     )
-    for key, value in (conf or {}).items():
+    for key, value in {**ui_conf(False), **(conf or {})}.items():
         builder = builder.config(key, value)
-    return adopt_session(builder.getOrCreate())
+    launching = SparkContext._gateway is None and not launched_by_spark_submit()
+    if auth_file is not None and not launching:  # given to a running JVM: never on a command line
+        builder = builder.config("spark.authenticate", "true")
+        builder = builder.config("spark.authenticate.secret", read_secret(auth_file))
+    with _jvm_launch(auth_file if launching else None, ui_host if launching else None):
+        return adopt_session(builder.getOrCreate())
+
+
+@contextlib.contextmanager
+def _jvm_launch(auth_file: Path | None, ui_host: str | None) -> Iterator[None]:
+    """The environment the driver JVM is launched with: spark-submit reads the secret from
+    `auth_file` (`--properties-file`: pyspark passes a session's settings to spark-submit on its
+    command line, where any user of the machine could read a secret) and SPARK_LOCAL_IP is
+    `ui_host` (the address Spark's web UI binds). Restored afterwards."""
+    saved = {k: os.environ.get(k) for k in ("PYSPARK_SUBMIT_ARGS", "SPARK_LOCAL_IP")}
+    if auth_file is not None:
+        read_secret(auth_file)  # a clear error before Spark's if the file is unusable
+        given = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")
+        quoted = shlex.quote(str(Path(auth_file).resolve()))
+        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--properties-file {quoted} {given}"
+    if ui_host is not None:
+        os.environ.setdefault("SPARK_LOCAL_IP", ui_host)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def adopt_session(spark: SparkSession) -> SparkSession:
