@@ -129,10 +129,10 @@ def test_a_spark_run_scraped_with_a_redis_password(tmp_path):
     assert summary["events_failed"] == (summary["events_in"] + 6) // 10 > 0  # indexes ending in 3
 
     # Spark's UI was up on loopback only, its PrometheusServlet serving the driver's metrics
-    # (the operator queries' streaming metrics among them) and every executor's.
+    # (the run's streaming query metrics among them) and every executor's.
     assert len(spark_ui.bodies) >= 3, f"{len(spark_ui.bodies)} Spark UI scrapes"
     assert spark_ui.bound == {"127.0.0.1"}, spark_ui.bound
-    streaming = re.compile(r"_driver_.*streaming_elastream_ingest_")
+    streaming = re.compile(r"_driver_.*streaming_elastream_")  # a query of the run's
     assert any(streaming.search(b) for b in spark_ui.bodies), spark_ui.bodies[-1][:3000]
     assert any('executor_id="driver"' in body for body in spark_ui.executors)
     ui_lines = [line for line in console.splitlines() if "Spark UI" in line]

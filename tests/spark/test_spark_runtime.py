@@ -126,7 +126,9 @@ def assert_history_counts_batches_and_cpu(path: Path) -> None:
     assert cpu and all(r.cores >= 0 for r in cpu) and max(r.cores for r in cpu) > 0
 
 
-RESTARTED = re.compile(r"elastream: the (?:query of operator '(\w+)'|(pipeline)'s query) failed")
+RESTARTED = re.compile(
+    r"spark\.runtime: the (?:query of operator '(\w+)'|(pipeline)'s query) failed"
+)
 
 
 @pytest.mark.parametrize("layout", ["operator", "pipeline"])

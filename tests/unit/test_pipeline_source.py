@@ -97,3 +97,11 @@ def test_admission_is_per_operator_and_release_per_operator(tmp_path):
     reader.commit(end)
     assert all(store.planned_end(op, s) is None for op, s in planned)  # each below its own end
     assert store.read("op1", 20, 30) and store.read("op2", 10, 20)  # the rest is kept
+
+
+def test_a_batch_that_opens_with_a_share_of_no_work_packs_without_error():
+    """A watermarked operator commits its empty shares too: a batch may start with a share of no
+    estimated work, which opens the first task (it failed planPartitions with an IndexError)."""
+    empty, busy = Share("a", 0, 5, 5, 0.0), Share("b", 1, 0, 9, 0.5)
+    assert [p.shares for p in pack([empty, busy])] == [(empty,), (busy,)]
+    assert [p.shares for p in pack([empty])] == [(empty,)]

@@ -94,7 +94,7 @@ def pack(shares: list[Share], pack_s: float = PACK_S) -> list[SharesPartition]:
     tasks: list[list[Share]] = []
     load = pack_s  # the open task's work so far (none open yet)
     for share in shares:
-        if share.work_s > pack_s or load + share.work_s > pack_s:
+        if not tasks or share.work_s > pack_s or load + share.work_s > pack_s:
             tasks.append([share])
             load = share.work_s
         else:
