@@ -193,11 +193,14 @@ def test_executors_are_leased_as_hosts_and_released_in_the_last_part_of_their_bt
     # then 56 s at 5 ev/s: the second host is surplus, released only in its BTU's last 3 s.
     trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 56))
     leasing = {"slots": 2, "btu_s": 60.0, "min_hosts": 1, "max_hosts": 2}
-    # the driver on loopback, where `cluster up` binds the master and workers: this process's JVM
-    # may have been started by an earlier local-mode test, without the launch-time address
-    conf = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+    # An authenticated driver started in a JVM that an earlier local-mode session launched never
+    # registered with the master (25 Nov, not yet diagnosed): this test needs the process's first
+    # JVM, which it gets because tests/spark runs in file-name order and no in-process Spark test
+    # sorts before this file.
+    from pyspark import SparkContext
+
+    assert SparkContext._gateway is None, "run the leasing test before in-process Spark tests"
     spark = {"master": state.master_url, "leasing": leasing, "auth_file": state.auth_file}
-    spark["conf"] = conf
     config = make_config(
         interval_s=2.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None, spark=spark
     )
