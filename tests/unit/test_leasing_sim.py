@@ -1,5 +1,7 @@
 """Patterns (Eq. 6), topology, forecaster, policies and the simulator's bookkeeping."""
 
+from concurrent.futures import ProcessPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,7 @@ from elastream.leasing.hosts import (
 )
 from reproductions.btu.algorithms import OperatorStatus
 from reproductions.btu.config import SimSettings
+from reproductions.btu.experiment import run_grid
 from reproductions.btu.forecast import forecast, holt, window_peak
 from reproductions.btu.metrics import Counters
 from reproductions.btu.patterns import Pattern, machines, random_walk
@@ -201,3 +204,14 @@ def test_a_drained_release_serves_until_the_btu_ends(drain):
     for t in (now + 1.0, 599.0, 600.0, 640.0):
         serving = float(moved.ready_at <= t) + float(drain and t < 600.0)
         assert sim._capacity(t)[o1] == serving, t
+
+
+def test_the_grid_is_the_same_in_a_process_pool_as_one_run_after_the_other():
+    base = SimSettings(duration_s=240)
+    args = ([1, 2], [Pattern.STEPWISE], ["threshold", "ahead"], base)
+    alone = run_grid(*args)
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        pooled = run_grid(*args, mapper=pool.map)
+    assert pooled == alone
+    assert set(alone) == {("stepwise", a, m) for a in ("threshold", "ahead") for m in (10, 30, 60)}
+    assert all(len(cell.runs) == 2 for cell in alone.values())

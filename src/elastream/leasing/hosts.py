@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 
 class LeasingError(ValueError):
@@ -102,11 +103,38 @@ class Cluster:
     demands: Mapping[str, Demand] = field(default_factory=dict)
     next_id: int = 0
 
-    def host(self, host_id: str) -> Host:
+    # Indexes built once per cluster value (it never changes; a change returns a new value), so
+    # that a policy's many look-ups cost a dict access instead of a scan of every instance.
+    @cached_property
+    def _hosts_by_id(self) -> dict[str, Host]:
+        out: dict[str, Host] = {}
         for h in self.hosts:
-            if h.host_id == host_id:
-                return h
-        raise LeasingError(f"unknown host {host_id!r}")
+            out.setdefault(h.host_id, h)
+        return out
+
+    @cached_property
+    def _by_host(self) -> dict[str, tuple[Instance, ...]]:
+        out: dict[str, list[Instance]] = {}
+        for i in self.instances:
+            out.setdefault(i.host_id, []).append(i)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def _by_operator(self) -> dict[str, tuple[Instance, ...]]:
+        out: dict[str, list[Instance]] = {}
+        for i in self.instances:
+            out.setdefault(i.operator, []).append(i)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def _free(self) -> dict[str, tuple[float, float]]:
+        return {}  # filled per host on first use (free_raw)
+
+    def host(self, host_id: str) -> Host:
+        h = self._hosts_by_id.get(host_id)
+        if h is None:
+            raise LeasingError(f"unknown host {host_id!r}")
+        return h
 
     def demand(self, operator: str) -> Demand:
         if operator not in self.demands:
@@ -114,17 +142,23 @@ class Cluster:
         return self.demands[operator]
 
     def on_host(self, host_id: str) -> tuple[Instance, ...]:
-        return tuple(i for i in self.instances if i.host_id == host_id)
+        return self._by_host.get(host_id, ())
 
     def of_operator(self, operator: str) -> tuple[Instance, ...]:
-        return tuple(i for i in self.instances if i.operator == operator)
+        return self._by_operator.get(operator, ())
 
     def count(self, operator: str) -> int:
         """o#: the instances of `operator` (starting ones included)."""
-        return sum(1 for i in self.instances if i.operator == operator)
+        return len(self._by_operator.get(operator, ()))
 
     def free_raw(self, host_id: str) -> tuple[float, float]:
         """h_cpu*, h_memory*: the CPU shares and memory not reserved by instances on the host."""
+        free = self._free.get(host_id)
+        if free is None:
+            free = self._free[host_id] = self._free_of(host_id)
+        return free
+
+    def _free_of(self, host_id: str) -> tuple[float, float]:
         h = self.host(host_id)
         cpu, mem = h.kind.cpu_shares, h.kind.memory_mb
         for inst in self.on_host(host_id):

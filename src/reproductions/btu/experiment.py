@@ -95,30 +95,57 @@ class Cell:
 Key = tuple[str, str, int]  # pattern, approach, BTU minutes
 
 
+@dataclass(frozen=True)
+class Task:
+    """One simulation of the grid: a pattern, an approach, a BTU length and its price, a seed."""
+
+    pattern: Pattern
+    approach: str
+    minutes: int
+    price: float
+    seed: int
+    base: SimSettings
+
+    def run(self) -> RunMetrics:
+        settings = self.base.model_copy(update={"btu_s": self.minutes * 60.0, "price": self.price})
+        return Simulation(self.pattern, APPROACHES.get(self.approach), self.seed, settings).run()
+
+
+def run_task(task: Task) -> RunMetrics:
+    """Run one task (a module-level function, so that a process pool can ship it)."""
+    return task.run()
+
+
+Mapper = Callable[[Callable[[Task], RunMetrics], Iterable[Task]], Iterable[RunMetrics]]
+
+
 def run_grid(
     seeds: Iterable[int],
     patterns: Iterable[Pattern] = tuple(Pattern),
     approaches: Iterable[str] = tuple(APPROACHES),
     base: SimSettings | None = None,
+    mapper: Mapper = map,
 ) -> dict[Key, Cell]:
-    """Every pattern x approach x BTU, one run per seed (the seed drives noise and boot times)."""
+    """Every pattern x approach x BTU, one run per seed (the seed drives noise and boot times).
+    `mapper` runs the tasks (the builtin map: one after the other; a process pool's map: in
+    parallel); each run depends only on its task, so the grid is the same either way."""
     seeds = tuple(seeds)
     if not seeds:
         raise LeasingError("the reproduction grid needs at least one seed")
     base = base or SimSettings()
-    grid: dict[Key, Cell] = {}
-    for pattern in patterns:
-        for name in approaches:
-            if name not in APPROACHES:
-                raise LeasingError(f"unknown approach {name!r}; known: {APPROACHES.names()}")
-            for minutes, price in BTUS:
-                settings = base.model_copy(update={"btu_s": minutes * 60.0, "price": price})
-                runs = tuple(
-                    Simulation(pattern, APPROACHES.get(name), seed, settings).run()
-                    for seed in seeds
-                )
-                grid[(pattern.value, name, minutes)] = Cell(runs)
-    return grid
+    approaches = tuple(approaches)
+    for name in approaches:
+        if name not in APPROACHES:
+            raise LeasingError(f"unknown approach {name!r}; known: {APPROACHES.names()}")
+    keys = [
+        (pattern, name, minutes, price)
+        for pattern in patterns
+        for name in approaches
+        for minutes, price in BTUS
+    ]
+    tasks = [Task(p, a, m, price, seed, base) for p, a, m, price in keys for seed in seeds]
+    runs = iter(list(mapper(run_task, tasks)))
+    return {(p.value, a, m): Cell(tuple(next(runs) for _ in seeds)) for p, a, m, _ in keys}
 
 
 @dataclass(frozen=True)

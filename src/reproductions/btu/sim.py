@@ -214,7 +214,9 @@ class Simulation:
                     counts[k] += 1.0
         return counts
 
-    def _observe(self, cluster: Cluster, now: float, od_hist, arr_hist, queue) -> Observation:
+    def _observe(
+        self, cluster: Cluster, now: float, od_hist, arrivals: np.ndarray, queue
+    ) -> Observation:
         counts = np.bincount(self._ops, minlength=len(self.names))
         status = {
             op: OperatorStatus(
@@ -233,7 +235,7 @@ class Simulation:
             monitor_s=self.settings.monitor_s,
             status=status,
             history=history,
-            arrivals=np.array(arr_hist),
+            arrivals=arrivals,
             service_rate=dict(zip(self.names, self.mu, strict=True)),
         )
 
@@ -247,9 +249,10 @@ class Simulation:
         ok = np.zeros(len(LEVELS))
         total = 0.0
         od_hist: list[np.ndarray] = []
-        arr_hist: list[np.ndarray] = []
         per_provision = round(s.provision_s / s.monitor_s)
         intervals = round(s.duration_s / s.monitor_s)
+        arr_hist = np.zeros((intervals, n))  # observed arrival rates, one row per monitoring point
+        means = np.empty((len(LEVELS), n))  # the interval's mean service time, once per level
         hosts_trace = []
         times = np.arange(intervals * s.substeps) * dt
         load = machines(self.pattern, times).astype(float)
@@ -258,6 +261,7 @@ class Simulation:
             slow = np.exp(self.rng.normal(-(s.noise_sigma**2) / 2, s.noise_sigma, n))
             slow = slow * np.where(self.rng.random(n) < s.spike_prob, s.spike_factor, 1.0)
             service = self.slo * slow
+            means[:] = service
             for sub in range(s.substeps):
                 now = t0 + sub * dt
                 self._bill(cluster, now)
@@ -266,21 +270,23 @@ class Simulation:
                 rate = self._capacity(now) * s.concurrency / service
                 done, wait, jitter = flow.step(arrive, rate, dt, service)
                 limits = self._levels * self.slo - wait  # one row per compliance level
-                ok += within(limits, np.broadcast_to(service, limits.shape), s.service_sigma) @ done
+                ok += within(limits, means, s.service_sigma) @ done
                 total += float(done.sum())
             now = t0 + s.monitor_s
             od = self._durations(flow, now, service)
             od_hist.append(od)
-            arr_hist.append(flow.arrived / s.monitor_s)
+            arr_hist[tick] = flow.arrived / s.monitor_s
+            arrivals = arr_hist[: tick + 1]
+            arrivals.flags.writeable = False  # a policy reads the history, never changes it
             self.counters.track_delays(od, self.slo, flow.queue + jitter, s.monitor_s)
             flow.reset_interval()
             seen = flow.queue + jitter
-            obs = self._observe(cluster, now, od_hist, arr_hist, seen)
             entering = self._entering_window(cluster, now)
             if entering:
+                obs = self._observe(cluster, now, od_hist, arrivals, seen)
                 cluster = self._apply(cluster, self.policy.release(obs, cluster, entering), now)
             if (tick + 1) % per_provision == 0:
-                obs = self._observe(cluster, now, od_hist, arr_hist, seen)
+                obs = self._observe(cluster, now, od_hist, arrivals, seen)
                 cluster = self._apply(cluster, self.policy.provision(obs, cluster), now)
             hosts_trace.append((now, len(cluster.hosts), len(cluster.instances), m))
         return finish_metrics(self.counters, ok, total, s, self.names, hosts_trace)
