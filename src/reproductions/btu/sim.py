@@ -104,7 +104,12 @@ class Simulation:
         s = self.settings
         self.kind = HostType(s.cores, s.memory_mb, s.btu_s, s.price)
         self.policy = self.policy_factory(self.kind)
-        self.rng = np.random.default_rng(self.seed)
+        # common random numbers: the interference of every tick and the boot time of the k-th
+        # lease come from two streams of the seed, so that for one seed every policy meets the
+        # same interference whatever it leases (a paired comparison between policies)
+        noise, boots = np.random.SeedSequence(self.seed).spawn(2)
+        self.rng = np.random.default_rng(noise)
+        self.boot_rng = np.random.default_rng(boots)
         ops = self.topology.operators
         self.names = self.topology.names
         self.slo = np.array([o.slo_s for o in ops])
@@ -123,7 +128,7 @@ class Simulation:
         if plan.empty:
             return cluster
         boot = (
-            self.rng.uniform(self.settings.boot_min_s, self.settings.boot_max_s)
+            self.boot_rng.uniform(self.settings.boot_min_s, self.settings.boot_max_s)
             if plan.lease
             else 0
         )
