@@ -24,7 +24,7 @@ from reproductions.btu.ahead import (
 )
 from reproductions.btu.algorithms import OperatorStatus
 from reproductions.btu.config import AheadSettings, BTUSettings
-from reproductions.btu.policies import Observation
+from reproductions.btu.policies import Draft, Observation, fill_by_waiting, pool_wait
 from reproductions.btu.slack import oracle_btus
 
 KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)  # 4 instances of "a" per host
@@ -196,3 +196,36 @@ def test_oracle_btus_release_only_when_the_next_btu_is_free():
     need = np.where((t < 300) | ((t >= 900) & (t < 1200)), 2, 1)
     assert oracle_btus(need, t, 600.0) == 6 + 2
     assert oracle_btus(np.full(t.size, 3), t, 600.0) == 18  # a flat need: the fixed fleet
+
+
+# ----------------------------------------------------------------------------- fill
+def test_pool_wait_is_the_m_m_1_wait_of_the_pool():
+    assert pool_wait(5.0, 1, 10.0) == pytest.approx(5.0 / (10.0 * 5.0))  # rho 0.5: 0.1 s
+    assert pool_wait(5.0, 2, 10.0) == pytest.approx(5.0 / (20.0 * 15.0))
+    assert pool_wait(10.0, 1, 10.0) == float("inf")  # cannot keep up
+
+
+def test_paid_room_goes_where_an_instance_saves_the_most_waiting():
+    """Two types of equal size and SLO, two hosts with one free place each: "a" (18 items/s on 2
+    instances of 10/s, rho 0.9) gains far more from a third instance than "b" (1 item/s on
+    four): both free places go to "a" (the second one still saves more there than on "b")."""
+    c = Cluster(demands={"a": Demand(1024, 1000), "b": Demand(1024, 1000)})
+    place = (Placement("a", "h1"), Placement("a", "h1"), Placement("b", "h1"))
+    c = apply_plan(c, LeasePlan(lease=("h1", "h2"), place=place), 0, KIND).cluster
+    c = apply_plan(c, LeasePlan(place=(Placement("b", "h2"),) * 3), 0, KIND).cluster
+    o = Observation(
+        now=60.0,
+        monitor_s=15.0,
+        status={"a": OperatorStatus(2, 0.5, 1.0, 0, 0), "b": OperatorStatus(4, 0.5, 1.0, 0, 0)},
+        history={},
+        arrivals=np.zeros((1, 2)),
+        service_rate={"a": 10.0, "b": 10.0},
+    )
+    draft = Draft(c, KIND, 60.0)
+    fill_by_waiting(draft, np.array([18.0, 1.0]), o, BTU)
+    assert [p.operator for p in draft.place] == ["a", "a"]  # h1 and h2 had one free place each
+    assert draft.cluster.count("a") == 4 and draft.cluster.count("b") == 4
+    # with "b" loaded and "a" idle, the same room goes to "b"
+    draft = Draft(c, KIND, 60.0)
+    fill_by_waiting(draft, np.array([0.1, 39.0]), o, BTU)
+    assert [p.operator for p in draft.place] == ["b", "b"]

@@ -11,7 +11,7 @@ import numpy as np
 from elastream.leasing.hosts import Cluster, HostType, LeasePlan, LeasingError
 from reproductions.btu.algorithms import select_host
 from reproductions.btu.config import AheadSettings, BTUSettings
-from reproductions.btu.policies import Draft, Observation, _swap
+from reproductions.btu.policies import Draft, Observation, _swap, fill_by_waiting
 
 
 # ----------------------------------------------------------------------------- forecaster
@@ -168,19 +168,6 @@ def _place(draft: Draft, op: str, needs: Mapping[str, int], btu: BTUSettings) ->
     draft.put(op, draft.new_host())
 
 
-def _fill(draft: Draft, needs: Mapping[str, int], btu: BTUSettings) -> None:
-    """Paid room is free: add instances where they fit, to the type furthest below its need's
-    share (count / need lowest), until no type fits anywhere."""
-    while True:
-        for op in sorted(needs, key=lambda o: draft.cluster.count(o) / needs[o]):
-            host = select_host(draft.cluster, op, btu)
-            if host is not None:
-                draft.put(op, host)
-                break
-        else:
-            return
-
-
 def _prior(obs: Observation, settings: AheadSettings) -> np.ndarray | None:
     """The known peak rates in the order of obs.status (None when none is given)."""
     if not settings.peak_rates:
@@ -208,7 +195,7 @@ def decide_provision(
         for _ in range(need - draft.cluster.count(op)):
             _place(draft, op, needs, btu)
     if settings.fill:
-        _fill(draft, needs, btu)
+        fill_by_waiting(draft, peak.rates, obs, btu)
     return draft.plan()
 
 

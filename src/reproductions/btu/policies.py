@@ -298,12 +298,54 @@ class ForecastPolicy:
         return True
 
 
+def pool_wait(rate: float, instances: int, service_rate: float) -> float:
+    """Mean waiting time of items arriving at `rate` at a pool of `instances` that serve
+    `service_rate` items/s each, as one M/M/1 server of the pool's rate c (the simulator's
+    queue model): rate / (c (c - rate)); infinite when the pool cannot keep up."""
+    c = instances * service_rate
+    return rate / (c * (c - rate)) if c > rate else math.inf
+
+
+def _fill_gain(rate: float, count: int, service_rate: float, slo: float) -> float:
+    """What one more instance is worth: the waiting it saves each of the type's items, relative
+    to its SLO, times the items per second (the share of items it moves within their SLO
+    grows with that)."""
+    before = pool_wait(rate, count, service_rate)
+    if math.isinf(before):
+        return math.inf
+    return rate * (before - pool_wait(rate, count + 1, service_rate)) / slo
+
+
+def fill_by_waiting(draft: Draft, rates: np.ndarray, obs: Observation, btu: BTUSettings) -> None:
+    """Paid room is free: each free place goes to the type whose next instance saves the most
+    waiting per unit of host room it takes (`_fill_gain` / the larger of its CPU and memory
+    share of a host) at the forecast rates, until no type fits anywhere."""
+    ops = list(obs.status)
+    while True:
+        best, best_score = None, -1.0
+        for k, op in enumerate(ops):
+            host = select_host(draft.cluster, op, btu)
+            if host is None:
+                continue
+            d = draft.cluster.demand(op)
+            room = max(d.cpu_shares / draft.kind.cpu_shares, d.memory_mb / draft.kind.memory_mb)
+            gain = _fill_gain(
+                float(rates[k]), draft.cluster.count(op), obs.service_rate[op], obs.status[op].slo
+            )
+            if gain / room > best_score:
+                best, best_score = (op, host), gain / room
+        if best is None:
+            return
+        draft.put(*best)
+
+
 @dataclass
 class StaticPeakPolicy:
     """A reference, not from the paper and not elastic: an oracle told the peak arrival rate of
     every operator type leases, at the first provisioning, the hosts that the peak needs (at
-    `utilisation`), fills them with instances in the peak's mix, and never changes anything
-    after (every later plan is empty: the need is met and the hosts are full)."""
+    `utilisation`), fills them as the lease-ahead policy fills paid room (`fill_by_waiting` at
+    the peak rates), and never changes anything after (every later plan is empty: the need is
+    met and the hosts are full)."""
 
     kind: HostType
     peak_rates: Mapping[str, float]
@@ -321,14 +363,11 @@ class StaticPeakPolicy:
             for _ in range(n - draft.cluster.count(op)):
                 host = select_host(draft.cluster, op, self.btu)
                 draft.put(op, host if host is not None else draft.new_host())
-        while True:  # paid room is free: fill it in the peak's mix
-            for op in sorted(need, key=lambda o: draft.cluster.count(o) / need[o]):
-                host = select_host(draft.cluster, op, self.btu)
-                if host is not None:
-                    draft.put(op, host)
-                    break
-            else:
-                return draft.plan()
+        # paid room is free: filled by the rule of the lease-ahead policy at the peak rates, so that
+        # the fixed fleet differs from it only in not being elastic
+        rates = np.array([self.peak_rates[op] for op in obs.status])
+        fill_by_waiting(draft, rates, obs, self.btu)
+        return draft.plan()
 
     def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> LeasePlan:
         return LeasePlan(prolong=hosts)
