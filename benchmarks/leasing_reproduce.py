@@ -10,8 +10,8 @@ import os
 import pickle
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -54,8 +54,7 @@ see the end). Approaches: **btu** = the paper's BTU-based approach (Alg. 1-3, re
 below 1, on-demand leasing), **forecast** = ours (goes beyond the paper, see `docs/leasing.md`).
 Two references at the end: **btu_runtime_cf** (btu with the image-cache factor applied as the
 authors' runtime does) and **static_peak** (a non-elastic oracle sized for the known peak), and
-**ahead** = ours, a lease-ahead policy that beats static_peak wherever the load leaves slack
-(last section).
+**ahead** = ours, a lease-ahead policy measured against static_peak (last section).
 
 ## Setting (simulated; what is the paper's and what is ours)
 
@@ -152,9 +151,10 @@ def _ours_beats_both(grid: dict[Key, Cell]) -> Trend:
 STATIC_TEXT = """## A reference the paper does not have: a static deployment sized for the peak
 
 `static_peak` is told the peak (8 machines) in advance, leases at the start the hosts the peak
-needs at 90 % utilisation, fills them with instances in the peak's mix and never changes
-anything (not elastic, an oracle). In this setting the load never stays low for long and a few
-hosts carry the peak, so this is the bar any elastic policy has to clear:
+needs at 90 % utilisation, fills their free room as ahead does (each free place to the type
+whose next instance saves the most waiting at the peak rates, `fill_by_waiting`) and never
+changes anything (not elastic, an oracle). In this setting the load never stays low for long
+and a few hosts carry the peak, so this is the bar any elastic policy has to clear:
 
 """
 
@@ -216,7 +216,7 @@ def _cf_verdict(grid: dict[Key, Cell]) -> str:
     )
 
 
-AHEAD_TEXT = """## Leasing that beats a fixed fleet: the lease-ahead policy (ours)
+AHEAD_TEXT = """## Leasing against a fixed fleet: the lease-ahead policy (ours)
 
 **ahead** (`src/reproductions/btu/ahead.py`) is told the same peak as
 static_peak and starts as it does; after a warm-up of 5 minutes it is forecast-driven. Its
@@ -225,12 +225,20 @@ forecaster picks, by a backtest on the observed arrival rates, between a seasona
 the largest rise seen within the horizon; both capped at the known peak. Every provisioning
 interval it sizes each operator for the forecast peak over the lead time of a new host (60 s
 boot + 30 s instance start + 60 s provisioning interval) at 90 % utilisation and leases the hosts
-that needs now, ahead of the boot time; paid room is filled with instances in the need's mix. A
-host is released only in the last 5 % of its BTU and only when the forecast peak over the next
-BTU fits on the hosts that stay (its surplus instances stop, the needed ones move). A released
-host serves on until its paid BTU ends while the moved instances start on their targets (make
-before break, `AheadSettings.drain`, on by default since 2026-11-25; `Plan.drain` in the
-simulator).
+that needs now, ahead of the boot time. Paid room is filled where an instance saves the most
+waiting: the mean wait of a type's pool of n instances is the M/M/1 wait λ / (c (c - λ)) with
+c = n µ (the simulator's queue model, `pool_wait`), and each free place goes to the type whose
+next instance lowers λ · wait / o_slo the most per unit of host room (the larger of its CPU and
+memory share), at the forecast rates (`fill_by_waiting`; static_peak fills by the same rule at the
+peak rates, so the two differ only in elasticity). A host is released only in the last 5 % of its
+BTU (the paper's release window, Fig. 5) and only when the forecast peak over the next BTU fits on
+the hosts that stay (its surplus instances stop, the needed ones move by Alg. 2); a released host
+serves on until its paid BTU ends while the moved instances start on their targets (make before
+break).
+
+The runs are paired: for one seed every approach meets the same interference (common random
+numbers: interference and boot times come from two streams of the seed), so a difference in
+compliance between ahead and static_peak comes from what they lease and place, not from noise.
 
 **Slack** is what a perfect forecaster could save with that rule: the BTUs of the fleet sized
 for the peak minus those of an oracle that knows the load, holds at every moment the hosts the
@@ -241,47 +249,98 @@ Where the slack is 0 no policy can cost less than static_peak without lower comp
 """
 
 
-AHEAD_DISCUSSION = """Why the cells come out as they do:
+AHEAD_FINDINGS = """What was measured on the way (seeds 1-5, paired runs, near real-time total cost
+and compliance 1x / 2x / 5x; 2026-11-28):
 
-- **No slack (stepwise and two-level at BTU30 and BTU60).** Both patterns repeat every 16
-  minutes and reach 8 machines (5 hosts) in every period, so every 30- or 60-minute BTU of every
-  host contains a peak: a perfect forecaster keeps the peak fleet, as static_peak does, and pays
-  the same. No policy can cost less there without lower compliance. ahead forecasts the peak in
-  the next BTU (seasonal, once two periods are seen; before, the rise it has seen, capped at the
-  peak) and keeps the fleet: its runs are static_peak's.
-- **Two-level at BTU10** has 3 BTUs of slack, all at the run's end: the last low phase (minutes
-  112-120) needs no peak host, and nothing comes after minute 120. Within the run every 10-minute
-  BTU that starts in a low phase (8 minutes) reaches into the next high one. ahead's forecast
-  does not know that the run stops, so it keeps the fleet.
-- **Random walks at BTU60** have 1 BTU (6 cost units) of slack: a perfect forecaster knows that
-  the walk stays low for the last hour on some hosts. A random walk cannot be forecast an hour
-  ahead: ahead's forecast over the next BTU is the last rate plus the largest rise seen within an
-  hour, which reaches the peak, so it keeps the fleet.
-- **Where there is slack and ahead releases** (the BTU10 cells of stepwise and the random walks)
-  it is cheaper than static_peak, but not at no lower compliance on all three levels. With the
-  make-before-break release (measured 2026-11-25, seeds 1-5, near real-time total cost and
-  compliance 1x / 2x / 5x, ahead minus static_peak in points): stepwise 64.66 against 65.63
-  (-0.29 / -0.02 / +0.02), random walk 1 64.04 against 67.84 (+0.07 / -0.12 / -0.12), random
-  walk 2 63.17 against 65.24 (-0.18 / +0.04 / -0.07); before it (the host stopped at the
-  decision) 64.77, 64.08 and 63.21 with deficits up to 0.36 points. Each deficit is below one σ
-  between seeds (0.2-0.8 points), and each cell saves 1-4 of its 10-14 BTUs of slack. What is
-  left is the model, not the forecast: a released host leaves fewer instances for the same load,
-  and the waiting of a stochastic stream grows as ρ/(1-ρ) (our queue model), so every capacity
-  cut costs some compliance, while static_peak's idle instances keep ρ low at the low levels.
-  Releasing only at a lower utilisation of the hosts that stay (`release_utilisation` 0.75 or
-  0.6 instead of 0.9, tried on the three cells) releases less and loses as much or more
-  compliance (random walk 2: no release at all and 96.22 % against 96.57 % near real-time, as
-  ahead's fleet is filled in the need's mix, not the peak's); releasing only hosts whose
-  instances all are surplus does not help either: with paid room filled in the peak's mix no
-  host is ever all surplus (seeds 1-3: no release at all).
-- **Random walks at BTU30** (3 BTUs of slack): ahead released hosts in the first half hour and
-  had to lease them again within the BTU as the walk rose faster than the largest rise it had
-  seen: the same BTUs (20) at 0.05-0.12 points lower near real-time compliance (random walk 1:
-  68.04 against 67.84; random walk 2: 65.30 against 65.24).
-- Against **btu** and **threshold** ahead costs less in every cell: it has static_peak's
-  compliance (about 95 %, near real-time) where they have 57-82 %, and their penalties for
-  delayed items outweigh any BTUs they save.
+- **The fill rule, not leasing, decides most of the comparison.** With static_peak's former fill
+  (free room in the peak's mix) ahead's fill rule alone "beat" it in every cell, the four with no
+  slack included: static_peak in the peak's mix cost 65.20 / 66.62 / 67.81 / 65.37 (stepwise /
+  two-level / random walk 1 / 2) at 49.34-96.95-98.50, 46.46-96.04-98.37, 48.55-95.47-97.05 and
+  49.59-96.48-97.98 %; filled by the rule, 64.79 / 65.76 / 67.28 / 64.94 at 49.66-97.19-98.57,
+  47.15-96.55-98.38, 48.88-95.77-97.14 and 49.87-96.76-98.04 %. A fixed fleet can use the same
+  rule, so static_peak now does, and the table compares elasticity only.
+- **Where ahead loses compliance** (per-minute delayed items of ahead minus static_peak, seeds 1
+  and 2): in the minutes after a release, at the level that no longer needs the released host
+  (stepwise at 5 machines on 4 hosts instead of 5: 300-600 more items late at 1x per minute; the
+  pool's M/M/1 wait grows as capacity falls), and at the first rise after a release that is
+  steeper than any the forecaster had seen (random walk 1, minute 25: from 1 to 4 machines in
+  three minutes on 3 hosts; 1,500 / 2,400 / 2,400 more items late at 1x / 2x / 5x in that minute;
+  random walk 2, minutes 16-17, the same). ahead's capacity never exceeds the fixed fleet's (both
+  hold the peak fleet at most), so each release costs some compliance; it is paid back only where
+  ahead's fill at the current rates serves the load better than the fleet's fill at the peak rates.
+- **Margins tried, and why they are not in the policy.** (a) The naive forecast's error of a
+  random walk grows as the square root of the horizon; scaling the largest rise seen over k
+  samples by sqrt(horizon / k) made ahead release nothing in the random-walk cells at BTU10 and
+  BTU30 (it then pays and complies exactly as static_peak). (b) Releasing when the forecast over
+  the release window plus the lead time of a new host (instead of the whole next BTU) fits: more
+  BTUs saved (stepwise/BTU10 57.6, random walk 2/BTU10 55.0) at a larger loss (stepwise
+  48.81-96.91-98.43 against 49.66-97.19-98.57 %). (c) Moving surplus instances to the type whose
+  next instance saves the most (a restart costs its start time): lower compliance than without it
+  (stepwise/BTU30 49.57 against 49.66 % at 1x; random walk 1/BTU10 48.55 against 48.89 %).
 """
+
+
+def _ahead_discussion(grid: dict[Key, Cell], slack: dict[tuple[str, int], int]) -> str:
+    """Why each cell comes out as it does, in numbers from the grid."""
+    cells = [(p, m) for p in PATTERNS for m, _ in BTUS]
+
+    def btus(p: str, a: str, m: int) -> float:
+        return grid[(p, a, m)].stat(lambda r: r.paid_btus).mean
+
+    def same(p: str, m: int) -> bool:
+        a, s = grid[(p, "ahead", m)], grid[(p, "static_peak", m)]
+        return all(x == y for x, y in zip(a.runs, s.runs, strict=True))
+
+    def deltas(p: str, m: int) -> str:
+        a, s = grid[(p, "ahead", m)], grid[(p, "static_peak", m)]
+        d = [(a.compliance(k).mean - s.compliance(k).mean) * 100 for k in range(3)]
+        return (
+            f"{p}/BTU{m}: {btus(p, 'ahead', m):.1f} against {btus(p, 'static_peak', m):.0f} BTUs, "
+            f"{a.total(1).mean:.2f} against {s.total(1).mean:.2f}, compliance "
+            + " / ".join(f"{x:+.2f}" for x in d)
+            + " points"
+        )
+
+    flat = [(p, m) for p, m in cells if slack[(p, m)] <= 0]
+    none = [f"{p}/BTU{m}" for p, m in flat]
+    kept = [
+        f"{p}/BTU{m} (slack {slack[(p, m)]})" for p, m in cells if slack[(p, m)] > 0 and same(p, m)
+    ]
+    released = [(p, m) for p, m in cells if not same(p, m)]
+    won = [deltas(p, m) for p, m in released if beats(grid, p, "ahead", "static_peak", m)]
+    lost = [deltas(p, m) for p, m in released if not beats(grid, p, "ahead", "static_peak", m)]
+    elastic = [
+        grid[(p, a, m)].compliance(1).mean * 100 for p, m in cells for a in ("btu", "threshold")
+    ]
+    ours = [grid[(p, "ahead", m)].compliance(1).mean * 100 for p, m in cells]
+    lo, hi, lo_a, hi_a = min(elastic), max(elastic), min(ours), max(ours)
+    lines = [
+        "Why the cells come out as they do:",
+        "",
+        f"- **No slack** ({', '.join(none) or 'none'}): both periodic patterns repeat every 16 "
+        "minutes and reach 8 machines (5 hosts) in every period, so every 30- or 60-minute BTU of "
+        "every host contains a peak: a perfect forecaster pays as many BTUs as static_peak, and no "
+        "policy can cost less without lower compliance. ahead forecasts the peak in the next BTU "
+        "and keeps the fleet"
+        + (": its runs are static_peak's." if all(same(p, m) for p, m in flat) else "."),
+        f"- **Slack that ahead does not take** ({', '.join(kept) or 'none'}): its runs are "
+        "static_peak's. The two-level slack at BTU10 lies at the run's end (the last low phase, "
+        "minutes 112-120, needs no peak host and nothing comes after minute 120; within the run "
+        "every 10-minute BTU that starts in a low phase reaches into the next high one), and ahead "
+        "does not know when the run stops. The random walks' slack at BTU60 is one BTU: the walk "
+        "stays low for the last hour on some hosts, which a forecast of a random walk an hour "
+        "ahead (the last rate plus the largest rise seen within an hour: the peak) cannot tell.",
+        "- **Where ahead releases and beats static_peak** (cheaper at no lower compliance at 1x, "
+        "2x and 5x; ahead minus static_peak): " + ("; ".join(won) or "none") + ".",
+        "- **Where ahead releases and is cheaper, but not at no lower compliance** (ahead minus "
+        "static_peak): " + ("; ".join(lost) or "none") + ".",
+        f"- Against **btu** and **threshold** (counts in the line under the table): ahead keeps "
+        f"{lo_a:.0f}-{hi_a:.0f} % near real-time compliance where they keep {lo:.0f}-{hi:.0f} %, "
+        "and their penalties for delayed items outweigh the BTUs they save.",
+        "",
+        AHEAD_FINDINGS,
+    ]
+    return "\n".join(lines)
 
 
 def _slack(minutes: float) -> dict[tuple[str, int], int]:
@@ -323,8 +382,7 @@ def _ahead_verdict(grid: dict[Key, Cell], slack: dict[tuple[str, int], int]) -> 
     )
 
 
-@dataclass(frozen=True)
-class Timing:
+class Timing(NamedTuple):
     """How long the grid took: wall clock, worker processes, the load average at the start."""
 
     seconds: float
@@ -374,7 +432,7 @@ def render(grid: dict[Key, Cell], seeds: int, timing: Timing, minutes: float = 1
     parts += [_static_verdict(grid), ""]
     slack = _slack(minutes)
     parts += [AHEAD_TEXT, ahead_table(grid, PATTERNS, slack), "", _ahead_verdict(grid, slack), ""]
-    parts += [AHEAD_DISCUSSION, ""]
+    parts += [_ahead_discussion(grid, slack), ""]
     parts += ["## Regenerate", ""]
     parts += [
         "```bash",

@@ -23,6 +23,8 @@ def test_reproduce_script_writes_the_whole_document(tmp_path):
     assert "forecast BTU60" in text and "threshold BTU10" in text
     assert "{ranges}" not in text  # the discussion's computed ranges were filled in
     assert text.count("| machines |") == 4  # one timeline per pattern
+    assert "## Leasing against a fixed fleet" in text and "Why the cells come out" in text
+    assert "(wall clock, 2 processes" in text  # the default: runs spread over two workers
 
 
 def test_script_is_importable_without_running():
