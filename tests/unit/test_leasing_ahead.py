@@ -17,6 +17,7 @@ from reproductions.btu.ahead import (
     AheadPolicy,
     decide_provision,
     decide_release,
+    diffusive_rise,
     find_period,
     forecast_peak,
     max_rise,
@@ -72,6 +73,14 @@ def test_max_rise_is_the_largest_rise_within_the_horizon():
     assert max_rise(y, 2)[0] == 4.0
     assert max_rise(y, 1)[0] == 3.0  # 2 -> 5
     assert max_rise(np.array([[7.0]]), 5)[0] == 0.0
+
+
+def test_the_diffusive_rise_scales_short_rises_by_the_square_root_of_the_horizon():
+    y = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2], dtype=float)[:, None]  # a step every 4 samples
+    assert max_rise(y, 16)[0] == 2.0  # the most it rose within 16 samples (all it has seen)
+    # one sample rose by 1: sqrt(16 / 1) x 1 = 4 (eight samples rose by 2: only 2 sqrt(2))
+    assert diffusive_rise(y, 16)[0] == pytest.approx(4.0)
+    assert diffusive_rise(np.full((9, 1), 3.0), 16)[0] == 0.0  # a flat load: no rise
 
 
 def test_seasonal_peak_looks_one_period_back():
@@ -229,3 +238,15 @@ def test_paid_room_goes_where_an_instance_saves_the_most_waiting():
     draft = Draft(c, KIND, 60.0)
     fill_by_waiting(draft, np.array([0.1, 39.0]), o, BTU)
     assert [p.operator for p in draft.place] == ["b", "b"]
+
+
+def test_the_lease_ahead_forecast_expects_a_steeper_rise_than_the_release_one():
+    """A load flat at 20/s that just jumped to 28/s, the known peak 80/s: the release forecast
+    (28 + the largest rise seen, 8 = 36/s) needs 4 instances, which h1 holds; leasing ahead
+    expects the jump of one sample to go on for the lead time (8 x sqrt(10) = 25.3: 53/s, 6
+    instances) and leases a second host now."""
+    settings = AheadSettings(peak_rates={"a": 80.0})
+    rates = np.array([20.0] * 30 + [28.0])
+    assert forecast_peak(rates[:, None], 10, settings, np.array([80.0])).rates[0] == 36.0
+    plan = decide_provision(obs(rates, 4), cluster((4,)), KIND, settings, BTU)
+    assert len(plan.lease) == 1 and plan.release == ()

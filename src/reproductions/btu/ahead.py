@@ -55,6 +55,19 @@ def lag_correlations(x: np.ndarray, max_lag: int) -> list[float]:
     return [float(c / d) if d > tiny else 0.0 for c, d in zip(cov, sd, strict=True)]
 
 
+def diffusive_rise(series: np.ndarray, horizon: int) -> np.ndarray:
+    """Per column, the rise to expect within `horizon` samples when rises add up like a random
+    walk's steps: the largest rise seen over k samples times sqrt(horizon / k), the largest over
+    k = 1 .. horizon (the error of a naive forecast of a random walk grows as the square root of
+    the horizon, so a short history's rises over a few samples bound the longer ones it has not
+    seen yet); never below `max_rise`."""
+    y = np.atleast_2d(np.asarray(series, dtype=float).T).T
+    rise = np.zeros(y.shape[1])
+    for k in range(1, min(horizon, y.shape[0] - 1) + 1):
+        rise = np.maximum(rise, (y[k:] - y[:-k]).max(axis=0) * math.sqrt(horizon / k))
+    return rise
+
+
 def max_rise(series: np.ndarray, horizon: int) -> np.ndarray:
     """Per column, the largest rise seen within `horizon` samples: max over t of
     (max of y[t+1 .. t+horizon]) - y[t], never below 0 (0 for a single sample)."""
@@ -95,7 +108,11 @@ class PeakForecast:
 
 
 def forecast_peak(
-    series: np.ndarray, horizon: int, settings: AheadSettings, prior: np.ndarray | None = None
+    series: np.ndarray,
+    horizon: int,
+    settings: AheadSettings,
+    prior: np.ndarray | None = None,
+    diffuse: bool = False,
 ) -> PeakForecast:
     """Peak rate per column over the next `horizon` samples: the seasonal-naive peak when a
     period is found and its backtest error is below `seasonal_gain` x the naive one; else the
@@ -103,7 +120,10 @@ def forecast_peak(
     (a level already reached is the expected peak); never below the last value. With a `prior`
     (the known peak): the prior while the history is shorter than `warmup`; after, the same
     forecast with the prior as the cap of the rise, and everything capped at the prior (what a
-    fleet sized for the peak carries)."""
+    fleet sized for the peak carries). With `diffuse` (the lease-ahead forecast) the rise is
+    `diffusive_rise`: a rise steeper than any seen within the horizon is expected from the
+    steepest shorter ones (the margin of the naive forecast's error, which grows as the square
+    root of the horizon for a random walk)."""
     y = np.atleast_2d(np.asarray(series, dtype=float).T).T
     if prior is not None and y.shape[0] < settings.warmup:
         return PeakForecast(np.asarray(prior, dtype=float), "prior")
@@ -116,7 +136,8 @@ def forecast_peak(
         if seasonal < settings.seasonal_gain * naive:
             peak = np.maximum(seasonal_peak(y, period, horizon) * (1 + settings.margin), last)
             return PeakForecast(np.minimum(peak, top), f"seasonal({period})")
-    rising = np.maximum(np.minimum(last + max_rise(y, horizon), cap), last)
+    rise = diffusive_rise(y, horizon) if diffuse else max_rise(y, horizon)
+    rising = np.maximum(np.minimum(last + rise, cap), last)
     return PeakForecast(np.minimum(rising, top), "naive+rise")
 
 
@@ -188,7 +209,7 @@ def decide_provision(
         return draft.plan()
     horizon = _samples(lead_s(settings), obs)
     prior = _prior(obs, settings)
-    peak = forecast_peak(obs.arrivals, horizon, settings, prior)
+    peak = forecast_peak(obs.arrivals, horizon, settings, prior, diffuse=True)
     queues = {op: s.queue for op, s in obs.status.items()}
     needs = instances_needed(peak.rates, queues, obs, settings, prior)
     for op, need in needs.items():
