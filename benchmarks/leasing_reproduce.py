@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import pickle
+import resource
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -297,8 +298,7 @@ def _ahead_discussion(grid: dict[Key, Cell], slack: dict[tuple[str, int], int]) 
         return grid[(p, a, m)].stat(lambda r: r.paid_btus).mean
 
     def same(p: str, m: int) -> bool:
-        a, s = grid[(p, "ahead", m)], grid[(p, "static_peak", m)]
-        return all(x == y for x, y in zip(a.runs, s.runs, strict=True))
+        return grid[(p, "ahead", m)].runs == grid[(p, "static_peak", m)].runs
 
     def deltas(p: str, m: int) -> str:
         a, s = grid[(p, "ahead", m)], grid[(p, "static_peak", m)]
@@ -306,7 +306,7 @@ def _ahead_discussion(grid: dict[Key, Cell], slack: dict[tuple[str, int], int]) 
         return (
             f"{p}/BTU{m}: {btus(p, 'ahead', m):.1f} against {btus(p, 'static_peak', m):.0f} BTUs, "
             f"{a.total(1).mean:.2f} against {s.total(1).mean:.2f}, compliance "
-            + " / ".join(f"{x:+.2f}" for x in d)
+            + " / ".join(f"{x:+.3f}" for x in d)
             + " points"
         )
 
@@ -392,19 +392,22 @@ def _ahead_verdict(grid: dict[Key, Cell], slack: dict[tuple[str, int], int]) -> 
 
 
 class Timing(NamedTuple):
-    """How long the grid took: wall clock, worker processes, the load average at the start."""
+    """How long the grid took: wall clock, worker processes, the load average at the start and
+    the CPU seconds of the script and its workers."""
 
     seconds: float
     workers: int = 1
     load: float | None = None
+    cpu: float | None = None
 
     def line(self, runs: int, minutes: float) -> str:
         load = f", load average {self.load:.2f} at the start" if self.load is not None else ""
         busy = " (measured under load)" if self.load is not None and self.load > 1.5 else ""
         procs = "one process" if self.workers == 1 else f"{self.workers} processes"
+        cpu = f", {self.cpu:.0f} CPU s" if self.cpu is not None else ""
         return (
             f"Last run: {runs} simulations of {minutes:.0f} min in {self.seconds:.0f} s "
-            f"(wall clock, {procs}{load}){busy}."
+            f"(wall clock, {procs}{cpu}{load}){busy}."
         )
 
 
@@ -495,13 +498,22 @@ def _run(
     seeds: int, approaches: tuple[str, ...], base: SimSettings, workers: int
 ) -> tuple[dict[Key, Cell], Timing]:
     load = os.getloadavg()[0]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu_seconds()
     if workers == 1:
         grid = run_grid(range(1, seeds + 1), approaches=approaches, base=base)
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             grid = run_grid(range(1, seeds + 1), approaches=approaches, base=base, mapper=pool.map)
-    return grid, Timing(time.perf_counter() - start, workers, load)
+    return grid, Timing(time.perf_counter() - start, workers, load, _cpu_seconds() - cpu)
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of its children that have ended."""
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 if __name__ == "__main__":

@@ -25,8 +25,11 @@ from reproductions.btu.ahead import (
 )
 from reproductions.btu.algorithms import OperatorStatus
 from reproductions.btu.config import AheadSettings, BTUSettings
+from reproductions.btu.experiment import Cell
+from reproductions.btu.metrics import RunMetrics
 from reproductions.btu.policies import Draft, Observation, fill_by_waiting, pool_wait
 from reproductions.btu.slack import oracle_btus
+from reproductions.btu.tables import ahead_verdict
 
 KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)  # 4 instances of "a" per host
 SETTINGS = AheadSettings()  # lead: 60 + 30 + 60 s = 10 samples of 15 s; BTU: 40 samples
@@ -250,3 +253,31 @@ def test_the_lease_ahead_forecast_expects_a_steeper_rise_than_the_release_one():
     assert forecast_peak(rates[:, None], 10, settings, np.array([80.0])).rates[0] == 36.0
     plan = decide_provision(obs(rates, 4), cluster((4,)), KIND, settings, BTU)
     assert len(plan.lease) == 1 and plan.release == ()
+
+
+# ----------------------------------------------------------------------------- verdict
+def _run(btus: int, comp: tuple[float, float, float], cost: float) -> RunMetrics:
+    return RunMetrics(
+        btus, btus, 0, 0, comp, float(btus), (cost + 1, cost, cost - 1), 0.0, 0, 0, 0, 1e6, 5
+    )
+
+
+def test_the_verdict_names_the_numbers_of_each_case():
+    fleet = _run(60, (0.49, 0.97, 0.98), 65.0)
+    grid = {
+        ("p", "static_peak", 10): Cell((fleet,)),
+        ("p", "ahead", 10): Cell((fleet,)),
+        ("q", "static_peak", 10): Cell((fleet,)),
+        ("q", "ahead", 10): Cell((_run(58, (0.49, 0.971, 0.98), 63.0),)),
+        ("r", "static_peak", 10): Cell((fleet,)),
+        ("r", "ahead", 10): Cell((_run(57, (0.488, 0.97, 0.98), 62.0),)),
+    }
+    assert "no slack" in ahead_verdict(grid, "p", 10, 0)
+    assert (
+        ahead_verdict(grid, "p", 10, 3)
+        == "slack 3 BTUs not taken: ahead keeps the peak fleet (same runs)"
+    )
+    won = ahead_verdict(grid, "q", 10, 10)
+    assert won.startswith("beats static_peak: 2.0 of 10 BTUs") and "+0.000 / +0.100 / +0.000" in won
+    lost = ahead_verdict(grid, "r", 10, 10)
+    assert lost.startswith("slack 10 BTUs, not beaten: 3.0 of 10") and "-0.200 / +0.000" in lost

@@ -145,23 +145,27 @@ def beats(grid: dict[Key, Cell], pattern: str, a: str, b: str, minutes: int) -> 
 def ahead_verdict(grid: dict[Key, Cell], pattern: str, minutes: int, slack: int) -> str:
     """Why the lease-ahead policy does or does not beat static_peak in one cell, in numbers."""
     a, s = grid[(pattern, "ahead", minutes)], grid[(pattern, "static_peak", minutes)]
-    if beats(grid, pattern, "ahead", "static_peak", minutes):
-        saved = s.stat(lambda r: r.paid_btus).mean - a.stat(lambda r: r.paid_btus).mean
-        return f"beats static_peak ({saved:.1f} of {slack} BTUs of slack saved)"
-    if slack <= 0:
-        return (
-            "no slack: a perfect forecaster pays as many BTUs as static_peak, so no policy can "
-            "cost less without lower compliance; ahead keeps the peak fleet"
-            + (" (same runs)" if a.total(1).mean == s.total(1).mean else "")
-        )
-    worse = [
-        f"{lvl} compliance {(a.compliance(k).mean - s.compliance(k).mean) * 100:+.2f} points"
-        for k, lvl in enumerate(("1x", "2x", "5x"))
-        if a.compliance(k).mean < s.compliance(k).mean
-    ]
-    dearer = a.total(1).mean - s.total(1).mean
-    parts = worse + ([f"2x total cost {dearer:+.2f}"] if dearer >= 0 else [])
-    return f"slack {slack} BTUs, not beaten: " + ", ".join(parts)
+    if a.runs == s.runs:
+        if slack <= 0:
+            return (
+                "no slack: a perfect forecaster pays as many BTUs as static_peak, so no policy "
+                "can cost less without lower compliance; ahead keeps the peak fleet (same runs)"
+            )
+        return f"slack {slack} BTUs not taken: ahead keeps the peak fleet (same runs)"
+    saved = s.stat(lambda r: r.paid_btus).mean - a.stat(lambda r: r.paid_btus).mean
+    cost = a.total(1).mean - s.total(1).mean
+    deltas = " / ".join(
+        f"{(a.compliance(k).mean - s.compliance(k).mean) * 100:+.3f}" for k in range(3)
+    )
+    head = (
+        "beats static_peak"
+        if beats(grid, pattern, "ahead", "static_peak", minutes)
+        else f"slack {slack} BTUs, not beaten"
+    )
+    return (
+        f"{head}: {saved:.1f} of {slack} BTUs of slack saved, 2x total cost {cost:+.2f}, "
+        f"compliance 1x / 2x / 5x {deltas} points"
+    )
 
 
 def ahead_table(
