@@ -172,26 +172,33 @@ def ahead_table(
     grid: dict[Key, Cell], patterns: tuple[str, ...], slack: dict[tuple[str, int], int]
 ) -> str:
     """The lease-ahead policy against static_peak, btu and threshold: paid BTUs, near real-time
-    compliance and total cost, and the verdict against static_peak, per pattern x BTU."""
+    compliance and total cost (the paper's btu and threshold beside ours), and the verdict
+    against static_peak, per pattern x BTU."""
     others = ("ahead", "static_peak", "btu", "threshold")
+    paper = ("btu", "threshold")
     head = [
         "slack (BTUs)",
         "paid BTUs ahead",
         "paid BTUs static_peak",
         *(f"2x compliance {a}" for a in others),
+        *(f"2x compliance {a}, paper" for a in paper),
         *(f"2x total cost {a}" for a in others),
+        *(f"2x total cost {a}, paper" for a in paper),
         "ahead vs static_peak",
     ]
     lines = [_row("pattern / BTU", head), _row("---", ["---"] * len(head))]
     for p in patterns:
         for m, _ in BTUS:
             cells = [grid[(p, a, m)] for a in others]
+            published = [TABLES[p].get((a, m)) for a in paper]
             row = [
                 str(slack[(p, m)]),
                 _num(cells[0].stat(lambda r: r.paid_btus)),
                 _num(cells[1].stat(lambda r: r.paid_btus)),
                 *(_pct1(c.compliance(1)) for c in cells),
+                *(_pct(c.compliance[1]) if c else "–" for c in published),
                 *(_num(c.total(1)) for c in cells),
+                *(_num(c.total_cost[1]) if c else "–" for c in published),
                 ahead_verdict(grid, p, m, slack[(p, m)]),
             ]
             lines.append(_row(f"{p} / BTU{m}", row))
