@@ -76,6 +76,7 @@ def timeseries_rows(items: Sequence[Interval]) -> list[Row]:
     rows: list[Row] = []
     for item in items:
         snap, targets = item.snapshot, item.decision.as_dict()
+        reasons = dict(item.decision.reasons)
         for o in snap.operators:
             rows.append(
                 {
@@ -93,7 +94,7 @@ def timeseries_rows(items: Sequence[Interval]) -> list[Row]:
                     "emitted": o.emitted,
                     "min_replicas": o.min_replicas,
                     "max_replicas": o.max_replicas,
-                    "reason": item.decision.reason(o.name),
+                    "reason": reasons.get(o.name, ""),
                 }
             )
     return rows
@@ -215,6 +216,37 @@ def summary_document(
     }
 
 
+# what a merged point keeps of an operator's stats, and which of those add up
+MERGED_SUMS = (
+    "received",
+    "processed",
+    "emitted",
+    "busy_s",
+    "dropped_timeout",
+    "dropped_overflow",
+    "failed",
+)
+MERGED_FIELDS = (
+    "name",
+    "replicas",
+    "min_replicas",
+    "max_replicas",
+    "received_from",
+    "queue",
+    "et_s",
+    *MERGED_SUMS,
+)
+# the snapshot's figures a merged point adds up
+SNAPSHOT_SUMS = (
+    "completed",
+    "sink_events",
+    "dropped_restart",
+    "query_restarts",
+    "intervals",
+    "idle_intervals",
+)
+
+
 def _weighted(a: float | None, wa: float, b: float | None, wb: float) -> float | None:
     """The mean of two optional values weighted by wa and wb (None where neither has weight)."""
     parts = [(v, w) for v, w in ((a, wa), (b, wb)) if v is not None and w > 0]
@@ -222,48 +254,75 @@ def _weighted(a: float | None, wa: float, b: float | None, wb: float) -> float |
     return sum(v * w for v, w in parts) / total if total else None
 
 
-def _merge_stats(a: OperatorStats, b: OperatorStats) -> OperatorStats:
-    """One operator over two consecutive spans: counts add up; replicas and queue keep the
-    larger (a downsampled plot shows the peaks); et is weighted by the events processed."""
-    return OperatorStats(
-        name=b.name,
-        replicas=max(a.replicas, b.replicas),
-        min_replicas=b.min_replicas,
-        max_replicas=b.max_replicas,
-        received=a.received + b.received,
-        received_from=b.received_from,
-        processed=a.processed + b.processed,
-        emitted=a.emitted + b.emitted,
-        queue=max(a.queue, b.queue),
-        et_s=_weighted(a.et_s, a.processed, b.et_s, b.processed),
-        busy_s=a.busy_s + b.busy_s,
-        dropped_timeout=a.dropped_timeout + b.dropped_timeout,
-        dropped_overflow=a.dropped_overflow + b.dropped_overflow,
-        failed=a.failed + b.failed,
+class _MergedStats:
+    """One operator over consecutive spans, merged one span at a time: counts add up; replicas
+    and queue keep the larger (a downsampled plot shows the peaks); et is weighted by the
+    events processed. Built into OperatorStats once, at the end (`stats`)."""
+
+    __slots__ = (*MERGED_FIELDS, "original")
+
+    def __init__(self, o: OperatorStats) -> None:
+        self.original: OperatorStats | None = o  # not merged with anything yet
+        for name in MERGED_FIELDS:
+            setattr(self, name, getattr(o, name))
+
+    def add(self, b: OperatorStats) -> None:
+        """Merge in the next span's stats (the name, pool and senders are b's)."""
+        self.original = None
+        self.et_s = _weighted(self.et_s, self.processed, b.et_s, b.processed)
+        self.name, self.min_replicas, self.max_replicas = b.name, b.min_replicas, b.max_replicas
+        self.replicas = max(self.replicas, b.replicas)
+        self.queue = max(self.queue, b.queue)
+        self.received_from = b.received_from
+        for name in MERGED_SUMS:
+            setattr(self, name, getattr(self, name) + getattr(b, name))
+
+    def stats(self) -> OperatorStats:
+        if self.original is not None:
+            return self.original
+        return OperatorStats(**{name: getattr(self, name) for name in MERGED_FIELDS})
+
+
+def merge_run(items: Sequence[Interval]) -> Interval:
+    """Consecutive intervals as one point of a downsampled plot (the last one's decision):
+    the same as merging them pairwise from the first (merge_intervals), each figure computed
+    in the same order, without building the points in between."""
+    if len(items) == 1:
+        return items[0]
+    first = items[0].snapshot
+    td, sources = first.td, first.sources
+    ops = {o.name: _MergedStats(o) for o in first.operators}
+    latency, counts = first.latency_ms_mean, [getattr(first, name) for name in SNAPSHOT_SUMS]
+    for item in items[1:]:
+        sb = item.snapshot
+        td = td + sb.td
+        before = dict(sources)
+        sources = tuple((name, before.get(name, 0) + n) for name, n in sb.sources)
+        merged = {}
+        for o in sb.operators:
+            known = ops.get(o.name)
+            if known is None:
+                known = _MergedStats(o)
+            else:
+                known.add(o)
+            merged[o.name] = known
+        ops = merged
+        sink = counts[SNAPSHOT_SUMS.index("sink_events")]
+        latency = _weighted(latency, sink, sb.latency_ms_mean, sb.sink_events)
+        counts = [c + getattr(sb, name) for c, name in zip(counts, SNAPSHOT_SUMS, strict=True)]
+    last = items[-1]
+    snapshot = Snapshot(
+        t=last.snapshot.t,
+        td=td,
+        sources=sources,
+        operators=tuple(m.stats() for m in ops.values()),
+        latency_ms_mean=latency,
+        source_backlog=last.snapshot.source_backlog,
+        **dict(zip(SNAPSHOT_SUMS, counts, strict=True)),
     )
+    return Interval(snapshot, last.decision)
 
 
 def merge_intervals(a: Interval, b: Interval) -> Interval:
     """Two consecutive intervals as one point of a downsampled plot (b's decision)."""
-    sa, sb = a.snapshot, b.snapshot
-    before = {o.name: o for o in sa.operators}
-    sources = dict(sa.sources)
-    snapshot = Snapshot(
-        t=sb.t,
-        td=sa.td + sb.td,
-        sources=tuple((name, sources.get(name, 0) + n) for name, n in sb.sources),
-        operators=tuple(
-            _merge_stats(before[o.name], o) if o.name in before else o for o in sb.operators
-        ),
-        completed=sa.completed + sb.completed,
-        sink_events=sa.sink_events + sb.sink_events,
-        latency_ms_mean=_weighted(
-            sa.latency_ms_mean, sa.sink_events, sb.latency_ms_mean, sb.sink_events
-        ),
-        dropped_restart=sa.dropped_restart + sb.dropped_restart,
-        query_restarts=sa.query_restarts + sb.query_restarts,
-        intervals=sa.intervals + sb.intervals,
-        idle_intervals=sa.idle_intervals + sb.idle_intervals,
-        source_backlog=sb.source_backlog,
-    )
-    return Interval(snapshot, b.decision)
+    return merge_run((a, b))
