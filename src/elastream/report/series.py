@@ -111,26 +111,19 @@ class OperatorTotals:
 
     def __init__(self, name: str, pipeline: Pipeline) -> None:
         pool = pipeline.operator(name).replicas
-        self.row: Row = {
-            "min_replicas": pool.min,
-            "max_replicas": pool.max,
-            "replicas_mean": None,
-            "replicas_max": None,
-            "replica_seconds": 0,
-            **dict.fromkeys(SUMMED_COUNTS, 0),
-            "dropped": 0,
-            "queue_max": None,
-            "utilization_mean": None,
-            "et_ms_mean": None,
-        }
+        self.pool = (pool.min, pool.max)
         self.intervals = 0
         self.replicas_sum = 0
+        self.replicas_max = 0
+        self.queue_max = 0
+        self.replica_seconds: float = 0
         self.utilization_sum: float = 0
         self.et_sum: float = 0
         self.et_intervals = 0
+        self.sums = [0] * len(SUMMED_COUNTS)
 
     def add(self, snap: Snapshot, o: OperatorStats) -> None:
-        row, weight = self.row, snap.intervals
+        weight = snap.intervals
         self.intervals += weight
         self.replicas_sum += o.replicas * weight
         self.utilization_sum += utilization(o, snap.td) * weight
@@ -138,15 +131,34 @@ class OperatorTotals:
         if et is not None:
             self.et_sum += et * weight
             self.et_intervals += weight
-        row["replicas_max"] = max(row["replicas_max"] or 0, o.replicas)
-        row["queue_max"] = max(row["queue_max"] or 0, o.queue)
-        row["replica_seconds"] += o.replicas * snap.td
-        for name in SUMMED_COUNTS:
-            row[name] += getattr(o, name)
-        row["dropped"] = row["dropped_timeout"] + row["dropped_overflow"]
-        row["replicas_mean"] = self.replicas_sum / self.intervals
-        row["utilization_mean"] = self.utilization_sum / self.intervals
-        row["et_ms_mean"] = self.et_sum / self.et_intervals if self.et_intervals else None
+        self.replicas_max = max(self.replicas_max, o.replicas)
+        self.queue_max = max(self.queue_max, o.queue)
+        self.replica_seconds += o.replicas * snap.td
+        sums = self.sums  # in the order of SUMMED_COUNTS
+        sums[0] += o.received
+        sums[1] += o.processed
+        sums[2] += o.emitted
+        sums[3] += o.dropped_timeout
+        sums[4] += o.dropped_overflow
+        sums[5] += o.failed
+
+    @property
+    def row(self) -> Row:
+        """The figures so far (means and maxima None before the first interval)."""
+        seen = self.intervals > 0
+        counts = dict(zip(SUMMED_COUNTS, self.sums, strict=True))
+        return {
+            "min_replicas": self.pool[0],
+            "max_replicas": self.pool[1],
+            "replicas_mean": self.replicas_sum / self.intervals if seen else None,
+            "replicas_max": self.replicas_max if seen else None,
+            "replica_seconds": self.replica_seconds,
+            **counts,
+            "dropped": counts["dropped_timeout"] + counts["dropped_overflow"],
+            "queue_max": self.queue_max if seen else None,
+            "utilization_mean": self.utilization_sum / self.intervals if seen else None,
+            "et_ms_mean": self.et_sum / self.et_intervals if self.et_intervals else None,
+        }
 
 
 SUMMED_COUNTS = (
@@ -216,16 +228,7 @@ def summary_document(
     }
 
 
-# what a merged point keeps of an operator's stats, and which of those add up
-MERGED_SUMS = (
-    "received",
-    "processed",
-    "emitted",
-    "busy_s",
-    "dropped_timeout",
-    "dropped_overflow",
-    "failed",
-)
+# what a merged point keeps of an operator's stats
 MERGED_FIELDS = (
     "name",
     "replicas",
@@ -234,7 +237,13 @@ MERGED_FIELDS = (
     "received_from",
     "queue",
     "et_s",
-    *MERGED_SUMS,
+    "received",
+    "processed",
+    "emitted",
+    "busy_s",
+    "dropped_timeout",
+    "dropped_overflow",
+    "failed",
 )
 # the snapshot's figures a merged point adds up
 SNAPSHOT_SUMS = (
@@ -263,8 +272,12 @@ class _MergedStats:
 
     def __init__(self, o: OperatorStats) -> None:
         self.original: OperatorStats | None = o  # not merged with anything yet
-        for name in MERGED_FIELDS:
-            setattr(self, name, getattr(o, name))
+        self.name, self.replicas, self.queue = o.name, o.replicas, o.queue
+        self.min_replicas, self.max_replicas = o.min_replicas, o.max_replicas
+        self.received_from, self.et_s = o.received_from, o.et_s
+        self.received, self.processed, self.emitted = o.received, o.processed, o.emitted
+        self.busy_s, self.failed = o.busy_s, o.failed
+        self.dropped_timeout, self.dropped_overflow = o.dropped_timeout, o.dropped_overflow
 
     def add(self, b: OperatorStats) -> None:
         """Merge in the next span's stats (the name, pool and senders are b's)."""
@@ -274,13 +287,33 @@ class _MergedStats:
         self.replicas = max(self.replicas, b.replicas)
         self.queue = max(self.queue, b.queue)
         self.received_from = b.received_from
-        for name in MERGED_SUMS:
-            setattr(self, name, getattr(self, name) + getattr(b, name))
+        self.received += b.received
+        self.processed += b.processed
+        self.emitted += b.emitted
+        self.busy_s += b.busy_s
+        self.dropped_timeout += b.dropped_timeout
+        self.dropped_overflow += b.dropped_overflow
+        self.failed += b.failed
 
     def stats(self) -> OperatorStats:
         if self.original is not None:
             return self.original
-        return OperatorStats(**{name: getattr(self, name) for name in MERGED_FIELDS})
+        return OperatorStats(
+            name=self.name,
+            replicas=self.replicas,
+            min_replicas=self.min_replicas,
+            max_replicas=self.max_replicas,
+            received=self.received,
+            received_from=self.received_from,
+            processed=self.processed,
+            emitted=self.emitted,
+            queue=self.queue,
+            et_s=self.et_s,
+            busy_s=self.busy_s,
+            dropped_timeout=self.dropped_timeout,
+            dropped_overflow=self.dropped_overflow,
+            failed=self.failed,
+        )
 
 
 def merge_run(items: Sequence[Interval]) -> Interval:

@@ -175,6 +175,8 @@ class SimEngine:
         self.rate_change_s = rate_changes(trace)
         per_replica = settings.queue_model == "per_replica"
         self.noisy = settings.et_noise > 0
+        self.hold = settings.source_hold
+        self.delayed = settings.reconfiguration == "delayed"
         self.can_skip = (
             settings.fast_forward_for(config.policy)
             and per_replica
@@ -250,10 +252,11 @@ class SimEngine:
     def _quiet_steps(self, end: int) -> int:
         """Steps from now (up to `end`) in which nothing can happen: no source emits, nothing is
         queued, no replica is starting, no restart under way and no service-time noise drawn."""
-        if self.noisy or self.s < self.down_until or self._pausing():
+        if self.noisy or self.s < self.down_until or (self.paused_until and self._pausing()):
             return 0
-        if any(op.size or op.starting for op in self.order):
-            return 0
+        for op in self.order:
+            if op.size or op.starting:
+                return 0
         return self.emissions.quiet_steps(self.s, end)
 
     def _idle(self, steps: int) -> None:
@@ -507,7 +510,7 @@ class SimEngine:
     def _step(self) -> None:
         s = self.s
         self.ledger.s = s
-        hold = self.settings.source_hold
+        hold = self.hold
         if s < self.load_steps:
             counts = self.ledger.counts
             for i, n in enumerate(self.emissions.at(s)):
@@ -523,7 +526,7 @@ class SimEngine:
         if hold:
             self._admit_held(s, hold)
         down = s < self.down_until
-        delayed = self.settings.reconfiguration == "delayed"
+        delayed = self.delayed
         paused = self.paused_until
         for op in self.order:
             if delayed and op.starting:
