@@ -84,7 +84,7 @@ class HistoryRow:
     def _plainly_valid(self) -> bool:
         """Every check of __post_init__ (and of MeasuredPoint's) passes: named fields, a
         positive interval, a replica within the parallelism, no negative (or NaN) figure."""
-        optional = (self.cpu, self.busy, self.service_time_var, self.batches)
+        cpu, busy, variance, batches = self.cpu, self.busy, self.service_time_var, self.batches
         return bool(
             self.run_id
             and self.pipeline
@@ -94,8 +94,11 @@ class HistoryRow:
             and self.source_rate >= 0
             and self.input_rate >= 0
             and self.queue_length >= 0
+            and (cpu is None or cpu >= 0)
+            and (busy is None or busy >= 0)
+            and (variance is None or variance >= 0)
+            and (batches is None or batches >= 0)
             and all(v >= 0 for v in self.output_rates.values())
-            and all(v is None or v >= 0 for v in optional)
         )
 
     def point(self) -> MeasuredPoint:
