@@ -119,6 +119,10 @@ class Operator:
         self.noise_rows: list[list[float]] = []
         self.lag_limit = setup.lag_limit
         self.refresh_steps = setup.lb_refresh_steps
+        self.bounds = (spec.replicas.min, spec.replicas.max)
+        self.stateful = not spec.stateless
+        self.balanced = spec.grouping is Grouping.LOAD_BALANCING
+        self.lb_deltas: list[float] = []  # δ_j = et_ij / window of the ready replicas (Alg. 1)
         self.variances: dict[int, tuple[float, ...]] = {}  # active replicas -> service_time_var
         self.active = spec.replicas.start
         self.ready: list[Replica] = self.pool[: self.active]
@@ -208,11 +212,9 @@ class Operator:
     # ------------------------------------------------------------------ grouping
     def rebase(self, utilization: Sequence[float]) -> None:
         """Restart Alg. 1's running U from `utilization` (one value per ready replica)."""
-        if self.spec.grouping is Grouping.LOAD_BALANCING and self.ready:
-            window = self.lb_window_s
-            deltas = [rep.cost / window for rep in self.ready]
+        if self.balanced and self.ready:
             rr = self.lb.next_rr() if self.lb is not None else 0
-            self.lb = LoadBalancer(utilization, deltas, rr)
+            self.lb = LoadBalancer(utilization, self.lb_deltas, rr)
 
     @property
     def lb_window_s(self) -> float:
@@ -421,6 +423,8 @@ class Operator:
         self.ready_before = list(self.ready)
         self.fast_mu = [0] * len(self.ready)
         self.min_cap = min((int(rep.rate) for rep in self.ready), default=0)
+        window = self.lb_window_s
+        self.lb_deltas = [rep.cost / window for rep in self.ready]
 
     def _fold_fast(self) -> None:
         """Fold the counts of the one-go steps (served at once) into the replicas that served
@@ -577,34 +581,36 @@ class Operator:
         Alg. 1 restarts from Eq. 5's U_ij."""
         self._fold_fast()
         td = span_s or self.setup.td
-        busy = sum(rep.busy for rep in self.pool)
+        pool = self.pool
+        busy = sum([rep.busy for rep in pool])
         et = busy / self.processed if self.processed else None
         if et is not None:
             self.measured_et = et
-        mu = tuple(rep.mu for rep in self.pool[: self.active])
+        mu = tuple([rep.mu for rep in pool[: self.active]])
+        per_event = et or self.et
         stats = OperatorStats(
-            name=self.name,
-            replicas=self.active,
-            min_replicas=self.spec.replicas.min,
-            max_replicas=self.spec.replicas.max,
-            received=self.received,
-            received_from=tuple(self.received_from.items()),
-            processed=self.processed,
-            emitted=self.emitted,
-            queue=self.size,
-            et_s=et,
-            busy_s=busy,
-            dropped_timeout=self.dropped_timeout,
-            dropped_overflow=self.dropped_overflow,
+            self.name,
+            self.active,
+            self.bounds[0],
+            self.bounds[1],
+            self.received,
+            tuple(self.received_from.items()),
+            self.processed,
+            self.emitted,
+            self.size,
+            et,
+            busy,
+            self.dropped_timeout,
+            self.dropped_overflow,
             replica_processed=mu,
-            utilization=tuple(m * (et or self.et) / td for m in mu),  # Eq. 5
-            stateful=not self.spec.stateless,
+            utilization=tuple([m * per_event / td for m in mu]),  # Eq. 5
+            stateful=self.stateful,
             admission_capped=self.admission_capped,
             emitted_streams=self._emitted_streams(),
             service_time_var=self._service_time_var(),
         )
         # Alg. 1 starts the next interval from U_ij(t) = μ_ij(t)·et_ij/td (Eq. 5 per replica).
-        if self.setup.lb_refresh_steps:
+        if self.refresh_steps:
             self.refresh_lb()
         else:
             self.rebase([rep.busy / td for rep in self.ready])
@@ -624,6 +630,8 @@ class Operator:
     def _emitted_streams(self) -> tuple[tuple[str, int], ...]:
         """This interval's outputs per output stream (every stream of the operator, 0 when
         none went there): the simulator tells all streams apart, even two to the same node."""
+        if self.direct is not None and self.streams == (self.direct_stream,):
+            return ((self.direct_stream, self.emitted),)
         counts = dict.fromkeys(self.streams, 0)
         if self.direct is not None:
             counts[self.direct_stream] = self.emitted
