@@ -295,7 +295,14 @@ class Operator:
                 counts = [n]
             else:
                 counts = self.dispatch(n)
-            if self._served_at_once(s, pieces, counts, n, inbox):
+            if (
+                self.size == n  # every queue was empty
+                and not self.down
+                and not self.noisy
+                and s - pieces[0][0] <= self.lag_limit
+                and max(counts) <= self.min_cap
+            ):
+                self._serve_at_once(pieces, counts, n, inbox)
                 return
         if self.down:
             self.backlogged = self.backlogged or self.size > 0
@@ -391,23 +398,14 @@ class Operator:
         self.processed += n
         self.emit(inbox)
 
-    def _served_at_once(
-        self,
-        s: int,
-        pieces: list[tuple[int, int]],
-        counts: list[int],
-        n: int,
-        inbox: dict[int, int],
-    ) -> bool:
-        """The common case in one go: every queue was empty, nothing that arrived is older than
-        t_out, and no replica got more than it surely serves in a step (floor of its rate).
-        Then every replica serves its whole share, whichever cohorts it holds, and the cohorts
-        leave as they came (`inbox`, the n events of `pieces`); the leftover fraction of a
-        credit is idle time, not banked."""
-        if self.down or self.noisy or s - pieces[0][0] > self.lag_limit:
-            return False
-        if self.size != n or max(counts) > self.min_cap:
-            return False
+    def _serve_at_once(
+        self, pieces: list[tuple[int, int]], counts: list[int], n: int, inbox: dict[int, int]
+    ) -> None:
+        """The common case in one go (step() checks it): every queue was empty, nothing that
+        arrived is older than t_out, and no replica got more than it surely serves in a step
+        (floor of its rate). Then every replica serves its whole share, whichever cohorts it
+        holds, and the cohorts leave as they came (`inbox`, the n events of `pieces`); the
+        leftover fraction of a credit is idle time, not banked."""
         if len(counts) == 1:
             self.fast_mu[0] += n
         else:
@@ -415,7 +413,6 @@ class Operator:
         self.size = 0
         self.processed += n
         self.emit(inbox if len(pieces) == 1 else dict(pieces), n)
-        return True
 
     def _ready_changed(self) -> None:
         """Fold the counts of the one-go steps into the replicas; new ready set, new bounds."""
