@@ -472,14 +472,14 @@ class Operator:
             return
         split = self.splitter.split
         if len(out) == 1:  # one cohort (the common case): each channel gets its part of it
-            ((k, n),) = out.items()
-            for i, c in enumerate(split(n)):
+            ((k, m),) = out.items()
+            for i, c in enumerate(split(m)):
                 if c:
                     self._deliver(i, c, {k: c})
             return
         chunks: list[dict[int, int]] = [{} for _ in self.plan]
-        for k, n in out.items():
-            for sent, c in zip(chunks, split(n), strict=True):
+        for k, m in out.items():
+            for sent, c in zip(chunks, split(m), strict=True):
                 if c:
                     sent[k] = c
         for i, sent in enumerate(chunks):
