@@ -11,20 +11,25 @@ import logging
 import socket
 from dataclasses import replace
 
+import numpy as np
 import yaml
 from support.builders import snapshot, stats
 from support.scrape import Scraper, assert_metrics_match_outputs, parse, value
+from support.sim import EXACT
 from support.sim import SIM_PIPELINE as PIPELINE
+from support.sim import config as sim_config
 
 from elastream.cli import main
 from elastream.cli._logging import configure_logging
 from elastream.config.ops import DEFAULT_METRICS_PORT
 from elastream.control.policy import Decision
+from elastream.experiments.session import simulate as simulate_run
 from elastream.model.metrics import RunTotals
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.model.snapshot import HostClock
-from elastream.report.prom import RunMetrics
+from elastream.report.prom import FOLD_INTERVALS, RunMetrics
 from elastream.runtime.queues.redis_server import free_port
+from elastream.workloads.trace import Trace
 
 
 def simulate(tmp_path, *flags: str, settings: dict | None = None) -> int:
@@ -139,3 +144,32 @@ def test_failures_restarts_backlog_and_hosts_count_while_the_run_goes():
     assert value(sample, "elastream_events_failed_total", **run) == 4  # one after the last interval
     assert value(sample, "elastream_query_restarts_total", **run) == 1  # not counted twice
     assert value(sample, "elastream_hosts_leased_total", **run) == 3
+
+
+def test_intervals_folded_in_batches_give_the_metrics_of_one_interval_at_a_time():
+    """RunMetrics takes intervals in and folds them in every FOLD_INTERVALS (or at a read):
+    read after every interval or only at the end, a simulated run leaves the same metrics, live
+    view and decision timeline."""
+    seen: list[tuple] = []
+    cfg = sim_config(policy="psps", replicas=None, interval_s=1.0, event_timeout_s=2.0)
+    trace = Trace(60.0 + 50.0 * np.sin(np.arange(700) / 15.0) ** 2)
+    pipeline = pipeline_from_dict(PIPELINE)
+    simulate_run(pipeline, cfg, trace, EXACT, observers=[lambda *i: seen.append(i)])
+    assert len(seen) > 2 * FOLD_INTERVALS + 1  # several folds, the last one partial
+    each, batched = (
+        RunMetrics(pipeline_from_dict(PIPELINE)),
+        RunMetrics(pipeline_from_dict(PIPELINE)),
+    )
+    for snap, decision in seen:
+        each(snap, decision)
+        each.exposition()  # a read folds in what was taken in
+        batched(snap, decision)
+
+    def without_created(metrics: RunMetrics) -> list[str]:
+        return [
+            line for line in metrics.exposition().decode().splitlines() if "_created" not in line
+        ]
+
+    assert without_created(batched) == without_created(each)
+    assert batched.state() == each.state()
+    assert len(batched.state()["decisions"]) > 1

@@ -3,6 +3,7 @@ snapshot log is bounded, series are written at a chosen resolution, plots are do
 history is flushed as the run goes, and fast-forward gives the same figures as full stepping."""
 
 import dataclasses
+import functools
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ from elastream.experiments.session import run_session, simulate
 from elastream.history import HistoryStore
 from elastream.model.metrics import summarize
 from elastream.report import load_intervals, load_summary
-from elastream.report.series import Interval
+from elastream.report.series import Interval, merge_intervals, merge_run
 from elastream.report.stream import PlotPoints
 from elastream.runtime.sim.settings import FAST_FORWARD_EXACT, SimSettings
 from elastream.workloads.trace import Trace
@@ -206,6 +207,39 @@ def test_plot_points_stay_bounded_and_cover_the_run():
     assert sum(p.snapshot.intervals for p in points.points) == 100
     assert sum(p.snapshot.td for p in points.points) == pytest.approx(500.0)
     assert points.points[-1].snapshot.t == pytest.approx(500.0)
+
+
+def test_a_point_merged_at_once_equals_merging_its_intervals_pairwise():
+    """The plot points merge a point's intervals in one pass (merge_run); every figure is the
+    one pairwise merging from the first gives (floats bit for bit)."""
+    seen: list[Interval] = []
+    cfg = config(policy="psps", replicas=None, interval_s=2.0, event_timeout_s=3.0)
+    simulate(
+        one_operator(), cfg, wavy(120), EXACT, observers=[lambda *i: seen.append(Interval(*i))]
+    )
+    assert len({item.snapshot.latency_ms_mean for item in seen}) > 10
+    for size in (2, 3, 17, len(seen)):
+        items = seen[:size]
+        point = merge_run(items)
+        assert point == functools.reduce(merge_intervals, items)
+        snaps = [item.snapshot for item in items]
+        (merged,) = point.snapshot.operators
+        ops = [snap.operators[0] for snap in snaps]
+        assert point.snapshot.t == snaps[-1].t and point.decision == items[-1].decision
+        assert point.snapshot.td == pytest.approx(sum(snap.td for snap in snaps))
+        assert point.snapshot.sink_events == sum(snap.sink_events for snap in snaps)
+        assert point.snapshot.latency_ms_mean == pytest.approx(
+            sum(s.latency_ms_mean * s.sink_events for s in snaps if s.sink_events)
+            / sum(s.sink_events for s in snaps)
+        )
+        assert merged.processed == sum(o.processed for o in ops)
+        assert (merged.replicas, merged.queue) == (
+            max(o.replicas for o in ops),
+            max(o.queue for o in ops),
+        )
+        assert merged.et_s == pytest.approx(
+            sum(o.et_s * o.processed for o in ops if o.processed) / merged.processed
+        )
 
 
 def test_history_is_flushed_to_the_store_as_the_run_goes(tmp_path, monkeypatch):

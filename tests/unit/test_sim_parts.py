@@ -52,6 +52,31 @@ def test_partition_splitter_is_exact_non_negative_and_converges():
         assert abs(total - n_all * w / 10) <= 2
 
 
+def largest_remainder(weights, carry, n):
+    """Reference for PartitionSplitter.split without debts: each part gets the floor of what it
+    is owed (n·w + carry, over T), the events left go to the largest remainders (ties: the
+    lowest index), and what is still owed is carried."""
+    t = sum(weights)
+    owed = [n * w + c for w, c in zip(weights, carry, strict=True)]
+    give = [o // t for o in owed]
+    for j in sorted(range(len(weights)), key=lambda j: (-(owed[j] % t), j))[: n - sum(give)]:
+        give[j] += 1
+    return give, [o - g * t for o, g in zip(owed, give, strict=True)]
+
+
+def test_two_part_splitter_gives_the_largest_remainders_and_carries_the_rest():
+    rng = random.Random(28)
+    for _ in range(300):
+        weights = [rng.randint(0, 40), rng.randint(1, 40)]
+        rng.shuffle(weights)
+        splitter, carry = PartitionSplitter(weights), [0, 0]
+        for _ in range(40):
+            n = rng.randint(0, 60)
+            expected, carry = largest_remainder(weights, carry, n)
+            assert splitter.split(n) == expected, (weights, n)
+            assert splitter.carry == carry
+
+
 def test_ratio_splitter_fan_out_keeps_exact_running_totals():
     splitter = RatioSplitter([15, 4], 10)  # 1.5 and 0.4 outputs per input
     got = [0, 0]
@@ -111,6 +136,20 @@ def test_load_balancer_in_steps_equals_alg1_for_the_whole_interval():
     assert total == alg1_counts(sum(chunks), u, ets, rr=1)
     _, u_after = load_balancing(sum(chunks), u, ets, 1.0, 1)
     assert balancer.utilization() == pytest.approx(u_after)
+
+
+@pytest.mark.parametrize("u", [0.0, 0.3, 0.97, 1.4])
+def test_one_replica_balancer_deals_as_alg1(u):
+    """One replica takes every event; its running U and the round-robin offset it hands on are
+    Alg. 1's, below U = 1 and past it."""
+    balancer = LoadBalancer([u], [1 / 16], rr=0)
+    chunks = [0, 3, 9, 2, 30]
+    for n in chunks:
+        assert balancer.take(n) == [n]
+    _, u_after = load_balancing(sum(chunks), [u], [1 / 16], 1.0, 0)
+    assert balancer.utilization() == pytest.approx(u_after)
+    assert balancer.next_rr() == 0
+    assert LoadBalancer([u], [1 / 16], rr=3).next_rr() == 0  # nothing dealt: rr mod 1
 
 
 def test_water_fill_is_close_to_core_alg1_on_arbitrary_floats():

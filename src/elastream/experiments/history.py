@@ -42,7 +42,7 @@ def replica_rows(
         variance = o.service_time_var[j] if j < len(o.service_time_var) else None
         batches = o.replica_batches[j] if j < len(o.replica_batches) else None
         rows.append(
-            HistoryRow(
+            HistoryRow.of(
                 run_id=run_id,
                 pipeline=pipeline,
                 operator=o.name,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -51,6 +51,8 @@ class HistoryRow:
     source_backlog: float | None = None
 
     def __post_init__(self) -> None:
+        if self._plainly_valid():
+            return  # the common case, checked without building the messages
         where = f"history row (run {self.run_id!r}, operator {self.operator!r}, t={self.t})"
         for name in ("run_id", "pipeline", "operator"):
             if not getattr(self, name):
@@ -66,6 +68,39 @@ class HistoryRow:
         if not self.queue_length >= 0:
             raise HistoryError(f"{where}: queue_length must be ≥ 0, got {self.queue_length}")
 
+    @classmethod
+    def of(cls, **values: object) -> HistoryRow:
+        """A row from every one of its fields, validated as the constructor does, built
+        without the frozen dataclass's per-field __setattr__ (the recorder makes a row per
+        replica and interval)."""
+        if values.keys() != _ROW_FIELDS:
+            missing, extra = _ROW_FIELDS - values.keys(), values.keys() - _ROW_FIELDS
+            raise TypeError(f"HistoryRow.of: missing {sorted(missing)}, unknown {sorted(extra)}")
+        row = object.__new__(cls)
+        row.__dict__.update(values)
+        row.__post_init__()
+        return row
+
+    def _plainly_valid(self) -> bool:
+        """Every check of __post_init__ (and of MeasuredPoint's) passes: named fields, a
+        positive interval, a replica within the parallelism, no negative (or NaN) figure."""
+        cpu, busy, variance, batches = self.cpu, self.busy, self.service_time_var, self.batches
+        return bool(
+            self.run_id
+            and self.pipeline
+            and self.operator
+            and self.interval_s > 0
+            and 0 <= self.replica < self.parallelism
+            and self.source_rate >= 0
+            and self.input_rate >= 0
+            and self.queue_length >= 0
+            and (cpu is None or cpu >= 0)
+            and (busy is None or busy >= 0)
+            and (variance is None or variance >= 0)
+            and (batches is None or batches >= 0)
+            and all(v >= 0 for v in self.output_rates.values())
+        )
+
     def point(self) -> MeasuredPoint:
         return MeasuredPoint(
             parallelism=self.parallelism,
@@ -79,6 +114,9 @@ class HistoryRow:
             service_time_var=self.service_time_var,
             batch_rate=None if self.batches is None else self.batches / self.interval_s,
         )
+
+
+_ROW_FIELDS = frozenset(f.name for f in fields(HistoryRow))
 
 
 @dataclass(frozen=True)

@@ -61,11 +61,14 @@ ADDED_COLUMNS = {
 }
 
 
+_JSON = json.JSONEncoder(sort_keys=True)  # json.dumps(..., sort_keys=True), built once
+
+
 def _values(row: HistoryRow, now: float) -> tuple:
     return (
         row.run_id, row.pipeline, row.operator, row.replica, row.parallelism, row.t,
         row.interval_s, row.source_rate, row.input_rate, sum(row.output_rates.values()),
-        json.dumps(dict(row.output_rates), sort_keys=True), row.busy, row.cpu,
+        _JSON.encode(dict(row.output_rates)), row.busy, row.cpu,
         row.queue_length, int(row.backpressure), row.service_time_var, row.batches,
         row.source_backlog, now,
     )  # fmt: skip

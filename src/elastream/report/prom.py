@@ -3,6 +3,7 @@ decision into counters, gauges and histograms (names and units: docs/deploy.md Â
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from types import ModuleType
 from typing import Any
@@ -16,6 +17,7 @@ from elastream.report.series import utilization
 
 KEEP_POINTS = 300  # intervals the live view charts
 KEEP_DECISIONS = 50  # replica changes its timeline lists
+FOLD_INTERVALS = 256  # intervals taken in before they are folded into the metrics
 OP = ("pipeline", "operator")
 RUN = ("pipeline",)
 # service time of one event (s) and end-to-end latency (s): buckets from 1 ms to 1 min
@@ -29,6 +31,12 @@ OPERATOR_COUNTERS = {
     "events_failed": ("failed", "events whose operator function raised (kept in the error log)"),
 }
 
+OPERATOR_FIELDS = (
+    *(field for field, _ in OPERATOR_COUNTERS.values()),
+    "dropped_timeout",
+    "dropped_overflow",
+)
+
 # run-level counters fed per interval and completed at the end: RunTotals field -> attribute
 RUN_COUNTERS = {
     "failed": "failed",
@@ -36,6 +44,31 @@ RUN_COUNTERS = {
     "query_restarts": "restarts",
     "hosts_leased": "hosts_leased",
 }
+
+
+class _OperatorFold:
+    """One operator's intervals since the last fold: its counts summed, its gauges' last
+    values, its service times in order."""
+
+    __slots__ = ("busy", "counts", "pool", "queue", "replicas", "service", "target")
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(OPERATOR_FIELDS, 0)
+        self.service: list[float] = []
+        self.queue = self.replicas = self.pool = 0
+        self.target: int | None = None
+        self.busy = 0.0
+
+    def add(self, o: OperatorStats, td: float, target: int | None) -> None:
+        counts = self.counts
+        for field in OPERATOR_FIELDS:
+            counts[field] += getattr(o, field)
+        self.queue, self.replicas, self.pool = o.queue, o.replicas, o.max_replicas
+        if target is not None:
+            self.target = target
+        self.busy = utilization(o, td)
+        if o.et_s is not None:
+            self.service.append(o.et_s)
 
 
 def prometheus() -> ModuleType:
@@ -59,7 +92,10 @@ class RunMetrics:
         self.counted = dict.fromkeys(RUN_COUNTERS, 0)  # the run-level counters' values
         self.last_decision: Decision | None = None
         self.decisions: deque[tuple[float, str, int, int, str]] = deque(maxlen=KEEP_DECISIONS)
-        self.series: deque[dict[str, Any]] = deque(maxlen=KEEP_POINTS)  # the live view's charts
+        # the intervals the live view charts (its points are built when it asks)
+        self.recent: deque[tuple[Snapshot, Decision]] = deque(maxlen=KEEP_POINTS)
+        self._pending: list[tuple[Snapshot, Decision]] = []  # taken in, not folded in yet
+        self._lock = threading.Lock()
         reg = {"registry": self.registry}
         counter, gauge, histogram = prom.Counter, prom.Gauge, prom.Histogram
         self.op_counters = {
@@ -161,63 +197,108 @@ class RunMetrics:
         return child
 
     def __call__(self, snapshot: Snapshot, decision: Decision) -> None:
+        """Take in one interval; it is folded into the metrics with the next FOLD_INTERVALS
+        (or at the next read: exposition, state, finish), so every read sees every interval."""
+        with self._lock:
+            self._pending.append((snapshot, decision))
+            if len(self._pending) >= FOLD_INTERVALS:
+                self._fold()
+
+    def _fold(self) -> None:
+        """Fold the pending intervals in (the caller holds the lock): counters by their sums,
+        gauges by their last values, histograms one observation per interval, as one interval
+        at a time would leave them."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        ops: dict[str, _OperatorFold] = {}
+        failed = dropped_restart = restarts = events = completed = sink = intervals = changes = 0
+        latencies: list[float] = []
+        backlog: dict[str, int] = {}
+        leased = 0
+        compared = False  # a snapshot had one before it (the reconfigurations counter)
+        for snapshot, decision in pending:
+            targets = dict(decision.replicas)
+            for o in snapshot.operators:
+                fold = ops.get(o.name)
+                if fold is None:
+                    fold = ops[o.name] = _OperatorFold()
+                target = targets.get(o.name)
+                fold.add(o, snapshot.td, target)
+                failed += o.failed
+                if target is not None and target != o.replicas:
+                    self.decisions.append(
+                        (snapshot.t, o.name, o.replicas, target, decision.reason(o.name))
+                    )
+            dropped_restart += snapshot.dropped_restart
+            restarts += snapshot.query_restarts
+            backlog.update(snapshot.source_backlog)
+            events += snapshot.lambda_g
+            completed += snapshot.completed
+            sink += snapshot.sink_events
+            if snapshot.latency_ms_mean is not None:
+                latencies.append(snapshot.latency_ms_mean / 1000)
+            intervals += snapshot.intervals
+            if self._last is not None:
+                changes += replica_changes(self._last, snapshot)
+                compared = True
+            new_hosts = {h.host_id for h in snapshot.hosts} - self.host_ids
+            self.host_ids |= new_hosts
+            leased += len(new_hosts)
+            self._last, self.last_decision = snapshot, decision
+        self.recent.extend(pending)
+        for name, fold in ops.items():
+            self._operator(name, fold)
+        last = pending[-1][0]
         run = (self.pipeline,)
-        targets = decision.as_dict()
-        for o in snapshot.operators:
-            self._operator(o, snapshot.td, targets.get(o.name))
-            target = targets.get(o.name)
-            if target is not None and target != o.replicas:
-                self.decisions.append(
-                    (snapshot.t, o.name, o.replicas, target, decision.reason(o.name))
-                )
-        self._count("failed", sum(o.failed for o in snapshot.operators))
-        self._count("dropped_restart", snapshot.dropped_restart)
-        self._count("query_restarts", snapshot.query_restarts)
-        for source, n in snapshot.source_backlog:
+        self._count("failed", failed)
+        self._count("dropped_restart", dropped_restart)
+        self._count("query_restarts", restarts)
+        for source, n in backlog.items():
             self._child(self.backlog, *run, source).set(n)
-        self._child(self.source_events, *run).inc(snapshot.lambda_g)
-        self._child(self.source_rate, *run).set(
-            snapshot.lambda_g / snapshot.td if snapshot.td else 0
-        )
-        self._child(self.completed, *run).inc(snapshot.completed)
-        self._child(self.sink, *run).inc(snapshot.sink_events)
-        if snapshot.latency_ms_mean is not None:
-            self._child(self.latency, *run).observe(snapshot.latency_ms_mean / 1000)
-        self._child(self.intervals, *run).inc(snapshot.intervals)
-        if self._last is not None:
-            self._child(self.reconfigurations, *run).inc(replica_changes(self._last, snapshot))
-        new_hosts = {h.host_id for h in snapshot.hosts} - self.host_ids
-        self.host_ids |= new_hosts
-        self._count("hosts_leased", len(new_hosts))
-        self._child(self.hosts_up, *run).set(snapshot.hosts_up)
-        self._child(self.host_cost, *run).set(snapshot.host_cost)
-        self._last, self.last_decision = snapshot, decision
-        self.series.append(self._point(snapshot, decision))
+        self._child(self.source_events, *run).inc(events)
+        self._child(self.source_rate, *run).set(last.lambda_g / last.td if last.td else 0)
+        self._child(self.completed, *run).inc(completed)
+        self._child(self.sink, *run).inc(sink)
+        for latency in latencies:
+            self._child(self.latency, *run).observe(latency)
+        self._child(self.intervals, *run).inc(intervals)
+        if compared:
+            self._child(self.reconfigurations, *run).inc(changes)
+        self._count("hosts_leased", leased)
+        self._child(self.hosts_up, *run).set(last.hosts_up)
+        self._child(self.host_cost, *run).set(last.host_cost)
+
+    def flush(self) -> None:
+        """Fold in the intervals taken in since the last fold."""
+        with self._lock:
+            self._fold()
 
     def _count(self, field: str, n: int) -> None:
         """Add `n` to the run-level counter of RunTotals' `field` (RUN_COUNTERS)."""
         self.counted[field] += n
         getattr(self, RUN_COUNTERS[field]).labels(self.pipeline).inc(n)
 
-    def _operator(self, o: OperatorStats, td: float, target: int | None) -> None:
-        key = (self.pipeline, o.name)
+    def _operator(self, name: str, fold: _OperatorFold) -> None:
+        key = (self.pipeline, name)
         for field, metric in self.op_counters.items():
-            self._child(metric, *key).inc(getattr(o, field))
-        self._child(self.dropped, *key, "timeout").inc(o.dropped_timeout)
-        self._child(self.dropped, *key, "overflow").inc(o.dropped_overflow)
-        self._child(self.queue, *key).set(o.queue)
-        self._child(self.active, *key).set(o.replicas)
-        self._child(self.pool, *key).set(o.max_replicas)
-        if target is not None:
-            self._child(self.target, *key).set(target)
-        self._child(self.busy, *key).set(utilization(o, td))
-        if o.et_s is not None:
-            self._child(self.service, *key).observe(o.et_s)
+            self._child(metric, *key).inc(fold.counts[field])
+        self._child(self.dropped, *key, "timeout").inc(fold.counts["dropped_timeout"])
+        self._child(self.dropped, *key, "overflow").inc(fold.counts["dropped_overflow"])
+        self._child(self.queue, *key).set(fold.queue)
+        self._child(self.active, *key).set(fold.replicas)
+        self._child(self.pool, *key).set(fold.pool)
+        if fold.target is not None:
+            self._child(self.target, *key).set(fold.target)
+        self._child(self.busy, *key).set(fold.busy)
+        for et_s in fold.service:
+            self._child(self.service, *key).observe(et_s)
 
     def finish(self, totals: RunTotals) -> None:
         """The end-of-run counts the engine reads from its queues: each run-level counter is
         brought up to its total (what no interval reported: a failure, a restart or a host
         between the last interval and the end)."""
+        self.flush()
         run = (self.pipeline,)
         for field in self.counted:
             self._count(field, max(0, getattr(totals, field) - self.counted[field]))
@@ -226,6 +307,7 @@ class RunMetrics:
 
     def exposition(self) -> bytes:
         """The registry in Prometheus' text format."""
+        self.flush()
         return prometheus().generate_latest(self.registry)
 
     @staticmethod
@@ -264,13 +346,15 @@ class RunMetrics:
     def state(self) -> dict[str, Any]:
         """The live view's JSON: the latest interval, the recent ones (`series`, oldest first)
         and the recent decisions that changed a replica count."""
-        latest = self.series[-1] if self.series else {"t": None, "operators": [], "hosts": []}
+        self.flush()
+        with self._lock:
+            recent = [self._point(snapshot, decision) for snapshot, decision in self.recent]
+        latest = recent[-1] if recent else {"t": None, "operators": [], "hosts": []}
         return {
             "pipeline": self.pipeline,
             **latest,
             "series": [
-                {"t": p["t"], "operators": {o["name"]: o for o in p["operators"]}}
-                for p in self.series
+                {"t": p["t"], "operators": {o["name"]: o for o in p["operators"]}} for p in recent
             ],
             "decisions": [
                 {"t": t, "operator": op, "from": a, "to": b, "reason": why}

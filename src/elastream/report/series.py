@@ -76,6 +76,7 @@ def timeseries_rows(items: Sequence[Interval]) -> list[Row]:
     rows: list[Row] = []
     for item in items:
         snap, targets = item.snapshot, item.decision.as_dict()
+        reasons = dict(item.decision.reasons)
         for o in snap.operators:
             rows.append(
                 {
@@ -93,7 +94,7 @@ def timeseries_rows(items: Sequence[Interval]) -> list[Row]:
                     "emitted": o.emitted,
                     "min_replicas": o.min_replicas,
                     "max_replicas": o.max_replicas,
-                    "reason": item.decision.reason(o.name),
+                    "reason": reasons.get(o.name, ""),
                 }
             )
     return rows
@@ -110,26 +111,19 @@ class OperatorTotals:
 
     def __init__(self, name: str, pipeline: Pipeline) -> None:
         pool = pipeline.operator(name).replicas
-        self.row: Row = {
-            "min_replicas": pool.min,
-            "max_replicas": pool.max,
-            "replicas_mean": None,
-            "replicas_max": None,
-            "replica_seconds": 0,
-            **dict.fromkeys(SUMMED_COUNTS, 0),
-            "dropped": 0,
-            "queue_max": None,
-            "utilization_mean": None,
-            "et_ms_mean": None,
-        }
+        self.pool = (pool.min, pool.max)
         self.intervals = 0
         self.replicas_sum = 0
+        self.replicas_max = 0
+        self.queue_max = 0
+        self.replica_seconds: float = 0
         self.utilization_sum: float = 0
         self.et_sum: float = 0
         self.et_intervals = 0
+        self.sums = [0] * len(SUMMED_COUNTS)
 
     def add(self, snap: Snapshot, o: OperatorStats) -> None:
-        row, weight = self.row, snap.intervals
+        weight = snap.intervals
         self.intervals += weight
         self.replicas_sum += o.replicas * weight
         self.utilization_sum += utilization(o, snap.td) * weight
@@ -137,15 +131,34 @@ class OperatorTotals:
         if et is not None:
             self.et_sum += et * weight
             self.et_intervals += weight
-        row["replicas_max"] = max(row["replicas_max"] or 0, o.replicas)
-        row["queue_max"] = max(row["queue_max"] or 0, o.queue)
-        row["replica_seconds"] += o.replicas * snap.td
-        for name in SUMMED_COUNTS:
-            row[name] += getattr(o, name)
-        row["dropped"] = row["dropped_timeout"] + row["dropped_overflow"]
-        row["replicas_mean"] = self.replicas_sum / self.intervals
-        row["utilization_mean"] = self.utilization_sum / self.intervals
-        row["et_ms_mean"] = self.et_sum / self.et_intervals if self.et_intervals else None
+        self.replicas_max = max(self.replicas_max, o.replicas)
+        self.queue_max = max(self.queue_max, o.queue)
+        self.replica_seconds += o.replicas * snap.td
+        sums = self.sums  # in the order of SUMMED_COUNTS
+        sums[0] += o.received
+        sums[1] += o.processed
+        sums[2] += o.emitted
+        sums[3] += o.dropped_timeout
+        sums[4] += o.dropped_overflow
+        sums[5] += o.failed
+
+    @property
+    def row(self) -> Row:
+        """The figures so far (means and maxima None before the first interval)."""
+        seen = self.intervals > 0
+        counts = dict(zip(SUMMED_COUNTS, self.sums, strict=True))
+        return {
+            "min_replicas": self.pool[0],
+            "max_replicas": self.pool[1],
+            "replicas_mean": self.replicas_sum / self.intervals if seen else None,
+            "replicas_max": self.replicas_max if seen else None,
+            "replica_seconds": self.replica_seconds,
+            **counts,
+            "dropped": counts["dropped_timeout"] + counts["dropped_overflow"],
+            "queue_max": self.queue_max if seen else None,
+            "utilization_mean": self.utilization_sum / self.intervals if seen else None,
+            "et_ms_mean": self.et_sum / self.et_intervals if self.et_intervals else None,
+        }
 
 
 SUMMED_COUNTS = (
@@ -215,6 +228,34 @@ def summary_document(
     }
 
 
+# what a merged point keeps of an operator's stats
+MERGED_FIELDS = (
+    "name",
+    "replicas",
+    "min_replicas",
+    "max_replicas",
+    "received_from",
+    "queue",
+    "et_s",
+    "received",
+    "processed",
+    "emitted",
+    "busy_s",
+    "dropped_timeout",
+    "dropped_overflow",
+    "failed",
+)
+# the snapshot's figures a merged point adds up
+SNAPSHOT_SUMS = (
+    "completed",
+    "sink_events",
+    "dropped_restart",
+    "query_restarts",
+    "intervals",
+    "idle_intervals",
+)
+
+
 def _weighted(a: float | None, wa: float, b: float | None, wb: float) -> float | None:
     """The mean of two optional values weighted by wa and wb (None where neither has weight)."""
     parts = [(v, w) for v, w in ((a, wa), (b, wb)) if v is not None and w > 0]
@@ -222,48 +263,99 @@ def _weighted(a: float | None, wa: float, b: float | None, wb: float) -> float |
     return sum(v * w for v, w in parts) / total if total else None
 
 
-def _merge_stats(a: OperatorStats, b: OperatorStats) -> OperatorStats:
-    """One operator over two consecutive spans: counts add up; replicas and queue keep the
-    larger (a downsampled plot shows the peaks); et is weighted by the events processed."""
-    return OperatorStats(
-        name=b.name,
-        replicas=max(a.replicas, b.replicas),
-        min_replicas=b.min_replicas,
-        max_replicas=b.max_replicas,
-        received=a.received + b.received,
-        received_from=b.received_from,
-        processed=a.processed + b.processed,
-        emitted=a.emitted + b.emitted,
-        queue=max(a.queue, b.queue),
-        et_s=_weighted(a.et_s, a.processed, b.et_s, b.processed),
-        busy_s=a.busy_s + b.busy_s,
-        dropped_timeout=a.dropped_timeout + b.dropped_timeout,
-        dropped_overflow=a.dropped_overflow + b.dropped_overflow,
-        failed=a.failed + b.failed,
+class _MergedStats:
+    """One operator over consecutive spans, merged one span at a time: counts add up; replicas
+    and queue keep the larger (a downsampled plot shows the peaks); et is weighted by the
+    events processed. Built into OperatorStats once, at the end (`stats`)."""
+
+    __slots__ = (*MERGED_FIELDS, "original")
+
+    def __init__(self, o: OperatorStats) -> None:
+        self.original: OperatorStats | None = o  # not merged with anything yet
+        self.name, self.replicas, self.queue = o.name, o.replicas, o.queue
+        self.min_replicas, self.max_replicas = o.min_replicas, o.max_replicas
+        self.received_from, self.et_s = o.received_from, o.et_s
+        self.received, self.processed, self.emitted = o.received, o.processed, o.emitted
+        self.busy_s, self.failed = o.busy_s, o.failed
+        self.dropped_timeout, self.dropped_overflow = o.dropped_timeout, o.dropped_overflow
+
+    def add(self, b: OperatorStats) -> None:
+        """Merge in the next span's stats (the name, pool and senders are b's)."""
+        self.original = None
+        self.et_s = _weighted(self.et_s, self.processed, b.et_s, b.processed)
+        self.name, self.min_replicas, self.max_replicas = b.name, b.min_replicas, b.max_replicas
+        self.replicas = max(self.replicas, b.replicas)
+        self.queue = max(self.queue, b.queue)
+        self.received_from = b.received_from
+        self.received += b.received
+        self.processed += b.processed
+        self.emitted += b.emitted
+        self.busy_s += b.busy_s
+        self.dropped_timeout += b.dropped_timeout
+        self.dropped_overflow += b.dropped_overflow
+        self.failed += b.failed
+
+    def stats(self) -> OperatorStats:
+        if self.original is not None:
+            return self.original
+        return OperatorStats(
+            name=self.name,
+            replicas=self.replicas,
+            min_replicas=self.min_replicas,
+            max_replicas=self.max_replicas,
+            received=self.received,
+            received_from=self.received_from,
+            processed=self.processed,
+            emitted=self.emitted,
+            queue=self.queue,
+            et_s=self.et_s,
+            busy_s=self.busy_s,
+            dropped_timeout=self.dropped_timeout,
+            dropped_overflow=self.dropped_overflow,
+            failed=self.failed,
+        )
+
+
+def merge_run(items: Sequence[Interval]) -> Interval:
+    """Consecutive intervals as one point of a downsampled plot (the last one's decision):
+    the same as merging them pairwise from the first (merge_intervals), each figure computed
+    in the same order, without building the points in between."""
+    if len(items) == 1:
+        return items[0]
+    first = items[0].snapshot
+    td, sources = first.td, first.sources
+    ops = {o.name: _MergedStats(o) for o in first.operators}
+    latency, counts = first.latency_ms_mean, [getattr(first, name) for name in SNAPSHOT_SUMS]
+    for item in items[1:]:
+        sb = item.snapshot
+        td = td + sb.td
+        before = dict(sources)
+        sources = tuple((name, before.get(name, 0) + n) for name, n in sb.sources)
+        merged = {}
+        for o in sb.operators:
+            known = ops.get(o.name)
+            if known is None:
+                known = _MergedStats(o)
+            else:
+                known.add(o)
+            merged[o.name] = known
+        ops = merged
+        sink = counts[SNAPSHOT_SUMS.index("sink_events")]
+        latency = _weighted(latency, sink, sb.latency_ms_mean, sb.sink_events)
+        counts = [c + getattr(sb, name) for c, name in zip(counts, SNAPSHOT_SUMS, strict=True)]
+    last = items[-1]
+    snapshot = Snapshot(
+        t=last.snapshot.t,
+        td=td,
+        sources=sources,
+        operators=tuple(m.stats() for m in ops.values()),
+        latency_ms_mean=latency,
+        source_backlog=last.snapshot.source_backlog,
+        **dict(zip(SNAPSHOT_SUMS, counts, strict=True)),
     )
+    return Interval(snapshot, last.decision)
 
 
 def merge_intervals(a: Interval, b: Interval) -> Interval:
     """Two consecutive intervals as one point of a downsampled plot (b's decision)."""
-    sa, sb = a.snapshot, b.snapshot
-    before = {o.name: o for o in sa.operators}
-    sources = dict(sa.sources)
-    snapshot = Snapshot(
-        t=sb.t,
-        td=sa.td + sb.td,
-        sources=tuple((name, sources.get(name, 0) + n) for name, n in sb.sources),
-        operators=tuple(
-            _merge_stats(before[o.name], o) if o.name in before else o for o in sb.operators
-        ),
-        completed=sa.completed + sb.completed,
-        sink_events=sa.sink_events + sb.sink_events,
-        latency_ms_mean=_weighted(
-            sa.latency_ms_mean, sa.sink_events, sb.latency_ms_mean, sb.sink_events
-        ),
-        dropped_restart=sa.dropped_restart + sb.dropped_restart,
-        query_restarts=sa.query_restarts + sb.query_restarts,
-        intervals=sa.intervals + sb.intervals,
-        idle_intervals=sa.idle_intervals + sb.idle_intervals,
-        source_backlog=sb.source_backlog,
-    )
-    return Interval(snapshot, b.decision)
+    return merge_run((a, b))

@@ -23,6 +23,7 @@ from elastream.report.series import (
     Row,
     interval_rows,
     merge_intervals,
+    merge_run,
     timeseries_rows,
 )
 
@@ -55,33 +56,66 @@ def weighted_mean(values: Sequence[float | None], weights: Sequence[float]) -> f
 
 class PlotPoints:
     """At most 2 × `limit` intervals for the plots: past that, neighbours are merged in pairs,
-    so every point spans the same number of original intervals (the latest may span fewer)."""
+    so every point spans the same number of original intervals (the latest may span fewer).
+    The entries of the latest point are merged into it when it is full or read."""
 
     def __init__(self, limit: int = PLOT_POINTS) -> None:
         self.limit = limit
-        self.points: list[Interval] = []
+        self._points: list[Interval] = []
         self.counts: list[int] = []  # original entries in each point
         self.span = 1  # entries a full point holds
+        self.pending: list[Interval] = []  # entries of the latest point not merged into it yet
+
+    @property
+    def points(self) -> list[Interval]:
+        self._merge_pending()
+        return self._points
 
     def add(self, item: Interval) -> None:
         if self.counts and self.counts[-1] < self.span:
-            self.points[-1] = merge_intervals(self.points[-1], item)
+            self.pending.append(item)
             self.counts[-1] += 1
+            if self.counts[-1] == self.span:
+                self._merge_pending()
             return
-        self.points.append(item)
+        self._points.append(item)
         self.counts.append(1)
-        if len(self.points) >= 2 * self.limit:
+        if len(self._points) >= 2 * self.limit:
             self._halve()
 
+    def _merge_pending(self) -> None:
+        if self.pending:
+            self._points[-1] = merge_run([self._points[-1], *self.pending])
+            self.pending = []
+
     def _halve(self) -> None:
-        pairs = range(0, len(self.points) - 1, 2)
-        merged = [merge_intervals(self.points[i], self.points[i + 1]) for i in pairs]
+        points = self.points
+        pairs = range(0, len(points) - 1, 2)
+        merged = [merge_intervals(points[i], points[i + 1]) for i in pairs]
         counts = [self.counts[i] + self.counts[i + 1] for i in pairs]
-        if len(self.points) % 2:
-            merged.append(self.points[-1])
+        if len(points) % 2:
+            merged.append(points[-1])
             counts.append(self.counts[-1])
-        self.points, self.counts = merged, counts
+        self._points, self.counts = merged, counts
         self.span *= 2
+
+
+class RowWriter:
+    """csv.DictWriter's output (a header, then each row's values in column order, missing ones
+    empty), without its per-row check for keys outside the columns: the rows are our own."""
+
+    def __init__(self, fh: IO[str], columns: Sequence[str]) -> None:
+        self.columns = tuple(columns)
+        self.writer = csv.writer(fh)
+        self.writer.writerow(self.columns)
+
+    def writerow(self, row: Row) -> None:
+        get = row.get
+        self.writer.writerow([get(column, "") for column in self.columns])
+
+    def writerows(self, rows: Sequence[Row]) -> None:
+        columns = self.columns
+        self.writer.writerows([[row.get(column, "") for column in columns] for row in rows])
 
 
 class SeriesWriter:
@@ -116,12 +150,10 @@ class SeriesWriter:
         self.timeseries = self._open(timeseries_path, TIMESERIES_COLUMNS)
         self.intervals = self._open(intervals_path, INTERVAL_COLUMNS)
 
-    def _open(self, path: Path, columns: Sequence[str]) -> csv.DictWriter:
+    def _open(self, path: Path, columns: Sequence[str]) -> RowWriter:
         fh = path.open("w", newline="")
         self.files.append(fh)
-        writer = csv.DictWriter(fh, columns)
-        writer.writeheader()
-        return writer
+        return RowWriter(fh, columns)
 
     def __enter__(self) -> SeriesWriter:
         return self

@@ -76,6 +76,7 @@ def predict(
     theta = source_thetas(snapshot)
     edges = update_selectivity(snapshot, dict(state.theta_edges))  # Eq. 2c
     ets = dict(state.et)
+    lam_g = snapshot.lambda_g_demand
     out: dict[str, Prediction] = {}
     for o in snapshot.operators:
         theta_i = 0.0
@@ -85,7 +86,7 @@ def predict(
         if o.et_s is not None and o.et_s > 0:
             ets[o.name] = o.et_s
         et = ets.get(o.name, config.et_default_s)
-        arrivals = ceil_eps(snapshot.lambda_g_demand * theta_i)  # Eq. 2a
+        arrivals = ceil_eps(lam_g * theta_i)  # Eq. 2a
         total = arrivals + o.queue  # Eq. 3, 4
         out[o.name] = Prediction(
             theta_i, arrivals, o.queue, total, ceil_eps(total * et / snapshot.td)

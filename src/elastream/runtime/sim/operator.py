@@ -118,6 +118,12 @@ class Operator:
         self.noisy = setup.et_noise > 0
         self.noise_rows: list[list[float]] = []
         self.lag_limit = setup.lag_limit
+        self.refresh_steps = setup.lb_refresh_steps
+        self.bounds = (spec.replicas.min, spec.replicas.max)
+        self.stateful = not spec.stateless
+        self.balanced = spec.grouping is Grouping.LOAD_BALANCING
+        self.lb_deltas: list[float] = []  # δ_j = et_ij / window of the ready replicas (Alg. 1)
+        self.variances: dict[int, tuple[float, ...]] = {}  # active replicas -> service_time_var
         self.active = spec.replicas.start
         self.ready: list[Replica] = self.pool[: self.active]
         self.starting: dict[int, int] = {}  # replica index -> first step it serves (delayed)
@@ -206,11 +212,9 @@ class Operator:
     # ------------------------------------------------------------------ grouping
     def rebase(self, utilization: Sequence[float]) -> None:
         """Restart Alg. 1's running U from `utilization` (one value per ready replica)."""
-        if self.spec.grouping is Grouping.LOAD_BALANCING and self.ready:
-            window = self.lb_window_s
-            deltas = [rep.cost / window for rep in self.ready]
+        if self.balanced and self.ready:
             rr = self.lb.next_rr() if self.lb is not None else 0
-            self.lb = LoadBalancer(utilization, deltas, rr)
+            self.lb = LoadBalancer(utilization, self.lb_deltas, rr)
 
     @property
     def lb_window_s(self) -> float:
@@ -264,31 +268,55 @@ class Operator:
     # ------------------------------------------------------------------ one step
     def step(self, s: int) -> None:
         """Admit this step's arrivals, let every ready replica serve, pass the outputs on."""
-        refresh = self.setup.lb_refresh_steps
+        refresh = self.refresh_steps
         if refresh and s % refresh == 0 and self.lb is not None:
             self.refresh_lb()
-        arrivals = self._arrivals()
-        if arrivals is None:
+        inbox = self.inbox
+        pieces: list[tuple[int, int]] | None = None
+        counts: list[int] = []
+        if not inbox:
             if not self.size and not self.down and not self.noisy:
                 self._idle_step()
                 return
-        elif self._served_at_once(s, *arrivals):
-            return
+        else:
+            # this step's arriving cohorts (oldest first) and how many go to each replica
+            self.inbox = {}
+            if len(inbox) == 1:
+                pieces = list(inbox.items())
+                n = pieces[0][1]
+            else:
+                pieces = sorted(inbox.items())
+                n = sum(inbox.values())
+            self.size += n
+            lb = self.lb
+            if lb is not None:
+                counts = lb.take(n)
+            elif len(self.ready) == 1:
+                counts = [n]
+            else:
+                counts = self.dispatch(n)
+            if (
+                self.size == n  # every queue was empty
+                and not self.down
+                and not self.noisy
+                and s - pieces[0][0] <= self.lag_limit
+                and max(counts) <= self.min_cap
+            ):
+                self._serve_at_once(pieces, counts, n, inbox)
+                return
         if self.down:
             self.backlogged = self.backlogged or self.size > 0
-            if arrivals is not None:
-                for rep, mine in zip(self.ready, self._shares(*arrivals), strict=True):
+            if pieces is not None:
+                for rep, mine in zip(self.ready, self._shares(pieces, counts), strict=True):
                     self._enqueue(rep, mine)
-                self._overflow(arrivals[1])
+                self._overflow(counts)
             return
         out: dict[int, int] = {}
         noise = self.noise(len(self.ready)) if self.noisy else None
         lag_limit = self.lag_limit
         timeouts = processed = 0
-        counts: list[int] = []
         shares: list[list[tuple[int, int]]] = []
-        if arrivals is not None:
-            pieces, counts = arrivals
+        if pieces is not None:
             shares = self._shares(pieces, counts)
         for idx, rep in enumerate(self.ready):
             if noise is None:
@@ -342,7 +370,7 @@ class Operator:
         if timeouts:
             self.dropped_timeout += timeouts
             self.ledger.counts.dropped_timeout += timeouts
-        if arrivals is not None:
+        if pieces is not None:
             self._overflow(counts)
         if out:
             self.emit(out)
@@ -370,49 +398,40 @@ class Operator:
         self.processed += n
         self.emit(inbox)
 
-    def _served_at_once(self, s: int, pieces: list[tuple[int, int]], counts: list[int]) -> bool:
-        """The common case in one go: every queue was empty, nothing that arrived is older than
-        t_out, and no replica got more than it surely serves in a step (floor of its rate).
-        Then every replica serves its whole share, whichever cohorts it holds, and the cohorts
-        leave as they came; the leftover fraction of a credit is idle time, not banked."""
-        if self.down or self.noisy or s - pieces[0][0] > self.lag_limit:
-            return False
-        n = sum(counts)
-        if self.size != n or max(counts) > self.min_cap:
-            return False
-        self.fast_mu = list(map(operator.add, self.fast_mu, counts))
+    def _serve_at_once(
+        self, pieces: list[tuple[int, int]], counts: list[int], n: int, inbox: dict[int, int]
+    ) -> None:
+        """The common case in one go (step() checks it): every queue was empty, nothing that
+        arrived is older than t_out, and no replica got more than it surely serves in a step
+        (floor of its rate). Then every replica serves its whole share, whichever cohorts it
+        holds, and the cohorts leave as they came (`inbox`, the n events of `pieces`); the
+        leftover fraction of a credit is idle time, not banked."""
+        if len(counts) == 1:
+            self.fast_mu[0] += n
+        else:
+            self.fast_mu = list(map(operator.add, self.fast_mu, counts))
         self.size = 0
         self.processed += n
-        self.emit(dict(pieces))
-        return True
+        self.emit(inbox if len(pieces) == 1 else dict(pieces), n)
 
     def _ready_changed(self) -> None:
         """Fold the counts of the one-go steps into the replicas; new ready set, new bounds."""
-        for rep, mu in zip(self.ready_before, self.fast_mu, strict=True):
-            rep.mu += mu
-            rep.busy += mu * rep.cost
+        self._fold_fast()
         self.ready_before = list(self.ready)
         self.fast_mu = [0] * len(self.ready)
         self.min_cap = min((int(rep.rate) for rep in self.ready), default=0)
+        window = self.lb_window_s
+        self.lb_deltas = [rep.cost / window for rep in self.ready]
 
-    def _arrivals(self) -> tuple[list[tuple[int, int]], list[int]] | None:
-        """This step's arriving cohorts (oldest first) and how many go to each ready replica."""
-        inbox = self.inbox
-        if not inbox:
-            return None
-        self.inbox = {}
-        if len(inbox) == 1:
-            pieces = list(inbox.items())
-            n = pieces[0][1]
-        else:
-            pieces = sorted(inbox.items())
-            n = sum(inbox.values())
-        self.size += n
-        if self.lb is not None:
-            return pieces, self.lb.take(n)
-        if len(self.ready) == 1:
-            return pieces, [n]
-        return pieces, self.dispatch(n)
+    def _fold_fast(self) -> None:
+        """Fold the counts of the one-go steps (served at once) into the replicas that served
+        them (`ready_before`: the ready set when they were counted)."""
+        fast = self.fast_mu
+        if any(fast):
+            for rep, mu in zip(self.ready_before, fast, strict=True):
+                rep.mu += mu
+                rep.busy += mu * rep.cost
+            self.fast_mu = [0] * len(fast)
 
     def _shares(
         self, pieces: list[tuple[int, int]], counts: list[int]
@@ -441,45 +460,47 @@ class Operator:
         self.dropped_overflow += excess
         self.ledger.counts.dropped_overflow += excess
 
-    def emit(self, out: dict[int, int]) -> None:
-        """Split the served cohorts into channels and deliver them, one call per target."""
-        name = self.name
-        service = self.service_out
+    def emit(self, out: dict[int, int], n: int | None = None) -> None:
+        """Split the served cohorts into channels and deliver them, one call per target (`n`:
+        how many events `out` holds, if known)."""
         if self.direct is not None:  # a single stream takes every event: nothing to split
             targets, weight = self.direct
+            name, service = self.name, self.service_out
             for target in targets:
                 target.receive(name, out, weight, service)
-            self.emitted += sum(out.values())
+            self.emitted += sum(out.values()) if n is None else n
             return
         split = self.splitter.split
-        per_channel: list[dict[int, int] | None]
         if len(out) == 1:  # one cohort (the common case): each channel gets its part of it
-            ((k, n),) = out.items()
-            per_channel = [{k: c} if c else None for c in split(n)]
+            ((k, m),) = out.items()
+            for i, c in enumerate(split(m)):
+                if c:
+                    self._deliver(i, c, {k: c})
+            return
+        chunks: list[dict[int, int]] = [{} for _ in self.plan]
+        for k, m in out.items():
+            for sent, c in zip(chunks, split(m), strict=True):
+                if c:
+                    sent[k] = c
+        for i, sent in enumerate(chunks):
+            if sent:
+                self._deliver(i, sum(sent.values()), sent)
+
+    def _deliver(self, i: int, c: int, sent: dict[int, int]) -> None:
+        """Plan entry i's part of the served cohorts: `sent` ({k: n}, c events in all)."""
+        kind, targets, weight = self.plan[i]
+        if kind == FILTERED:
+            counts = self.ledger.counts
+            counts.filtered += c
+            counts.completed_w += c * self.profile.weight_in
+        elif kind == FAILED:
+            self.ledger.counts.failed += c
         else:
-            chunks: list[dict[int, int]] = [{} for _ in self.plan]
-            for k, n in out.items():
-                for sent, c in zip(chunks, split(n), strict=True):
-                    if c:
-                        sent[k] = c
-            per_channel = list(chunks)
-        counts = self.ledger.counts
-        for i, ((kind, targets, weight), sent) in enumerate(
-            zip(self.plan, per_channel, strict=True)
-        ):
-            if not sent:
-                continue
-            c = sum(sent.values())
-            if kind == FILTERED:
-                counts.filtered += c
-                counts.completed_w += c * self.profile.weight_in
-            elif kind == FAILED:
-                counts.failed += c
-            else:
-                self.emitted += c
-                self.stream_emitted[i] += c
-                for target in targets:
-                    target.receive(name, sent, weight, service)
+            self.emitted += c
+            self.stream_emitted[i] += c
+            name, service = self.name, self.service_out
+            for target in targets:
+                target.receive(name, sent, weight, service)
 
     # ------------------------------------------------------------------ reconfiguration
     def check_replicas(self, target: int) -> None:
@@ -555,48 +576,59 @@ class Operator:
     def stats(self, span_s: float | None = None) -> OperatorStats:
         """This interval's OperatorStats (or a fast-forwarded stretch's, `span_s` long); then
         Alg. 1 restarts from Eq. 5's U_ij."""
-        self._ready_changed()  # fold in the one-go steps
+        self._fold_fast()
         td = span_s or self.setup.td
-        busy = sum(rep.busy for rep in self.pool)
+        pool = self.pool
+        busy = sum([rep.busy for rep in pool])
         et = busy / self.processed if self.processed else None
         if et is not None:
             self.measured_et = et
-        mu = tuple(rep.mu for rep in self.pool[: self.active])
+        mu = tuple([rep.mu for rep in pool[: self.active]])
+        per_event = et or self.et
         stats = OperatorStats(
-            name=self.name,
-            replicas=self.active,
-            min_replicas=self.spec.replicas.min,
-            max_replicas=self.spec.replicas.max,
-            received=self.received,
-            received_from=tuple(self.received_from.items()),
-            processed=self.processed,
-            emitted=self.emitted,
-            queue=self.size,
-            et_s=et,
-            busy_s=busy,
-            dropped_timeout=self.dropped_timeout,
-            dropped_overflow=self.dropped_overflow,
+            self.name,
+            self.active,
+            self.bounds[0],
+            self.bounds[1],
+            self.received,
+            tuple(self.received_from.items()),
+            self.processed,
+            self.emitted,
+            self.size,
+            et,
+            busy,
+            self.dropped_timeout,
+            self.dropped_overflow,
             replica_processed=mu,
-            utilization=tuple(m * (et or self.et) / td for m in mu),  # Eq. 5
-            stateful=not self.spec.stateless,
+            utilization=tuple([m * per_event / td for m in mu]),  # Eq. 5
+            stateful=self.stateful,
             admission_capped=self.admission_capped,
             emitted_streams=self._emitted_streams(),
-            # one event takes et_ij times a log-normal factor of mean 1 and CV et_noise (noise())
-            service_time_var=tuple(
-                (rep.cost * self.setup.et_noise) ** 2 for rep in self.pool[: self.active]
-            ),
+            service_time_var=self._service_time_var(),
         )
         # Alg. 1 starts the next interval from U_ij(t) = μ_ij(t)·et_ij/td (Eq. 5 per replica).
-        if self.setup.lb_refresh_steps:
+        if self.refresh_steps:
             self.refresh_lb()
         else:
             self.rebase([rep.busy / td for rep in self.ready])
         self.reset_interval()
         return stats
 
+    def _service_time_var(self) -> tuple[float, ...]:
+        """Per active replica, the variance of one event's service time: et_ij times a
+        log-normal factor of mean 1 and CV et_noise (noise()), so (et_ij · et_noise)²."""
+        known = self.variances.get(self.active)
+        if known is None:
+            cv = self.setup.et_noise
+            known = tuple((rep.cost * cv) ** 2 for rep in self.pool[: self.active])
+            self.variances[self.active] = known
+        return known
+
     def _emitted_streams(self) -> tuple[tuple[str, int], ...]:
         """This interval's outputs per output stream (every stream of the operator, 0 when
         none went there): the simulator tells all streams apart, even two to the same node."""
+        if self.direct is not None and self.streams == (self.direct_stream,):
+            return ((self.direct_stream, self.emitted),)
         counts = dict.fromkeys(self.streams, 0)
         if self.direct is not None:
             counts[self.direct_stream] = self.emitted

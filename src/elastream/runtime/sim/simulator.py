@@ -110,6 +110,14 @@ class Emissions:
             return self.block[:, offset : end - self.start]
         return self._compute(start, end)
 
+    def window_lists(self, start: int, end: int) -> list[list[int]]:
+        """`window` as one list per source (slices of the block's rows when it covers them):
+        cheaper than an array for one interval's steps."""
+        offset = start - self.start
+        if offset >= 0 and end - self.start <= len(self.quiet_until):
+            return [row[offset : end - self.start] for row in self.rows]
+        return self._compute(start, end).tolist()
+
     def _compute(self, start: int, end: int) -> np.ndarray:
         emitted = _emitted_by(self.due_by, np.arange(start, end + 1), self.step_s, self.shares)
         return np.diff(emitted, axis=1)
@@ -167,6 +175,8 @@ class SimEngine:
         self.rate_change_s = rate_changes(trace)
         per_replica = settings.queue_model == "per_replica"
         self.noisy = settings.et_noise > 0
+        self.hold = settings.source_hold
+        self.delayed = settings.reconfiguration == "delayed"
         self.can_skip = (
             settings.fast_forward_for(config.policy)
             and per_replica
@@ -195,7 +205,7 @@ class SimEngine:
         self.interval_counts = Counts()  # the counts when the last interval began
         self.backlogged = False  # an event waited past its step in the last interval
         # replicas per operator -> per source: steps of this many events were steady with them
-        self.steady_peaks: dict[tuple[int, ...], np.ndarray] = {}
+        self.steady_peaks: dict[tuple[int, ...], list[int]] = {}
         self.interval_sources = [0] * len(self.pipeline.sources)
         self.held = [0] * len(self.pipeline.sources)  # source_hold: waiting at each source
         self.ops = self._build_operators()
@@ -205,12 +215,16 @@ class SimEngine:
     def collect(self) -> Snapshot:
         """Monitor: run one interval of td simulated seconds and return its metrics. With
         fast_forward, an interval that starts steady and whose steps bring no more events than
-        steady ones did under these replicas is run in one go (skip(1))."""
+        steady ones did under these replicas is run in one go (as skip(1))."""
         self._reconfigure()
         end = self.s + self.steps_per_interval
-        coming = self.emissions.window(self.s, end) if self.can_skip else None
-        if coming is not None and self._was_steady() and self._within_steady_peak(coming):
-            return self.skip(1, coming)
+        coming = self.emissions.window_lists(self.s, end) if self.can_skip else None
+        peak: list[int] | None = None
+        if coming is not None and self._was_steady():
+            peak = [max(row) for row in coming]
+            if self._within_steady_peak(peak):
+                emitted = [sum(row) for row in coming]
+                return self._pass(1, emitted, 0 if any(emitted) else 1)
         while self.s < end:
             quiet = self._quiet_steps(end)
             if quiet:
@@ -219,28 +233,30 @@ class SimEngine:
                 self._step()
         snapshot = self._snapshot()
         if coming is not None and self._was_steady():
-            peak = coming.max(axis=1)
-            known = self.steady_peaks.get(self._replicas())
-            self.steady_peaks[self._replicas()] = peak if known is None else np.maximum(known, peak)
+            peak = peak or [max(row) for row in coming]
+            replicas = self._replicas()
+            known = self.steady_peaks.get(replicas)
+            self.steady_peaks[replicas] = peak if known is None else list(map(max, known, peak))
         return snapshot
 
     def _replicas(self) -> tuple[int, ...]:
         """The replicas serving now, per operator."""
         return tuple(len(op.ready) for op in self.order)
 
-    def _within_steady_peak(self, coming: np.ndarray) -> bool:
-        """No source brings more events in a step (columns of `coming`) than it did in a steady
+    def _within_steady_peak(self, peak: Sequence[int]) -> bool:
+        """No source brings more events in a step (`peak`, per source) than it did in a steady
         interval under the current replicas (every event then went through in its step)."""
         known = self.steady_peaks.get(self._replicas())
-        return known is not None and bool((coming.max(axis=1) <= known).all())
+        return known is not None and all(p <= k for p, k in zip(peak, known, strict=True))
 
     def _quiet_steps(self, end: int) -> int:
         """Steps from now (up to `end`) in which nothing can happen: no source emits, nothing is
         queued, no replica is starting, no restart under way and no service-time noise drawn."""
-        if self.noisy or self.s < self.down_until or self._pausing():
+        if self.noisy or self.s < self.down_until or (self.paused_until and self._pausing()):
             return 0
-        if any(op.size or op.starting for op in self.order):
-            return 0
+        for op in self.order:
+            if op.size or op.starting:
+                return 0
         return self.emissions.quiet_steps(self.s, end)
 
     def _idle(self, steps: int) -> None:
@@ -367,7 +383,7 @@ class SimEngine:
         if intervals < 1:
             return 0
         coming = self.emissions.window(s, s + intervals * spi)
-        if not self._within_steady_peak(coming):
+        if not self._within_steady_peak(coming.max(axis=1).tolist()):
             return 0
         self.stretch = (s, coming)
         return intervals
@@ -386,20 +402,24 @@ class SimEngine:
             now.dropped_restart,
         )
 
-    def skip(self, intervals: int, coming: np.ndarray | None = None) -> Snapshot:
+    def skip(self, intervals: int) -> Snapshot:
         """Run `intervals` steady intervals at once: the sources emit what the trace integrates
         to, every operator serves all of it within the last step (no event waits in a steady
-        stretch), and the stretch is one snapshot (Snapshot.intervals). `coming`: the
-        emissions of its steps, if known already."""
+        stretch), and the stretch is one snapshot (Snapshot.intervals)."""
         spi = self.steps_per_interval
         start, end = self.s, self.s + intervals * spi
-        if coming is None or coming.shape[1] != end - start:
-            known_start, known = self.stretch
-            same = known_start == start and known.shape[1] == end - start
-            coming = known if same else self.emissions.window(start, end)
+        known_start, coming = self.stretch
+        if known_start != start or coming.shape[1] != end - start:
+            coming = self.emissions.window(start, end)
+        idle = int((coming.sum(axis=0).reshape(intervals, spi).sum(axis=1) == 0).sum())
+        return self._pass(intervals, coming.sum(axis=1).tolist(), idle)
+
+    def _pass(self, intervals: int, emitted: Sequence[int], idle: int) -> Snapshot:
+        """The coming `intervals` in one pass: each source emits `emitted` events in all
+        (`idle` of the intervals have none), every operator serves them within the last step."""
+        end = self.s + intervals * self.steps_per_interval
         self.ledger.s = end - 1
         counts = self.ledger.counts
-        emitted = coming.sum(axis=1).tolist()
         for i, (src, targets, weight) in enumerate(self.source_targets):
             n = emitted[i]
             if n:
@@ -409,7 +429,6 @@ class SimEngine:
                     target.receive(src, {end - 1: n}, weight, 0.0)
         for op in self.order:
             op.serve_all()
-        idle = int((coming.sum(axis=0).reshape(intervals, spi).sum(axis=1) == 0).sum())
         self.s = end
         return self._snapshot(intervals, idle)
 
@@ -491,7 +510,7 @@ class SimEngine:
     def _step(self) -> None:
         s = self.s
         self.ledger.s = s
-        hold = self.settings.source_hold
+        hold = self.hold
         if s < self.load_steps:
             counts = self.ledger.counts
             for i, n in enumerate(self.emissions.at(s)):
@@ -507,7 +526,7 @@ class SimEngine:
         if hold:
             self._admit_held(s, hold)
         down = s < self.down_until
-        delayed = self.settings.reconfiguration == "delayed"
+        delayed = self.delayed
         paused = self.paused_until
         for op in self.order:
             if delayed and op.starting:

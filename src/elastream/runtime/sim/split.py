@@ -35,6 +35,10 @@ class PartitionSplitter:
         self.carry = [0] * len(weights)  # owed events, scaled by T
 
     def split(self, n: int) -> list[int]:
+        if len(self.weights) == 2:  # the common case (a stream and its filtered share, say)
+            give = self._split_two(n)
+            if give is not None:
+                return give
         t = self.total
         owed = [n * w + c for w, c in zip(self.weights, self.carry, strict=False)]  # equal lengths
         give = [o // t if o >= 0 else 0 for o in owed]
@@ -51,6 +55,28 @@ class PartitionSplitter:
                 give[j] += 1
         self.carry = [o - g * t for o, g in zip(owed, give, strict=False)]
         return give
+
+    def _split_two(self, n: int) -> list[int] | None:
+        """split() for two parts, the same arithmetic unrolled; None when a debt must be taken
+        back (the general loop handles it)."""
+        t = self.total
+        w0, w1 = self.weights
+        c0, c1 = self.carry
+        o0, o1 = n * w0 + c0, n * w1 + c1
+        g0 = o0 // t if o0 >= 0 else 0
+        g1 = o1 // t if o1 >= 0 else 0
+        short = n - g0 - g1
+        if short < 0:
+            return None
+        if short >= 2:
+            g0, g1 = g0 + 1, g1 + 1
+        elif short == 1:  # the larger remainder first (ties: part 0)
+            if g1 * t - o1 < g0 * t - o0:
+                g1 += 1
+            else:
+                g0 += 1
+        self.carry = [o0 - g0 * t, o1 - g1 * t]
+        return [g0, g1]
 
 
 class RatioSplitter:
@@ -210,16 +236,28 @@ class LoadBalancer:
         self.rr = rr
         self.dealt = 0
         self.given = [0] * len(self.base)
+        # computed when the first event is dealt (_prepare): an interval run in one pass
+        # (SimEngine's fast-forward) never deals any
+        self.slots: list[int] = []
+        self.below = 0
+        self.same_delta = self.equal = False
+        self.order: list[int] = []  # the water levels: computed when first needed (_levels)
+
+    def _prepare(self) -> None:
+        """Each replica's slots below U = 1, their sum, and whether the loads tie."""
         self.slots = [slots_below_one(u, d) for u, d in zip(self.base, self.deltas, strict=True)]
         self.below = sum(self.slots)
         self.same_delta = min(self.deltas) == max(self.deltas)
         self.equal = self.same_delta and min(self.base) == max(self.base)
-        # Water level over the replicas in increasing U: with the first i+1 filled, the level is
-        # (N + Σ U_j/δ_j) / Σ 1/δ_j; it stays below the next replica's U while N <= threshold_i.
-        self.order = sorted(range(len(self.base)), key=lambda j: (self.base[j], j))
         self.weights: list[float] = []
         self.offsets: list[float] = []
         self.thresholds: list[float] = []
+
+    def _levels(self) -> None:
+        """Water level over the replicas in increasing U: with the first i+1 filled, the level
+        is (N + Σ U_j/δ_j) / Σ 1/δ_j; it stays below the next replica's U while
+        N <= threshold_i."""
+        self.order = sorted(range(len(self.base)), key=lambda j: (self.base[j], j))
         weight = offset = 0.0
         for i, j in enumerate(self.order):
             weight += 1.0 / self.deltas[j]
@@ -231,12 +269,16 @@ class LoadBalancer:
 
     def fill(self, n: int) -> list[int]:
         """Events per replica among the first n dealt from the starting utilizations."""
+        if not self.slots:
+            self._prepare()
         r = len(self.base)
         if n >= self.below:
             extra = round_robin_counts(n - self.below, r, self.rr)
             return [s + e for s, e in zip(self.slots, extra, strict=True)]
         if self.equal:
             return round_robin_counts(n, r, 0)  # equal loads: ties, lowest index first
+        if not self.order:
+            self._levels()
         i = bisect.bisect_left(self.thresholds, n)
         level = (n + self.offsets[i]) / self.weights[i]
         base, deltas, slots = self.base, self.deltas, self.slots
@@ -269,6 +311,13 @@ class LoadBalancer:
 
     def take(self, n: int) -> list[int]:
         """Events per replica for the next n arrivals."""
+        if not self.slots:
+            self._prepare()
+        if len(self.base) == 1:  # one replica takes every event; `given` as fill() leaves it
+            if self.dealt < self.below:
+                self.given = [self.dealt + n]
+            self.dealt += n
+            return [n]
         if self.dealt >= self.below:  # every U >= 1 already: plain round-robin (Alg. 1 line 8)
             r = len(self.base)
             start = (self.rr + self.dealt - self.below) % r
@@ -285,6 +334,8 @@ class LoadBalancer:
 
     def utilization(self) -> list[float]:
         """The running U_j: Alg. 1 adds δ_j per event until U >= 1 (round-robin events add none)."""
+        if not self.slots:
+            self._prepare()
         return [
             u + min(g, s) * d
             for u, g, s, d in zip(self.base, self.given, self.slots, self.deltas, strict=True)
@@ -292,6 +343,8 @@ class LoadBalancer:
 
     def next_rr(self) -> int:
         """Where the round-robin fallback continues (line 8 of Alg. 1)."""
+        if not self.dealt:  # nothing dealt: max(0, 0 - below) is 0 whatever the slots
+            return self.rr % max(1, len(self.base))
         return (self.rr + max(0, self.dealt - self.below)) % max(1, len(self.base))
 
 
