@@ -21,6 +21,7 @@ class ScriptedEngine:
     replicas: int = 1
     enacted: list[int] = field(default_factory=list)
     step: int = 0
+    features = frozenset()  # no optional feature
 
     def start(self):
         self.started = True
@@ -85,12 +86,15 @@ def test_a_latency_tally_adds_the_forgotten_latencies_to_the_kept_ones():
 
 
 def test_the_plan_is_applied_in_order_lease_place_then_replicas():
+    from elastream.control.features import Hosts
     from elastream.control.plan import Lease, Placement, Plan, execute
     from elastream.control.policy import Decision
 
     calls: list[str] = []
 
-    class Hosts:
+    class WithHosts:
+        features = frozenset({Hosts})
+
         def lease(self, leases):
             calls.append(f"lease {leases[0].count}")
 
@@ -101,10 +105,12 @@ def test_the_plan_is_applied_in_order_lease_place_then_replicas():
             calls.append(f"replicas {decision.as_dict()}")
 
     plan = Plan(Decision.of({"A": 2}), (Lease("vm", 1),), (Placement("A", ("h1", "h2")),))
-    execute(Hosts(), plan)
+    execute(WithHosts(), plan)
     assert calls == ["lease 1", "place ('h1', 'h2')", "replicas {'A': 2}"]
 
     class ReplicasOnly:
+        features = frozenset()
+
         def enact(self, decision):
             calls.append("enacted")
 
