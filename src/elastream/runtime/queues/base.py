@@ -167,6 +167,16 @@ class Expiry(NamedTuple):
     sink_latencies_ms: list[float]
 
 
+class Segment(NamedTuple):
+    """One appended batch as a backend stores it: its first offset, its arrival time, and its
+    events as two msgpack blobs (`encode_events`: the keys, then the rest)."""
+
+    first: int
+    enq: float
+    keys: bytes
+    body: bytes
+
+
 class Control(NamedTuple):
     """An operator's control row, as the driver last published it: active replicas, admission
     cap per batch, mean per-event time et_i (s) and each replica's own et_ij (s)."""
@@ -312,7 +322,7 @@ class SegmentedQueues:
     None), `_record_plan` (record a plan unless one is there: the first plan wins) and
     `_sink_queues` (the names of the sink queues)."""
 
-    def _segments(self, q: str, start: int, end: int) -> Iterator[tuple[int, float, bytes, bytes]]:
+    def _segments(self, q: str, start: int, end: int) -> Iterator[Segment]:
         raise NotImplementedError
 
     def _plan(self, op: str, start: int) -> BatchPlan | None:

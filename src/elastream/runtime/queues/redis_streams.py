@@ -35,6 +35,7 @@ from elastream.runtime.queues.base import (
     OutcomeCounts,
     QueueError,
     ReplicaWork,
+    Segment,
     SegmentedQueues,
     ShareCommit,
     SinkLatency,
@@ -440,9 +441,9 @@ class RedisQueueStore(SegmentedQueues):
             raise QueueError(f"unknown queue {q!r}")
         return int(value)
 
-    def _segments(self, q: str, start: int, end: int) -> Iterator[tuple[int, float, bytes, bytes]]:
-        """(first offset, arrival time, keys blob, body blob) of the segments overlapping
-        [start, end), in offset order (an entry's id is its segment's end offset)."""
+    def _segments(self, q: str, start: int, end: int) -> Iterator[Segment]:
+        """The segments overlapping [start, end), in offset order (an entry's id is its
+        segment's end offset)."""
         low = f"{start + 1}-0"
         key = self._k("s", q)
         while True:
@@ -451,7 +452,7 @@ class RedisQueueStore(SegmentedQueues):
                 first = int(values[b"first"])
                 if first >= end:
                     return
-                yield first, float(values[b"enq"]), values[b"keys"], values[b"body"]
+                yield Segment(first, float(values[b"enq"]), values[b"keys"], values[b"body"])
             if len(entries) < RANGE_CHUNK:
                 return
             low = "(" + entries[-1][0].decode()

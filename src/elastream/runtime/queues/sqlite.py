@@ -29,6 +29,7 @@ from elastream.runtime.queues.base import (
     OutcomeCounts,
     QueueError,
     ReplicaWork,
+    Segment,
     SegmentedQueues,
     ShareCommit,
     SinkLatency,
@@ -217,9 +218,8 @@ class SqliteQueueStore(SegmentedQueues):
             raise QueueError(f"unknown queue {q!r}")
         return row[0]
 
-    def _segments(self, q: str, start: int, end: int) -> Iterator[tuple[int, float, bytes, bytes]]:
-        """(first offset, arrival time, keys blob, body blob) of the segments overlapping
-        [start, end), in offset order."""
+    def _segments(self, q: str, start: int, end: int) -> Iterator[Segment]:
+        """The segments overlapping [start, end), in offset order."""
         rows = self.conn.execute(
             "SELECT first_off, enq, keys, body FROM segments WHERE q = ? AND end_off > ? "
             "ORDER BY end_off",
@@ -228,7 +228,7 @@ class SqliteQueueStore(SegmentedQueues):
         for first, enq, keys, body in rows:
             if first >= end:
                 break
-            yield first, enq, keys, body
+            yield Segment(first, enq, keys, body)
 
     def _record_plan(self, plan: BatchPlan) -> None:
         self.conn.execute(
