@@ -117,3 +117,28 @@ def test_the_plan_is_applied_in_order_lease_place_then_replicas():
     with pytest.raises(TypeError, match="cannot lease hosts"):
         execute(ReplicasOnly(), plan)
     assert calls[-1] != "enacted"  # nothing applied from a plan the engine cannot follow
+
+
+def test_an_engine_is_asked_for_an_optional_feature_the_one_way():
+    from elastream.control.features import FEATURES, FastForward, GracefulStop, feature
+    from elastream.runtime.sim.simulator import SimEngine
+    from elastream.runtime.spark.runtime import SparkEngine
+
+    engine = ScriptedEngine([0])
+    assert feature(engine, FastForward) is None  # lists none
+
+    class Pretends:
+        features = frozenset({GracefulStop})  # listed, not implemented
+
+    with pytest.raises(TypeError, match="Pretends lists the feature GracefulStop but lacks it"):
+        feature(Pretends(), GracefulStop)
+    with pytest.raises(TypeError, match="Snapshot is no engine feature"):
+        feature(engine, type(engine.collect()))
+    with pytest.raises(TypeError, match="object has no `features`"):
+        feature(object(), FastForward)
+    for real in (SimEngine, SparkEngine):  # each implements every feature it lists
+        assert real.features <= set(FEATURES), real
+        for kind in real.features:
+            members = [m for m in vars(kind) if not m.startswith("_")]
+            members += list(getattr(kind, "__annotations__", {}))
+            assert members and all(hasattr(real, m) for m in members), (real, kind)
