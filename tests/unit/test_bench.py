@@ -40,6 +40,8 @@ class FakeEngine:
     """A linear pipeline where each replica serves `capacity` events/s; one event's latency is
     its operator's queue wait plus service, summed along the chain."""
 
+    features = frozenset()  # no optional feature
+
     def __init__(self, pipeline, config, trace, capacity):
         self.pipeline, self.td, self.capacity = pipeline, config.interval_s, capacity
         self.rates = trace.per_second()

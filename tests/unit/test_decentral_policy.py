@@ -11,6 +11,7 @@ from support.paths import PIPELINES
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.control.controller import Controller
+from elastream.control.features import MessageTransport
 from elastream.control.policies import decentralized
 from elastream.control.policies.decentralized import DecentralizedConfig, replica_loads
 from elastream.control.policy import POLICIES, PolicyConfigError
@@ -82,12 +83,15 @@ def snap(replicas: int, utilization: float, queue: int = 0, t: float = 1.0):
 def test_the_policy_scales_from_replica_loads_reports_messages_and_releases_its_transport():
     controller = Controller.build("decentralized")
     state = controller.initial_state()
-    replicas, seen = 1, []
+    replicas, seen, sent = 1, [], 0
     for k, util in enumerate([1.0, 1.0, 1.0, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]):
         backlog = 40 if util > 0.5 else 0
         decision, state = controller.decide(snap(replicas, util, backlog, k + 1.0), state)
         replicas = decision.as_dict()["op"]
-        seen.append((replicas, decision.messages))
+        now_sent = controller.messages(state)
+        seen.append((replicas, now_sent - sent))
+        assert decision.reason("op").endswith(f"; {now_sent - sent} msgs"), decision.reasons
+        sent = now_sent
     assert max(r for r, _ in seen) == 4 and seen[-1][0] == 1, seen
     assert seen[0][1] > 0 and sum(m for _, m in seen) == state.policy.swarm.messages_sent()
     controller.release(state)
@@ -101,6 +105,7 @@ def test_an_unknown_transport_is_named_when_the_run_starts():
 
 
 class FakeEngine:
+    features = frozenset({MessageTransport})
     message_transport = "tcp"
 
 
@@ -114,7 +119,15 @@ def test_the_session_injects_the_engines_transport_unless_the_run_names_one():
     assert "decentralized" in POLICIES and decentralized.POLICY.release is not None
 
 
-def test_a_simulated_run_scales_without_a_central_decision_and_sums_the_messages():
+def test_a_simulated_run_scales_without_a_central_decision_and_sums_the_messages(monkeypatch):
+    sent: list[int] = []  # what each transport counted when the run closed it
+    close = MemoryTransport.close
+
+    def counted_close(self):
+        sent.append(self.messages_sent())
+        close(self)
+
+    monkeypatch.setattr(MemoryTransport, "close", counted_close)
     pipeline = load_pipeline(PIPELINE)
     trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 21))
     config = make_config(
@@ -125,7 +138,7 @@ def test_a_simulated_run_scales_without_a_central_decision_and_sums_the_messages
     peak = int(np.argmax(enrich))
     assert enrich[peak] >= 3 and enrich[-1] == 1, enrich
     assert result.summary.processed_ratio == 1.0
-    assert result.summary.messages == sum(d.messages for d in result.decisions) > 0
+    assert len(sent) == 1 and result.summary.messages == sent[0] > 0
     central = simulate(
         pipeline, make_config(interval_s=3.0, drain_s=60, event_timeout_s=None, engine="sim"), trace
     )

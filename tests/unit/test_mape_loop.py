@@ -21,6 +21,7 @@ class ScriptedEngine:
     replicas: int = 1
     enacted: list[int] = field(default_factory=list)
     step: int = 0
+    features = frozenset()  # no optional feature
 
     def start(self):
         self.started = True
@@ -85,12 +86,15 @@ def test_a_latency_tally_adds_the_forgotten_latencies_to_the_kept_ones():
 
 
 def test_the_plan_is_applied_in_order_lease_place_then_replicas():
+    from elastream.control.features import Hosts
     from elastream.control.plan import Lease, Placement, Plan, execute
     from elastream.control.policy import Decision
 
     calls: list[str] = []
 
-    class Hosts:
+    class WithHosts:
+        features = frozenset({Hosts})
+
         def lease(self, leases):
             calls.append(f"lease {leases[0].count}")
 
@@ -101,13 +105,40 @@ def test_the_plan_is_applied_in_order_lease_place_then_replicas():
             calls.append(f"replicas {decision.as_dict()}")
 
     plan = Plan(Decision.of({"A": 2}), (Lease("vm", 1),), (Placement("A", ("h1", "h2")),))
-    execute(Hosts(), plan)
+    execute(WithHosts(), plan)
     assert calls == ["lease 1", "place ('h1', 'h2')", "replicas {'A': 2}"]
 
     class ReplicasOnly:
+        features = frozenset()
+
         def enact(self, decision):
             calls.append("enacted")
 
     with pytest.raises(TypeError, match="cannot lease hosts"):
         execute(ReplicasOnly(), plan)
     assert calls[-1] != "enacted"  # nothing applied from a plan the engine cannot follow
+
+
+def test_an_engine_is_asked_for_an_optional_feature_the_one_way():
+    from elastream.control.features import FEATURES, FastForward, GracefulStop, feature
+    from elastream.runtime.sim.simulator import SimEngine
+    from elastream.runtime.spark.runtime import SparkEngine
+
+    engine = ScriptedEngine([0])
+    assert feature(engine, FastForward) is None  # lists none
+
+    class Pretends:
+        features = frozenset({GracefulStop})  # listed, not implemented
+
+    with pytest.raises(TypeError, match="Pretends lists the feature GracefulStop but lacks it"):
+        feature(Pretends(), GracefulStop)
+    with pytest.raises(TypeError, match="Snapshot is no engine feature"):
+        feature(engine, type(engine.collect()))
+    with pytest.raises(TypeError, match="object has no `features`"):
+        feature(object(), FastForward)
+    for real in (SimEngine, SparkEngine):  # each implements every feature it lists
+        assert real.features <= set(FEATURES), real
+        for kind in real.features:
+            members = [m for m in vars(kind) if not m.startswith("_")]
+            members += list(getattr(kind, "__annotations__", {}))
+            assert members and all(hasattr(real, m) for m in members), (real, kind)

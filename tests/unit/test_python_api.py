@@ -12,6 +12,7 @@ import pytest
 
 import elastream
 from elastream.config import ConfigError, make_config
+from elastream.control.features import GracefulStop
 from elastream.examples.synthetic import drop_odd, generate, passthrough, split_by_value
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.signals import stop_on_signals
@@ -145,12 +146,14 @@ def test_the_feeder_holds_the_last_rate_for_ever_in_an_unbounded_run():
 
 def test_the_first_signal_asks_for_a_graceful_stop_a_second_stops_at_once():
     asked = []
-    engine = SimpleNamespace(request_stop=lambda: asked.append(True))
+    engine = SimpleNamespace(
+        features=frozenset({GracefulStop}), request_stop=lambda: asked.append(True)
+    )
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt, match="twice"), stop_on_signals(engine, 5.0):
         os.kill(os.getpid(), signal.SIGTERM)
         assert asked == [True]
         os.kill(os.getpid(), signal.SIGINT)
     assert signal.getsignal(signal.SIGTERM) is before  # restored
-    with stop_on_signals(SimpleNamespace(), 5.0):  # an engine that cannot stop early
+    with stop_on_signals(SimpleNamespace(features=frozenset()), 5.0):  # cannot stop early
         assert signal.getsignal(signal.SIGTERM) is before

@@ -1,6 +1,6 @@
-"""The contract every queue backend keeps, through the `QueueStore` interface only: offsets,
-bounds (q_size), t_out, exactly-once under replay, kill and resume, conservation, retention, and
-keyed state (committed with its share, exactly once).
+"""The contract every queue backend keeps, through the `QueueStore` interface only: every role,
+offsets, bounds (q_size), t_out, exactly-once under replay, kill and resume, conservation,
+retention, the control table, and keyed state (committed with its share, exactly once).
 
 A backend joins by adding an opener to `BACKENDS`: it gets the test's temp folder and a running
 redis-server (started once per session, each test in its own key prefix)."""
@@ -25,7 +25,18 @@ from elastream.model.pipeline import pipeline_from_dict
 from elastream.model.state import KeyedState, decode_value
 from elastream.modeling.service_time import ShareSums, service_time_variance
 from elastream.runtime.operators import OperatorContext
-from elastream.runtime.queues import QueueError, QueueStore, RedisQueueStore, SqliteQueueStore
+from elastream.runtime.queues import (
+    AuditTrail,
+    Control,
+    ControlTable,
+    DataPath,
+    Metrics,
+    QueueError,
+    QueueStore,
+    RedisQueueStore,
+    SqliteQueueStore,
+    StateStore,
+)
 from elastream.runtime.queues.base import BatchPlan, FailedEvent, share_commit
 from elastream.runtime.spark.task import commit_of, process
 
@@ -107,6 +118,34 @@ def test_bound_refuses_what_does_not_fit_and_counts_it(open_store):
     assert (audit.events_in, audit.overflow, audit.pending) == (9, 3, 6)
 
 
+def test_every_backend_implements_every_role(open_store):
+    store = open_store()
+    for role in (DataPath, ControlTable, Metrics, AuditTrail, StateStore):
+        members = [name for name in vars(role) if callable(vars(role)[name])]
+        members = [name for name in members if not name.startswith("_")]
+        assert members, role.__name__
+        missing = [name for name in members if not callable(getattr(store, name, None))]
+        assert missing == [], f"{type(store).__name__} lacks {role.__name__}: {missing}"
+
+
+def test_the_control_row_and_the_run_records_round_trip(open_store):
+    store = make_queues(open_store())
+    with pytest.raises(QueueError, match="no control row for operator 'a'"):
+        store.control("a")
+    store.set_control("a", 3, 120, 0.02, [0.01, 0.0300004, 0.02])
+    store.set_control("b", 1, 50, 0.5, [])
+    row = store.control("a")
+    assert row == Control(replicas=3, cap=120, et=0.02, replica_et=[0.01, 0.03, 0.02])
+    assert (row.replicas, row.cap, store.control("b").et) == (3, 120, 0.5)
+    store.set_control("a", 2, 80, 0.04, [0.04, 0.04])  # the driver's next interval
+    assert store.control("a") == Control(2, 80, 0.04, [0.04, 0.04])
+    store.set_meta("td", 2.5)
+    store.set_meta("plan", {"x": [1, 2]})
+    assert (store.meta("td"), store.meta("plan")) == (2.5, {"x": [1, 2]})
+    assert store.meta("absent", 7) == 7
+    assert open_store().control("a").replicas == 2  # durable: another connection reads it
+
+
 def test_t_out_gives_old_events_the_timeout_fate(open_store):
     store = make_queues(open_store())
     store.append("a", events(3, ts=time.time() - 60) + events(2, start=3), "src", 0)
@@ -117,8 +156,8 @@ def test_t_out_gives_old_events_the_timeout_fate(open_store):
     processed, timed_out = process(ctx, store.read_share(plan, 0))
     t0 = time.time()
     assert store.commit_share(commit_of("a", plan.batch, 0, processed, timed_out, 0.0, None, 0.0))
-    kinds, emitted = store.outcome_counts("a", t0, time.time() + 1)
-    assert (kinds, emitted) == ({"processed": 2, "timeout": 3}, 2)
+    counts = store.outcome_counts("a", t0, time.time() + 1)
+    assert (counts.by_kind, counts.outputs) == ({"processed": 2, "timeout": 3}, 2)
     assert store.latest("b") == 2 and store.audit().timeout == 3
 
 

@@ -487,6 +487,7 @@ class ReplayEngine:
     """An engine that plays back the hand-built snapshots (for the observer wiring)."""
 
     pipeline = PIPELINE
+    features: frozenset[type] = frozenset()
 
     def __init__(self) -> None:
         self.k = 0

@@ -33,6 +33,11 @@ class Controller:
     def decide(self, snapshot: Snapshot, state: GuardedState) -> tuple[Decision, GuardedState]:
         return guarded_decide(self.policy, snapshot, state, self.policy_config, self.guards)
 
+    def messages(self, state: GuardedState) -> int:
+        """The coordination messages the policy's agents have sent so far (0: a central one)."""
+        count = self.policy.messages
+        return 0 if count is None else count(state.policy)
+
     def release(self, state: GuardedState) -> None:
         """Free what the policy's state holds (e.g. the decentralized agents' transport)."""
         if self.policy.release is not None:

@@ -3,6 +3,7 @@ target rates propagated through the pipeline in topological order."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -47,6 +48,22 @@ def source_rates(snapshot: Snapshot) -> dict[str, float]:
     (files not yet read, Redis lag) counted as arriving within the next interval (arrival
     pressure: a source held back by a full queue still asks for capacity)."""
     return {name: n / snapshot.td for name, n in snapshot.source_demand().items()}
+
+
+def rate_history(
+    snapshot: Snapshot,
+    history: Mapping[str, tuple[float, ...]],
+    min_history: int,
+    history_s: float,
+) -> dict[str, tuple[float, ...]]:
+    """Each source's rate history (events/s, one value per interval) with this interval's
+    `source_rates` appended, kept to its last max(min_history, ⌈history_s / td⌉) values: what
+    the forecasting policies (proactive, objective) fit."""
+    keep = max(min_history, math.ceil(history_s / snapshot.td))
+    updated = dict(history)
+    for name, x in source_rates(snapshot).items():
+        updated[name] = (*updated.get(name, ()), x)[-keep:]
+    return updated
 
 
 def update_flow(snapshot: Snapshot, state: FlowState) -> FlowState:
@@ -102,13 +119,14 @@ def size_operators(
     snapshot: Snapshot,
     flow: FlowState,
     planned: Mapping[str, float],
-    drain_s: float,
+    drain_s: float | None,
     utilization: float,
     et_default_s: float,
 ) -> Decision:
     """r_i = ⌈D_i / (ρ_i·u)⌉ with D_i the planned source rates propagated downstream plus every
-    queue drained within `drain_s` (lagaware and proactive size operators this way)."""
-    demand = propagate(snapshot, flow, planned, catch_up(snapshot, drain_s))
+    queue drained within `drain_s` (None: td / 2); lagaware and proactive size operators so."""
+    horizon = snapshot.td / 2 if drain_s is None else drain_s
+    demand = propagate(snapshot, flow, planned, catch_up(snapshot, horizon))
     targets: dict[str, int] = {}
     reasons: dict[str, str] = {}
     for o in snapshot.operators:

@@ -118,7 +118,7 @@ def apply_guards(
     new_state = GuardState(
         tuple(histories.items()), tuple(last_up.items()), tuple(last_change.items())
     )
-    return Decision(tuple(targets.items()), raw.reasons, raw.messages), new_state
+    return Decision(tuple(targets.items()), raw.reasons), new_state
 
 
 def guarded_decide(

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, TypeGuard
+from typing import Any, Protocol
 
 from elastream.control.controller import Controller
+from elastream.control.features import FastForward, LeasedHosts, feature
 from elastream.control.hosting import SlotHosts
-from elastream.control.plan import LeasingEngine, Plan, execute
+from elastream.control.plan import Plan, execute
 from elastream.control.policy import Decision
 from elastream.model.metrics import RunningSummary, RunTotals, Summary
 from elastream.model.pipeline import Pipeline
@@ -16,9 +17,12 @@ from elastream.model.snapshot import Snapshot
 
 
 class Engine(Protocol):
-    """What the Spark runtime and the simulator both offer the MAPE loop."""
+    """What the Spark runtime and the simulator both offer the MAPE loop. What only some
+    engines offer (fast-forward, hosts, a graceful stop, a message transport) they list in
+    `features`, and the loop asks with `features.feature(engine, Kind)`."""
 
     pipeline: Pipeline
+    features: frozenset[type]  # the optional features it offers (control/features.py)
 
     def start(self) -> None:
         """Create queues, start the pool of replicas and the sources."""
@@ -38,23 +42,6 @@ class Engine(Protocol):
 
     def stop(self) -> None:
         """Release everything the engine started."""
-
-
-class FastForwardEngine(Engine, Protocol):
-    """An engine that can skip a steady stretch in one go (the simulator): constant input, empty
-    queues, nothing changing. The MAPE loop asks for it only when the policy's decision changes
-    nothing, and the stretch's figures are reported as one snapshot (`Snapshot.intervals`)."""
-
-    def steady_intervals(self) -> int:
-        """How many of the coming intervals would repeat the last one (0: none or unsure)."""
-
-    def skip(self, intervals: int) -> Snapshot:
-        """Run `intervals` steady intervals at once; their metrics as one stretch snapshot."""
-
-
-def can_fast_forward(engine: Engine) -> TypeGuard[FastForwardEngine]:
-    """True for an engine that offers steady_intervals() and skip()."""
-    return callable(getattr(engine, "steady_intervals", None))
 
 
 Observer = Callable[[Snapshot, Decision], None]
@@ -109,7 +96,8 @@ def run_mape(
     engine that can fast-forward skips the steady stretches after a decision that changes
     nothing (see `steady_stretch`). With `hosts`, the engine's replicas run on leased hosts: each
     decision becomes a plan that leases and releases them, capped at the slots that are up."""
-    if hosts is not None and not isinstance(engine, LeasingEngine):
+    leased = None if hosts is None else feature(engine, LeasedHosts)
+    if hosts is not None and leased is None:
         raise TypeError(f"{type(engine).__name__} cannot lease hosts; run without host leasing")
     floors = {op.name: op.replicas.min for op in engine.pipeline.operators}
     log = IntervalLog(keep_snapshots)
@@ -122,17 +110,15 @@ def run_mape(
             observe(snapshot, decision)
 
     state = controller.initial_state()
-    messages = 0  # the policy's agents' messages, counted once per decision made
     engine.start()
     try:
         while not engine.finished():
             snapshot = engine.collect()
             decision, state = controller.decide(snapshot, state)
-            messages += decision.messages
             if not dry_run:
                 plan = Plan(decision)
-                if hosts is not None:
-                    plan = hosts.plan(decision, engine.hosts(), snapshot.t, floors)
+                if hosts is not None and leased is not None:
+                    plan = hosts.plan(decision, leased.hosts(), snapshot.t, floors)
                     decision = plan.replicas  # what runs: capped by the hosts that are up
                 execute(engine, plan)
             record(snapshot, decision)
@@ -140,6 +126,7 @@ def run_mape(
             if stretch is not None:
                 record(stretch, decision)
         totals = engine.totals()
+        messages = controller.messages(state)  # before release() closes the agents' transport
     finally:
         try:
             controller.release(state)
@@ -156,15 +143,16 @@ def steady_stretch(
     decision changes no replica count, and it still changes none when shown the same snapshot
     at the end of the stretch (a time-based guard, e.g. a scale-down delay, that would expire
     within the stretch stops the skip). The policy's state is the one it had before."""
-    if not can_fast_forward(engine) or decision.as_dict() != snapshot.replicas():
+    fast = feature(engine, FastForward)
+    if fast is None or decision.as_dict() != snapshot.replicas():
         return None
     if controller.policy.release is not None:
         return None  # live state (the decentralized agents): a probe would act, not look
-    intervals = engine.steady_intervals()
+    intervals = fast.steady_intervals()
     if intervals < 1:
         return None
     at_end = replace(snapshot, t=snapshot.t + intervals * snapshot.td)
     probe, _ = controller.decide(at_end, state)
     if probe.as_dict() != decision.as_dict():
         return None
-    return engine.skip(intervals)
+    return fast.skip(intervals)

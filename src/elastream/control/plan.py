@@ -4,10 +4,10 @@ replica counts (a replica can only be active where a leased host has room for it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
+from elastream.control.features import Hosts, feature
 from elastream.control.policy import Decision
-from elastream.leasing.hosts import Host
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,36 +47,23 @@ class Plan:
 
 
 class ReplicaEngine(Protocol):
-    """What every engine enacts: active replica counts."""
+    """What every engine enacts: active replica counts; the rest (hosts) is a feature it lists."""
+
+    features: frozenset[type]
 
     def enact(self, decision: Decision) -> None: ...
-
-
-@runtime_checkable
-class HostEngine(Protocol):
-    """An engine that also leases hosts and places replicas on them."""
-
-    def lease(self, leases: tuple[Lease, ...]) -> None: ...
-
-    def place(self, placement: tuple[Placement, ...]) -> None: ...
-
-
-@runtime_checkable
-class LeasingEngine(HostEngine, Protocol):
-    """A host engine that lists its leased hosts (with their BTU clocks) for the host planner."""
-
-    def hosts(self) -> tuple[Host, ...]: ...
 
 
 def execute(engine: ReplicaEngine, plan: Plan) -> None:
     """Apply `plan` in order: lease hosts -> place replicas -> set replica counts. A plan that
     leases or places on an engine without hosts is an error, never silently dropped."""
     if plan.leases or plan.placement:
-        if not isinstance(engine, HostEngine):
+        hosts = feature(engine, Hosts)
+        if hosts is None:
             raise TypeError(
                 f"{type(engine).__name__} cannot lease hosts or place replicas; "
                 "this plan needs an engine with hosts"
             )
-        engine.lease(plan.leases)
-        engine.place(plan.placement)
+        hosts.lease(plan.leases)
+        hosts.place(plan.placement)
     engine.enact(plan.replicas)

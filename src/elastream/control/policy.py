@@ -23,12 +23,10 @@ class PolicyConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """Target active replicas per operator, a short reason per operator for the reports, and
-    the coordination messages the policy's agents sent to reach it (0 for a central policy)."""
+    """Target active replicas per operator, and a short reason per operator for the reports."""
 
     replicas: tuple[tuple[str, int], ...]
     reasons: tuple[tuple[str, str], ...] = ()
-    messages: int = 0
 
     @classmethod
     def of(cls, replicas: Mapping[str, int], reasons: Mapping[str, str] | None = None) -> Decision:
@@ -46,8 +44,10 @@ DecideFn = Callable[[Snapshot, Any, Any], tuple[Decision, Any]]
 
 @dataclass(frozen=True, slots=True)
 class Policy(Generic[C, S]):
-    """A registered policy: its pure decide function, its config type, its initial state, and
-    `release(state)` for a policy whose state holds resources (closed when the run ends)."""
+    """A registered policy: its pure decide function, its config type, its initial state,
+    `release(state)` for a policy whose state holds resources (closed when the run ends), and
+    `messages(state)` for a policy whose agents coordinate by messages: how many they have sent
+    so far (the run's `messages` figure; a central policy sends none)."""
 
     name: str
     decide: DecideFn
@@ -55,6 +55,7 @@ class Policy(Generic[C, S]):
     initial_state: S
     summary: str
     release: Callable[[Any], None] | None = None
+    messages: Callable[[Any], int] | None = None
 
     def make_config(self, options: Mapping[str, Any] | None = None) -> C:
         """Build this policy's frozen config from plain options, naming any bad option."""

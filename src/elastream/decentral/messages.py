@@ -85,7 +85,6 @@ class Data:
 
 
 Message = Duplication | DuplicationAck | Start | Deletion | DeletionAck | Close | Data
-CONTROL_TYPES = (Duplication, DuplicationAck, Start, Deletion, DeletionAck, Close)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import math
 import os
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -173,6 +173,23 @@ def hold(events: list[Event], state: KeyedState) -> dict[str, int]:
     return late
 
 
+def touched_states(
+    events: list[Event], state: KeyedState, new: Callable[[], dict[str, Any]]
+) -> tuple[dict[str, dict[str, Any]], list[Event]]:
+    """Holds the batch's trips back (`hold`); returns the states of the keys the batch touches
+    (a late key's with its late count raised, a fired trip's key's as committed, else `new()`)
+    and the fired trips in drop-off order. The caller updates the states and puts them back."""
+    states: dict[str, dict[str, Any]] = {}
+    for key, n in hold(events, state).items():
+        states[key] = state.get(key) or new()
+        states[key]["late"] += n
+    fired = in_order(state.fired)
+    for e in fired:
+        if e.key not in states:
+            states[e.key] = state.get(e.key) or new()
+    return states, fired
+
+
 def route_count(
     events: list[Event], state: KeyedState, partitions: int = 1, window: dict | None = None
 ) -> Iterable[Emit]:
@@ -183,13 +200,8 @@ def route_count(
     if spec.late is not LatePolicy.DROP:
         raise ValueError("route_count drops late trips (window.late must be 'drop')")
     out: list[Emit] = []
-    states: dict[str, dict[str, Any]] = {}
-    for key, n in hold(events, state).items():
-        states[key] = state.get(key) or new_state()
-        states[key]["late"] += n
-    for e in in_order(state.fired):
-        if e.key not in states:
-            states[e.key] = state.get(e.key) or new_state()
+    states, fired = touched_states(events, state, new_state)
+    for e in fired:
         st = states[e.key]
         accepted, _ = add(st, e.payload[spec.time_field or "dropoff"], spec)
         if accepted:
@@ -216,13 +228,8 @@ def partial_top10(
     """Keyed by partition: the windowed trips of its routes and their top-k at the partition's
     latest drop-off time; emits that top-k (with each route's in-window times) per trip."""
     out: list[Emit] = []
-    parts: dict[str, dict[str, Any]] = {}
-    for key, n in hold(events, state).items():
-        parts[key] = state.get(key) or new_partition()
-        parts[key]["late"] += n
-    for e in in_order(state.fired):
-        if e.key not in parts:
-            parts[e.key] = state.get(e.key) or new_partition()
+    parts, fired = touched_states(events, state, new_partition)
+    for e in fired:
         p = parts[e.key]
         trip = e.payload
         p["now"] = max(p["now"], trip["dropoff"])

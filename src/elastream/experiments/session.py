@@ -14,6 +14,7 @@ from typing import Any
 from elastream.base.registry import Registry
 from elastream.base.secrets import redact
 from elastream.config import RunConfig
+from elastream.control.features import MessageTransport, feature
 from elastream.control.hosting import SlotHosts
 from elastream.control.mape import Engine, Observer, RunResult, run_mape
 from elastream.control.policies import POLICIES
@@ -29,7 +30,7 @@ from elastream.workloads.generators import constant
 from elastream.workloads.scaling import apply_scaling
 
 DEFAULT_DURATION_S = 60.0
-DEFAULT_MESSAGE_TRANSPORT = "memory"  # for an engine that declares no `message_transport`
+DEFAULT_MESSAGE_TRANSPORT = "memory"  # for an engine without the MessageTransport feature
 
 # runs a built engine to its end with the session's observers (default: run_engine's MAPE loop)
 SessionRunner = Callable[[Engine, Sequence[Observer]], RunResult]
@@ -172,13 +173,15 @@ def slot_hosts(config: RunConfig) -> SlotHosts | None:
 
 def with_message_transport(config: RunConfig, engine: Engine) -> RunConfig:
     """A policy with a `transport` option (decentralized) gets the engine's message transport
-    (`message_transport`: TCP in the Spark driver, in memory in the simulator) unless the run
-    names one. This is how the I/O transport is injected: the pure policy only knows a name."""
+    (its `MessageTransport` feature: TCP in the Spark driver, in memory in the simulator) unless
+    the run names one. This is how the I/O transport is injected: the pure policy only knows a
+    name."""
     if "transport" not in POLICIES.get(config.policy).config_type.model_fields:
         return config
     if "transport" in config.policy_options:
         return config
-    transport = getattr(engine, "message_transport", DEFAULT_MESSAGE_TRANSPORT)
+    offered = feature(engine, MessageTransport)
+    transport = DEFAULT_MESSAGE_TRANSPORT if offered is None else offered.message_transport
     options = {**config.policy_options, "transport": transport}
     return config.model_copy(update={"policy_options": options})
 

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from elastream.control.features import Hosts, feature
 from elastream.control.mape import Engine, Observer, RunResult
-from elastream.control.plan import HostEngine, Placement, Plan, execute
+from elastream.control.plan import Placement, Plan, execute
 from elastream.control.policy import Decision
 from elastream.experiments.history import HistoryRecorder
 from elastream.experiments.session import SessionRunner
@@ -163,8 +164,9 @@ def run_sodrp(
     """Start `engine`, enact the minimum-cost plan, measure `window_s` seconds of it, re-plan
     with the measured rates (Alg. 1 line 8) and enact that plan live (line 9), then run until
     the workload has drained. `place`: also put every replica on its node (the engine must be
-    a HostEngine: the simulator with a network). The report gets the plans and measurements."""
-    if place and not isinstance(engine, HostEngine):
+    list the `Hosts` feature: the simulator with a network). The report gets the plans and
+    measurements."""
+    if place and feature(engine, Hosts) is None:
         raise TypeError(f"{type(engine).__name__} cannot place replicas: run with place=False")
     report = report if report is not None else SodrpReport()
     report.placed = place

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from elastream.base.dag import kahn_order
 from elastream.base.settings import Settings, accept_old_names, line_of
 
 DEFAULT_STREAM = "out"
@@ -454,21 +455,9 @@ class Pipeline(Settings):
     @cached_property
     def topological_order(self) -> tuple[str, ...]:
         """Operators in an order where every predecessor comes first (Kahn's algorithm)."""
-        indeg = {n: 0 for n in self.operator_names}
-        for n in self.operator_names:
-            indeg[n] = sum(1 for p in self.predecessors(n) if p in indeg)
-        ready = [n for n in self.operator_names if indeg[n] == 0]
-        order: list[str] = []
-        while ready:
-            node = ready.pop(0)
-            order.append(node)
-            for nxt in self.successors(node):
-                if nxt in indeg:
-                    indeg[nxt] -= 1
-                    if indeg[nxt] == 0:
-                        ready.append(nxt)
-        if len(order) != len(self.operator_names):
-            stuck = sorted(n for n in self.operator_names if n not in order)
+        links = dict.fromkeys((e.source, e.target) for e in self.streams)  # once per node pair
+        order, stuck = kahn_order(self.operator_names, links)
+        if stuck:
             raise TopologyError(f"the pipeline has a cycle through {', '.join(stuck)}")
         return tuple(order)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from elastream.base.dag import kahn_order
 from elastream.model.pipeline import Grouping
 
 ANY_STREAM = "*"  # output measured over all of a component's streams together
@@ -72,18 +73,8 @@ class PipelineGraph:
         return Grouping.KEY_HASH if Grouping.KEY_HASH in kinds else Grouping.SHUFFLE
 
     def topological_order(self) -> tuple[str, ...]:
-        indegree = {c: len(self.incoming(c)) for c in self.components}
-        ready = [c for c in self.components if indegree[c] == 0]
-        order: list[str] = []
-        while ready:
-            comp = ready.pop(0)
-            order.append(comp)
-            for edge in self.outgoing(comp):
-                indegree[edge.target] -= 1
-                if indegree[edge.target] == 0:
-                    ready.append(edge.target)
-        if len(order) != len(self.components):
-            stuck = sorted(c for c in self.components if c not in order)
+        order, stuck = kahn_order(list(self.components), [(e.source, e.target) for e in self.edges])
+        if stuck:
             raise ModelError(f"pipeline {self.name!r}: cycle through {', '.join(stuck)}")
         return tuple(order)
 

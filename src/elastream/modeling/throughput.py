@@ -136,13 +136,9 @@ class InstanceFit:
     max_source: float
     input_fit_error: float
     output_fit_error: float
-    alpha_error: float
 
     def output(self, source_rate: float) -> float:
         return instance_output(source_rate, self.alpha, self.st)
-
-    def input(self, source_rate: float) -> float:
-        return min(source_rate, self.sp)
 
 
 def is_saturated(point: MeasuredPoint, tolerance: float = SATURATION_TOLERANCE) -> bool:
@@ -220,7 +216,6 @@ def fit_instance(
         max_source=float(src.max()),
         input_fit_error=_relative_rmse(model_in, inp),
         output_fit_error=_relative_rmse(alpha * model_in, out),
-        alpha_error=_relative_rmse(alpha * inp, out),
     )
 
 
@@ -242,5 +237,4 @@ def _linear_only(points: Sequence[MeasuredPoint], below: Sequence[MeasuredPoint]
         max_source=float(src.max()),
         input_fit_error=_relative_rmse(src, inp),
         output_fit_error=_relative_rmse(alpha * src, out),
-        alpha_error=_relative_rmse(alpha * inp, out),
     )

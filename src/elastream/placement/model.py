@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from elastream.base.dag import kahn_order
 from elastream.base.settings import Settings
 
 Metric = Literal["T", "N", "EE"]
@@ -140,21 +141,8 @@ def _unique(names: list[str], what: str) -> set[str]:
 
 def topological_order(names: list[str], edges: list[tuple[str, str]]) -> list[str]:
     """Kahn's order of a DAG; a cycle is an error naming its operators."""
-    indegree = dict.fromkeys(names, 0)
-    for _, dst in edges:
-        indegree[dst] += 1
-    ready = [n for n in names if indegree[n] == 0]
-    order: list[str] = []
-    while ready:
-        node = ready.pop(0)
-        order.append(node)
-        for src, dst in edges:
-            if src == node:
-                indegree[dst] -= 1
-                if indegree[dst] == 0:
-                    ready.append(dst)
-    if len(order) < len(names):
-        cyclic = sorted(n for n in names if indegree[n] > 0)
+    order, cyclic = kahn_order(names, edges)
+    if cyclic:
         raise ValueError(f"the application graph has a cycle through {', '.join(cyclic)}")
     return order
 

@@ -5,25 +5,27 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+
+from elastream.control.features import GracefulStop, feature
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextmanager
-def stop_on_signals(engine: Any, drain_s: float) -> Iterator[None]:
+def stop_on_signals(engine: object, drain_s: float) -> Iterator[None]:
     """While the block runs, the first SIGINT or SIGTERM calls `engine.request_stop()` (the
     sources stop reading, the queues drain within `drain_s`, the outputs are written, exit 0);
     a second raises KeyboardInterrupt (the run stops at once; `--resume` still carries on).
-    Nothing is installed for an engine without `request_stop` (the simulator ends by itself) or
-    outside the main thread (Python delivers signals there only)."""
-    request_stop: Callable[[], None] | None = getattr(engine, "request_stop", None)
-    if request_stop is None or threading.current_thread() is not threading.main_thread():
+    Nothing is installed for an engine without the `GracefulStop` feature (the simulator ends by
+    itself) or outside the main thread (Python delivers signals there only)."""
+    stoppable = feature(engine, GracefulStop)
+    if stoppable is None or threading.current_thread() is not threading.main_thread():
         yield
         return
+    request_stop = stoppable.request_stop
     received: list[int] = []
 
     def handle(signum: int, frame: FrameType | None) -> None:

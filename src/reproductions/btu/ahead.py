@@ -293,22 +293,11 @@ def decide_release(
     queues = {op: s.queue for op, s in obs.status.items()}
     sizing = settings.model_copy(update={"utilisation": settings.release_utilisation})
     keep = instances_needed(peak.rates, queues, obs, sizing, prior)
-    gone: frozenset[str] = frozenset()
-    undecided = set(hosts)
-    for hid in hosts:
-        undecided.discard(hid)
-        trial = Draft(draft.cluster, kind, obs.now)
-        trial.created = set(draft.created)
-        if _vacate(trial, hid, keep, gone | undecided, btu):
-            draft.cluster = trial.cluster
-            draft.created = trial.created
-            draft.stop += trial.stop
-            draft.place += trial.place
-            draft.release.append(hid)
-            gone = gone | {hid}
-        else:
-            draft.prolong.append(hid)  # and a target for the hosts after it
-    return draft.plan()
+    return draft.release_hosts(
+        hosts,
+        lambda trial, hid, excluded: _vacate(trial, hid, keep, excluded, btu),
+        spare_undecided=True,
+    )
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -84,6 +84,34 @@ class Draft:
         self.cluster = replace(self.cluster, instances=kept)
         self.stop.append(instance_id)
 
+    def release_hosts(
+        self,
+        hosts: Sequence[str],
+        vacate: Callable[[Draft, str, frozenset[str]], bool],
+        *,
+        spare_undecided: bool = False,
+    ) -> LeasePlan:
+        """Each host in turn is vacated on a trial copy (`vacate(trial, host, excluded)` stops
+        or moves its instances, never onto an excluded host; False when it cannot): released,
+        with the trial's stops and moves, if that worked, else prolonged. The hosts released
+        before are excluded, and with `spare_undecided` the hosts still to decide too."""
+        gone: frozenset[str] = frozenset()
+        undecided = set(hosts)
+        for hid in hosts:
+            undecided.discard(hid)
+            trial = Draft(self.cluster, self.kind, self.now)
+            trial.created = set(self.created)
+            if vacate(trial, hid, gone | undecided if spare_undecided else gone):
+                self.cluster = trial.cluster
+                self.created = trial.created
+                self.stop += trial.stop
+                self.place += trial.place
+                self.release.append(hid)
+                gone = gone | {hid}
+            else:
+                self.prolong.append(hid)  # and a target for the hosts after it
+        return self.plan()
+
     def plan(self) -> LeasePlan:
         return LeasePlan(
             lease=tuple(self.lease),
@@ -149,21 +177,17 @@ class BTUPolicy:
         return draft.plan()
 
     def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> LeasePlan:
-        draft = Draft(cluster, self.kind, obs.now)
-        gone: frozenset[str] = frozenset()
-        for hid in hosts:
-            status = _counts(obs.status, draft.cluster)
-            decision = release_procedure(draft.cluster, hid, status, self.settings, gone)
-            if not decision.release:
-                draft.prolong.append(hid)
-                continue
-            for iid in decision.stop:
-                draft.remove(iid)
-            for m in decision.migrate:
-                draft.put(m.operator, m.host_id, m.migrated_from)
-            draft.release.append(hid)
-            gone = gone | {hid}
-        return draft.plan()
+        def vacate(trial: Draft, hid: str, gone: frozenset[str]) -> bool:
+            status = _counts(obs.status, trial.cluster)
+            decision = release_procedure(trial.cluster, hid, status, self.settings, gone)
+            if decision.release:
+                for iid in decision.stop:
+                    trial.remove(iid)
+                for m in decision.migrate:
+                    trial.put(m.operator, m.host_id, m.migrated_from)
+            return decision.release
+
+        return Draft(cluster, self.kind, obs.now).release_hosts(hosts, vacate)
 
 
 @dataclass
@@ -268,18 +292,9 @@ class ForecastPolicy:
         horizon = self.kind.btu_s / obs.monitor_s
         trend = forecast(obs.arrivals[-HOLT_SAMPLES:], horizon, s.alpha, s.beta)
         keep = self._needed(obs, np.maximum(window_peak(obs.arrivals, look), trend))
-        gone: frozenset[str] = frozenset()
-        for hid in hosts:
-            trial = Draft(draft.cluster, self.kind, obs.now)
-            if self._vacate(trial, hid, keep, gone):
-                draft.cluster = trial.cluster
-                draft.stop += trial.stop
-                draft.place += trial.place
-                draft.release.append(hid)
-                gone = gone | {hid}
-            else:
-                draft.prolong.append(hid)
-        return draft.plan()
+        return draft.release_hosts(
+            hosts, lambda trial, hid, gone: self._vacate(trial, hid, keep, gone)
+        )
 
     def _vacate(
         self, trial: Draft, hid: str, keep: Mapping[str, int], gone: frozenset[str]

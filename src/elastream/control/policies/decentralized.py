@@ -129,8 +129,13 @@ def decide(
         name: f"{n} agents; loads {' '.join(f'{x:.2f}' for x in loads[name])}; {sent} msgs"
         for name, n in counts.items()
     }
-    decision = Decision(tuple(counts.items()), tuple(reasons.items()), messages=sent)
+    decision = Decision(tuple(counts.items()), tuple(reasons.items()))
     return decision, DecentralizedState(swarm, tuple(ets.items()))
+
+
+def messages_sent(state: DecentralizedState) -> int:
+    """The protocol messages the agents have sent since the run started."""
+    return 0 if state.swarm is None else state.swarm.messages_sent()
 
 
 def release(state: DecentralizedState) -> None:
@@ -148,5 +153,6 @@ POLICY = POLICIES.register(
         DecentralizedState(),
         "one local agent per replica, Belkhiria-Tedeschi (no central decision)",
         release=release,
+        messages=messages_sent,
     ),
 )

@@ -108,9 +108,8 @@ def decide(
 ) -> tuple[Decision, LagAwareState]:
     flow = update_flow(snapshot, state.flow)
     planned, holt = plan_sources(snapshot, dict(state.holt), config)
-    horizon = config.drain_s if config.drain_s is not None else snapshot.td / 2
     decision = size_operators(
-        snapshot, flow, planned, horizon, config.target_utilization, config.et_default_s
+        snapshot, flow, planned, config.drain_s, config.target_utilization, config.et_default_s
     )
     return decision, LagAwareState(flow, tuple(holt.items()))
 

@@ -91,7 +91,14 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from elastream.base.settings import Settings
-from elastream.control.flow import FlowState, propagate, source_rates, true_rate, update_flow
+from elastream.control.flow import (
+    FlowState,
+    propagate,
+    rate_history,
+    source_rates,
+    true_rate,
+    update_flow,
+)
 from elastream.control.policy import POLICIES, Decision, Policy
 from elastream.model.objective import Objective, Statistic, interval_latency_ms
 from elastream.model.pipeline import DEFAULT_ET_S
@@ -503,10 +510,7 @@ def decide(
     snapshot: Snapshot, state: ObjectiveState, config: ObjectiveConfig
 ) -> tuple[Decision, ObjectiveState]:
     flow = update_flow(snapshot, state.flow)
-    keep = max(config.min_history, math.ceil(config.history_s / snapshot.td))
-    history = dict(state.history)
-    for name, x in source_rates(snapshot).items():
-        history[name] = (*history.get(name, ()), x)[-keep:]
+    history = rate_history(snapshot, dict(state.history), config.min_history, config.history_s)
     changed = dict(state.replicas) != snapshot.replicas()
     points = (*state.batches, *batch_points(snapshot))[-config.batch_window :]
     g = replica_cost(config, points, config.target.statistic)

@@ -33,7 +33,13 @@ from typing import Any, Literal
 from pydantic import Field
 
 from elastream.base.settings import Settings
-from elastream.control.flow import FlowState, size_operators, source_rates, update_flow
+from elastream.control.flow import (
+    FlowState,
+    rate_history,
+    size_operators,
+    source_rates,
+    update_flow,
+)
 from elastream.control.policy import POLICIES, Decision, Policy
 from elastream.model.pipeline import DEFAULT_ET_S
 from elastream.model.snapshot import Snapshot
@@ -98,16 +104,12 @@ def decide(
     snapshot: Snapshot, state: ProactiveState, config: ProactiveConfig
 ) -> tuple[Decision, ProactiveState]:
     flow = update_flow(snapshot, state.flow)
-    keep = max(config.min_history, math.ceil(config.history_s / snapshot.td))
-    history = dict(state.history)
-    planned: dict[str, float] = {}
-    for name, x in source_rates(snapshot).items():
-        values = (*history.get(name, ()), x)[-keep:]
-        history[name] = values
-        planned[name] = planned_rate(values, snapshot.td, config)
-    drain = config.drain_s if config.drain_s is not None else snapshot.td / 2
+    history = rate_history(snapshot, dict(state.history), config.min_history, config.history_s)
+    planned = {
+        name: planned_rate(history[name], snapshot.td, config) for name in source_rates(snapshot)
+    }
     decision = size_operators(
-        snapshot, flow, planned, drain, config.target_utilization, config.et_default_s
+        snapshot, flow, planned, config.drain_s, config.target_utilization, config.et_default_s
     )
     return decision, ProactiveState(flow, tuple(history.items()))
 

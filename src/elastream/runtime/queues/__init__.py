@@ -1,4 +1,5 @@
-"""Durable batch queues between pipeline nodes: the interface (`base.QueueStore`), its embedded
+"""Durable batch queues between pipeline nodes: the interface (`base.QueueStore`, split by role:
+`DataPath`, `ControlTable`, `Metrics`, `AuditTrail`, `StateStore`), its embedded
 SQLite backend and its Redis Streams backend, and `open_store` which picks one by address (a file
 path: SQLite; `redis://HOST:PORT/DB[?prefix=NAME]`: Redis)."""
 
@@ -13,12 +14,23 @@ from elastream.model.events import Event
 from elastream.runtime.queues.base import (
     Appended,
     Audit,
+    AuditTrail,
     BatchPlan,
     BatchWork,
+    Control,
+    ControlTable,
+    DataPath,
+    Metrics,
+    OutcomeCounts,
     QueueError,
     QueueStore,
     ReplicaWork,
+    SinkLatency,
+    SinkSpan,
+    StateItem,
+    StateStore,
     Stored,
+    TaskStore,
 )
 from elastream.runtime.queues.redis_streams import RedisQueueStore, with_prefix
 from elastream.runtime.queues.sqlite import SqliteQueueStore
@@ -99,15 +111,26 @@ __all__ = [
     "BACKENDS",
     "Appended",
     "Audit",
+    "AuditTrail",
     "Backend",
     "BatchPlan",
     "BatchWork",
+    "Control",
+    "ControlTable",
+    "DataPath",
+    "Metrics",
+    "OutcomeCounts",
     "QueueError",
     "QueueStore",
     "RedisQueueStore",
     "ReplicaWork",
+    "SinkLatency",
+    "SinkSpan",
     "SqliteQueueStore",
+    "StateItem",
+    "StateStore",
     "Stored",
+    "TaskStore",
     "backend_name",
     "open_store",
     "read_sink",

@@ -1,4 +1,4 @@
-"""The batch-oriented queue interface the Spark runtime uses, and the records it moves.
+"""The batch-oriented queue interface the Spark runtime uses, by role, and the records it moves.
 
 A backend keeps durable, offset-addressed queues. Producers append whole batches; the consumer of
 a queue plans a micro-batch once (`plan_batch`: offset range, replica count, which replica gets
@@ -6,6 +6,11 @@ which event), and each replica commits its share — outputs to the successor qu
 "share done" mark — in one atomic step keyed by (operator, batch, replica): a replayed share adds
 nothing, and a replayed batch reuses its recorded plan. A stateful operator's share also commits
 its keyed-state writes in that step (`StateStore`, docs/state.md).
+
+The interface is split by role: `DataPath` (queues, plans, share commits, release),
+`ControlTable` (the driver's control rows and the run's key/value records), `Metrics` (the
+Monitor step's per-interval figures), `AuditTrail` (end-of-run accounting and its retention) and
+`StateStore`; `TaskStore` is what the executors use, `QueueStore` the whole store.
 """
 
 from __future__ import annotations
@@ -162,6 +167,56 @@ class Expiry(NamedTuple):
     sink_latencies_ms: list[float]
 
 
+class Segment(NamedTuple):
+    """One appended batch as a backend stores it: its first offset, its arrival time, and its
+    events as two msgpack blobs (`encode_events`: the keys, then the rest)."""
+
+    first: int
+    enq: float
+    keys: bytes
+    body: bytes
+
+
+class Control(NamedTuple):
+    """An operator's control row, as the driver last published it: active replicas, admission
+    cap per batch, mean per-event time et_i (s) and each replica's own et_ij (s)."""
+
+    replicas: int
+    cap: int
+    et: float
+    replica_et: list[float]
+
+
+class OutcomeCounts(NamedTuple):
+    """An operator's outcomes in a window: events by outcome kind, and the outputs they made."""
+
+    by_kind: dict[str, int]
+    outputs: int
+
+
+class SinkLatency(NamedTuple):
+    """The events that reached any sink in a window, and their mean end-to-end latency (ms;
+    None when there were none)."""
+
+    events: int
+    mean_ms: float | None
+
+
+class SinkSpan(NamedTuple):
+    """The earliest source timestamp and the latest sink arrival of the events at the sinks."""
+
+    first_ts: float
+    last_arrival: float
+
+
+class StateItem(NamedTuple):
+    """One key of a stateful operator's keyed state: its key group, the key, its msgpack value."""
+
+    group: int
+    key: str
+    value: bytes
+
+
 def build_audit(
     events_in: int,
     pending: int,
@@ -267,7 +322,7 @@ class SegmentedQueues:
     None), `_record_plan` (record a plan unless one is there: the first plan wins) and
     `_sink_queues` (the names of the sink queues)."""
 
-    def _segments(self, q: str, start: int, end: int) -> Iterator[tuple[int, float, bytes, bytes]]:
+    def _segments(self, q: str, start: int, end: int) -> Iterator[Segment]:
         raise NotImplementedError
 
     def _plan(self, op: str, start: int) -> BatchPlan | None:
@@ -312,12 +367,12 @@ class SegmentedQueues:
             raise QueueError(f"{q!r} is not a sink queue")
         return [e for sink, _, e in self._sink_events() if sink == q]
 
-    def sink_span(self) -> tuple[float, float]:
+    def sink_span(self) -> SinkSpan:
         """The earliest source timestamp and the latest arrival of the events at the sinks."""
         stamps = [(e.ts, enq) for _, enq, e in self._sink_events()]
         if not stamps:
             raise QueueError("no event reached a sink")
-        return min(ts for ts, _ in stamps), max(enq for _, enq in stamps)
+        return SinkSpan(min(ts for ts, _ in stamps), max(enq for _, enq in stamps))
 
     def keys(self, q: str, start: int, end: int) -> list[str]:
         """The keys of the events at offsets [start, end) (what a plan divides)."""
@@ -413,40 +468,18 @@ class SegmentedQueues:
         return recorded
 
 
-class StateStore(Protocol):
-    """Keyed state of stateful operators, addressed by (operator, key group, key), values msgpack.
-
-    What a backend adds for keyed state: these two reads, and, inside `commit_share`'s one atomic
-    step, only when the share's done mark is new: every `ShareCommit.state` write (`value` bytes:
-    insert or replace; None: delete)."""
-
-    def read_state(self, op: str, keys: Sequence[tuple[int, str]]) -> dict[str, bytes]:
-        """The committed values of the (key group, key) pairs that have one, by key."""
-        ...
-
-    def state_items(self, op: str, groups: range | None = None) -> Iterator[tuple[int, str, bytes]]:
-        """(key group, key, value) of every key of `op` in `groups` (None: all), ordered by
-        group then key."""
-        ...
+# The store by role. A backend implements them all (`QueueStore`); each consumer is typed
+# against the roles it uses: the executors' tasks, sources and sinks against `TaskStore`
+# (or one of its roles), the driver's Monitor step against `Metrics`, the end of a run
+# against `AuditTrail`.
 
 
-class QueueStore(StateStore, Protocol):
-    """Durable batch queues with bounds, batch plans and exactly-once share commits."""
+class DataPath(Protocol):
+    """The events' path: queues with bounds, idempotent appends, batch plans recorded once,
+    exactly-once share commits, and the release of what a consumer committed."""
 
-    address: str  # where it is: a file path (SQLite) or a redis:// URL (`queues.open_store`)
-
-    def close(self) -> None: ...
-
-    # -- set-up and control
     def create_queue(self, name: str, bound: int | None, sink: bool = False) -> None: ...
-    def set_meta(self, key: str, value: Any) -> None: ...
-    def meta(self, key: str, default: Any = None) -> Any: ...
-    def set_control(
-        self, op: str, replicas: int, cap: int, et: float, replica_et: Sequence[float]
-    ) -> None: ...
-    def control(self, op: str) -> tuple[int, int, float, list[float]]: ...
 
-    # -- producing
     def append(
         self, q: str, events: Sequence[Event] | EventColumns, producer: str, first: int
     ) -> Appended:
@@ -458,8 +491,14 @@ class QueueStore(StateStore, Protocol):
         """How many events source `producer` has offered to `q` (where a resumed source goes on)."""
         ...
 
-    # -- consuming
-    def latest(self, q: str) -> int: ...
+    def latest(self, q: str) -> int:
+        """The offset after the last event appended to `q`."""
+        ...
+
+    def pending(self, q: str) -> int:
+        """Events appended to `q` and not yet committed by its consumer."""
+        ...
+
     def plan_batch(self, op: str, start: int, end: int, replicas: int, divide: Divide) -> BatchPlan:
         """The plan of `op`'s batch [start, end): recorded now, or the one recorded before (an
         empty batch is not recorded)."""
@@ -478,16 +517,18 @@ class QueueStore(StateStore, Protocol):
         """Where the batch recorded from `start` ends; None if none is recorded there."""
         ...
 
-    def read(self, q: str, start: int, end: int) -> list[Stored]: ...
     def plan(self, op: str, start: int, end: int) -> BatchPlan:
         """The recorded plan of `op`'s batch [start, end) (QueueError if none)."""
         ...
+
+    def read(self, q: str, start: int, end: int) -> list[Stored]: ...
 
     def read_share(self, plan: BatchPlan, replica: int) -> EventColumns:
         """Replica `replica`'s events of a planned batch, in offset order, column-wise."""
         ...
 
     def share_done(self, op: str, batch: str, replica: int) -> bool: ...
+
     def commit_share(self, commit: ShareCommit) -> bool:
         """Outputs, fates, failures, state writes and the done mark in one transaction; False
         (and nothing written) if the share was committed before."""
@@ -497,35 +538,106 @@ class QueueStore(StateStore, Protocol):
         """Retention: drop `op`'s input events below `end` (its consumer committed them)."""
         ...
 
-    # -- monitoring
-    def pending(self, q: str) -> int: ...
-    def arrivals(self, q: str, t0: float, t1: float) -> dict[str, int]: ...
-    def overflow_count(self, q: str, t0: float, t1: float) -> int: ...
-    def outcome_counts(self, op: str, t0: float, t1: float) -> tuple[dict[str, int], int]: ...
+
+class ControlTable(Protocol):
+    """What the driver tells the executors, and the run's records: each operator's control row
+    (published every interval, read at plan time) and a key/value table of JSON values (the
+    pipeline, td, watermarks, source positions, delivered marks)."""
+
+    def set_control(
+        self, op: str, replicas: int, cap: int, et: float, replica_et: Sequence[float]
+    ) -> None: ...
+
+    def control(self, op: str) -> Control:
+        """`op`'s row as last published (QueueError if none was)."""
+        ...
+
+    def set_meta(self, key: str, value: Any) -> None: ...
+
+    def meta(self, key: str, default: Any = None) -> Any: ...
+
+
+class Metrics(Protocol):
+    """The per-interval figures the Monitor step reads, by commit or append time [t0, t1)."""
+
+    def arrivals(self, q: str, t0: float, t1: float) -> dict[str, int]:
+        """Events offered to `q` in [t0, t1) per producer, refused ones included (λ^p_i)."""
+        ...
+
+    def overflow_count(self, q: str, t0: float, t1: float) -> int:
+        """Events `q` refused in [t0, t1) because it was full (q_size)."""
+        ...
+
+    def outcome_counts(self, op: str, t0: float, t1: float) -> OutcomeCounts: ...
+
     def task_stats(self, op: str, t0: float, t1: float) -> dict[int, ReplicaWork]:
         """Per replica: the work of `op`'s shares committed in [t0, t1)."""
         ...
 
-    def batch_work(self) -> list[BatchWork]: ...
-    def completed(self, t0: float, t1: float) -> int: ...
-    def sink_latency(self, t0: float, t1: float | None = None) -> tuple[int, float | None]: ...
-    def sink_latencies_ms(self, before: float = math.inf) -> list[float]:
-        """End-to-end latencies of the sink events kept (those `expire(before)` would forget)."""
+    def batch_work(self) -> list[BatchWork]:
+        """Per (operator, micro-batch): slowest busy seconds, events, largest share, shares."""
         ...
+
+    def completed(self, t0: float, t1: float) -> int:
+        """Events whose processing finished in [t0, t1): reached a sink, or filtered."""
+        ...
+
+    def sink_latency(self, t0: float, t1: float | None = None) -> SinkLatency: ...
 
     def sink_latencies_ms_between(self, t0: float, t1: float) -> list[float]:
         """End-to-end latencies of the sink events kept that arrived in [t0, t1)."""
         ...
 
+
+class AuditTrail(Protocol):
+    """End-of-run accounting by source event, what the sinks hold, and the retention of those
+    records."""
+
+    def audit(self) -> Audit: ...
+
     def sink_ids(self, q: str) -> list[str]: ...
+
     def sink_events(self, q: str) -> list[Event]:
         """The events sink queue `q` still holds (retention expires the older ones), in order."""
         ...
 
-    def sink_span(self) -> tuple[float, float]: ...
-    def audit(self) -> Audit: ...
+    def sink_span(self) -> SinkSpan: ...
+
+    def sink_latencies_ms(self, before: float = math.inf) -> list[float]:
+        """End-to-end latencies of the sink events kept (those `expire(before)` would forget)."""
+        ...
+
     def expire(self, before: float) -> Expiry:
         """Retention of the audit and monitoring records: forget sink events, appends and the
         shares of released batches recorded before `before`, keeping their fates as counts (the
         audit still adds up)."""
         ...
+
+
+class StateStore(Protocol):
+    """Keyed state of stateful operators, addressed by (operator, key group, key), values msgpack.
+
+    What a backend adds for keyed state: these two reads, and, inside `commit_share`'s one atomic
+    step, only when the share's done mark is new: every `ShareCommit.state` write (`value` bytes:
+    insert or replace; None: delete)."""
+
+    def read_state(self, op: str, keys: Sequence[tuple[int, str]]) -> dict[str, bytes]:
+        """The committed values of the (key group, key) pairs that have one, by key."""
+        ...
+
+    def state_items(self, op: str, groups: range | None = None) -> Iterator[StateItem]:
+        """Every key of `op` in `groups` (None: all), ordered by group then key."""
+        ...
+
+
+class TaskStore(DataPath, ControlTable, StateStore, Protocol):
+    """What the Spark side of a run uses (operator sources and tasks, sinks, ingest, feeder):
+    the data path, the control table and keyed state; no monitoring, no audit."""
+
+
+class QueueStore(TaskStore, Metrics, AuditTrail, Protocol):
+    """The whole store, as `queues.open_store` returns it and the driver holds it."""
+
+    address: str  # where it is: a file path (SQLite) or a redis:// URL (`queues.open_store`)
+
+    def close(self) -> None: ...

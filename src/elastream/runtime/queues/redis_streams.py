@@ -29,12 +29,17 @@ from elastream.runtime.queues.base import (
     Audit,
     BatchPlan,
     BatchWork,
+    Control,
     ExpiredCounts,
     Expiry,
+    OutcomeCounts,
     QueueError,
     ReplicaWork,
+    Segment,
     SegmentedQueues,
     ShareCommit,
+    SinkLatency,
+    StateItem,
     as_columns,
     build_audit,
     encode_events,
@@ -368,12 +373,11 @@ class RedisQueueStore(SegmentedQueues):
         row = [replicas, cap, et, [round(e, 6) for e in replica_et]]
         self.r.hset(self._k("control"), op, json.dumps(row))
 
-    def control(self, op: str) -> tuple[int, int, float, list[float]]:
+    def control(self, op: str) -> Control:
         value = self.r.hget(self._k("control"), op)
         if value is None:
             raise QueueError(f"no control row for operator {op!r}")
-        replicas, cap, et, replica_et = json.loads(value)
-        return replicas, cap, et, replica_et
+        return Control(*json.loads(value))
 
     # -- the atomic step ----------------------------------------------------------------------
     def _run(self, request: _Request) -> list[Any]:
@@ -437,9 +441,9 @@ class RedisQueueStore(SegmentedQueues):
             raise QueueError(f"unknown queue {q!r}")
         return int(value)
 
-    def _segments(self, q: str, start: int, end: int) -> Iterator[tuple[int, float, bytes, bytes]]:
-        """(first offset, arrival time, keys blob, body blob) of the segments overlapping
-        [start, end), in offset order (an entry's id is its segment's end offset)."""
+    def _segments(self, q: str, start: int, end: int) -> Iterator[Segment]:
+        """The segments overlapping [start, end), in offset order (an entry's id is its
+        segment's end offset)."""
         low = f"{start + 1}-0"
         key = self._k("s", q)
         while True:
@@ -448,7 +452,7 @@ class RedisQueueStore(SegmentedQueues):
                 first = int(values[b"first"])
                 if first >= end:
                     return
-                yield first, float(values[b"enq"]), values[b"keys"], values[b"body"]
+                yield Segment(first, float(values[b"enq"]), values[b"keys"], values[b"body"])
             if len(entries) < RANGE_CHUNK:
                 return
             low = "(" + entries[-1][0].decode()
@@ -512,13 +516,13 @@ class RedisQueueStore(SegmentedQueues):
             values = pipe.execute()
         return {key: v for (_, key), v in zip(ordered, values, strict=True) if v is not None}
 
-    def state_items(self, op: str, groups: range | None = None) -> Iterator[tuple[int, str, bytes]]:
+    def state_items(self, op: str, groups: range | None = None) -> Iterator[StateItem]:
         lo, hi = (groups.start, groups.stop - 1) if groups is not None else ("-inf", "+inf")
         for member in self.r.zrangebyscore(self._k("stg", op), lo, hi):
             group = int(member)
             entries = self.r.hgetall(self._k("st", op, str(group)))
             for key in sorted(entries):
-                yield group, key.decode(), entries[key]
+                yield StateItem(group, key.decode(), entries[key])
 
     def release(self, op: str, end: int) -> int:
         return int(self._release(args=[self.p, op, end]))
@@ -552,13 +556,13 @@ class RedisQueueStore(SegmentedQueues):
     def overflow_count(self, q: str, t0: float, t1: float) -> int:
         return sum(ref for _, ref, _, _ in self._appends(q, t0, t1))
 
-    def outcome_counts(self, op: str, t0: float, t1: float) -> tuple[dict[str, int], int]:
+    def outcome_counts(self, op: str, t0: float, t1: float) -> OutcomeCounts:
         totals = [0] * (len(SHARE_KINDS) + 1)
         for rec in self._shares(op, t0, t1):
             for k in range(len(totals)):
                 totals[k] += int(rec[3 + k])
         counts = {kind: n for kind, n in zip(SHARE_KINDS, totals, strict=False) if n}
-        return counts, totals[-1]
+        return OutcomeCounts(counts, totals[-1])
 
     def task_stats(self, op: str, t0: float, t1: float) -> dict[int, ReplicaWork]:
         out: dict[int, ReplicaWork] = {}
@@ -604,7 +608,7 @@ class RedisQueueStore(SegmentedQueues):
                 total += sum(int(rec[filtered]) for rec in self._shares(q, t0, t1))
         return total
 
-    def sink_latency(self, t0: float, t1: float | None = None) -> tuple[int, float | None]:
+    def sink_latency(self, t0: float, t1: float | None = None) -> SinkLatency:
         t1 = float("inf") if t1 is None else t1
         n, total = 0, 0.0
         for q, sink in self._queues():
@@ -612,7 +616,7 @@ class RedisQueueStore(SegmentedQueues):
                 for acc, _, lat, _ in self._appends(q, t0, t1):
                     n += acc
                     total += lat
-        return n, (total * 1000 / n if n else None)
+        return SinkLatency(n, total * 1000 / n if n else None)
 
     def _sink_queues(self) -> list[str]:
         return [q for q, sink in self._queues() if sink]

@@ -23,12 +23,17 @@ from elastream.runtime.queues.base import (
     Audit,
     BatchPlan,
     BatchWork,
+    Control,
     ExpiredCounts,
     Expiry,
+    OutcomeCounts,
     QueueError,
     ReplicaWork,
+    Segment,
     SegmentedQueues,
     ShareCommit,
+    SinkLatency,
+    StateItem,
     as_columns,
     build_audit,
     encode_events,
@@ -122,14 +127,14 @@ class SqliteQueueStore(SegmentedQueues):
             (op, replicas, cap, et, json.dumps([round(e, 6) for e in replica_et])),
         )
 
-    def control(self, op: str) -> tuple[int, int, float, list[float]]:
-        """(replicas, cap, et_i, [et_ij]) as last published for `op`."""
+    def control(self, op: str) -> Control:
+        """`op`'s control row as last published."""
         row = self.conn.execute(
             "SELECT replicas, cap, et, replica_et FROM control WHERE op = ?", (op,)
         ).fetchone()
         if row is None:
             raise QueueError(f"no control row for operator {op!r}")
-        return row[0], row[1], row[2], json.loads(row[3])
+        return Control(row[0], row[1], row[2], json.loads(row[3]))
 
     # -- producing ----------------------------------------------------------------------------
     def append(
@@ -213,9 +218,8 @@ class SqliteQueueStore(SegmentedQueues):
             raise QueueError(f"unknown queue {q!r}")
         return row[0]
 
-    def _segments(self, q: str, start: int, end: int) -> Iterator[tuple[int, float, bytes, bytes]]:
-        """(first offset, arrival time, keys blob, body blob) of the segments overlapping
-        [start, end), in offset order."""
+    def _segments(self, q: str, start: int, end: int) -> Iterator[Segment]:
+        """The segments overlapping [start, end), in offset order."""
         rows = self.conn.execute(
             "SELECT first_off, enq, keys, body FROM segments WHERE q = ? AND end_off > ? "
             "ORDER BY end_off",
@@ -224,7 +228,7 @@ class SqliteQueueStore(SegmentedQueues):
         for first, enq, keys, body in rows:
             if first >= end:
                 break
-            yield first, enq, keys, body
+            yield Segment(first, enq, keys, body)
 
     def _record_plan(self, plan: BatchPlan) -> None:
         self.conn.execute(
@@ -298,7 +302,7 @@ class SqliteQueueStore(SegmentedQueues):
                 found[key] = bytes(row[0])
         return found
 
-    def state_items(self, op: str, groups: range | None = None) -> Iterator[tuple[int, str, bytes]]:
+    def state_items(self, op: str, groups: range | None = None) -> Iterator[StateItem]:
         lo, hi = (groups.start, groups.stop) if groups is not None else (0, 1 << 62)
         rows = self.conn.execute(
             "SELECT kgroup, key, value FROM state WHERE op = ? AND kgroup >= ? AND kgroup < ? "
@@ -306,7 +310,7 @@ class SqliteQueueStore(SegmentedQueues):
             (op, lo, hi),
         )
         for group, key, value in rows:
-            yield group, key, bytes(value)
+            yield StateItem(group, key, bytes(value))
 
     def release(self, op: str, end: int) -> int:
         with _Transaction(self.conn):
@@ -375,7 +379,7 @@ class SqliteQueueStore(SegmentedQueues):
         ).fetchone()
         return int(row[0] or 0)
 
-    def outcome_counts(self, op: str, t0: float, t1: float) -> tuple[dict[str, int], int]:
+    def outcome_counts(self, op: str, t0: float, t1: float) -> OutcomeCounts:
         """Outcomes of `op` in [t0, t1) by kind, and the outputs they produced."""
         row = self.conn.execute(
             "SELECT SUM(processed), SUM(filtered), SUM(timeout), SUM(failed), SUM(n_out) "
@@ -383,7 +387,7 @@ class SqliteQueueStore(SegmentedQueues):
             (op, t0, t1),
         ).fetchone()
         counts = {kind: int(n) for kind, n in zip(SHARE_KINDS, row[:4], strict=True) if n}
-        return counts, int(row[4] or 0)
+        return OutcomeCounts(counts, int(row[4] or 0))
 
     def task_stats(self, op: str, t0: float, t1: float) -> dict[int, ReplicaWork]:
         rows = self.conn.execute(
@@ -413,7 +417,7 @@ class SqliteQueueStore(SegmentedQueues):
         ).fetchone()[0]
         return int(sunk or 0) + int(filtered or 0)
 
-    def sink_latency(self, t0: float, t1: float | None = None) -> tuple[int, float | None]:
+    def sink_latency(self, t0: float, t1: float | None = None) -> SinkLatency:
         """Events that reached any sink in [t0, t1), and their mean end-to-end latency in ms."""
         t1 = float("inf") if t1 is None else t1
         n, total = self.conn.execute(
@@ -422,7 +426,7 @@ class SqliteQueueStore(SegmentedQueues):
             (t0, t1),
         ).fetchone()
         n = int(n or 0)
-        return n, (total * 1000 / n if n else None)
+        return SinkLatency(n, total * 1000 / n if n else None)
 
     def _sink_queues(self) -> list[str]:
         return [q for (q,) in self.conn.execute("SELECT q FROM queues WHERE sink = 1 ORDER BY q")]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
@@ -11,12 +11,10 @@ from elastream.base.settings import Settings, line_of, requirement
 
 QueueModel = Literal["per_replica", "micro_batch"]
 Reconfiguration = Literal["pool", "restart", "delayed"]
-QUEUE_MODELS = get_args(QueueModel)
 # Policies whose decisions do not depend on how many steady intervals they were shown: their
 # state holds no per-interval series (dabs, proactive: a window of rates; lagaware: Holt state
 # updated each interval; decentralized: live agents), so a skipped stretch changes nothing.
 FAST_FORWARD_EXACT = frozenset({"psps", "static", "threshold", "ds2"})
-RECONFIGURATIONS = get_args(Reconfiguration)
 
 
 class SimSettingsError(ValueError):

@@ -25,7 +25,7 @@ from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
 
 from elastream.model.pipeline import Pipeline, SinkKind, SinkSpec, load_callable
-from elastream.runtime.queues import QueueStore
+from elastream.runtime.queues import ControlTable, DataPath, TaskStore
 from elastream.runtime.queues.base import BatchPlan
 from elastream.runtime.spark.ingest import check_redis, redis_client
 from elastream.runtime.spark.task import store_for
@@ -100,7 +100,7 @@ class SinkStreamReader(DataSourceStreamReader):
         store_for(self.db).set_meta(delivered_key(self.sink), int(end["off"]))
 
 
-def sink_batch(store: QueueStore, sink: str, start: int, end: int) -> Any:
+def sink_batch(store: DataPath, sink: str, start: int, end: int) -> Any:
     """Sink queue `sink`'s events at offsets [start, end) as an Arrow record batch of
     SINK_SCHEMA's columns (the payload as JSON text)."""
     import pyarrow as pa
@@ -226,7 +226,7 @@ class Egress:
             .start()
         )
 
-    def delivered(self, store: QueueStore, sink: str) -> int:
+    def delivered(self, store: ControlTable, sink: str) -> int:
         """The offset below which `sink`'s events are written: the end of its query's last
         completed batch (Spark commits a batch's offsets to the source only when it plans the
         next one, so the recorded mark may lag by a batch)."""
@@ -239,11 +239,11 @@ class Egress:
                 done = max(done, int(end["off"]))
         return done
 
-    def lag(self, store: QueueStore) -> int:
+    def lag(self, store: TaskStore) -> int:
         """Sink events not yet delivered, over every delivering sink."""
         return sum(store.latest(s.name) - self.delivered(store, s.name) for s in self.sinks)
 
-    def hold(self, store: QueueStore) -> float | None:
+    def hold(self, store: TaskStore) -> float | None:
         """The arrival time of the earliest event not yet delivered (retention keeps it)."""
         times = []
         for spec in self.sinks:

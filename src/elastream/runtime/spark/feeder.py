@@ -12,7 +12,7 @@ import numpy as np
 
 from elastream.model.events import EventColumns
 from elastream.model.pipeline import Pipeline, SourceSpec, load_callable
-from elastream.runtime.queues import QueueStore, open_store
+from elastream.runtime.queues import DataPath, open_store
 from elastream.workloads.trace import Trace
 
 
@@ -96,7 +96,7 @@ class SourceStream:
     """One source's events, numbered from 0, appended a batch at a time to its targets. It goes
     on from what the store says it offered (so a resumed run appends nothing twice)."""
 
-    def __init__(self, spec: SourceSpec, pipeline: Pipeline, store: QueueStore, seed: int) -> None:
+    def __init__(self, spec: SourceSpec, pipeline: Pipeline, store: DataPath, seed: int) -> None:
         self.name = spec.name
         self.store = store
         self.targets = pipeline.successors(spec.name)

@@ -24,7 +24,7 @@ import redis
 
 from elastream.model.events import EventColumns
 from elastream.model.pipeline import Pipeline, SourceKind, SourceSpec, load_callable
-from elastream.runtime.queues import QueueStore, open_store
+from elastream.runtime.queues import ControlTable, TaskStore, open_store
 
 CORRUPT = "_corrupt_record"  # Spark's column for a row its CSV/JSON reader could not parse
 FILE_COL = "_elastream_file"
@@ -85,10 +85,10 @@ def plain_table(table: Any) -> Any:
 _threads = threading.local()
 
 
-def thread_store(address: str) -> QueueStore:
+def thread_store(address: str) -> TaskStore:
     """This thread's connection to the store at `address` (Spark calls foreachBatch functions
     from its own threads, and a SQLite connection serves the thread that opened it)."""
-    stores: dict[str, QueueStore] = _threads.__dict__.setdefault("stores", {})
+    stores: dict[str, TaskStore] = _threads.__dict__.setdefault("stores", {})
     if address not in stores:
         stores[address] = open_store(address)
     return stores[address]
@@ -108,7 +108,7 @@ class Admission:
     offered: int = 0  # events appended over the run (the snapshot's λ comes from the store)
 
     @property
-    def store(self) -> QueueStore:
+    def store(self) -> TaskStore:
         return thread_store(self.address)
 
     def position(self) -> int:
@@ -388,7 +388,7 @@ class RedisReader:
                 self.error = exc
                 break
 
-    def _step(self, client: redis.Redis, store: QueueStore, first: int, after: str) -> tuple:
+    def _step(self, client: redis.Redis, store: ControlTable, first: int, after: str) -> tuple:
         reply = client.xread({self.spec.stream: after}, count=REDIS_COUNT, block=REDIS_BLOCK_MS)
         entries = reply[0][1] if reply else []
         if not entries:
@@ -430,7 +430,7 @@ class Ingest:
     readers: dict[str, RedisReader] = field(default_factory=dict)
     files: dict[str, FilesBatch] = field(default_factory=dict)
 
-    def start(self, spark: Any, store: QueueStore) -> None:
+    def start(self, spark: Any, store: ControlTable) -> None:
         for spec in self.pipeline.sources:
             if spec.kind is SourceKind.REDIS:
                 reader = RedisReader(spec, self._admission(spec))
@@ -443,7 +443,7 @@ class Ingest:
         targets = self.pipeline.successors(spec.name)
         return Admission(self.queues, spec.name, targets, self.bound, self.stop_event)
 
-    def _start_query(self, spark: Any, store: QueueStore, spec: SourceSpec) -> Any:
+    def _start_query(self, spark: Any, store: ControlTable, spec: SourceSpec) -> Any:
         admission = self._admission(spec)  # foreachBatch runs in this (driver) process
         if spec.kind is SourceKind.FILES:
             frame = files_frame(spark, spec, store)
@@ -520,7 +520,7 @@ def _unread_files(folder: Path, handler: FilesBatch) -> int | None:
 SCHEMA_KEY = "source_schema:{}"
 
 
-def files_frame(spark: Any, spec: SourceSpec, store: QueueStore) -> Any:
+def files_frame(spark: Any, spec: SourceSpec, store: ControlTable) -> Any:
     """The streaming DataFrame of a files source: its schema (declared, else inferred once from
     the files present and recorded in the store), malformed CSV/JSON rows kept in CORRUPT, and
     each row's file."""

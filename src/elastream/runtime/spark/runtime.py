@@ -20,6 +20,7 @@ from pyspark import SparkContext
 from elastream.base.auth import is_loopback
 from elastream.config import RunConfig
 from elastream.config.run import LeasingSettings
+from elastream.control.features import GracefulStop, Hosts, LeasedHosts, MessageTransport
 from elastream.control.plan import Lease, Placement
 from elastream.control.policy import Decision
 from elastream.leasing.hosts import Host, HostType
@@ -30,6 +31,7 @@ from elastream.model.snapshot import HostClock, OperatorStats, Snapshot
 from elastream.modeling.batching import admission_cap  # Eq. B1, docs/modeling.md
 from elastream.modeling.service_time import ShareSums, service_time_variance
 from elastream.runtime.queues import (
+    Metrics,
     QueueStore,
     ReplicaWork,
     backend_name,
@@ -92,7 +94,7 @@ class IntervalArrivals:
     """The events offered to each queue in [t0, t1) per producer (`QueueStore.arrivals`), read
     from the store once per queue however many of the Monitor step's figures need them."""
 
-    store: QueueStore
+    store: Metrics
     t0: float
     t1: float
     read: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -137,6 +139,7 @@ def _last_batch(query: Any) -> int:
 class SparkEngine:
     """Implements the Engine protocol on a real (local or standalone) Spark cluster."""
 
+    features = frozenset({Hosts, LeasedHosts, GracefulStop, MessageTransport})
     # the decentralized policy's agents live in the driver and talk over TCP (docs/decentralized.md)
     message_transport = tcp_transport.NAME
 
@@ -298,7 +301,7 @@ class SparkEngine:
         )
         return {"hosts": clocks, "host_cost": self.leases.totals(now).cost}
 
-    # -- HostEngine protocol (spark.leasing) ------------------------------------------------
+    # -- the LeasedHosts feature (spark.leasing) ---------------------------------------------
     def lease(self, leases: tuple[Lease, ...]) -> None:
         provider = self._leasing()
         now = self.now()
@@ -480,7 +483,7 @@ class SparkEngine:
         for op in self.pipeline.operators:
             replicas = op.replicas.start
             if self.resume:
-                replicas = self.store.control(op.name)[0]
+                replicas = self.store.control(op.name).replicas
             self.ops[op.name] = OperatorState(replicas, op.et_seed_s)
             self._publish(op.name)
 

@@ -18,7 +18,7 @@ from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
 from elastream.model.grouping import assign
-from elastream.runtime.queues import BatchPlan, QueueError, QueueStore
+from elastream.runtime.queues import BatchPlan, ControlTable, DataPath, QueueError
 from elastream.runtime.spark.task import context_for, pipeline_for, run_share, store_for
 from elastream.runtime.spark.watermark import advance, plan_watermarks
 
@@ -41,7 +41,7 @@ class ReplicaPartition(InputPartition):
 def plan_partitions(db: str, op: str, start: int, end: int) -> list[ReplicaPartition]:
     """One partition per replica of each batch planned in [start, end) (`plan_batches`)."""
     if end == start:  # an empty batch (Spark plans one at start-up)
-        replicas = store_for(db).control(op)[0]
+        replicas = store_for(db).control(op).replicas
         return [ReplicaPartition(j, start, end) for j in range(replicas)]
     plans = plan_batches(db, op, start, end)
     return [ReplicaPartition(j, p.start, p.end) for p in plans for j in range(p.replicas)]
@@ -82,7 +82,7 @@ def plan_batches(db: str, op: str, start: int, end: int) -> list[BatchPlan]:
     return plans
 
 
-def _check_replay_order(store: QueueStore, plans: list[BatchPlan]) -> None:
+def _check_replay_order(store: DataPath, plans: list[BatchPlan]) -> None:
     """A stateful operator's shares of one range run side by side, so only the last batch of a
     replayed range may still be unfinished: an earlier one would race it for the keyed state.
     (Spark runs an operator's batches one after the other, so a replay never finds that.)"""
@@ -100,13 +100,13 @@ def cap_hit_key(op: str) -> str:
     return f"cap_hit:{op}"
 
 
-def open_interval(store: QueueStore, start: float, td: float) -> None:
+def open_interval(store: ControlTable, start: float, td: float) -> None:
     """The runtime's Monitor step opens a history interval at `start` (wall-clock s); its next
     collect is due at start + td, not sooner."""
     store.set_meta(INTERVAL_KEY, {"start": start, "due": start + td})
 
 
-def _interval_start(store: QueueStore, now: float) -> float:
+def _interval_start(store: ControlTable, now: float) -> float:
     """When the runtime's current history interval started; +inf when that is not known, or
     when its collect is due (the next interval may have begun already)."""
     interval = store.meta(INTERVAL_KEY)
@@ -122,7 +122,7 @@ class CapNote:
     written_at: float = -math.inf
 
 
-def _note_cap_hit(store: QueueStore, op: str, note: CapNote) -> None:
+def _note_cap_hit(store: ControlTable, op: str, note: CapNote) -> None:
     """Note the capped admission (`cap_hit_key`) once per history interval: the runtime flags
     an interval [t0, t1) when the noted time is ≥ t0, so a later note in the same interval adds
     nothing; one meta read instead of a write on every capped batch."""
@@ -146,7 +146,7 @@ def admitted_end(
     planned = store.planned_end(op, start)
     if planned is not None:  # planned before a restart: the same batch again
         return planned
-    _, cap, _, _ = store.control(op)
+    cap = store.control(op).cap
     latest = store.latest(op)
     end = min(latest, start + cap)
     spark_max = limit.max_rows if isinstance(limit, ReadMaxRows) else None

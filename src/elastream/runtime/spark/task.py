@@ -20,8 +20,9 @@ from elastream.runtime.queues import open_store
 from elastream.runtime.queues.base import (
     BatchPlan,
     FailedEvent,
-    QueueStore,
     ShareCommit,
+    StateStore,
+    TaskStore,
     encode_payload,
 )
 from elastream.runtime.spark import watermark as wmk
@@ -37,7 +38,7 @@ class TaskResult:
 
 
 @cache
-def store_for(queues: str) -> QueueStore:
+def store_for(queues: str) -> TaskStore:
     """One connection per process and store address (Python workers are reused between
     batches): a SQLite file path or a redis:// URL (`queues.open_store`)."""
     return open_store(queues)
@@ -89,7 +90,7 @@ def run_share(queues: str, op: str, start: int, end: int, replica: int) -> TaskR
 
 
 def run_timed_share(
-    store: QueueStore,
+    store: TaskStore,
     ctx: OperatorContext,
     plan: BatchPlan,
     replica: int,
@@ -129,7 +130,7 @@ def run_timed_share(
 
 
 def share_state(
-    store: QueueStore,
+    store: StateStore,
     ctx: OperatorContext,
     events: EventColumns,
     fired: list[Event] | None = None,

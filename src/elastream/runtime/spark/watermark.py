@@ -18,7 +18,14 @@ from elastream.model.events import Event, EventColumns
 from elastream.model.grouping import group_range, key_group
 from elastream.model.pipeline import Pipeline
 from elastream.model.state import StateWrite, Timer, decode_value, encode_value
-from elastream.runtime.queues.base import BatchPlan, QueueError, QueueStore
+from elastream.runtime.queues.base import (
+    BatchPlan,
+    ControlTable,
+    DataPath,
+    QueueError,
+    StateStore,
+    TaskStore,
+)
 
 END_OF_INPUT = "end_of_input"  # meta: the sources will append nothing more (flush: W = +inf)
 TICK_KEY = "\x00tick"  # the key of a tick event (it carries no data, only a batch to run)
@@ -59,7 +66,7 @@ class Watermarks:
     plans: dict[str, list[Any]] = field(default_factory=dict)
     history: list[list[Any]] = field(default_factory=list)
 
-    def reached(self, store: QueueStore, pipeline: Pipeline, op: str) -> None:
+    def reached(self, store: DataPath, pipeline: Pipeline, op: str) -> None:
         """Note the current `out` with the lengths of the later operators' queues now."""
         later = [s for s in pipeline.successors(op) if s in pipeline.operator_names]
         self.history.append([self.out, {s: store.latest(s) for s in later}])
@@ -76,22 +83,22 @@ class Watermarks:
         return best
 
     @classmethod
-    def load(cls, store: QueueStore, op: str) -> Watermarks:
+    def load(cls, store: ControlTable, op: str) -> Watermarks:
         raw = store.meta(meta_key(op))
         return cls(**raw) if raw else cls()
 
-    def save(self, store: QueueStore, op: str) -> None:
+    def save(self, store: ControlTable, op: str) -> None:
         store.set_meta(meta_key(op), self.__dict__)
 
 
-def _committed(store: QueueStore, op: str, start: int, end: int, replicas: int) -> bool:
+def _committed(store: DataPath, op: str, start: int, end: int, replicas: int) -> bool:
     """Whether every share of the batch committed (a released plan: Spark committed it)."""
     if store.planned_end(op, start) is None:
         return True
     return all(store.share_done(op, f"{start}-{end}", j) for j in range(replicas))
 
 
-def _emitted_max(store: QueueStore, op: str, start: int, replicas: int) -> float:
+def _emitted_max(store: StateStore, op: str, start: int, replicas: int) -> float:
     """An assigner's largest output event time in its batch from `start` (its shares' slots)."""
     blobs = store.read_state(op, [(0, slot_key(j)) for j in range(replicas)])
     best = -math.inf
@@ -102,7 +109,7 @@ def _emitted_max(store: QueueStore, op: str, start: int, replicas: int) -> float
     return best
 
 
-def fold(store: QueueStore, pipeline: Pipeline, op: str, wm: Watermarks) -> None:
+def fold(store: TaskStore, pipeline: Pipeline, op: str, wm: Watermarks) -> None:
     """Fold the planned batches that have committed, in order, into `wm.out`; an assigner whose
     input is all consumed after the end of input goes to +inf (the final flush)."""
     spec = pipeline.operator(op)
@@ -127,7 +134,7 @@ def fold(store: QueueStore, pipeline: Pipeline, op: str, wm: Watermarks) -> None
         wm.reached(store, pipeline, op)
 
 
-def input_watermark(store: QueueStore, pipeline: Pipeline, op: str, end: int) -> float:
+def input_watermark(store: ControlTable, pipeline: Pipeline, op: str, end: int) -> float:
     """The minimum over the operator's inputs of the output watermark each had when the
     operator's queue was at most `end` long (an assigner has none: -inf)."""
     if pipeline.operator(op).event_time is not None:
@@ -136,7 +143,7 @@ def input_watermark(store: QueueStore, pipeline: Pipeline, op: str, end: int) ->
 
 
 def plan_watermarks(
-    store: QueueStore, pipeline: Pipeline, op: str, plans: Sequence[BatchPlan]
+    store: TaskStore, pipeline: Pipeline, op: str, plans: Sequence[BatchPlan]
 ) -> None:
     """Record the input watermark of every newly planned batch (a replayed batch keeps the one
     it was planned with): the larger of the last one given and the inputs' current minimum."""
@@ -151,7 +158,7 @@ def plan_watermarks(
     wm.save(store, op)
 
 
-def advance(store: QueueStore, pipeline: Pipeline, op: str) -> None:
+def advance(store: TaskStore, pipeline: Pipeline, op: str) -> None:
     """Between batches (Spark's `latestOffset`): fold what committed, and if the operator is
     idle (nothing queued, nothing running) while its input watermark rose, append one tick
     event so that a batch runs with the new watermark and fires its timers."""
@@ -171,7 +178,7 @@ def advance(store: QueueStore, pipeline: Pipeline, op: str) -> None:
         store.append(op, [tick], producer, n)
 
 
-def share_watermark(store: QueueStore, op: str, plan: BatchPlan) -> tuple[float, float]:
+def share_watermark(store: ControlTable, op: str, plan: BatchPlan) -> tuple[float, float]:
     """(previous batch's, this batch's) input watermark, as planned."""
     entry = Watermarks.load(store, op).plans.get(str(plan.start))
     if entry is None or entry[0] != plan.end:
@@ -187,7 +194,7 @@ def without_ticks(events: EventColumns) -> EventColumns:
 
 
 def load_timers(
-    store: QueueStore, op: str, groups: int, plan: BatchPlan, replica: int
+    store: StateStore, op: str, groups: int, plan: BatchPlan, replica: int
 ) -> dict[int, list[Timer]]:
     """The pending timers of the key groups this replica owns in the batch, by group."""
     owned = group_range(replica, plan.replicas, groups)
@@ -239,19 +246,19 @@ def emitted_max(outputs: dict[str, EventColumns], time_field: str) -> float | No
     return max(times) if times else None
 
 
-def declare_end_of_input(store: QueueStore) -> None:
+def declare_end_of_input(store: ControlTable) -> None:
     """The sources append nothing more: the assigners' watermarks go to +inf once their input
     is consumed, and every held event and timer fires (Flink's drain)."""
     store.set_meta(END_OF_INPUT, True)
 
 
-def flushed(store: QueueStore, pipeline: Pipeline) -> bool:
+def flushed(store: ControlTable, pipeline: Pipeline) -> bool:
     """Whether every watermarked operator's output watermark has reached +inf."""
     ops = [op for op in pipeline.operator_names if pipeline.watermarked(op)]
     return all(Watermarks.load(store, op).out == math.inf for op in ops)
 
 
-def reopen_after_flush(store: QueueStore, pipeline: Pipeline) -> None:
+def reopen_after_flush(store: TaskStore, pipeline: Pipeline) -> None:
     """A resumed run whose predecessor declared the end of input: the final flush's +inf is
     taken back, so that the new events are not all late. Every operator's watermark returns to
     the largest finite one it reached (in topological order: an operator's input watermark is
