@@ -1,7 +1,7 @@
 """`objective`: the fewest replicas whose predicted end-to-end latency keeps the run's latency
 objective (p99 or mean), planned on the forecast arrival rates and the queues left behind.
 
-Derivation (equation numbers O1-O12 are docs/policies.md's, section "objective"). Per interval t,
+Derivation (equation numbers O1-O14 are docs/policies.md's, section "objective"). Per interval t,
 for operator i with r replicas:
 
 1. Rates. ρ_i = μ_i / busy_i is one replica's true rate (DS2; `flow.true_rate`). Each source's
@@ -34,29 +34,51 @@ for operator i with r replicas:
    its mean at √(2/π)·σ√T. An event behind it waits that queue over c = r·ρ_i, and the wait used
    is the smaller of the two:
        W_i(r) = min(W^{stat}_i(r), ((λ̂_i − c)⁺·T + z·√((λ̂_i + c)·T)) / c)                    (O11)
-   On a shared machine each replica also lengthens the operator's micro-batches (Spark: one
-   task per replica on the same cores). Its batch time d_i = td / n_i (n_i the batches its
-   busiest replica took part in) is fitted as d_i = a_i + b·r_i, one intercept per operator and
-   a common slope b ≥ 0 (least squares over the last `batch_window` points), and an event sits
-   through k batches (the one running when it arrives and its own: k = 2 at the p99, 1.5 on
-   average), so L_i gains
-       g·(r − 1),   g = k·b  (or the configured `replica_cost_s`)                             (O12)
+   On a micro-batch engine (Spark) an event moves one operator per micro-batch of the whole
+   pipeline (`pipeline` layout: every active replica is a task of the one query's batch), and
+   waits for the batch running when it arrives: at the p99 a whole batch, κ = 1 (κ = 1/2 on
+   average). A batch costs a fixed part o(R) that grows with its tasks R = Σ_j r_j (they share
+   the machine's few cores) plus its slowest share's work; each replica's share of a batch of
+   length D is λ̂_i·D / r_i events, u_i·D seconds with u_i = λ̂_i / (r_i·ρ_i), so D = o + u·D
+   up to the admission cap c of one share's work (`batch_cap_s`, Spark's `batch_s`):
+       D(r) = min(o(R) / (1 − u), o(R) + c),   o(R) = a + b·R,   u = max_j u_j(r)            (O12)
+   (D = o + c when u ≥ 1), and a path π gains (|π| + κ)·D(r) (O6). a and b ≥ 0 are fitted by
+   least squares to the intervals' measured batches: D(t) = td / n(t), n(t) the most
+   micro-batches any replica took part in (snapshot `replica_batches`), with the share work
+   taken out through the measured utilisations u_j(t) = busy_j / (r_j·td), o(t) =
+   D(t)·(1 − min(max_j u_j(t), ū)) (ū = 0.9 keeps a saturated interval from dividing by ~0),
+   and (a, b) the least squares over the last `batch_window` intervals with a Gaussian prior
+   of weight w on b around b₀ (a ridge: the slope is b₀ until R varies, OLS once it has
+   varied much; b₀ the per-task cost measured on a quiet 2-core machine, 30 ms):
+       b = max(0, (Σ_t (R(t) − R̄)(o(t) − ō) + w·b₀) / (Σ_t (R(t) − R̄)² + w)),  a = max(0, ō − b·R̄)
+                                                                                             (O13)
+   Without it the first plans saw more replicas as free and, once B was out of reach, took
+   every pool to shave u. Snapshots without batch counts (the simulator's per-replica model)
+   leave the term out.
 4. End to end: a path's latency is the sum of its operators' (an upper bound for the p99), and
    the pipeline's is its critical path's (Caladrius IV-B3), plus a fixed engine overhead h:
-       L(r) = h + max_{paths π} Σ_{i ∈ π} L_i(r_i)                                           (O6)
+       L(r) = h + max_{paths π} [Σ_{i ∈ π} L_i(r_i) + (|π| + κ)·D(r)]                         (O6)
 5. Choice. Each L_i is decreasing and convex in r (Erlang-C delay is convex in the servers), so
    the fewest replicas with L(r) ≤ B are found greedily: start every operator at the smallest
    stable count within its pool that keeps its own bound (if the objective names one), then
    add one replica at a time on the critical path where it cuts the most latency,
        i* = argmax_{i ∈ π*, r_i < max_i} L_i(r_i) − L_i(r_i + 1),                            (O7)
-   until L(r) ≤ B, the path is at its pools' limits, or no replica on it lowers L (O12). For
-   one path this is the optimum of a separable convex allocation; on a DAG it is the greedy on
-   the current critical path (the property test checks it against brute force).
+   until L(r) ≤ B, the path is at its pools' limits, or no replica on it lowers L. For one
+   path this is the optimum of a separable convex allocation; on a DAG it is the greedy on the
+   current critical path (the property test checks it against brute force). With the batch
+   term the allocation is not separable (u is a maximum over operators, D a minimum of two
+   lines), so it is solved as several separable ones: D(r) ≤ D_v(R) = (a + b·R) / (1 − v)
+   whenever every u_j ≤ v, and D(r) ≤ D_c(R) = a + b·R + c always, so the feasible counts are
+   the union over v (each u_j(r) value below 1 within the pools, with r_j ≥ ⌈λ̂_j / (v·ρ_j)⌉)
+   and the capped case of those keeping the bound with D_v or D_c, each linear in R: a replica
+   on the critical path costs (|π*| + κ)·b/(1 − v) (or ·b) there, so O7's gain becomes
+       ΔL_i − (|π*| + κ)·∂D_v/∂R,                                                            (O14)
+   the greedy of each is exact on a path, and the choice is the fewest replicas among them.
    When no count in the pools keeps B (a backlog too large to drain within B, or a rate beyond
    the pools) the choice is the fastest recovery: the smallest stretch k ≥ 1 (bisected on a log
    scale up to 64) for which some count keeps L ≤ k·B with the queues of O2 spread over k·B,
    and its fewest replicas; beyond the pools at every k, the greedy run to its end (the least
-   latency it reaches: pools full on the path unless a replica's cost g outweighs its gain):
+   latency it reaches: pools full on the path unless a replica's batch cost outweighs its gain):
        k* = min{k ≥ 1 : min_r L_k(r) ≤ k·B}                                                   (O10)
 6. Scale out early, scale in late. Scale-ups use the lookahead A = td + a (the forecast rise
    before the next decision has acted is provisioned now, O1). r_in solves step 5 with
@@ -74,6 +96,10 @@ for operator i with r replicas:
    intervals. A measured latency within the resolution ε (`resolution_s`: the simulator's step)
    of L(r(t); x(t)) is explained as it is (β = 1): otherwise a few ms of rounding would read as
    the largest burst whenever nothing queues (β is the factor the model needs to add latency).
+   On a micro-batch engine the inversion uses the interval's measured batch time D(t) in O6,
+   not O12's prediction, and the resolution is at least one batch, ε = max(ε, D(t)) (latency
+   is counted in batches, and a p99 sees the interval's longest): a latency that long batches
+   explain is not a burst.
 
 No guard is needed for the scale-in (step 6 is the hysteresis); the guard layer still clamps to
 the pools. The per-interval verdict of a run against its objective is in `model.objective`.
@@ -82,9 +108,8 @@ the pools. The per-interval verdict of a run against its objective is in `model.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any, Literal
 
@@ -101,7 +126,8 @@ from elastream.modeling.queueing import erlang_c
 
 P99 = 0.99
 Z_P99_SUP = NormalDist().inv_cdf(1 - (1 - P99) / 2)  # O11: p99 of a Brownian path's maximum
-BATCHES_PER_PASSAGE = {"p99": 2.0, "mean": 1.5}  # O12: k, batches an event sits through
+BATCHES_WAITED = {"p99": 1.0, "mean": 0.5}  # O6: κ, the batch running when an event arrives
+UTILIZATION_FIT_MAX = 0.9  # O13: ū, the largest measured utilisation the fit divides out
 MEAN_SUP = math.sqrt(2 / math.pi)  # O11: mean of a standard Brownian path's maximum over [0, 1]
 MAX_STRETCH = 64.0  # O10: the largest stretch k of the bound tried before filling the pools
 STRETCH_STEPS = 12  # O10: bisection steps on k (k found within a factor 64^(1/4096))
@@ -159,14 +185,26 @@ class ObjectiveConfig(Settings):
         description="cap the stationary wait by the wait a queue builds within the next td + a "
         "(O11); off: a count below the planned rate is never taken",
     )
-    replica_cost_s: float | None = Field(
+    batch_per_task_s: float | None = Field(
         None,
         ge=0,
-        description="g: latency each replica beyond the first adds to an operator's passage, s "
-        "(O12); None: learned from the snapshots' micro-batches (0 when they carry none)",
+        description="b: micro-batch time each task (active replica) adds, s (O12); None: "
+        "learned from the snapshots' micro-batches (O13)",
+    )
+    batch_cap_s: float = Field(
+        1.0,
+        gt=0,
+        description="c: the most work one share of a micro-batch admits, s (O12; Spark's "
+        "`spark.batch_s`)",
+    )
+    batch_prior_s: float = Field(
+        0.03, ge=0, description="b₀: the per-task batch cost assumed until R varies (O13), s"
+    )
+    batch_prior_weight: float = Field(
+        8.0, ge=0, description="w: the weight of b₀ in the O13 fit, in tasks² (0: plain OLS)"
     )
     batch_window: int = Field(
-        60, ge=2, description="(operator, replicas, batch time) points the O12 fit keeps"
+        60, ge=2, description="intervals of measured micro-batches the O13 fit keeps"
     )
     et_default_s: float = Field(
         DEFAULT_ET_S, gt=0, description="1 / ρ before any rate is measured, s"
@@ -194,7 +232,7 @@ class ObjectiveState:
     queues: tuple[tuple[str, int], ...] = field(default=())  # q_i at the end of t − 1
     bursts: tuple[float, ...] = field(default=())  # β of the last intervals (O8)
     replicas: tuple[tuple[str, int], ...] = field(default=())  # r_i during t − 1
-    batches: tuple[tuple[str, int, float], ...] = field(default=())  # (i, r_i, d_i) of O12
+    batches: tuple[tuple[int, float], ...] = field(default=())  # (R(t), o(t)) of O13
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +248,38 @@ class Station:
     high: int  # pool maximum
     own_bound_s: float | None = None  # the operator's own objective, if any
     horizon_s: float = 0.0  # T of O11 (0: the stationary wait only)
-    replica_cost_s: float = 0.0  # g of O12: latency each replica beyond the first adds
+
+    def utilization(self, r: int) -> float:
+        """u_i(r) = λ̂_i / (r·ρ_i) of O12 (0 when idle, ∞ with no replica and work)."""
+        if self.arrival == 0:
+            return 0.0
+        return self.arrival / (r * self.rho) if r > 0 else math.inf
+
+
+@dataclass(frozen=True, slots=True)
+class BatchModel:
+    """The micro-batch time of O12: D = min(o / (1 − u), o + c) with o = a + b·R; `measured_s`
+    replaces it by the interval's measured D(t) (O8's inversion)."""
+
+    base_s: float  # a
+    per_task_s: float  # b
+    cap_s: float  # c
+    waited: float  # κ of O6
+    measured_s: float | None = None
+
+    def period_s(self, tasks: int, utilization: float) -> float:
+        """D(r) of O12 for R = `tasks` and u = `utilization`."""
+        if self.measured_s is not None:
+            return self.measured_s
+        fixed = self.base_s + self.per_task_s * tasks
+        capped = fixed + self.cap_s
+        return capped if utilization >= 1 else min(fixed / (1 - utilization), capped)
+
+    def slope_s(self, level: float | None) -> float:
+        """∂D/∂R of O14's line at utilisation level v (v ≥ 1: the capped line a + b·R + c)."""
+        if self.measured_s is not None or level is None:
+            return 0.0
+        return self.per_task_s if level >= 1 else self.per_task_s / (1 - level)
 
 
 def wait_s(
@@ -261,50 +330,117 @@ def station_latency(s: Station, r: int, statistic: Statistic) -> float:
     if r == 0:
         return 0.0 if s.arrival == 0 and s.queue == 0 else math.inf
     wait = wait_s(s.arrival, s.rho, r, statistic, s.horizon_s)
-    return s.queue / (r * s.rho) + wait + 1.0 / s.rho + s.replica_cost_s * (r - 1)  # O12
+    return s.queue / (r * s.rho) + wait + 1.0 / s.rho
+
+
+def batch_period_s(
+    stations: Mapping[str, Station],
+    r: Mapping[str, int],
+    batch: BatchModel,
+    level: float | None = None,
+) -> float:
+    """D(r) of O12 over every operator (one batch for the whole pipeline); `level` v replaces
+    the utilisation u by its bound (O14: v < 1 for the line (a + b·R) / (1 − v), 1 for the
+    capped line)."""
+    used = max((s.utilization(r[n]) for n, s in stations.items()), default=0.0)
+    return batch.period_s(sum(r.values()), used if level is None else level)
 
 
 def critical_path(
-    stations: Mapping[str, Station], r: Mapping[str, int], statistic: Statistic
+    stations: Mapping[str, Station],
+    r: Mapping[str, int],
+    statistic: Statistic,
+    batch: BatchModel | None = None,
+    level: float | None = None,
 ) -> tuple[float, list[str]]:
-    """max over source-to-sink paths of Σ L_i (O6 without h), and that path's operators.
-    `stations` is in topological order."""
+    """max over source-to-sink paths of Σ (L_i + D) + κ·D (O6 without h; D of O12, 0 without
+    a batch model), and that path's operators. `stations` is in topological order."""
+    period = 0.0 if batch is None else batch_period_s(stations, r, batch, level)
     best: dict[str, tuple[float, list[str]]] = {}
     for name, s in stations.items():
         upstream = max((best[p] for p in s.preds if p in best), key=lambda b: b[0], default=None)
         base, path = upstream if upstream is not None else (0.0, [])
-        best[name] = (base + station_latency(s, r[name], statistic), [*path, name])
-    return max(best.values(), key=lambda b: b[0], default=(0.0, []))
+        latency = station_latency(s, r[name], statistic) + period
+        best[name] = (base + latency, [*path, name])
+    latency, path = max(best.values(), key=lambda b: b[0], default=(0.0, []))
+    waited = 0.0 if batch is None or not path else batch.waited * period
+    return latency + waited, path
 
 
-def smallest_start(s: Station, statistic: Statistic) -> int:
-    """The smallest count in the pool that is stable and keeps the operator's own bound."""
+def smallest_start(s: Station, statistic: Statistic, level: float | None = None) -> int | None:
+    """The smallest count in the pool that is stable, keeps the operator's own bound and, at a
+    utilisation level v (O14), keeps u_i ≤ v; None when v needs more than the pool."""
     for r in range(s.low, s.high + 1):
+        if level is not None and level < 1 and s.utilization(r) > level:
+            continue
         latency = station_latency(s, r, statistic)
         if math.isfinite(latency) and (s.own_bound_s is None or latency <= s.own_bound_s):
             return r
-    return s.high
+    return s.high if level is None or level >= 1 else None
 
 
-def choose_replicas(
-    stations: Mapping[str, Station], bound_s: float, statistic: Statistic
-) -> dict[str, int]:
-    """Step 5: the fewest replicas whose critical path keeps L ≤ bound (O6, O7)."""
-    r = {name: smallest_start(s, statistic) for name, s in stations.items()}
+def greedy(
+    stations: Mapping[str, Station],
+    bound_s: float,
+    statistic: Statistic,
+    batch: BatchModel | None = None,
+    level: float | None = None,
+) -> dict[str, int] | None:
+    """Step 5 for one linear bound of the batch time (O14; without a batch model, O7 itself):
+    from the smallest starts, a replica at a time where the critical path gains the most, net
+    of what a task adds to its batches, until L ≤ bound or no replica gains. None: the level's
+    utilisation bound needs more than a pool."""
+    starts = {name: smallest_start(s, statistic, level) for name, s in stations.items()}
+    if any(v is None for v in starts.values()):
+        return None
+    r: dict[str, int] = {name: v for name, v in starts.items() if v is not None}
+    slope = 0.0 if batch is None else batch.slope_s(level)
     while True:
-        latency, path = critical_path(stations, r, statistic)
+        latency, path = critical_path(stations, r, statistic, batch, level)
         if latency <= bound_s or not math.isfinite(latency):
             return r
+        task = (len(path) + (0.0 if batch is None else batch.waited)) * slope  # O14
         gains = {
             name: station_latency(stations[name], r[name], statistic)
             - station_latency(stations[name], r[name] + 1, statistic)
+            - task
             for name in path
             if r[name] < stations[name].high
         }
         best = max(gains, key=lambda name: gains[name], default=None)
         if best is None or gains[best] <= 0:
-            return r  # no replica on the path lowers the latency any more (O12)
+            return r  # no replica on the path lowers the latency any more (O14)
         r[best] += 1  # O7
+
+
+def levels(stations: Mapping[str, Station]) -> list[float]:
+    """O14's cases: every utilisation u_j(r) below 1 within the pools, then the capped line
+    (level 1: no bound on u)."""
+    found = {s.utilization(r) for s in stations.values() for r in range(max(1, s.low), s.high + 1)}
+    return [*sorted(v for v in found if v < 1), 1.0]
+
+
+def choose_replicas(
+    stations: Mapping[str, Station],
+    bound_s: float,
+    statistic: Statistic,
+    batch: BatchModel | None = None,
+) -> dict[str, int]:
+    """Step 5: the fewest replicas whose critical path keeps L ≤ bound (O6, O7); with a batch
+    time that depends on the counts, the fewest over O14's cases (ties: the least latency).
+    When none keeps it, the case reaching the least latency."""
+    if batch is None or batch.measured_s is not None:
+        chosen = greedy(stations, bound_s, statistic, batch)
+        assert chosen is not None  # without a level every start exists
+        return chosen
+    options = [r for v in levels(stations) if (r := greedy(stations, bound_s, statistic, batch, v))]
+
+    def rank(r: dict[str, int]) -> tuple[bool, int, float]:
+        latency = critical_path(stations, r, statistic, batch)[0]
+        kept = latency <= bound_s
+        return (not kept, sum(r.values()) if kept else 0, latency)
+
+    return min(options, key=rank)
 
 
 def plan(
@@ -314,7 +450,7 @@ def plan(
     config: ObjectiveConfig,
     bound_s: float,
     burst: float,
-    replica_cost_s: float = 0.0,
+    batch: BatchModel | None = None,
 ) -> tuple[dict[str, int], dict[str, Station], float]:
     """Step 5 with its fallback (O10): the fewest replicas keeping L ≤ `bound_s`, with the
     stations it was planned on and the stretch k (1: the objective is kept). When no count in
@@ -326,24 +462,18 @@ def plan(
 
     def attempt(k: float) -> tuple[dict[str, int], dict[str, Station], bool]:
         stations = stations_for(
-            snapshot,
-            flow,
-            rates,
-            config,
-            burst=burst,
-            drain_s=k * config.target.bound_s,
-            replica_cost_s=replica_cost_s,
+            snapshot, flow, rates, config, burst=burst, drain_s=k * config.target.bound_s
         )
-        r = choose_replicas(stations, k * bound_s, statistic)
-        return r, stations, critical_path(stations, r, statistic)[0] <= k * bound_s
+        r = choose_replicas(stations, k * bound_s, statistic, batch)
+        return r, stations, critical_path(stations, r, statistic, batch)[0] <= k * bound_s
 
     r, stations, kept = attempt(1.0)
     if kept:
         return r, stations, 1.0
     low, high = 1.0, MAX_STRETCH
     best, _, kept = attempt(high)
-    if not kept:  # beyond the pools at every k: the least latency the greedy reaches (O7, O12)
-        return choose_replicas(stations, 0.0, statistic), stations, math.inf
+    if not kept:  # beyond the pools at every k: the least latency the greedy reaches (O7, O14)
+        return choose_replicas(stations, 0.0, statistic, batch), stations, math.inf
     for _ in range(STRETCH_STEPS):  # O10: bisect k on a log scale (keeping L is monotone in k)
         mid = math.sqrt(low * high)
         r_mid, _, kept = attempt(mid)
@@ -383,7 +513,6 @@ def stations_for(
     queues: Mapping[str, int] | None = None,
     actuation_s: float | None = None,
     drain_s: float | None = None,
-    replica_cost_s: float = 0.0,
 ) -> dict[str, Station]:
     """Every operator's λ̂ (O2, the source rates times the burst factor β of O8, upstream
     queues spread over `drain_s`, by default the bound B) and inherited queue (O3), in
@@ -414,47 +543,59 @@ def stations_for(
             o.max_replicas,
             None if own is None else own.bound_s,
             (snapshot.td / max(1, snapshot.intervals) + act) if config.transient else 0.0,
-            replica_cost_s,
         )
     return stations
 
 
-def batch_points(snapshot: Snapshot) -> list[tuple[str, int, float]]:
-    """(i, r_i, d_i) of the interval for O12: d_i = td / n_i, operator i's mean micro-batch time,
-    n_i the most micro-batches one of its replicas took part in (none without batch counts)."""
-    td = snapshot.td / max(1, snapshot.intervals)
-    points = []
-    for o in snapshot.operators:
-        batches = max(o.replica_batches, default=0)
-        if batches > 0 and o.processed > 0:
-            points.append((o.name, o.replicas, td / batches))
-    return points
+def measured_batch_s(snapshot: Snapshot) -> float | None:
+    """D(t) of O13: td / n(t), n(t) the most micro-batches one replica of any operator took part
+    in (the pipeline's one batch loop); None when the snapshot counts no batches."""
+    batches = max((n for o in snapshot.operators for n in o.replica_batches), default=0)
+    return snapshot.td / batches if batches > 0 else None
 
 
-def batch_growth_s(points: Sequence[tuple[str, int, float]]) -> float:
-    """b of O12: the slope of the batch time in the replica count, least squares with one
-    intercept per operator (d_i = a_i + b·r_i); 0 while no count has varied or when the slope
-    comes out negative (more replicas never make the model faster than it is)."""
-    by_operator: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for name, r, d in points:
-        by_operator[name].append((r, d))
-    num = den = 0.0
-    for pairs in by_operator.values():
-        r_mean = sum(r for r, _ in pairs) / len(pairs)
-        d_mean = sum(d for _, d in pairs) / len(pairs)
-        num += sum((r - r_mean) * (d - d_mean) for r, d in pairs)
-        den += sum((r - r_mean) ** 2 for r, _ in pairs)
-    return max(0.0, num / den) if den > 0 else 0.0
+def batch_point(snapshot: Snapshot) -> tuple[int, float] | None:
+    """(R(t), o(t)) of O13: the tasks that ran and the batch time less its slowest share's
+    work, D(t)·(1 − min(max_j u_j(t), ū)) with u_j(t) = busy_j / (r_j·td)."""
+    period = measured_batch_s(snapshot)
+    if period is None:
+        return None
+    td = snapshot.td
+    busy = max((o.busy_s / (o.replicas * td) for o in snapshot.operators if o.replicas), default=0)
+    tasks = sum(o.replicas for o in snapshot.operators)
+    return tasks, period * (1 - min(busy, UTILIZATION_FIT_MAX))
 
 
-def replica_cost(
-    config: ObjectiveConfig, points: Sequence[tuple[str, int, float]], statistic: Statistic
-) -> float:
-    """g of O12: the configured value, else k·b with k the batches an event passes through (the
-    one running when it arrives and its own: 2 at the p99, 1.5 on average)."""
-    if config.replica_cost_s is not None:
-        return config.replica_cost_s
-    return BATCHES_PER_PASSAGE[statistic] * batch_growth_s(points)
+def fit_batch(
+    points: Sequence[tuple[int, float]],
+    per_task_s: float | None = None,
+    prior_s: float = 0.0,
+    weight: float = 0.0,
+) -> tuple[float, float] | None:
+    """(a, b) of O13: least squares of o = a + b·R over the points with a prior of weight w on
+    b around b₀ (b = b₀ while R has not varied), b ≥ 0 and a ≥ 0; a configured b is kept and
+    only a fitted. None without points."""
+    if not points:
+        return None
+    r_mean = sum(r for r, _ in points) / len(points)
+    o_mean = sum(o for _, o in points) / len(points)
+    if per_task_s is None:
+        den = sum((r - r_mean) ** 2 for r, _ in points) + weight
+        num = sum((r - r_mean) * (o - o_mean) for r, o in points) + weight * prior_s
+        per_task_s = max(0.0, num / den) if den > 0 else 0.0
+    return max(0.0, o_mean - per_task_s * r_mean), per_task_s
+
+
+def batch_model(
+    config: ObjectiveConfig, points: Sequence[tuple[int, float]], statistic: Statistic
+) -> BatchModel | None:
+    """O12 with O13's fit (None when no snapshot has counted batches: no batch term)."""
+    fitted = fit_batch(
+        points, config.batch_per_task_s, config.batch_prior_s, config.batch_prior_weight
+    )
+    if fitted is None:
+        return None
+    return BatchModel(fitted[0], fitted[1], config.batch_cap_s, BATCHES_WAITED[statistic])
 
 
 def burst_factor(
@@ -462,11 +603,12 @@ def burst_factor(
     flow: FlowState,
     previous: Mapping[str, int],
     config: ObjectiveConfig,
-    replica_cost_s: float = 0.0,
+    batch: BatchModel | None = None,
 ) -> float | None:
     """β(t) of O8: the smallest factor on the interval's observed rates for which the model,
-    with the replicas that ran and the queues they started from, predicts the latency that was
-    measured (the model inverted, as Caladrius Eq. 13 inverts Eq. 12). None: nothing measured."""
+    with the replicas that ran, the queues they started from and the batch time measured in the
+    interval (else `batch`'s), predicts the latency that was measured (the model inverted, as
+    Caladrius Eq. 13 inverts Eq. 12). None: nothing measured."""
     objective = config.target
     measured = interval_latency_ms(snapshot, objective.statistic)
     if measured is None:
@@ -474,22 +616,20 @@ def burst_factor(
     target = measured / 1000.0 - config.overhead_s
     ran = snapshot.replicas()
     observed = source_rates(snapshot)
+    period = measured_batch_s(snapshot)
+    resolution = config.resolution_s
+    if batch is not None and period is not None:
+        batch = replace(batch, measured_s=period)
+        resolution = max(resolution, period)  # latency is counted in batches (O8)
 
     def model(beta: float) -> float:
         stations = stations_for(
-            snapshot,
-            flow,
-            observed,
-            config,
-            burst=beta,
-            queues=previous,
-            actuation_s=0.0,
-            replica_cost_s=replica_cost_s,
+            snapshot, flow, observed, config, burst=beta, queues=previous, actuation_s=0.0
         )
-        return critical_path(stations, ran, objective.statistic)[0]
+        return critical_path(stations, ran, objective.statistic, batch)[0]
 
     low, high = 1.0, config.burst_max
-    if model(low) + config.resolution_s >= target:
+    if model(low) + resolution >= target:
         return low
     if model(high) < target:
         return high
@@ -508,40 +648,64 @@ def decide(
     for name, x in source_rates(snapshot).items():
         history[name] = (*history.get(name, ()), x)[-keep:]
     changed = dict(state.replicas) != snapshot.replicas()
-    points = (*state.batches, *batch_points(snapshot))[-config.batch_window :]
-    g = replica_cost(config, points, config.target.statistic)
+    point = batch_point(snapshot)
+    points = state.batches if point is None else (*state.batches, point)[-config.batch_window :]
+    objective = config.target
+    batch = batch_model(config, points, objective.statistic)
     calibrate = state.queues and (config.burst_after_change or not changed)
-    beta_t = burst_factor(snapshot, flow, dict(state.queues), config, g) if calibrate else None
+    beta_t = burst_factor(snapshot, flow, dict(state.queues), config, batch) if calibrate else None
     bursts = state.bursts if beta_t is None else (*state.bursts, beta_t)[-config.burst_window :]
     beta = max(bursts, default=1.0)  # O8: plan for the largest recent burst
     td = snapshot.td / max(1, snapshot.intervals)
     lead_in = config.scale_in_horizon_s or 3 * td
     up_rates, in_rates = planned_rates(history, td, config, td + config.actuation_s, lead_in)
-    objective = config.target
     bound = objective.bound_s - config.overhead_s
-    r_up, up_stations, stretch = plan(snapshot, flow, up_rates, config, bound, beta, g)
+    r_up, up_stations, stretch = plan(snapshot, flow, up_rates, config, bound, beta, batch)
     current = snapshot.replicas()
     r_in = r_up
     if any(r_up[name] != current[name] for name in r_up):
-        r_in, _, _ = plan(snapshot, flow, in_rates, config, (1 - config.margin) * bound, beta, g)
+        r_in, _, _ = plan(
+            snapshot, flow, in_rates, config, (1 - config.margin) * bound, beta, batch
+        )
     forecasting = all(len(values) >= config.min_history for values in history.values())
     targets = {
         name: step_six(current[name], r_up[name], r_in[name] if forecasting else current[name])
         for name in r_up
     }
-    predicted, _ = critical_path(up_stations, targets, objective.statistic)
-    recovery = "" if stretch == 1.0 else f" recovery k={stretch:.2f}"
-    reasons = {
-        name: f"λ̂={s.arrival:.1f}/s β={beta:.2f} q'={s.queue:.0f} ρ={s.rho:.1f}/s "
-        f"L={station_latency(s, targets[name], objective.statistic):.2f}s "
-        f"path={predicted + config.overhead_s:.2f}s/{objective.bound_s:g}s g={g:.3f}s{recovery}"
-        for name, s in up_stations.items()
-    }
+    predicted, _ = critical_path(up_stations, targets, objective.statistic, batch)
+    reasons = decision_reasons(up_stations, targets, objective, config, batch, beta)
+    for name in reasons:
+        reasons[name] += f" path={predicted + config.overhead_s:.2f}s/{objective.bound_s:g}s"
+        reasons[name] += "" if stretch == 1.0 else f" recovery k={stretch:.2f}"
     queues = tuple((o.name, o.queue) for o in snapshot.operators)
     new_state = ObjectiveState(
         flow, tuple(history.items()), queues, bursts, tuple(current.items()), tuple(points)
     )
     return Decision.of(targets, reasons), new_state
+
+
+def decision_reasons(
+    stations: Mapping[str, Station],
+    targets: Mapping[str, int],
+    objective: Objective,
+    config: ObjectiveConfig,
+    batch: BatchModel | None,
+    beta: float,
+) -> dict[str, str]:
+    """Per operator: what the plan saw (λ̂, β, q', ρ), its latency, and the batch time D."""
+    period = (
+        ""
+        if batch is None
+        else (
+            f" D={batch_period_s(stations, targets, batch):.2f}s"
+            f" (a={batch.base_s:.2f}s b={batch.per_task_s:.3f}s)"
+        )
+    )
+    return {
+        name: f"λ̂={s.arrival:.1f}/s β={beta:.2f} q'={s.queue:.0f} ρ={s.rho:.1f}/s "
+        f"L={station_latency(s, targets[name], objective.statistic):.2f}s{period}"
+        for name, s in stations.items()
+    }
 
 
 def step_six(current: int, up: int, hold: int) -> int:
