@@ -37,12 +37,14 @@ for operator i with r replicas:
    On a micro-batch engine (Spark) an event moves one operator per micro-batch of the whole
    pipeline (`pipeline` layout: every active replica is a task of the one query's batch), and
    waits for the batch running when it arrives: at the p99 a whole batch, κ = 1 (κ = 1/2 on
-   average). A batch costs a fixed part o(R) that grows with its tasks R = Σ_j r_j (they share
-   the machine's few cores) plus its slowest share's work; each replica's share of a batch of
+   average); η = 1 batch per operator (`hop_batches`: about 1.5 with a query per operator,
+   where an event also waits for the next query's batch). A batch costs a fixed part o(R)
+   that grows with its tasks R = Σ_j r_j (they share the machine's few cores) plus its
+   slowest share's work; each replica's share of a batch of
    length D is λ̂_i·D / r_i events, u_i·D seconds with u_i = λ̂_i / (r_i·ρ_i), so D = o + u·D
    up to the admission cap c of one share's work (`batch_cap_s`, Spark's `batch_s`):
        D(r) = min(o(R) / (1 − u), o(R) + c),   o(R) = a + b·R,   u = max_j u_j(r)            (O12)
-   (D = o + c when u ≥ 1), and a path π gains (|π| + κ)·D(r) (O6). a and b ≥ 0 are fitted by
+   (D = o + c when u ≥ 1), and a path π gains (η·|π| + κ)·D(r) (O6). a and b ≥ 0 are fitted by
    least squares to the intervals' measured batches: D(t) = td / n(t), n(t) the most
    micro-batches any replica took part in (snapshot `replica_batches`), with the share work
    taken out through the measured utilisations u_j(t) = busy_j / (r_j·td), o(t) =
@@ -57,7 +59,7 @@ for operator i with r replicas:
    leave the term out.
 4. End to end: a path's latency is the sum of its operators' (an upper bound for the p99), and
    the pipeline's is its critical path's (Caladrius IV-B3), plus a fixed engine overhead h:
-       L(r) = h + max_{paths π} [Σ_{i ∈ π} L_i(r_i) + (|π| + κ)·D(r)]                         (O6)
+       L(r) = h + max_{paths π} [Σ_{i ∈ π} L_i(r_i) + (η·|π| + κ)·D(r)]                       (O6)
 5. Choice. Each L_i is decreasing and convex in r (Erlang-C delay is convex in the servers), so
    the fewest replicas with L(r) ≤ B are found greedily: start every operator at the smallest
    stable count within its pool that keeps its own bound (if the objective names one), then
@@ -71,8 +73,8 @@ for operator i with r replicas:
    whenever every u_j ≤ v, and D(r) ≤ D_c(R) = a + b·R + c always, so the feasible counts are
    the union over v (each u_j(r) value below 1 within the pools, with r_j ≥ ⌈λ̂_j / (v·ρ_j)⌉)
    and the capped case of those keeping the bound with D_v or D_c, each linear in R: a replica
-   on the critical path costs (|π*| + κ)·b/(1 − v) (or ·b) there, so O7's gain becomes
-       ΔL_i − (|π*| + κ)·∂D_v/∂R,                                                            (O14)
+   on the critical path costs (η·|π*| + κ)·b/(1 − v) (or ·b) there, so O7's gain becomes
+       ΔL_i − (η·|π*| + κ)·∂D_v/∂R,                                                          (O14)
    the greedy of each is exact on a path, and the choice is the fewest replicas among them.
    When no count in the pools keeps B (a backlog too large to drain within B, or a rate beyond
    the pools) the choice is the fastest recovery: the smallest stretch k ≥ 1 (bisected on a log
@@ -96,6 +98,10 @@ for operator i with r replicas:
    intervals. A measured latency within the resolution ε (`resolution_s`: the simulator's step)
    of L(r(t); x(t)) is explained as it is (β = 1): otherwise a few ms of rounding would read as
    the largest burst whenever nothing queues (β is the factor the model needs to add latency).
+   The events measured in t arrived within the last ℓ(t) seconds, so the rates x(t) in O8 are
+   each source's highest over the intervals they arrived in, the last ⌈ℓ(t) / td⌉ + 1:
+   after a load falls, its backlog's latency reaches the sinks at the lower rate, and read
+   at that rate it looked like the largest burst (on the Spark demo after each spike).
    On a micro-batch engine the inversion uses the interval's measured batch time D(t) in O6,
    not O12's prediction, and the resolution is at least one batch, ε = max(ε, D(t)) (latency
    is counted in batches, and a p99 sees the interval's longest): a latency that long batches
@@ -206,6 +212,13 @@ class ObjectiveConfig(Settings):
     batch_window: int = Field(
         60, ge=2, description="intervals of measured micro-batches the O13 fit keeps"
     )
+    hop_batches: float = Field(
+        1.0,
+        gt=0,
+        description="η: micro-batches an event takes per operator (O6): 1 in Spark's `pipeline` "
+        "layout; about 1.5 with a query per operator (`operator` layout, the simulator's "
+        "micro_batch model), where it also waits for the next query's batch",
+    )
     et_default_s: float = Field(
         DEFAULT_ET_S, gt=0, description="1 / ρ before any rate is measured, s"
     )
@@ -266,6 +279,7 @@ class BatchModel:
     cap_s: float  # c
     waited: float  # κ of O6
     measured_s: float | None = None
+    per_hop: float = 1.0  # η of O6: batches an event takes per operator
 
     def period_s(self, tasks: int, utilization: float) -> float:
         """D(r) of O12 for R = `tasks` and u = `utilization`."""
@@ -353,14 +367,16 @@ def critical_path(
     batch: BatchModel | None = None,
     level: float | None = None,
 ) -> tuple[float, list[str]]:
-    """max over source-to-sink paths of Σ (L_i + D) + κ·D (O6 without h; D of O12, 0 without
+    """max over source-to-sink paths of Σ (L_i + η·D) + κ·D (O6 without h; D of O12, 0 without
     a batch model), and that path's operators. `stations` is in topological order."""
     period = 0.0 if batch is None else batch_period_s(stations, r, batch, level)
     best: dict[str, tuple[float, list[str]]] = {}
     for name, s in stations.items():
         upstream = max((best[p] for p in s.preds if p in best), key=lambda b: b[0], default=None)
         base, path = upstream if upstream is not None else (0.0, [])
-        latency = station_latency(s, r[name], statistic) + period
+        latency = station_latency(s, r[name], statistic) + (
+            0.0 if batch is None else batch.per_hop * period
+        )
         best[name] = (base + latency, [*path, name])
     latency, path = max(best.values(), key=lambda b: b[0], default=(0.0, []))
     waited = 0.0 if batch is None or not path else batch.waited * period
@@ -399,7 +415,7 @@ def greedy(
         latency, path = critical_path(stations, r, statistic, batch, level)
         if latency <= bound_s or not math.isfinite(latency):
             return r
-        task = (len(path) + (0.0 if batch is None else batch.waited)) * slope  # O14
+        task = 0.0 if batch is None else (len(path) * batch.per_hop + batch.waited) * slope  # O14
         gains = {
             name: station_latency(stations[name], r[name], statistic)
             - station_latency(stations[name], r[name] + 1, statistic)
@@ -595,7 +611,8 @@ def batch_model(
     )
     if fitted is None:
         return None
-    return BatchModel(fitted[0], fitted[1], config.batch_cap_s, BATCHES_WAITED[statistic])
+    waited = BATCHES_WAITED[statistic]
+    return BatchModel(fitted[0], fitted[1], config.batch_cap_s, waited, None, config.hop_batches)
 
 
 def burst_factor(
@@ -604,11 +621,14 @@ def burst_factor(
     previous: Mapping[str, int],
     config: ObjectiveConfig,
     batch: BatchModel | None = None,
+    history: Mapping[str, tuple[float, ...]] | None = None,
 ) -> float | None:
-    """β(t) of O8: the smallest factor on the interval's observed rates for which the model,
-    with the replicas that ran, the queues they started from and the batch time measured in the
-    interval (else `batch`'s), predicts the latency that was measured (the model inverted, as
-    Caladrius Eq. 13 inverts Eq. 12). None: nothing measured."""
+    """β(t) of O8: the smallest factor on the rates the interval's measured events arrived at
+    (each source's highest over the last ⌈ℓ(t) / td⌉ + 1 intervals of `history`, else the
+    interval's own) for which the model, with the replicas that ran, the queues they started
+    from and the batch time measured in the interval (else `batch`'s), predicts the latency
+    that was measured (the model inverted, as Caladrius Eq. 13 inverts Eq. 12). None: nothing
+    measured."""
     objective = config.target
     measured = interval_latency_ms(snapshot, objective.statistic)
     if measured is None:
@@ -616,6 +636,10 @@ def burst_factor(
     target = measured / 1000.0 - config.overhead_s
     ran = snapshot.replicas()
     observed = source_rates(snapshot)
+    if history is not None:
+        td = snapshot.td / max(1, snapshot.intervals)
+        back = math.ceil(measured / 1000.0 / td) + 1
+        observed = {name: max(history.get(name, (x,))[-back:]) for name, x in observed.items()}
     period = measured_batch_s(snapshot)
     resolution = config.resolution_s
     if batch is not None and period is not None:
@@ -653,7 +677,11 @@ def decide(
     objective = config.target
     batch = batch_model(config, points, objective.statistic)
     calibrate = state.queues and (config.burst_after_change or not changed)
-    beta_t = burst_factor(snapshot, flow, dict(state.queues), config, batch) if calibrate else None
+    beta_t = (
+        burst_factor(snapshot, flow, dict(state.queues), config, batch, history)
+        if calibrate
+        else None
+    )
     bursts = state.bursts if beta_t is None else (*state.bursts, beta_t)[-config.burst_window :]
     beta = max(bursts, default=1.0)  # O8: plan for the largest recent burst
     td = snapshot.td / max(1, snapshot.intervals)
