@@ -457,9 +457,9 @@ def test_burst_factor_inverts_the_model_on_the_measured_latency():
     config = ObjectiveConfig(objective=P99_2S)
     snap = one_op_snapshot(replicas=2, emitted=200, processed=200, busy_s=5.0, p99_ms=10.0)
     flow = FlowState(true_rate=(("op", 40.0),), selectivity=((("src", "op"), 1.0),))
-    assert burst_factor(snap, flow, {"op": 0}, config) == 1.0  # measured below the model
+    assert burst_factor(snap, flow, [{"op": 0}], config) == 1.0  # measured below the model
     measured = one_op_snapshot(replicas=2, emitted=200, processed=200, busy_s=5.0, p99_ms=300.0)
-    beta = burst_factor(measured, flow, {"op": 0}, config)
+    beta = burst_factor(measured, flow, [{"op": 0}], config)
     wait = wait_s(20.0 * beta, 40.0, 2, "p99")
     assert 1.0 < beta < config.burst_max
     assert wait + 1 / 40 == pytest.approx(0.3, rel=1e-6)
@@ -479,8 +479,8 @@ def test_on_a_micro_batch_engine_the_burst_factor_allows_one_batch():
         op = dataclasses.replace(snap.operators[0], replica_batches=(10, 10))
         return dataclasses.replace(snap, operators=(op,))
 
-    assert burst_factor(measured(2900.0), flow, {"op": 0}, config, batch) == 1.0
-    assert burst_factor(measured(3500.0), flow, {"op": 0}, config, batch) > 1.0
+    assert burst_factor(measured(2900.0), flow, [{"op": 0}], config, batch) == 1.0
+    assert burst_factor(measured(3500.0), flow, [{"op": 0}], config, batch) > 1.0
 
 
 # ----------------------------------------------------------------------------- a real run

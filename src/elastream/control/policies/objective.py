@@ -98,10 +98,12 @@ for operator i with r replicas:
    intervals. A measured latency within the resolution ε (`resolution_s`: the simulator's step)
    of L(r(t); x(t)) is explained as it is (β = 1): otherwise a few ms of rounding would read as
    the largest burst whenever nothing queues (β is the factor the model needs to add latency).
-   The events measured in t arrived within the last ℓ(t) seconds, so the rates x(t) in O8 are
-   each source's highest over the intervals they arrived in, the last ⌈ℓ(t) / td⌉ + 1:
-   after a load falls, its backlog's latency reaches the sinks at the lower rate, and read
-   at that rate it looked like the largest burst (on the Spark demo after each spike).
+   The events measured in t arrived up to ℓ(t) before it, as far back as n − 1 whole intervals,
+   n = ⌊ℓ(t) / td⌋ + 1, so O8 takes each source's highest rate over the last n intervals and
+   each operator's largest queue at their starts, q(t − n) … q(t − 1) (n = 1 when ℓ < td: the
+   interval's own rates and q(t − 1), as before): after a load falls,
+   its backlog's latency reaches the sinks at the lower rate behind the smaller queue, and
+   read that way it looked like the largest burst (the demo's spikes, Spark and simulator).
    On a micro-batch engine the inversion uses the interval's measured batch time D(t) in O6,
    not O12's prediction, and the resolution is at least one batch, ε = max(ε, D(t)) (latency
    is counted in batches, and a p99 sees the interval's longest): a latency that long batches
@@ -135,6 +137,7 @@ Z_P99_SUP = NormalDist().inv_cdf(1 - (1 - P99) / 2)  # O11: p99 of a Brownian pa
 BATCHES_WAITED = {"p99": 1.0, "mean": 0.5}  # O6: κ, the batch running when an event arrives
 UTILIZATION_FIT_MAX = 0.9  # O13: ū, the largest measured utilisation the fit divides out
 MEAN_SUP = math.sqrt(2 / math.pi)  # O11: mean of a standard Brownian path's maximum over [0, 1]
+QUEUES_KEPT = 8  # O8: intervals of queues kept for the events that arrived before t − 1
 MAX_STRETCH = 64.0  # O10: the largest stretch k of the bound tried before filling the pools
 STRETCH_STEPS = 12  # O10: bisection steps on k (k found within a factor 64^(1/4096))
 
@@ -242,7 +245,7 @@ class ObjectiveConfig(Settings):
 class ObjectiveState:
     flow: FlowState = FlowState()
     history: tuple[tuple[str, tuple[float, ...]], ...] = field(default=())
-    queues: tuple[tuple[str, int], ...] = field(default=())  # q_i at the end of t − 1
+    queues: tuple[tuple[tuple[str, int], ...], ...] = field(default=())  # q_i(t − n … t − 1)
     bursts: tuple[float, ...] = field(default=())  # β of the last intervals (O8)
     replicas: tuple[tuple[str, int], ...] = field(default=())  # r_i during t − 1
     batches: tuple[tuple[int, float], ...] = field(default=())  # (R(t), o(t)) of O13
@@ -618,17 +621,19 @@ def batch_model(
 def burst_factor(
     snapshot: Snapshot,
     flow: FlowState,
-    previous: Mapping[str, int],
+    previous: Sequence[Mapping[str, int]],
     config: ObjectiveConfig,
     batch: BatchModel | None = None,
     history: Mapping[str, tuple[float, ...]] | None = None,
 ) -> float | None:
     """β(t) of O8: the smallest factor on the rates the interval's measured events arrived at
-    (each source's highest over the last ⌈ℓ(t) / td⌉ + 1 intervals of `history`, else the
-    interval's own) for which the model, with the replicas that ran, the queues they started
-    from and the batch time measured in the interval (else `batch`'s), predicts the latency
-    that was measured (the model inverted, as Caladrius Eq. 13 inverts Eq. 12). None: nothing
-    measured."""
+    for which the model, with the replicas that ran, the queues those events found and the
+    batch time measured in the interval (else `batch`'s), predicts the latency that was
+    measured (the model inverted, as Caladrius Eq. 13 inverts Eq. 12). The events arrived as
+    far back as n − 1 whole intervals, n = ⌊ℓ(t) / td⌋ + 1: the rates are each source's
+    highest over the last n (from
+    `history`, else the interval's own), the queues each operator's largest at their starts
+    (`previous`: q at the end of t − 1, t − 2, …, most recent last). None: nothing measured."""
     objective = config.target
     measured = interval_latency_ms(snapshot, objective.statistic)
     if measured is None:
@@ -636,10 +641,12 @@ def burst_factor(
     target = measured / 1000.0 - config.overhead_s
     ran = snapshot.replicas()
     observed = source_rates(snapshot)
+    td = snapshot.td / max(1, snapshot.intervals)
+    back = math.floor(measured / 1000.0 / td) + 1
     if history is not None:
-        td = snapshot.td / max(1, snapshot.intervals)
-        back = math.ceil(measured / 1000.0 / td) + 1
         observed = {name: max(history.get(name, (x,))[-back:]) for name, x in observed.items()}
+    found = previous[-back:]
+    queues = {name: max(q.get(name, 0) for q in found) for name in ran} if found else {}
     period = measured_batch_s(snapshot)
     resolution = config.resolution_s
     if batch is not None and period is not None:
@@ -648,7 +655,7 @@ def burst_factor(
 
     def model(beta: float) -> float:
         stations = stations_for(
-            snapshot, flow, observed, config, burst=beta, queues=previous, actuation_s=0.0
+            snapshot, flow, observed, config, burst=beta, queues=queues, actuation_s=0.0
         )
         return critical_path(stations, ran, objective.statistic, batch)[0]
 
@@ -678,7 +685,7 @@ def decide(
     batch = batch_model(config, points, objective.statistic)
     calibrate = state.queues and (config.burst_after_change or not changed)
     beta_t = (
-        burst_factor(snapshot, flow, dict(state.queues), config, batch, history)
+        burst_factor(snapshot, flow, [dict(q) for q in state.queues], config, batch, history)
         if calibrate
         else None
     )
@@ -705,7 +712,7 @@ def decide(
     for name in reasons:
         reasons[name] += f" path={predicted + config.overhead_s:.2f}s/{objective.bound_s:g}s"
         reasons[name] += "" if stretch == 1.0 else f" recovery k={stretch:.2f}"
-    queues = tuple((o.name, o.queue) for o in snapshot.operators)
+    queues = (*state.queues, tuple((o.name, o.queue) for o in snapshot.operators))[-QUEUES_KEPT:]
     new_state = ObjectiveState(
         flow, tuple(history.items()), queues, bursts, tuple(current.items()), tuple(points)
     )
