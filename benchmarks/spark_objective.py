@@ -116,7 +116,10 @@ def main() -> None:
 
 def print_intervals(intervals: list[dict[str, Any]]) -> None:
     """One line per interval: counts that ran, p99 measured vs predicted, D(t) vs the model's."""
-    print("\nobjective, per interval: t, replicas ran, p99 measured / predicted (s), D(t) / model")
+    print(
+        "\nobjective, per interval: t, replicas ran, p99 measured / predicted (s), D(t) / model "
+        "(s), decided, verdict, burst factor, O13 fit"
+    )
     predicted = "-"
     for row in intervals:
         ran = "/".join(str(n) for n in row["replicas"].values())
@@ -125,10 +128,13 @@ def print_intervals(intervals: list[dict[str, Any]]) -> None:
         batch = "-" if row["batch_s"] is None else f"{row['batch_s']:.2f}"
         reason = row["reason"] or ""
         model = _field(reason, "D=") or "-"
+        fit = f"a={_field(reason, '(a=') or '-'} b={_field(reason, 'b=') or '-'}"
+        beta = _field(reason, "β=") or "-"
         decided = "-" if row["decided"] is None else "/".join(map(str, row["decided"].values()))
         print(
             f"{row['t']:7.1f} {ran:>9} {measured:>7}/{predicted:<7} {batch:>6}/{model:<7} "
-            f"-> {decided:>9} {'met' if row['met'] else 'MISSED' if row['met'] is False else ''}"
+            f"-> {decided:>9} {'met' if row['met'] else 'MISSED' if row['met'] is False else ''} "
+            f"β={beta} {fit}"
         )
         predicted = (_field(reason, "path=") or "-").split("/")[0].rstrip("s")
 

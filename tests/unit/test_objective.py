@@ -26,6 +26,7 @@ from elastream.control.policies.objective import (
     Station,
     batch_period_s,
     batch_point,
+    batch_spread,
     burst_factor,
     choose_replicas,
     critical_path,
@@ -237,10 +238,10 @@ def test_the_choice_weighs_a_replica_against_the_batch_it_lengthens():
 
 
 def test_decide_explains_long_batches_by_the_batch_time_not_by_a_burst():
-    """O8 with O12/O13: one operator at 20/s on ρ = 40/s with 10 batches in td = 10 s (D(t) =
+    """O15 with O12/O13: one operator at 20/s on ρ = 40/s with 10 batches in td = 10 s (D(t) =
     1 s) and a measured p99 of 2.1 s: the model with the measured D explains it (L = 0.22 s +
-    (1 + 1)·1 s), so β stays 1 and the plan stays at one replica; without batch counts the
-    same latency reads as a burst (β > 1)."""
+    (1 + 1)·1 s), so φ = 1, β is not calibrated, and the plan stays at one replica; without
+    batch counts the same latency reads as a burst (β > 1)."""
     config = ObjectiveConfig(objective=Objective(latency_p99_s=5.0), margin=0.0)
     snap = one_op_snapshot(replicas=1, emitted=200, processed=200, busy_s=5.0, p99_ms=2100.0)
     batched = dataclasses.replace(
@@ -249,9 +250,9 @@ def test_decide_explains_long_batches_by_the_batch_time_not_by_a_burst():
     state = ObjectiveState()
     for _ in range(3):
         decision, state = decide(batched, state, config)
-    assert state.bursts and max(state.bursts) == 1.0
+    assert not state.bursts and state.spreads == (1.0, 1.0)  # O15 instead of O8
     assert decision.as_dict() == {"op": 1}
-    assert "D=" in decision.reason("op")
+    assert "D=" in decision.reason("op") and "β=1.00" in decision.reason("op")
     plain_state = ObjectiveState()
     for _ in range(3):
         _, plain_state = decide(snap, plain_state, config)
@@ -465,22 +466,26 @@ def test_burst_factor_inverts_the_model_on_the_measured_latency():
     assert wait + 1 / 40 == pytest.approx(0.3, rel=1e-6)
 
 
-def test_on_a_micro_batch_engine_the_burst_factor_allows_one_batch():
-    """O8 with the measured D(t): 10 batches in td = 10 s (D = 1 s), two replicas of ρ = 40/s
-    at 20/s: the model's p99 is W + 1/ρ + (1 + κ)·D = 0.038 + 0.025 + 2 = 2.063 s (C(2, 0.5) =
-    0.1, so W = ln(0.1 / 0.01) / (80 − 20)). A measured 2.9 s is within one batch of it
-    (β = 1); 3.5 s is not, and β rises."""
+def test_on_a_micro_batch_engine_the_unexplained_latency_is_the_batches_spread():
+    """O15: 10 batches in td = 10 s (D(t) = 1 s), two replicas of ρ = 40/s at 20/s, κ = η = 1:
+    the model's p99 is W + 1/ρ + (1 + κ)·D = 0.038 + 0.025 + 2 = 2.063 s (C(2, 0.5) = 0.1, so
+    W = ln(0.1 / 0.01) / (80 − 20)). Measured 2.0 s: φ = 1; 3.063 s: φ = (3.063 − 0.063) / 2 =
+    1.5; 30 s: φ capped at β_max = 4."""
     config = ObjectiveConfig(objective=P99_2S)
     flow = FlowState(true_rate=(("op", 40.0),), selectivity=((("src", "op"), 1.0),))
     batch = BatchModel(0.5, 0.0, 1.0, 1.0)
 
-    def measured(p99_ms: float) -> Snapshot:
+    def spread(p99_ms: float) -> float | None:
         snap = one_op_snapshot(replicas=2, emitted=200, processed=200, busy_s=5.0, p99_ms=p99_ms)
         op = dataclasses.replace(snap.operators[0], replica_batches=(10, 10))
-        return dataclasses.replace(snap, operators=(op,))
+        return batch_spread(dataclasses.replace(snap, operators=(op,)), flow, [{}], config, batch)
 
-    assert burst_factor(measured(2900.0), flow, [{"op": 0}], config, batch) == 1.0
-    assert burst_factor(measured(3500.0), flow, [{"op": 0}], config, batch) > 1.0
+    wait = math.log(10) / 60
+    assert spread(2000.0) == 1.0
+    assert spread(1000 * (3.0 + wait + 0.025)) == pytest.approx(1.5)
+    assert spread(30000.0) == config.burst_max
+    doubled = dataclasses.replace(batch, spread=1.5)
+    assert doubled.period_s(4, 0.5) == pytest.approx(1.5 * batch.period_s(4, 0.5))
 
 
 # ----------------------------------------------------------------------------- a real run

@@ -1,7 +1,7 @@
 """`objective`: the fewest replicas whose predicted end-to-end latency keeps the run's latency
 objective (p99 or mean), planned on the forecast arrival rates and the queues left behind.
 
-Derivation (equation numbers O1-O14 are docs/policies.md's, section "objective"). Per interval t,
+Derivation (equation numbers O1-O15 are docs/policies.md's, section "objective"). Per interval t,
 for operator i with r replicas:
 
 1. Rates. ρ_i = μ_i / busy_i is one replica's true rate (DS2; `flow.true_rate`). Each source's
@@ -104,10 +104,14 @@ for operator i with r replicas:
    interval's own rates and q(t − 1), as before): after a load falls,
    its backlog's latency reaches the sinks at the lower rate behind the smaller queue, and
    read that way it looked like the largest burst (the demo's spikes, Spark and simulator).
-   On a micro-batch engine the inversion uses the interval's measured batch time D(t) in O6,
-   not O12's prediction, and the resolution is at least one batch, ε = max(ε, D(t)) (latency
-   is counted in batches, and a p99 sees the interval's longest): a latency that long batches
-   explain is not a burst.
+   On a micro-batch engine (the snapshot counts batches) the latency the model leaves
+   unexplained is the batches', not the arrivals': a p99 passage meets the interval's longest
+   batches, not its mean D(t). There β stays 1 and the model is inverted instead for the
+   batches' spread φ, with the measured D(t) in O6 and the rates and queues of O8:
+       φ(t) = max(1, (ℓ(t) − h − Σ_{i ∈ π} L_i) / ((η·|π| + κ)·D(t)))   (at most β_max)        (O15)
+   and O12's D is multiplied by the largest φ of the last `burst_window` intervals. Read as a
+   burst, that latency had sent β to its maximum from the first intervals on Spark, and the
+   plan filled every pool.
 
 No guard is needed for the scale-in (step 6 is the hysteresis); the guard layer still clamps to
 the pools. The per-interval verdict of a run against its objective is in `model.objective`.
@@ -247,6 +251,7 @@ class ObjectiveState:
     history: tuple[tuple[str, tuple[float, ...]], ...] = field(default=())
     queues: tuple[tuple[tuple[str, int], ...], ...] = field(default=())  # q_i(t − n … t − 1)
     bursts: tuple[float, ...] = field(default=())  # β of the last intervals (O8)
+    spreads: tuple[float, ...] = field(default=())  # φ of the last intervals (O15)
     replicas: tuple[tuple[str, int], ...] = field(default=())  # r_i during t − 1
     batches: tuple[tuple[int, float], ...] = field(default=())  # (R(t), o(t)) of O13
 
@@ -283,20 +288,23 @@ class BatchModel:
     waited: float  # κ of O6
     measured_s: float | None = None
     per_hop: float = 1.0  # η of O6: batches an event takes per operator
+    spread: float = 1.0  # φ of O15: the passage's batches against the mean batch time
 
     def period_s(self, tasks: int, utilization: float) -> float:
-        """D(r) of O12 for R = `tasks` and u = `utilization`."""
+        """φ·D(r) of O12 and O15 for R = `tasks` and u = `utilization`."""
         if self.measured_s is not None:
-            return self.measured_s
+            return self.spread * self.measured_s
         fixed = self.base_s + self.per_task_s * tasks
         capped = fixed + self.cap_s
-        return capped if utilization >= 1 else min(fixed / (1 - utilization), capped)
+        period = capped if utilization >= 1 else min(fixed / (1 - utilization), capped)
+        return self.spread * period
 
     def slope_s(self, level: float | None) -> float:
         """∂D/∂R of O14's line at utilisation level v (v ≥ 1: the capped line a + b·R + c)."""
         if self.measured_s is not None or level is None:
             return 0.0
-        return self.per_task_s if level >= 1 else self.per_task_s / (1 - level)
+        slope = self.per_task_s if level >= 1 else self.per_task_s / (1 - level)
+        return self.spread * slope
 
 
 def wait_s(
@@ -618,56 +626,98 @@ def batch_model(
     return BatchModel(fitted[0], fitted[1], config.batch_cap_s, waited, None, config.hop_batches)
 
 
-def burst_factor(
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """What O8 and O15 invert the model on: the interval's measured latency (less h), and the
+    rates and queues of the intervals its events arrived in."""
+
+    target_s: float
+    rates: dict[str, float]
+    queues: dict[str, int]
+
+
+def measured_for(
     snapshot: Snapshot,
-    flow: FlowState,
     previous: Sequence[Mapping[str, int]],
     config: ObjectiveConfig,
-    batch: BatchModel | None = None,
     history: Mapping[str, tuple[float, ...]] | None = None,
-) -> float | None:
-    """β(t) of O8: the smallest factor on the rates the interval's measured events arrived at
-    for which the model, with the replicas that ran, the queues those events found and the
-    batch time measured in the interval (else `batch`'s), predicts the latency that was
-    measured (the model inverted, as Caladrius Eq. 13 inverts Eq. 12). The events arrived as
-    far back as n − 1 whole intervals, n = ⌊ℓ(t) / td⌋ + 1: the rates are each source's
-    highest over the last n (from
-    `history`, else the interval's own), the queues each operator's largest at their starts
-    (`previous`: q at the end of t − 1, t − 2, …, most recent last). None: nothing measured."""
-    objective = config.target
-    measured = interval_latency_ms(snapshot, objective.statistic)
+) -> Measured | None:
+    """The interval's measured latency ℓ(t) − h with the conditions its events met: they arrived
+    as far back as n − 1 whole intervals, n = ⌊ℓ(t) / td⌋ + 1, so each source's highest rate
+    over the last n intervals (from `history`, else the interval's own) and each operator's
+    largest queue at their starts (`previous`: q at the end of t − n … t − 1, most recent last).
+    None: nothing measured."""
+    measured = interval_latency_ms(snapshot, config.target.statistic)
     if measured is None:
         return None
-    target = measured / 1000.0 - config.overhead_s
-    ran = snapshot.replicas()
     observed = source_rates(snapshot)
     td = snapshot.td / max(1, snapshot.intervals)
     back = math.floor(measured / 1000.0 / td) + 1
     if history is not None:
         observed = {name: max(history.get(name, (x,))[-back:]) for name, x in observed.items()}
     found = previous[-back:]
+    ran = snapshot.replicas()
     queues = {name: max(q.get(name, 0) for q in found) for name in ran} if found else {}
-    period = measured_batch_s(snapshot)
-    resolution = config.resolution_s
-    if batch is not None and period is not None:
-        batch = replace(batch, measured_s=period)
-        resolution = max(resolution, period)  # latency is counted in batches (O8)
+    return Measured(measured / 1000.0 - config.overhead_s, observed, queues)
+
+
+def burst_factor(
+    snapshot: Snapshot,
+    flow: FlowState,
+    previous: Sequence[Mapping[str, int]],
+    config: ObjectiveConfig,
+    history: Mapping[str, tuple[float, ...]] | None = None,
+) -> float | None:
+    """β(t) of O8: the smallest factor on the rates the interval's measured events arrived at
+    for which the model, with the replicas that ran and the queues those events found
+    (`measured_for`), predicts the latency that was measured (the model inverted, as Caladrius
+    Eq. 13 inverts Eq. 12). None: nothing measured."""
+    seen = measured_for(snapshot, previous, config, history)
+    if seen is None:
+        return None
+    ran = snapshot.replicas()
 
     def model(beta: float) -> float:
         stations = stations_for(
-            snapshot, flow, observed, config, burst=beta, queues=queues, actuation_s=0.0
+            snapshot, flow, seen.rates, config, burst=beta, queues=seen.queues, actuation_s=0.0
         )
-        return critical_path(stations, ran, objective.statistic, batch)[0]
+        return critical_path(stations, ran, config.target.statistic)[0]
 
     low, high = 1.0, config.burst_max
-    if model(low) + resolution >= target:
+    if model(low) + config.resolution_s >= seen.target_s:
         return low
-    if model(high) < target:
+    if model(high) < seen.target_s:
         return high
     for _ in range(30):
         mid = (low + high) / 2
-        low, high = (low, mid) if model(mid) >= target else (mid, high)
+        low, high = (low, mid) if model(mid) >= seen.target_s else (mid, high)
     return high
+
+
+def batch_spread(
+    snapshot: Snapshot,
+    flow: FlowState,
+    previous: Sequence[Mapping[str, int]],
+    config: ObjectiveConfig,
+    batch: BatchModel,
+    history: Mapping[str, tuple[float, ...]] | None = None,
+) -> float | None:
+    """φ(t) of O15: on a micro-batch engine, the factor on the interval's measured batch time
+    D(t) at which the model, with the replicas that ran and the rates and queues the measured
+    events met, predicts the measured latency: what the batches' spread (a passage's longest
+    batches against their mean) adds; at least 1, at most `burst_max`. None: nothing
+    measured, or no batches counted."""
+    period = measured_batch_s(snapshot)
+    seen = measured_for(snapshot, previous, config, history)
+    if period is None or seen is None:
+        return None
+    stations = stations_for(snapshot, flow, seen.rates, config, queues=seen.queues, actuation_s=0.0)
+    fixed = replace(batch, measured_s=period, spread=1.0)
+    total, path = critical_path(stations, snapshot.replicas(), config.target.statistic, fixed)
+    batched = (len(path) * batch.per_hop + batch.waited) * period
+    if batched <= 0:
+        return None
+    return min(config.burst_max, max(1.0, (seen.target_s - (total - batched)) / batched))
 
 
 def decide(
@@ -681,16 +731,22 @@ def decide(
     changed = dict(state.replicas) != snapshot.replicas()
     point = batch_point(snapshot)
     points = state.batches if point is None else (*state.batches, point)[-config.batch_window :]
+    points = tuple(points)
     objective = config.target
     batch = batch_model(config, points, objective.statistic)
-    calibrate = state.queues and (config.burst_after_change or not changed)
-    beta_t = (
-        burst_factor(snapshot, flow, [dict(q) for q in state.queues], config, batch, history)
-        if calibrate
-        else None
-    )
-    bursts = state.bursts if beta_t is None else (*state.bursts, beta_t)[-config.burst_window :]
+    calibrate = bool(state.queues) and (config.burst_after_change or not changed)
+    previous = [dict(q) for q in state.queues]
+    beta_t = phi_t = None
+    if calibrate and batch is not None and measured_batch_s(snapshot) is not None:
+        phi_t = batch_spread(snapshot, flow, previous, config, batch, history)  # O15
+    elif calibrate:
+        beta_t = burst_factor(snapshot, flow, previous, config, history)  # O8
+    window = config.burst_window
+    bursts = state.bursts if beta_t is None else (*state.bursts, beta_t)[-window:]
+    spreads = state.spreads if phi_t is None else (*state.spreads, phi_t)[-window:]
     beta = max(bursts, default=1.0)  # O8: plan for the largest recent burst
+    if batch is not None:  # O15: and for the largest recent spread of the batches
+        batch = replace(batch, spread=max(spreads, default=1.0))
     td = snapshot.td / max(1, snapshot.intervals)
     lead_in = config.scale_in_horizon_s or 3 * td
     up_rates, in_rates = planned_rates(history, td, config, td + config.actuation_s, lead_in)
@@ -714,7 +770,7 @@ def decide(
         reasons[name] += "" if stretch == 1.0 else f" recovery k={stretch:.2f}"
     queues = (*state.queues, tuple((o.name, o.queue) for o in snapshot.operators))[-QUEUES_KEPT:]
     new_state = ObjectiveState(
-        flow, tuple(history.items()), queues, bursts, tuple(current.items()), tuple(points)
+        flow, tuple(history.items()), queues, bursts, spreads, tuple(current.items()), points
     )
     return Decision.of(targets, reasons), new_state
 
@@ -733,7 +789,7 @@ def decision_reasons(
         if batch is None
         else (
             f" D={batch_period_s(stations, targets, batch):.2f}s"
-            f" (a={batch.base_s:.2f}s b={batch.per_task_s:.3f}s)"
+            f" (a={batch.base_s:.2f}s b={batch.per_task_s:.3f}s φ={batch.spread:.2f})"
         )
     )
     return {
