@@ -118,7 +118,7 @@ def print_intervals(intervals: list[dict[str, Any]]) -> None:
     """One line per interval: counts that ran, p99 measured vs predicted, D(t) vs the model's."""
     print(
         "\nobjective, per interval: t, replicas ran, p99 measured / predicted (s), D(t) / model "
-        "(s), decided, verdict, burst factor, O13 fit"
+        "(s), decided, verdict, burst factor, batch spread, O13 fit"
     )
     predicted = "-"
     for row in intervals:
@@ -130,11 +130,12 @@ def print_intervals(intervals: list[dict[str, Any]]) -> None:
         model = _field(reason, "D=") or "-"
         fit = f"a={_field(reason, '(a=') or '-'} b={_field(reason, 'b=') or '-'}"
         beta = _field(reason, "β=") or "-"
+        spread = (_field(reason, "φ=") or "-").rstrip(")")
         decided = "-" if row["decided"] is None else "/".join(map(str, row["decided"].values()))
         print(
             f"{row['t']:7.1f} {ran:>9} {measured:>7}/{predicted:<7} {batch:>6}/{model:<7} "
             f"-> {decided:>9} {'met' if row['met'] else 'MISSED' if row['met'] is False else ''} "
-            f"β={beta} {fit}"
+            f"β={beta} φ={spread} {fit}"
         )
         predicted = (_field(reason, "path=") or "-").split("/")[0].rstrip("s")
 
