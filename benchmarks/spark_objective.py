@@ -37,7 +37,7 @@ def runs(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return {
         "objective": {
             "policy": "objective",
-            "policy_options": {"overhead_s": args.overhead_s},
+            "policy_options": {"overhead_s": args.overhead_s, "bound": args.bound},
             "guards": {"stabilization_s": args.stabilization_s},
         },
         "psps": {"policy": "psps"},
@@ -92,6 +92,12 @@ def main() -> None:
         "--overhead-s", type=float, default=0.0, help="objective's h, s (O12 models the batches)"
     )
     parser.add_argument("--stabilization-s", type=float, default=30.0)
+    parser.add_argument(
+        "--bound",
+        choices=("upper", "point"),
+        default="upper",
+        help="the objective policy's forecast: its prediction interval's upper edge, or the point",
+    )
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--peak-rate", type=float, default=100.0)
     parser.add_argument("--interval", type=float, default=5.0)
