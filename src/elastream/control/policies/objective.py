@@ -93,13 +93,14 @@ for operator i with r replicas:
    burstier within an interval show as a measured latency above the model's. In an interval
    whose replica counts did not change, the model is inverted on the measured latency ℓ(t)
    (as Caladrius Eq. 13 inverts Eq. 12):
-       β(t) = min{β ∈ [1, β_max] : L(r(t); β·x(t), q(t − 1)) ≥ ℓ(t)}                         (O8)
+       β(t) = min{β ∈ [1, β_max] : L(r(t); β·x̃(t), q̃(t)) ≥ ℓ(t)}                            (O8)
+   with x̃, q̃ the rates and queues the measured events met (below)
    and the plan multiplies the source rates by the largest β of the last `burst_window`
    intervals. A measured latency within the resolution ε (`resolution_s`: the simulator's step)
    of L(r(t); x(t)) is explained as it is (β = 1): otherwise a few ms of rounding would read as
    the largest burst whenever nothing queues (β is the factor the model needs to add latency).
    The events measured in t arrived up to ℓ(t) before it, as far back as n − 1 whole intervals,
-   n = ⌊ℓ(t) / td⌋ + 1, so O8 takes each source's highest rate over the last n intervals and
+   n = ⌊ℓ(t) / td⌋ + 1, so x̃ is each source's highest rate over the last n intervals and q̃
    each operator's largest queue at their starts, q(t − n) … q(t − 1) (n = 1 when ℓ < td: the
    interval's own rates and q(t − 1), as before): after a load falls,
    its backlog's latency reaches the sinks at the lower rate behind the smaller queue, and
