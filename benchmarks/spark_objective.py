@@ -2,8 +2,10 @@
 trace, one run each with the same latency objective (docs/policies.md, objective).
 
 Prints, per run, the share of intervals that met the objective, the run's p99 latency, the
-replica-seconds, the reconfigurations and the processed ratio (no asserts). Run under the
-machine's Spark lock:
+replica-seconds, the reconfigurations and the processed ratio (no asserts), then the objective
+run's intervals one per line: the replicas that ran, the measured p99 against the latency the
+policy had predicted for them, the measured micro-batch time D(t) (Eq. O13) against the model's
+D (O12), and what it decided. Run under the machine's Spark lock:
     flock /work/spark.lock .venv/bin/python benchmarks/spark_objective.py [--objective-s 10]
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 from elastream.cli.demo import demo_pipeline_path
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
+from elastream.control.policies.objective import measured_batch_s
 from elastream.control.policy import Decision
 from elastream.experiments.session import prepare_workload, run_engine
 from elastream.model.objective import Objective, ObjectiveTally, judge
@@ -34,7 +37,7 @@ def runs(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return {
         "objective": {
             "policy": "objective",
-            "policy_options": {"overhead_s": args.overhead_s},
+            "policy_options": {"overhead_s": args.overhead_s, "bound": args.bound},
             "guards": {"stabilization_s": args.stabilization_s},
         },
         "psps": {"policy": "psps"},
@@ -68,6 +71,7 @@ def run_one(label: str, settings: dict[str, Any], args: argparse.Namespace) -> d
                 "t": snapshot.t,
                 "replicas": snapshot.replicas(),
                 "latency_ms_p99": snapshot.latency_ms_p99,
+                "batch_s": measured_batch_s(snapshot),
                 "met": judge(snapshot, objective).met,
                 "decided": None if decision is None else decision.as_dict(),
                 "reason": None if decision is None else decision.reason(first),
@@ -84,8 +88,16 @@ def run_one(label: str, settings: dict[str, Any], args: argparse.Namespace) -> d
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objective-s", type=float, default=10.0, help="p99 bound, s")
-    parser.add_argument("--overhead-s", type=float, default=2.0, help="objective's h, s")
+    parser.add_argument(
+        "--overhead-s", type=float, default=0.0, help="objective's h, s (O12 models the batches)"
+    )
     parser.add_argument("--stabilization-s", type=float, default=30.0)
+    parser.add_argument(
+        "--bound",
+        choices=("upper", "point"),
+        default="upper",
+        help="the objective policy's forecast: its prediction interval's upper edge, or the point",
+    )
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--peak-rate", type=float, default=100.0)
     parser.add_argument("--interval", type=float, default=5.0)
@@ -102,8 +114,42 @@ def main() -> None:
     for column in COLUMNS:
         cells = "".join(f"{_fmt(results[label][column]):>14}" for label in results)
         print(f"{column:<20}{cells}")
+    if "objective" in results:
+        print_intervals(results["objective"]["intervals"])
     (args.out / "objective.json").write_text(json.dumps(results, indent=2, default=str))
     print(f"\nresults: {args.out / 'objective.json'}")
+
+
+def print_intervals(intervals: list[dict[str, Any]]) -> None:
+    """One line per interval: counts that ran, p99 measured vs predicted, D(t) vs the model's."""
+    print(
+        "\nobjective, per interval: t, replicas ran, p99 measured / predicted (s), D(t) / model "
+        "(s), decided, verdict, burst factor, batch spread, O13 fit"
+    )
+    predicted = "-"
+    for row in intervals:
+        ran = "/".join(str(n) for n in row["replicas"].values())
+        p99 = row["latency_ms_p99"]
+        measured = "-" if p99 is None else f"{p99 / 1000:.2f}"
+        batch = "-" if row["batch_s"] is None else f"{row['batch_s']:.2f}"
+        reason = row["reason"] or ""
+        model = _field(reason, "D=") or "-"
+        fit = f"a={_field(reason, '(a=') or '-'} b={_field(reason, 'b=') or '-'}"
+        beta = _field(reason, "β=") or "-"
+        spread = (_field(reason, "φ=") or "-").rstrip(")")
+        decided = "-" if row["decided"] is None else "/".join(map(str, row["decided"].values()))
+        print(
+            f"{row['t']:7.1f} {ran:>9} {measured:>7}/{predicted:<7} {batch:>6}/{model:<7} "
+            f"-> {decided:>9} {'met' if row['met'] else 'MISSED' if row['met'] is False else ''} "
+            f"β={beta} φ={spread} {fit}"
+        )
+        predicted = (_field(reason, "path=") or "-").split("/")[0].rstrip("s")
+
+
+def _field(reason: str, key: str) -> str | None:
+    """The value after `key` in a decision's reason (up to the next space)."""
+    at = reason.find(key)
+    return None if at < 0 else reason[at + len(key) :].split(" ")[0]
 
 
 def _fmt(value: float | int | None) -> str:

@@ -23,6 +23,7 @@ from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
+from elastream.control.policies.objective import measured_batch_s
 from elastream.history import HistoryStore
 from elastream.model.pipeline import DEFAULT_STREAM
 from elastream.runtime.queues import SqliteQueueStore
@@ -59,6 +60,11 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path, layout):
     streams = {k for s in result.snapshots for k, _ in s.op("emit").emitted_streams}
     assert streams == {DEFAULT_STREAM}  # per output stream (emit's one stream, to a sink)
     assert sum(n for s in result.snapshots for _, n in s.op("emit").emitted_streams) > 0
+    # the batch time the objective policy learns from (O13): every interval that processed
+    # events counts its micro-batches, one period td / n per interval, within (0, td]
+    busy = [s for s in result.snapshots if s.op("enrich").processed > 0]
+    periods = [(measured_batch_s(s), s.td) for s in busy]
+    assert busy and all(p is not None and 0 < p <= td for p, td in periods), periods
 
     audit = engine.store.audit()
     assert_conserved(audit, int(trace.rates.sum()))  # the expired records counted in

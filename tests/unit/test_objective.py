@@ -20,17 +20,20 @@ from elastream.config import ConfigError, make_config
 from elastream.control.flow import FlowState
 from elastream.control.policies import POLICIES
 from elastream.control.policies.objective import (
+    BatchModel,
     ObjectiveConfig,
     ObjectiveState,
     Station,
-    batch_growth_s,
-    batch_points,
+    batch_period_s,
+    batch_point,
+    batch_spread,
     burst_factor,
     choose_replicas,
     critical_path,
     decide,
+    fit_batch,
+    measured_batch_s,
     plan,
-    replica_cost,
     station_latency,
     stations_for,
     step_six,
@@ -49,9 +52,9 @@ P99_2S = Objective(latency_p99_s=2.0)
 
 
 def station(
-    name="a", preds=(), arrival=1.0, queue=0.0, rho=2.0, pool=(1, 8), own=None, horizon=0.0, g=0.0
+    name="a", preds=(), arrival=1.0, queue=0.0, rho=2.0, pool=(1, 8), own=None, horizon=0.0
 ):
-    return Station(name, tuple(preds), arrival, queue, rho, pool[0], pool[1], own, horizon, g)
+    return Station(name, tuple(preds), arrival, queue, rho, pool[0], pool[1], own, horizon)
 
 
 # ----------------------------------------------------------------------------- settings
@@ -164,53 +167,96 @@ def test_the_transient_wait_over_a_horizon_on_hand_worked_numbers():
     assert wait_s(1.0, 2.0, 2, "p99", horizon_s=30.0) == pytest.approx(math.log(10) / 3)
 
 
-def test_each_replica_adds_its_batch_cost():
-    """O12: with g = 0.1 s, three replicas add 0.2 s; λ = 1, ρ = 2, g = 1 s, mean bound 0.1 s:
-    L(1) = 0.5 + 0.5 = 1.0 s, L(2) = 1/30 + 0.5 + 1.0 = 1.533 s, so a second replica makes it
-    worse and the choice stays at 1 although the bound is missed."""
-    plain, costly = station(queue=10), station(queue=10, g=0.1)
-    assert station_latency(costly, 3, "mean") == pytest.approx(
-        station_latency(plain, 3, "mean") + 0.2
+def test_the_batch_time_on_hand_worked_numbers():
+    """O12, a = 0.2 s, b = 0.05 s, c = 1 s, R = 8 tasks: o = 0.6 s. At u = 0.5 the slowest
+    share doubles it, D = 0.6 / 0.5 = 1.2 s (< o + c = 1.6 s); at u = 0.8, 0.6 / 0.2 = 3 s
+    exceeds the cap and D = 1.6 s; at u ≥ 1 the cap too. A measured D(t) replaces all of it."""
+    batch = BatchModel(0.2, 0.05, 1.0, 1.0)
+    assert batch.period_s(8, 0.5) == pytest.approx(1.2)
+    assert batch.period_s(8, 0.8) == pytest.approx(1.6)
+    assert batch.period_s(8, 1.5) == pytest.approx(1.6)
+    assert dataclasses.replace(batch, measured_s=0.7).period_s(8, 0.9) == 0.7
+    # u is the busiest operator's λ̂ / (r·ρ): a at 1 / (1·2) = 0.5, b at 3 / (2·2) = 0.75
+    stations = {"a": station("a"), "b": station("b", preds=("a",), arrival=3.0)}
+    r = {"a": 1, "b": 2}
+    assert batch_period_s(stations, r, batch) == pytest.approx(min(0.35 / 0.25, 1.35))
+
+
+def test_each_operator_on_the_path_takes_a_batch_and_waits_one_more():
+    """O6 with O12: a -> b at λ = 1, ρ = 2, r = (1, 1): Σ L_i = 1.0 + 1.0 s (mean); with
+    a = 0.3 s, b = 0.1 s (R = 2: o = 0.5 s) and u = 0.5, D = 1.0 s; the path takes its two
+    operators' batches plus κ = 1/2 waited on average: 2.0 + 2.5·1.0 = 4.5 s."""
+    stations = {"a": station("a"), "b": station("b", preds=("a",))}
+    batch = BatchModel(0.3, 0.1, 1.0, 0.5)
+    latency, path = critical_path(stations, {"a": 1, "b": 1}, "mean", batch)
+    assert path == ["a", "b"]
+    assert latency == pytest.approx(4.5)
+    assert critical_path(stations, {"a": 1, "b": 1}, "mean")[0] == pytest.approx(2.0)
+
+
+def test_the_batch_fit_on_hand_worked_intervals():
+    """O13: 10 batches in td = 5 s give D(t) = 0.5 s; the busiest operator used 2 of its
+    2·5 replica-seconds (u = 0.2), so o(t) = 0.5·0.8 = 0.4 s at R = 2 + 1 = 3 tasks. Points
+    (4, 0.5), (8, 0.7), (12, 0.9) fit a = 0.3 s, b = 0.05 s; one R only, or a falling line:
+    b = 0 and a their mean; a configured b is kept and a fitted around it. With the prior
+    b₀ = 0.03 s of weight w = 8: one R gives b = b₀ (a = 0.6 − 0.12 = 0.48 s); the three points
+    (Σ(R − R̄)² = 32, Σ(R − R̄)(o − ō) = 1.6) give b = (1.6 + 0.24) / 40 = 0.046 s and
+    a = 0.7 − 0.368 = 0.332 s."""
+    a = dataclasses.replace(
+        stats("a", replicas=2, processed=40, busy_s=2.0), replica_batches=(10, 7)
     )
-    assert choose_replicas({"a": station(g=1.0)}, 0.1, "mean") == {"a": 1}
-    assert choose_replicas({"a": station(g=0.0)}, 0.1, "mean") == {"a": 8}
+    b = dataclasses.replace(stats("b", replicas=1, processed=30, busy_s=0.5), replica_batches=(9,))
+    snap = snapshot(a, b, td=5.0)
+    assert measured_batch_s(snap) == pytest.approx(0.5)
+    assert batch_point(snap) == (3, pytest.approx(0.4))
+    assert measured_batch_s(snapshot(stats("a", processed=5), td=5.0)) is None
+    assert fit_batch([(4, 0.5), (8, 0.7), (12, 0.9)]) == pytest.approx((0.3, 0.05))
+    assert fit_batch([(4, 0.5), (4, 0.7)]) == pytest.approx((0.6, 0.0))
+    assert fit_batch([(4, 0.9), (8, 0.5)]) == pytest.approx((0.7, 0.0))
+    assert fit_batch([(4, 0.5), (8, 0.7)], per_task_s=0.1) == pytest.approx((0.0, 0.1))
+    assert fit_batch([]) is None
+    assert fit_batch([(4, 0.5), (4, 0.7)], None, 0.03, 8.0) == pytest.approx((0.48, 0.03))
+    three = [(4, 0.5), (8, 0.7), (12, 0.9)]
+    assert fit_batch(three, None, 0.03, 8.0) == pytest.approx((0.332, 0.046))
 
 
-def test_the_batch_growth_is_learned_from_batch_times():
-    """O12: a: (1, 0.5 s), (2, 0.7 s), (3, 0.9 s); b: (2, 1.0 s), (4, 1.4 s): 0.2 s per replica
-    within each operator (the intercepts differ). g = 2·b at the p99, 1.5·b for the mean; no
-    variation, or a falling slope, gives 0; a configured g wins."""
-    points = [("a", 1, 0.5), ("a", 2, 0.7), ("a", 3, 0.9), ("b", 2, 1.0), ("b", 4, 1.4)]
-    assert batch_growth_s(points) == pytest.approx(0.2)
-    assert batch_growth_s([("a", 2, 0.5), ("a", 2, 0.7)]) == 0.0
-    assert batch_growth_s([("a", 1, 0.9), ("a", 3, 0.5)]) == 0.0
-    config = ObjectiveConfig(objective=P99_2S)
-    assert replica_cost(config, points, "p99") == pytest.approx(0.4)
-    assert replica_cost(config, points, "mean") == pytest.approx(0.3)
-    assert replica_cost(config.model_copy(update={"replica_cost_s": 0.05}), points, "p99") == 0.05
+def test_the_choice_weighs_a_replica_against_the_batch_it_lengthens():
+    """O14, one operator, λ = 30/s, ρ = 40/s, mean bound 4 s, a = 0.5 s, b = 0.2 s, c = 1 s,
+    κ = 1/2. r = 1: u = 0.75, D = min(0.7 / 0.25, 1.7) = 1.7 s, L = 1/(40 − 30) + 1.5·1.7 =
+    2.65 s (the M/M/1 sojourn 0.1 s): kept with one replica. Bound 2.5 s: r = 2 (u = 0.375,
+    C = 0.45 / 2.2, D = 0.9 / 0.625 = 1.44 s) gives 0.2045 / 50 + 0.025 + 2.16 = 2.189 s; r = 3
+    (D = 1.1 / 0.75 = 1.467 s) over 2.2 s: two. Bound 2.0 s: none keeps it, and the least
+    latency, r = 2, is taken rather than the pool's 8."""
+    one = {"a": station(arrival=30.0, rho=40.0)}
+    batch = BatchModel(0.5, 0.2, 1.0, 0.5)
+    assert critical_path(one, {"a": 1}, "mean", batch)[0] == pytest.approx(2.65)
+    assert choose_replicas(one, 4.0, "mean", batch) == {"a": 1}
+    assert critical_path(one, {"a": 2}, "mean", batch)[0] == pytest.approx(2.18909, abs=1e-5)
+    assert critical_path(one, {"a": 3}, "mean", batch)[0] > 2.2
+    assert choose_replicas(one, 2.5, "mean", batch) == {"a": 2}
+    assert choose_replicas(one, 2.0, "mean", batch) == {"a": 2}
 
 
-def test_batch_points_read_the_batches_of_the_busiest_replica():
-    op = stats("op", replicas=2, processed=50)
-    op = dataclasses.replace(op, replica_batches=(20, 25))
-    snap = snapshot(op, td=5.0)
-    assert batch_points(snap) == [("op", 2, 0.2)]
-    assert batch_points(snapshot(stats("op", replicas=2, processed=50), td=5.0)) == []
-
-
-def test_decide_learns_the_batch_cost_and_stops_adding_replicas_that_slow_it():
-    """O12 in decide: batch times 10/11 = 0.909 s at r = 2, then 10/20 = 0.5 s at r = 1 give
-    b = 0.409 s and g = 2·b = 0.818 s at the p99. With ρ = 40/s, λ̂ = 20/s and p99 ≤ 0.2 s the
-    model without g asks for 2 replicas (test above); with g = 0.818 s a second replica costs
-    more than it saves, so the policy takes 1 and misses the bound rather than slow it."""
-    config = ObjectiveConfig(objective=Objective(latency_p99_s=0.2), margin=0.0)
+def test_decide_explains_long_batches_by_the_batch_time_not_by_a_burst():
+    """O15 with O12/O13: one operator at 20/s on ρ = 40/s with 10 batches in td = 10 s (D(t) =
+    1 s) and a measured p99 of 2.1 s: the model with the measured D explains it (L = 0.22 s +
+    (1 + 1)·1 s), so φ = 1, β is not calibrated, and the plan stays at one replica; without
+    batch counts the same latency reads as a burst (β > 1)."""
+    config = ObjectiveConfig(objective=Objective(latency_p99_s=5.0), margin=0.0)
+    snap = one_op_snapshot(replicas=1, emitted=200, processed=200, busy_s=5.0, p99_ms=2100.0)
+    batched = dataclasses.replace(
+        snap, operators=(dataclasses.replace(snap.operators[0], replica_batches=(10,)),)
+    )
     state = ObjectiveState()
-    for replicas, batches in ((2, (11, 10)), (1, (20,))):
-        snap = one_op_snapshot(replicas=replicas, emitted=200, processed=200, busy_s=5.0)
-        op = dataclasses.replace(snap.operators[0], replica_batches=batches)
-        decision, state = decide(dataclasses.replace(snap, operators=(op,)), state, config)
-    assert "g=0.818s" in decision.reason("op")
+    for _ in range(3):
+        decision, state = decide(batched, state, config)
+    assert not state.bursts and state.spreads == (1.0, 1.0)  # O15 instead of O8
     assert decision.as_dict() == {"op": 1}
+    assert "D=" in decision.reason("op") and "β=1.00" in decision.reason("op")
+    plain_state = ObjectiveState()
+    for _ in range(3):
+        _, plain_state = decide(snap, plain_state, config)
+    assert max(plain_state.bursts) > 1.0
 
 
 def test_station_latency_adds_the_drain_of_the_queue():
@@ -280,28 +326,45 @@ def chains(draw):
             rho=rho,
             pool=(low, draw(st.integers(low, 6))),
             horizon=draw(st.sampled_from([0.0, 5.0, 30.0])),
-            g=draw(st.sampled_from([0.0, 0.0, 0.05, 0.4])),
         )
     return stations
 
 
+@st.composite
+def batch_models(draw):
+    """None (no batch term), or O12 with a few hand-picked a, b, c and κ."""
+    if draw(st.booleans()):
+        return None
+    return BatchModel(
+        draw(st.sampled_from([0.0, 0.3, 2.0])),
+        draw(st.sampled_from([0.0, 0.05, 0.4])),
+        draw(st.sampled_from([0.5, 1.0])),
+        draw(st.sampled_from([0.5, 1.0])),
+    )
+
+
 @settings(max_examples=500, deadline=None)
-@given(chains(), st.floats(0.05, 20.0), st.sampled_from(["p99", "mean"]))
+@given(chains(), st.floats(0.05, 20.0), st.sampled_from(["p99", "mean"]), batch_models())
 def test_the_chosen_count_is_the_smallest_whose_predicted_latency_meets_the_bound(
-    stations, bound, statistic
+    stations, bound, statistic, batch
 ):
-    """Brute force over every count in the pools: when some meet the bound, the greedy's total
-    is the smallest total that meets it, and its own counts meet it."""
+    """Brute force over every count in the pools: when some meet the bound, the choice's total
+    is the smallest total that meets it, and its own counts meet it (with the batch time of
+    O12 in the latency, O14's cases)."""
     names = list(stations)
     ranges = [range(stations[n].low, stations[n].high + 1) for n in names]
+
+    def latency(r):
+        return critical_path(stations, r, statistic, batch)[0]
+
     feasible = [
         sum(counts)
         for counts in itertools.product(*ranges)
-        if critical_path(stations, dict(zip(names, counts, strict=True)), statistic)[0] <= bound
+        if latency(dict(zip(names, counts, strict=True))) <= bound
     ]
-    chosen = choose_replicas(stations, bound, statistic)
+    chosen = choose_replicas(stations, bound, statistic, batch)
     if feasible:
-        assert critical_path(stations, chosen, statistic)[0] <= bound
+        assert latency(chosen) <= bound
         assert sum(chosen.values()) == min(feasible)
 
 
@@ -395,12 +458,34 @@ def test_burst_factor_inverts_the_model_on_the_measured_latency():
     config = ObjectiveConfig(objective=P99_2S)
     snap = one_op_snapshot(replicas=2, emitted=200, processed=200, busy_s=5.0, p99_ms=10.0)
     flow = FlowState(true_rate=(("op", 40.0),), selectivity=((("src", "op"), 1.0),))
-    assert burst_factor(snap, flow, {"op": 0}, config) == 1.0  # measured below the model
+    assert burst_factor(snap, flow, [{"op": 0}], config) == 1.0  # measured below the model
     measured = one_op_snapshot(replicas=2, emitted=200, processed=200, busy_s=5.0, p99_ms=300.0)
-    beta = burst_factor(measured, flow, {"op": 0}, config)
+    beta = burst_factor(measured, flow, [{"op": 0}], config)
     wait = wait_s(20.0 * beta, 40.0, 2, "p99")
     assert 1.0 < beta < config.burst_max
     assert wait + 1 / 40 == pytest.approx(0.3, rel=1e-6)
+
+
+def test_on_a_micro_batch_engine_the_unexplained_latency_is_the_batches_spread():
+    """O15: 10 batches in td = 10 s (D(t) = 1 s), two replicas of ρ = 40/s at 20/s, κ = η = 1:
+    the model's p99 is W + 1/ρ + (1 + κ)·D = 0.038 + 0.025 + 2 = 2.063 s (C(2, 0.5) = 0.1, so
+    W = ln(0.1 / 0.01) / (80 − 20)). Measured 2.0 s: φ = 1; 3.063 s: φ = (3.063 − 0.063) / 2 =
+    1.5; 30 s: φ capped at β_max = 4."""
+    config = ObjectiveConfig(objective=P99_2S)
+    flow = FlowState(true_rate=(("op", 40.0),), selectivity=((("src", "op"), 1.0),))
+    batch = BatchModel(0.5, 0.0, 1.0, 1.0)
+
+    def spread(p99_ms: float) -> float | None:
+        snap = one_op_snapshot(replicas=2, emitted=200, processed=200, busy_s=5.0, p99_ms=p99_ms)
+        op = dataclasses.replace(snap.operators[0], replica_batches=(10, 10))
+        return batch_spread(dataclasses.replace(snap, operators=(op,)), flow, [{}], config, batch)
+
+    wait = math.log(10) / 60
+    assert spread(2000.0) == 1.0
+    assert spread(1000 * (3.0 + wait + 0.025)) == pytest.approx(1.5)
+    assert spread(30000.0) == config.burst_max
+    doubled = dataclasses.replace(batch, spread=1.5)
+    assert doubled.period_s(4, 0.5) == pytest.approx(1.5 * batch.period_s(4, 0.5))
 
 
 # ----------------------------------------------------------------------------- a real run

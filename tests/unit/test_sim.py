@@ -280,6 +280,10 @@ def test_micro_batch_overhead_grows_with_the_tasks_of_a_batch():
     cfg = config(replicas=4, interval_s=2.8, drain_s=0)  # two batches of 1.4 s per interval
     result = simulate(pipeline, cfg, constant(380, 40), settings)
     assert [s.operators[0].processed for s in result.snapshots[3:12]] == [800] * 9
+    # each replica served in both batches of each interval, as Spark's share counts say
+    assert {s.operators[0].replica_batches for s in result.snapshots[3:12]} == {(2, 2, 2, 2)}
+    per_replica = simulate(pipeline, cfg, constant(380, 10), EXACT)
+    assert per_replica.snapshots[3].operators[0].replica_batches == ()  # no batches to count
 
 
 def test_micro_batch_overhead_spread_keeps_its_mean():

@@ -1,7 +1,7 @@
 """`objective`: the fewest replicas whose predicted end-to-end latency keeps the run's latency
 objective (p99 or mean), planned on the forecast arrival rates and the queues left behind.
 
-Derivation (equation numbers O1-O12 are docs/policies.md's, section "objective"). Per interval t,
+Derivation (equation numbers O1-O15 are docs/policies.md's, section "objective"). Per interval t,
 for operator i with r replicas:
 
 1. Rates. ρ_i = μ_i / busy_i is one replica's true rate (DS2; `flow.true_rate`). Each source's
@@ -34,29 +34,53 @@ for operator i with r replicas:
    its mean at √(2/π)·σ√T. An event behind it waits that queue over c = r·ρ_i, and the wait used
    is the smaller of the two:
        W_i(r) = min(W^{stat}_i(r), ((λ̂_i − c)⁺·T + z·√((λ̂_i + c)·T)) / c)                    (O11)
-   On a shared machine each replica also lengthens the operator's micro-batches (Spark: one
-   task per replica on the same cores). Its batch time d_i = td / n_i (n_i the batches its
-   busiest replica took part in) is fitted as d_i = a_i + b·r_i, one intercept per operator and
-   a common slope b ≥ 0 (least squares over the last `batch_window` points), and an event sits
-   through k batches (the one running when it arrives and its own: k = 2 at the p99, 1.5 on
-   average), so L_i gains
-       g·(r − 1),   g = k·b  (or the configured `replica_cost_s`)                             (O12)
+   On a micro-batch engine (Spark) an event moves one operator per micro-batch of the whole
+   pipeline (`pipeline` layout: every active replica is a task of the one query's batch), and
+   waits for the batch running when it arrives: at the p99 a whole batch, κ = 1 (κ = 1/2 on
+   average); η = 1 batch per operator (`hop_batches`: about 1.5 with a query per operator,
+   where an event also waits for the next query's batch). A batch costs a fixed part o(R)
+   that grows with its tasks R = Σ_j r_j (they share the machine's few cores) plus its
+   slowest share's work; each replica's share of a batch of
+   length D is λ̂_i·D / r_i events, u_i·D seconds with u_i = λ̂_i / (r_i·ρ_i), so D = o + u·D
+   up to the admission cap c of one share's work (`batch_cap_s`, Spark's `batch_s`):
+       D(r) = min(o(R) / (1 − u), o(R) + c),   o(R) = a + b·R,   u = max_j u_j(r)            (O12)
+   (D = o + c when u ≥ 1), and a path π gains (η·|π| + κ)·D(r) (O6). a and b ≥ 0 are fitted by
+   least squares to the intervals' measured batches: D(t) = td / n(t), n(t) the most
+   micro-batches any replica took part in (snapshot `replica_batches`), with the share work
+   taken out through the measured utilisations u_j(t) = busy_j / (r_j·td), o(t) =
+   D(t)·(1 − min(max_j u_j(t), ū)) (ū = 0.9 keeps a saturated interval from dividing by ~0),
+   and (a, b) the least squares over the last `batch_window` intervals with a Gaussian prior
+   of weight w on b around b₀ (a ridge: the slope is b₀ until R varies, OLS once it has
+   varied much; b₀ the per-task cost measured on a quiet 2-core machine, 30 ms):
+       b = max(0, (Σ_t (R(t) − R̄)(o(t) − ō) + w·b₀) / (Σ_t (R(t) − R̄)² + w)),  a = max(0, ō − b·R̄)
+                                                                                             (O13)
+   Without it the first plans saw more replicas as free and, once B was out of reach, took
+   every pool to shave u. Snapshots without batch counts (the simulator's per-replica model)
+   leave the term out.
 4. End to end: a path's latency is the sum of its operators' (an upper bound for the p99), and
    the pipeline's is its critical path's (Caladrius IV-B3), plus a fixed engine overhead h:
-       L(r) = h + max_{paths π} Σ_{i ∈ π} L_i(r_i)                                           (O6)
+       L(r) = h + max_{paths π} [Σ_{i ∈ π} L_i(r_i) + (η·|π| + κ)·D(r)]                       (O6)
 5. Choice. Each L_i is decreasing and convex in r (Erlang-C delay is convex in the servers), so
    the fewest replicas with L(r) ≤ B are found greedily: start every operator at the smallest
    stable count within its pool that keeps its own bound (if the objective names one), then
    add one replica at a time on the critical path where it cuts the most latency,
        i* = argmax_{i ∈ π*, r_i < max_i} L_i(r_i) − L_i(r_i + 1),                            (O7)
-   until L(r) ≤ B, the path is at its pools' limits, or no replica on it lowers L (O12). For
-   one path this is the optimum of a separable convex allocation; on a DAG it is the greedy on
-   the current critical path (the property test checks it against brute force).
+   until L(r) ≤ B, the path is at its pools' limits, or no replica on it lowers L. For one
+   path this is the optimum of a separable convex allocation; on a DAG it is the greedy on the
+   current critical path (the property test checks it against brute force). With the batch
+   term the allocation is not separable (u is a maximum over operators, D a minimum of two
+   lines), so it is solved as several separable ones: D(r) ≤ D_v(R) = (a + b·R) / (1 − v)
+   whenever every u_j ≤ v, and D(r) ≤ D_c(R) = a + b·R + c always, so the feasible counts are
+   the union over v (each u_j(r) value below 1 within the pools, with r_j ≥ ⌈λ̂_j / (v·ρ_j)⌉)
+   and the capped case of those keeping the bound with D_v or D_c, each linear in R: a replica
+   on the critical path costs (η·|π*| + κ)·b/(1 − v) (or ·b) there, so O7's gain becomes
+       ΔL_i − (η·|π*| + κ)·∂D_v/∂R,                                                          (O14)
+   the greedy of each is exact on a path, and the choice is the fewest replicas among them.
    When no count in the pools keeps B (a backlog too large to drain within B, or a rate beyond
    the pools) the choice is the fastest recovery: the smallest stretch k ≥ 1 (bisected on a log
    scale up to 64) for which some count keeps L ≤ k·B with the queues of O2 spread over k·B,
    and its fewest replicas; beyond the pools at every k, the greedy run to its end (the least
-   latency it reaches: pools full on the path unless a replica's cost g outweighs its gain):
+   latency it reaches: pools full on the path unless a replica's batch cost outweighs its gain):
        k* = min{k ≥ 1 : min_r L_k(r) ≤ k·B}                                                   (O10)
 6. Scale out early, scale in late. Scale-ups use the lookahead A = td + a (the forecast rise
    before the next decision has acted is provisioned now, O1). r_in solves step 5 with
@@ -69,11 +93,26 @@ for operator i with r replicas:
    burstier within an interval show as a measured latency above the model's. In an interval
    whose replica counts did not change, the model is inverted on the measured latency ℓ(t)
    (as Caladrius Eq. 13 inverts Eq. 12):
-       β(t) = min{β ∈ [1, β_max] : L(r(t); β·x(t), q(t − 1)) ≥ ℓ(t)}                         (O8)
+       β(t) = min{β ∈ [1, β_max] : L(r(t); β·x̃(t), q̃(t)) ≥ ℓ(t)}                            (O8)
+   with x̃, q̃ the rates and queues the measured events met (below)
    and the plan multiplies the source rates by the largest β of the last `burst_window`
    intervals. A measured latency within the resolution ε (`resolution_s`: the simulator's step)
    of L(r(t); x(t)) is explained as it is (β = 1): otherwise a few ms of rounding would read as
    the largest burst whenever nothing queues (β is the factor the model needs to add latency).
+   The events measured in t arrived up to ℓ(t) before it, as far back as n − 1 whole intervals,
+   n = ⌊ℓ(t) / td⌋ + 1, so x̃ is each source's highest rate over the last n intervals and q̃
+   each operator's largest queue at their starts, q(t − n) … q(t − 1) (n = 1 when ℓ < td: the
+   interval's own rates and q(t − 1), as before): after a load falls,
+   its backlog's latency reaches the sinks at the lower rate behind the smaller queue, and
+   read that way it looked like the largest burst (the demo's spikes, Spark and simulator).
+   On a micro-batch engine (the snapshot counts batches) the latency the model leaves
+   unexplained is the batches', not the arrivals': a p99 passage meets the interval's longest
+   batches, not its mean D(t). There β stays 1 and the model is inverted instead for the
+   batches' spread φ, with the measured D(t) in O6 and the rates and queues of O8:
+       φ(t) = max(1, (ℓ(t) − h − Σ_{i ∈ π} L_i) / ((η·|π| + κ)·D(t)))   (at most β_max)        (O15)
+   and O12's D is multiplied by the largest φ of the last `burst_window` intervals. Read as a
+   burst, that latency had sent β to its maximum from the first intervals on Spark, and the
+   plan filled every pool.
 
 No guard is needed for the scale-in (step 6 is the hysteresis); the guard layer still clamps to
 the pools. The per-interval verdict of a run against its objective is in `model.objective`.
@@ -82,9 +121,8 @@ the pools. The per-interval verdict of a run against its objective is in `model.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any, Literal
 
@@ -108,8 +146,10 @@ from elastream.modeling.queueing import erlang_c
 
 P99 = 0.99
 Z_P99_SUP = NormalDist().inv_cdf(1 - (1 - P99) / 2)  # O11: p99 of a Brownian path's maximum
-BATCHES_PER_PASSAGE = {"p99": 2.0, "mean": 1.5}  # O12: k, batches an event sits through
+BATCHES_WAITED = {"p99": 1.0, "mean": 0.5}  # O6: κ, the batch running when an event arrives
+UTILIZATION_FIT_MAX = 0.9  # O13: ū, the largest measured utilisation the fit divides out
 MEAN_SUP = math.sqrt(2 / math.pi)  # O11: mean of a standard Brownian path's maximum over [0, 1]
+QUEUES_KEPT = 8  # O8: intervals of queues kept for the events that arrived before t − 1
 MAX_STRETCH = 64.0  # O10: the largest stretch k of the bound tried before filling the pools
 STRETCH_STEPS = 12  # O10: bisection steps on k (k found within a factor 64^(1/4096))
 
@@ -166,14 +206,33 @@ class ObjectiveConfig(Settings):
         description="cap the stationary wait by the wait a queue builds within the next td + a "
         "(O11); off: a count below the planned rate is never taken",
     )
-    replica_cost_s: float | None = Field(
+    batch_per_task_s: float | None = Field(
         None,
         ge=0,
-        description="g: latency each replica beyond the first adds to an operator's passage, s "
-        "(O12); None: learned from the snapshots' micro-batches (0 when they carry none)",
+        description="b: micro-batch time each task (active replica) adds, s (O12); None: "
+        "learned from the snapshots' micro-batches (O13)",
+    )
+    batch_cap_s: float = Field(
+        1.0,
+        gt=0,
+        description="c: the most work one share of a micro-batch admits, s (O12; Spark's "
+        "`spark.batch_s`)",
+    )
+    batch_prior_s: float = Field(
+        0.03, ge=0, description="b₀: the per-task batch cost assumed until R varies (O13), s"
+    )
+    batch_prior_weight: float = Field(
+        8.0, ge=0, description="w: the weight of b₀ in the O13 fit, in tasks² (0: plain OLS)"
     )
     batch_window: int = Field(
-        60, ge=2, description="(operator, replicas, batch time) points the O12 fit keeps"
+        60, ge=2, description="intervals of measured micro-batches the O13 fit keeps"
+    )
+    hop_batches: float = Field(
+        1.0,
+        gt=0,
+        description="η: micro-batches an event takes per operator (O6): 1 in Spark's `pipeline` "
+        "layout; about 1.5 with a query per operator (`operator` layout, the simulator's "
+        "micro_batch model), where it also waits for the next query's batch",
     )
     et_default_s: float = Field(
         DEFAULT_ET_S, gt=0, description="1 / ρ before any rate is measured, s"
@@ -198,10 +257,11 @@ class ObjectiveConfig(Settings):
 class ObjectiveState:
     flow: FlowState = FlowState()
     history: tuple[tuple[str, tuple[float, ...]], ...] = field(default=())
-    queues: tuple[tuple[str, int], ...] = field(default=())  # q_i at the end of t − 1
+    queues: tuple[tuple[tuple[str, int], ...], ...] = field(default=())  # q_i(t − n … t − 1)
     bursts: tuple[float, ...] = field(default=())  # β of the last intervals (O8)
+    spreads: tuple[float, ...] = field(default=())  # φ of the last intervals (O15)
     replicas: tuple[tuple[str, int], ...] = field(default=())  # r_i during t − 1
-    batches: tuple[tuple[str, int, float], ...] = field(default=())  # (i, r_i, d_i) of O12
+    batches: tuple[tuple[int, float], ...] = field(default=())  # (R(t), o(t)) of O13
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +277,42 @@ class Station:
     high: int  # pool maximum
     own_bound_s: float | None = None  # the operator's own objective, if any
     horizon_s: float = 0.0  # T of O11 (0: the stationary wait only)
-    replica_cost_s: float = 0.0  # g of O12: latency each replica beyond the first adds
+
+    def utilization(self, r: int) -> float:
+        """u_i(r) = λ̂_i / (r·ρ_i) of O12 (0 when idle, ∞ with no replica and work)."""
+        if self.arrival == 0:
+            return 0.0
+        return self.arrival / (r * self.rho) if r > 0 else math.inf
+
+
+@dataclass(frozen=True, slots=True)
+class BatchModel:
+    """The micro-batch time of O12: D = min(o / (1 − u), o + c) with o = a + b·R; `measured_s`
+    replaces it by the interval's measured D(t) (O8's inversion)."""
+
+    base_s: float  # a
+    per_task_s: float  # b
+    cap_s: float  # c
+    waited: float  # κ of O6
+    measured_s: float | None = None
+    per_hop: float = 1.0  # η of O6: batches an event takes per operator
+    spread: float = 1.0  # φ of O15: the passage's batches against the mean batch time
+
+    def period_s(self, tasks: int, utilization: float) -> float:
+        """φ·D(r) of O12 and O15 for R = `tasks` and u = `utilization`."""
+        if self.measured_s is not None:
+            return self.spread * self.measured_s
+        fixed = self.base_s + self.per_task_s * tasks
+        capped = fixed + self.cap_s
+        period = capped if utilization >= 1 else min(fixed / (1 - utilization), capped)
+        return self.spread * period
+
+    def slope_s(self, level: float | None) -> float:
+        """∂D/∂R of O14's line at utilisation level v (v ≥ 1: the capped line a + b·R + c)."""
+        if self.measured_s is not None or level is None:
+            return 0.0
+        slope = self.per_task_s if level >= 1 else self.per_task_s / (1 - level)
+        return self.spread * slope
 
 
 def wait_s(
@@ -268,50 +363,119 @@ def station_latency(s: Station, r: int, statistic: Statistic) -> float:
     if r == 0:
         return 0.0 if s.arrival == 0 and s.queue == 0 else math.inf
     wait = wait_s(s.arrival, s.rho, r, statistic, s.horizon_s)
-    return s.queue / (r * s.rho) + wait + 1.0 / s.rho + s.replica_cost_s * (r - 1)  # O12
+    return s.queue / (r * s.rho) + wait + 1.0 / s.rho
+
+
+def batch_period_s(
+    stations: Mapping[str, Station],
+    r: Mapping[str, int],
+    batch: BatchModel,
+    level: float | None = None,
+) -> float:
+    """D(r) of O12 over every operator (one batch for the whole pipeline); `level` v replaces
+    the utilisation u by its bound (O14: v < 1 for the line (a + b·R) / (1 − v), 1 for the
+    capped line)."""
+    used = max((s.utilization(r[n]) for n, s in stations.items()), default=0.0)
+    return batch.period_s(sum(r.values()), used if level is None else level)
 
 
 def critical_path(
-    stations: Mapping[str, Station], r: Mapping[str, int], statistic: Statistic
+    stations: Mapping[str, Station],
+    r: Mapping[str, int],
+    statistic: Statistic,
+    batch: BatchModel | None = None,
+    level: float | None = None,
 ) -> tuple[float, list[str]]:
-    """max over source-to-sink paths of Σ L_i (O6 without h), and that path's operators.
-    `stations` is in topological order."""
+    """max over source-to-sink paths of Σ (L_i + η·D) + κ·D (O6 without h; D of O12, 0 without
+    a batch model), and that path's operators. `stations` is in topological order."""
+    period = 0.0 if batch is None else batch_period_s(stations, r, batch, level)
     best: dict[str, tuple[float, list[str]]] = {}
     for name, s in stations.items():
         upstream = max((best[p] for p in s.preds if p in best), key=lambda b: b[0], default=None)
         base, path = upstream if upstream is not None else (0.0, [])
-        best[name] = (base + station_latency(s, r[name], statistic), [*path, name])
-    return max(best.values(), key=lambda b: b[0], default=(0.0, []))
+        latency = station_latency(s, r[name], statistic) + (
+            0.0 if batch is None else batch.per_hop * period
+        )
+        best[name] = (base + latency, [*path, name])
+    latency, path = max(best.values(), key=lambda b: b[0], default=(0.0, []))
+    waited = 0.0 if batch is None or not path else batch.waited * period
+    return latency + waited, path
 
 
-def smallest_start(s: Station, statistic: Statistic) -> int:
-    """The smallest count in the pool that is stable and keeps the operator's own bound."""
+def smallest_start(s: Station, statistic: Statistic, level: float | None = None) -> int | None:
+    """The smallest count in the pool that is stable, keeps the operator's own bound and, at a
+    utilisation level v (O14), keeps u_i ≤ v; None when v needs more than the pool."""
     for r in range(s.low, s.high + 1):
+        if level is not None and level < 1 and s.utilization(r) > level:
+            continue
         latency = station_latency(s, r, statistic)
         if math.isfinite(latency) and (s.own_bound_s is None or latency <= s.own_bound_s):
             return r
-    return s.high
+    return s.high if level is None or level >= 1 else None
 
 
-def choose_replicas(
-    stations: Mapping[str, Station], bound_s: float, statistic: Statistic
-) -> dict[str, int]:
-    """Step 5: the fewest replicas whose critical path keeps L ≤ bound (O6, O7)."""
-    r = {name: smallest_start(s, statistic) for name, s in stations.items()}
+def greedy(
+    stations: Mapping[str, Station],
+    bound_s: float,
+    statistic: Statistic,
+    batch: BatchModel | None = None,
+    level: float | None = None,
+) -> dict[str, int] | None:
+    """Step 5 for one linear bound of the batch time (O14; without a batch model, O7 itself):
+    from the smallest starts, a replica at a time where the critical path gains the most, net
+    of what a task adds to its batches, until L ≤ bound or no replica gains. None: the level's
+    utilisation bound needs more than a pool."""
+    starts = {name: smallest_start(s, statistic, level) for name, s in stations.items()}
+    if any(v is None for v in starts.values()):
+        return None
+    r: dict[str, int] = {name: v for name, v in starts.items() if v is not None}
+    slope = 0.0 if batch is None else batch.slope_s(level)
     while True:
-        latency, path = critical_path(stations, r, statistic)
+        latency, path = critical_path(stations, r, statistic, batch, level)
         if latency <= bound_s or not math.isfinite(latency):
             return r
+        task = 0.0 if batch is None else (len(path) * batch.per_hop + batch.waited) * slope  # O14
         gains = {
             name: station_latency(stations[name], r[name], statistic)
             - station_latency(stations[name], r[name] + 1, statistic)
+            - task
             for name in path
             if r[name] < stations[name].high
         }
         best = max(gains, key=lambda name: gains[name], default=None)
         if best is None or gains[best] <= 0:
-            return r  # no replica on the path lowers the latency any more (O12)
+            return r  # no replica on the path lowers the latency any more (O14)
         r[best] += 1  # O7
+
+
+def levels(stations: Mapping[str, Station]) -> list[float]:
+    """O14's cases: every utilisation u_j(r) below 1 within the pools, then the capped line
+    (level 1: no bound on u)."""
+    found = {s.utilization(r) for s in stations.values() for r in range(max(1, s.low), s.high + 1)}
+    return [*sorted(v for v in found if v < 1), 1.0]
+
+
+def choose_replicas(
+    stations: Mapping[str, Station],
+    bound_s: float,
+    statistic: Statistic,
+    batch: BatchModel | None = None,
+) -> dict[str, int]:
+    """Step 5: the fewest replicas whose critical path keeps L ≤ bound (O6, O7); with a batch
+    time that depends on the counts, the fewest over O14's cases (ties: the least latency).
+    When none keeps it, the case reaching the least latency."""
+    if batch is None or batch.measured_s is not None:
+        chosen = greedy(stations, bound_s, statistic, batch)
+        assert chosen is not None  # without a level every start exists
+        return chosen
+    options = [r for v in levels(stations) if (r := greedy(stations, bound_s, statistic, batch, v))]
+
+    def rank(r: dict[str, int]) -> tuple[bool, int, float]:
+        latency = critical_path(stations, r, statistic, batch)[0]
+        kept = latency <= bound_s
+        return (not kept, sum(r.values()) if kept else 0, latency)
+
+    return min(options, key=rank)
 
 
 def plan(
@@ -321,7 +485,7 @@ def plan(
     config: ObjectiveConfig,
     bound_s: float,
     burst: float,
-    replica_cost_s: float = 0.0,
+    batch: BatchModel | None = None,
 ) -> tuple[dict[str, int], dict[str, Station], float]:
     """Step 5 with its fallback (O10): the fewest replicas keeping L ≤ `bound_s`, with the
     stations it was planned on and the stretch k (1: the objective is kept). When no count in
@@ -333,24 +497,18 @@ def plan(
 
     def attempt(k: float) -> tuple[dict[str, int], dict[str, Station], bool]:
         stations = stations_for(
-            snapshot,
-            flow,
-            rates,
-            config,
-            burst=burst,
-            drain_s=k * config.target.bound_s,
-            replica_cost_s=replica_cost_s,
+            snapshot, flow, rates, config, burst=burst, drain_s=k * config.target.bound_s
         )
-        r = choose_replicas(stations, k * bound_s, statistic)
-        return r, stations, critical_path(stations, r, statistic)[0] <= k * bound_s
+        r = choose_replicas(stations, k * bound_s, statistic, batch)
+        return r, stations, critical_path(stations, r, statistic, batch)[0] <= k * bound_s
 
     r, stations, kept = attempt(1.0)
     if kept:
         return r, stations, 1.0
     low, high = 1.0, MAX_STRETCH
     best, _, kept = attempt(high)
-    if not kept:  # beyond the pools at every k: the least latency the greedy reaches (O7, O12)
-        return choose_replicas(stations, 0.0, statistic), stations, math.inf
+    if not kept:  # beyond the pools at every k: the least latency the greedy reaches (O7, O14)
+        return choose_replicas(stations, 0.0, statistic, batch), stations, math.inf
     for _ in range(STRETCH_STEPS):  # O10: bisect k on a log scale (keeping L is monotone in k)
         mid = math.sqrt(low * high)
         r_mid, _, kept = attempt(mid)
@@ -390,7 +548,6 @@ def stations_for(
     queues: Mapping[str, int] | None = None,
     actuation_s: float | None = None,
     drain_s: float | None = None,
-    replica_cost_s: float = 0.0,
 ) -> dict[str, Station]:
     """Every operator's λ̂ (O2, the source rates times the burst factor β of O8, upstream
     queues spread over `drain_s`, by default the bound B) and inherited queue (O3), in
@@ -421,89 +578,154 @@ def stations_for(
             o.max_replicas,
             None if own is None else own.bound_s,
             (snapshot.td / max(1, snapshot.intervals) + act) if config.transient else 0.0,
-            replica_cost_s,
         )
     return stations
 
 
-def batch_points(snapshot: Snapshot) -> list[tuple[str, int, float]]:
-    """(i, r_i, d_i) of the interval for O12: d_i = td / n_i, operator i's mean micro-batch time,
-    n_i the most micro-batches one of its replicas took part in (none without batch counts)."""
+def measured_batch_s(snapshot: Snapshot) -> float | None:
+    """D(t) of O13: td / n(t), n(t) the most micro-batches one replica of any operator took part
+    in (the pipeline's one batch loop); None when the snapshot counts no batches."""
+    batches = max((n for o in snapshot.operators for n in o.replica_batches), default=0)
+    return snapshot.td / batches if batches > 0 else None
+
+
+def batch_point(snapshot: Snapshot) -> tuple[int, float] | None:
+    """(R(t), o(t)) of O13: the tasks that ran and the batch time less its slowest share's
+    work, D(t)·(1 − min(max_j u_j(t), ū)) with u_j(t) = busy_j / (r_j·td)."""
+    period = measured_batch_s(snapshot)
+    if period is None:
+        return None
+    td = snapshot.td
+    busy = max((o.busy_s / (o.replicas * td) for o in snapshot.operators if o.replicas), default=0)
+    tasks = sum(o.replicas for o in snapshot.operators)
+    return tasks, period * (1 - min(busy, UTILIZATION_FIT_MAX))
+
+
+def fit_batch(
+    points: Sequence[tuple[int, float]],
+    per_task_s: float | None = None,
+    prior_s: float = 0.0,
+    weight: float = 0.0,
+) -> tuple[float, float] | None:
+    """(a, b) of O13: least squares of o = a + b·R over the points with a prior of weight w on
+    b around b₀ (b = b₀ while R has not varied), b ≥ 0 and a ≥ 0; a configured b is kept and
+    only a fitted. None without points."""
+    if not points:
+        return None
+    r_mean = sum(r for r, _ in points) / len(points)
+    o_mean = sum(o for _, o in points) / len(points)
+    if per_task_s is None:
+        den = sum((r - r_mean) ** 2 for r, _ in points) + weight
+        num = sum((r - r_mean) * (o - o_mean) for r, o in points) + weight * prior_s
+        per_task_s = max(0.0, num / den) if den > 0 else 0.0
+    return max(0.0, o_mean - per_task_s * r_mean), per_task_s
+
+
+def batch_model(
+    config: ObjectiveConfig, points: Sequence[tuple[int, float]], statistic: Statistic
+) -> BatchModel | None:
+    """O12 with O13's fit (None when no snapshot has counted batches: no batch term)."""
+    fitted = fit_batch(
+        points, config.batch_per_task_s, config.batch_prior_s, config.batch_prior_weight
+    )
+    if fitted is None:
+        return None
+    waited = BATCHES_WAITED[statistic]
+    return BatchModel(fitted[0], fitted[1], config.batch_cap_s, waited, None, config.hop_batches)
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """What O8 and O15 invert the model on: the interval's measured latency (less h), and the
+    rates and queues of the intervals its events arrived in."""
+
+    target_s: float
+    rates: dict[str, float]
+    queues: dict[str, int]
+
+
+def measured_for(
+    snapshot: Snapshot,
+    previous: Sequence[Mapping[str, int]],
+    config: ObjectiveConfig,
+    history: Mapping[str, tuple[float, ...]] | None = None,
+) -> Measured | None:
+    """The interval's measured latency ℓ(t) − h with the conditions its events met: they arrived
+    as far back as n − 1 whole intervals, n = ⌊ℓ(t) / td⌋ + 1, so each source's highest rate
+    over the last n intervals (from `history`, else the interval's own) and each operator's
+    largest queue at their starts (`previous`: q at the end of t − n … t − 1, most recent last).
+    None: nothing measured."""
+    measured = interval_latency_ms(snapshot, config.target.statistic)
+    if measured is None:
+        return None
+    observed = source_rates(snapshot)
     td = snapshot.td / max(1, snapshot.intervals)
-    points = []
-    for o in snapshot.operators:
-        batches = max(o.replica_batches, default=0)
-        if batches > 0 and o.processed > 0:
-            points.append((o.name, o.replicas, td / batches))
-    return points
-
-
-def batch_growth_s(points: Sequence[tuple[str, int, float]]) -> float:
-    """b of O12: the slope of the batch time in the replica count, least squares with one
-    intercept per operator (d_i = a_i + b·r_i); 0 while no count has varied or when the slope
-    comes out negative (more replicas never make the model faster than it is)."""
-    by_operator: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for name, r, d in points:
-        by_operator[name].append((r, d))
-    num = den = 0.0
-    for pairs in by_operator.values():
-        r_mean = sum(r for r, _ in pairs) / len(pairs)
-        d_mean = sum(d for _, d in pairs) / len(pairs)
-        num += sum((r - r_mean) * (d - d_mean) for r, d in pairs)
-        den += sum((r - r_mean) ** 2 for r, _ in pairs)
-    return max(0.0, num / den) if den > 0 else 0.0
-
-
-def replica_cost(
-    config: ObjectiveConfig, points: Sequence[tuple[str, int, float]], statistic: Statistic
-) -> float:
-    """g of O12: the configured value, else k·b with k the batches an event passes through (the
-    one running when it arrives and its own: 2 at the p99, 1.5 on average)."""
-    if config.replica_cost_s is not None:
-        return config.replica_cost_s
-    return BATCHES_PER_PASSAGE[statistic] * batch_growth_s(points)
+    back = math.floor(measured / 1000.0 / td) + 1
+    if history is not None:
+        observed = {name: max(history.get(name, (x,))[-back:]) for name, x in observed.items()}
+    found = previous[-back:]
+    ran = snapshot.replicas()
+    queues = {name: max(q.get(name, 0) for q in found) for name in ran} if found else {}
+    return Measured(measured / 1000.0 - config.overhead_s, observed, queues)
 
 
 def burst_factor(
     snapshot: Snapshot,
     flow: FlowState,
-    previous: Mapping[str, int],
+    previous: Sequence[Mapping[str, int]],
     config: ObjectiveConfig,
-    replica_cost_s: float = 0.0,
+    history: Mapping[str, tuple[float, ...]] | None = None,
 ) -> float | None:
-    """β(t) of O8: the smallest factor on the interval's observed rates for which the model,
-    with the replicas that ran and the queues they started from, predicts the latency that was
-    measured (the model inverted, as Caladrius Eq. 13 inverts Eq. 12). None: nothing measured."""
-    objective = config.target
-    measured = interval_latency_ms(snapshot, objective.statistic)
-    if measured is None:
+    """β(t) of O8: the smallest factor on the rates the interval's measured events arrived at
+    for which the model, with the replicas that ran and the queues those events found
+    (`measured_for`), predicts the latency that was measured (the model inverted, as Caladrius
+    Eq. 13 inverts Eq. 12). None: nothing measured."""
+    seen = measured_for(snapshot, previous, config, history)
+    if seen is None:
         return None
-    target = measured / 1000.0 - config.overhead_s
     ran = snapshot.replicas()
-    observed = source_rates(snapshot)
 
     def model(beta: float) -> float:
         stations = stations_for(
-            snapshot,
-            flow,
-            observed,
-            config,
-            burst=beta,
-            queues=previous,
-            actuation_s=0.0,
-            replica_cost_s=replica_cost_s,
+            snapshot, flow, seen.rates, config, burst=beta, queues=seen.queues, actuation_s=0.0
         )
-        return critical_path(stations, ran, objective.statistic)[0]
+        return critical_path(stations, ran, config.target.statistic)[0]
 
     low, high = 1.0, config.burst_max
-    if model(low) + config.resolution_s >= target:
+    if model(low) + config.resolution_s >= seen.target_s:
         return low
-    if model(high) < target:
+    if model(high) < seen.target_s:
         return high
     for _ in range(30):
         mid = (low + high) / 2
-        low, high = (low, mid) if model(mid) >= target else (mid, high)
+        low, high = (low, mid) if model(mid) >= seen.target_s else (mid, high)
     return high
+
+
+def batch_spread(
+    snapshot: Snapshot,
+    flow: FlowState,
+    previous: Sequence[Mapping[str, int]],
+    config: ObjectiveConfig,
+    batch: BatchModel,
+    history: Mapping[str, tuple[float, ...]] | None = None,
+) -> float | None:
+    """φ(t) of O15: on a micro-batch engine, the factor on the interval's measured batch time
+    D(t) at which the model, with the replicas that ran and the rates and queues the measured
+    events met, predicts the measured latency: what the batches' spread (a passage's longest
+    batches against their mean) adds; at least 1, at most `burst_max`. None: nothing
+    measured, or no batches counted."""
+    period = measured_batch_s(snapshot)
+    seen = measured_for(snapshot, previous, config, history)
+    if period is None or seen is None:
+        return None
+    stations = stations_for(snapshot, flow, seen.rates, config, queues=seen.queues, actuation_s=0.0)
+    fixed = replace(batch, measured_s=period, spread=1.0)
+    total, path = critical_path(stations, snapshot.replicas(), config.target.statistic, fixed)
+    batched = (len(path) * batch.per_hop + batch.waited) * period
+    if batched <= 0:
+        return None
+    return min(config.burst_max, max(1.0, (seen.target_s - (total - batched)) / batched))
 
 
 def decide(
@@ -512,40 +734,74 @@ def decide(
     flow = update_flow(snapshot, state.flow)
     history = rate_history(snapshot, dict(state.history), config.min_history, config.history_s)
     changed = dict(state.replicas) != snapshot.replicas()
-    points = (*state.batches, *batch_points(snapshot))[-config.batch_window :]
-    g = replica_cost(config, points, config.target.statistic)
-    calibrate = state.queues and (config.burst_after_change or not changed)
-    beta_t = burst_factor(snapshot, flow, dict(state.queues), config, g) if calibrate else None
-    bursts = state.bursts if beta_t is None else (*state.bursts, beta_t)[-config.burst_window :]
+    point = batch_point(snapshot)
+    points = state.batches if point is None else (*state.batches, point)[-config.batch_window :]
+    points = tuple(points)
+    objective = config.target
+    batch = batch_model(config, points, objective.statistic)
+    calibrate = bool(state.queues) and (config.burst_after_change or not changed)
+    previous = [dict(q) for q in state.queues]
+    beta_t = phi_t = None
+    if calibrate and batch is not None and measured_batch_s(snapshot) is not None:
+        phi_t = batch_spread(snapshot, flow, previous, config, batch, history)  # O15
+    elif calibrate:
+        beta_t = burst_factor(snapshot, flow, previous, config, history)  # O8
+    window = config.burst_window
+    bursts = state.bursts if beta_t is None else (*state.bursts, beta_t)[-window:]
+    spreads = state.spreads if phi_t is None else (*state.spreads, phi_t)[-window:]
     beta = max(bursts, default=1.0)  # O8: plan for the largest recent burst
+    if batch is not None:  # O15: and for the largest recent spread of the batches
+        batch = replace(batch, spread=max(spreads, default=1.0))
     td = snapshot.td / max(1, snapshot.intervals)
     lead_in = config.scale_in_horizon_s or 3 * td
     up_rates, in_rates = planned_rates(history, td, config, td + config.actuation_s, lead_in)
-    objective = config.target
     bound = objective.bound_s - config.overhead_s
-    r_up, up_stations, stretch = plan(snapshot, flow, up_rates, config, bound, beta, g)
+    r_up, up_stations, stretch = plan(snapshot, flow, up_rates, config, bound, beta, batch)
     current = snapshot.replicas()
     r_in = r_up
     if any(r_up[name] != current[name] for name in r_up):
-        r_in, _, _ = plan(snapshot, flow, in_rates, config, (1 - config.margin) * bound, beta, g)
+        r_in, _, _ = plan(
+            snapshot, flow, in_rates, config, (1 - config.margin) * bound, beta, batch
+        )
     forecasting = all(len(values) >= config.min_history for values in history.values())
     targets = {
         name: step_six(current[name], r_up[name], r_in[name] if forecasting else current[name])
         for name in r_up
     }
-    predicted, _ = critical_path(up_stations, targets, objective.statistic)
-    recovery = "" if stretch == 1.0 else f" recovery k={stretch:.2f}"
-    reasons = {
-        name: f"λ̂={s.arrival:.1f}/s β={beta:.2f} q'={s.queue:.0f} ρ={s.rho:.1f}/s "
-        f"L={station_latency(s, targets[name], objective.statistic):.2f}s "
-        f"path={predicted + config.overhead_s:.2f}s/{objective.bound_s:g}s g={g:.3f}s{recovery}"
-        for name, s in up_stations.items()
-    }
-    queues = tuple((o.name, o.queue) for o in snapshot.operators)
+    predicted, _ = critical_path(up_stations, targets, objective.statistic, batch)
+    reasons = decision_reasons(up_stations, targets, objective, config, batch, beta)
+    for name in reasons:
+        reasons[name] += f" path={predicted + config.overhead_s:.2f}s/{objective.bound_s:g}s"
+        reasons[name] += "" if stretch == 1.0 else f" recovery k={stretch:.2f}"
+    queues = (*state.queues, tuple((o.name, o.queue) for o in snapshot.operators))[-QUEUES_KEPT:]
     new_state = ObjectiveState(
-        flow, tuple(history.items()), queues, bursts, tuple(current.items()), tuple(points)
+        flow, tuple(history.items()), queues, bursts, spreads, tuple(current.items()), points
     )
     return Decision.of(targets, reasons), new_state
+
+
+def decision_reasons(
+    stations: Mapping[str, Station],
+    targets: Mapping[str, int],
+    objective: Objective,
+    config: ObjectiveConfig,
+    batch: BatchModel | None,
+    beta: float,
+) -> dict[str, str]:
+    """Per operator: what the plan saw (λ̂, β, q', ρ), its latency, and the batch time D."""
+    period = (
+        ""
+        if batch is None
+        else (
+            f" D={batch_period_s(stations, targets, batch):.2f}s"
+            f" (a={batch.base_s:.2f}s b={batch.per_task_s:.3f}s φ={batch.spread:.2f})"
+        )
+    )
+    return {
+        name: f"λ̂={s.arrival:.1f}/s β={beta:.2f} q'={s.queue:.0f} ρ={s.rho:.1f}/s "
+        f"L={station_latency(s, targets[name], objective.statistic):.2f}s{period}"
+        for name, s in stations.items()
+    }
 
 
 def step_six(current: int, up: int, hold: int) -> int:

@@ -128,6 +128,8 @@ class BatchOperator(Operator):
         if n + expired == cap and self.queue:  # as spark/source.py notes it (cap_hit_key)
             self.admission_capped = True
         counts = self._split(n, ready, start)
+        for rep, c in zip(ready, counts, strict=True):
+            rep.batches += int(c > 0)
         noise = self.noise(r) or [1.0] * r
         busy = [c * rep.cost * f for c, f, rep in zip(counts, noise, ready, strict=True)]
         overhead = self._overhead(r)
@@ -136,6 +138,11 @@ class BatchOperator(Operator):
         self.size -= expired
         self.dropped_timeout += expired
         self.ledger.counts.dropped_timeout += expired
+
+    def replica_batches(self) -> tuple[int, ...]:
+        """Per active replica, the micro-batches it served events in during t (as the Spark
+        runtime's share counts)."""
+        return tuple(rep.batches for rep in self.pool[: self.active])
 
     def _overhead(self, r: int) -> float:
         """The batch's fixed cost, Eq. O1: the operator's base cost, plus b per task beyond the

@@ -67,6 +67,7 @@ class Replica:
     """One replica of the pool: its own FIFO queue (per-replica model) and interval counters."""
 
     __slots__ = (
+        "batches",
         "busy",
         "cost",
         "credit",
@@ -89,6 +90,7 @@ class Replica:
         self.credit = 0.0  # events this replica may still serve (carries the fraction)
         self.mu = 0  # μ_ij(t)
         self.busy = 0.0  # seconds spent serving events during t
+        self.batches = 0  # micro-batches in which it served events during t (batch model)
         self.mark = 0.0  # busy at the last refresh of Alg. 1's U (lb_refresh_s)
 
 
@@ -192,6 +194,7 @@ class Operator:
             rep.mu = 0
             rep.busy = 0.0
             rep.mark = 0.0
+            rep.batches = 0
 
     def receive(
         self, sender: str, cohorts: dict[int, int], weight: float, service_s: float
@@ -605,6 +608,7 @@ class Operator:
             admission_capped=self.admission_capped,
             emitted_streams=self._emitted_streams(),
             service_time_var=self._service_time_var(),
+            replica_batches=self.replica_batches(),
         )
         # Alg. 1 starts the next interval from U_ij(t) = μ_ij(t)·et_ij/td (Eq. 5 per replica).
         if self.refresh_steps:
@@ -623,6 +627,10 @@ class Operator:
             known = tuple((rep.cost * cv) ** 2 for rep in self.pool[: self.active])
             self.variances[self.active] = known
         return known
+
+    def replica_batches(self) -> tuple[int, ...]:
+        """Per active replica, the micro-batches it served events in (() here: no batches)."""
+        return ()
 
     def _emitted_streams(self) -> tuple[tuple[str, int], ...]:
         """This interval's outputs per output stream (every stream of the operator, 0 when
