@@ -59,7 +59,7 @@ from elastream.modeling.validation import (
 
 APP = Path(__file__).parents[1] / "src" / "elastream" / "examples" / "wordcount.yaml"
 COUNTER_P, TD_S = 4, 4
-TRIGGER_S, CORES = 0.2, 2.0  # spark.trigger_s (default); the machine's cores
+TRIGGER_S, CORES = 0.2, 2.0  # spark.trigger_s of its runs (the default until 28 Nov); cores
 # A step is saturated when the replica admitted < 90 % of what it was offered (its backlog grew
 # clearly). On the micro-batch runtime a step below SP lags 2-3 % behind its source while the
 # batches grow (soft saturation), which the models' default 2 % rule counts as saturated.
@@ -107,7 +107,7 @@ def run(out: Path, variant: Variant, splitter: int, async_progress: bool = True)
     trace = folder / "rates.txt"  # `lines` format: one rate per second
     trace.write_text("".join(f"{rate}\n" * variant.step_s for rate in variant.rates))
     settings = folder / "settings.yaml"
-    spark = {"batch_s": variant.batch_s, "async_progress": async_progress}
+    spark = {"batch_s": variant.batch_s, "async_progress": async_progress, "trigger_s": TRIGGER_S}
     config = {"drain_s": 10, "queue_capacity": None, "event_timeout_s": None, "spark": spark}
     settings.write_text(json.dumps(config))
     history = folder / "history.sqlite"

@@ -11,6 +11,8 @@ short):
     .venv/bin/python benchmarks/layouts.py scale [--operators 3,10,20]
     .venv/bin/python benchmarks/layouts.py demo [--layouts pipeline]
 Common options: --layouts operator,pipeline  --seconds S (per run)  --trigger S
+    --spark JSON (more spark.* settings, e.g. '{"ui": false}'; several: each a variant, run in
+    turn and printed side by side)
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from statistics import mean
 
 from throughput import (
     FUNCTIONS,
+    PROGRESS_KEYS,
     RateStep,
     _backends,
     _kinds,
@@ -146,6 +149,7 @@ class LayoutRun:
     peak: Peak
     batch_s: float | None  # mean micro-batch that read events, over the run's queries
     batches: int  # micro-batches that read events, over the run's queries
+    phases: dict[str, float]  # mean s per phase (PROGRESS_KEYS) of those micro-batches
 
     @property
     def hop_s(self) -> float | None:
@@ -163,7 +167,9 @@ def run_layout(
 ) -> LayoutRun:
     """`pipeline` at a constant `rate` for args.seconds with static `replicas` in `layout`."""
     out = out / f"run{next(RUN_IDS)}"
-    spark = {"layout": layout, "trigger_s": args.trigger}
+    spark = {"layout": layout, **args.variant}
+    if args.trigger is not None:  # else spark.trigger_s's default
+        spark.setdefault("trigger_s", args.trigger)
     config = make_config(
         spark=spark,
         policy="static",
@@ -185,12 +191,14 @@ def run_layout(
     finally:
         stop.set()
         sampler.join()
-    rows = [
-        p["durationMs"]["triggerExecution"] / 1000
+    progress = [
+        p["durationMs"]
         for q in engine.queries.values()
         for p in q.recentProgress
         if p["numInputRows"] and "durationMs" in p
     ]
+    rows = [d["triggerExecution"] / 1000 for d in progress]
+    phases = {k: mean(d.get(k, 0) for d in progress) / 1000 for k in PROGRESS_KEYS} if rows else {}
     totals = result.totals
     step = RateStep(
         int(rate),
@@ -199,7 +207,8 @@ def run_layout(
         None if totals.latency_ms_mean is None else totals.latency_ms_mean / 1000,
     )
     shutil.rmtree(out, ignore_errors=True)
-    return LayoutRun(step, len(pipeline.operators), peak, mean(rows) if rows else None, len(rows))
+    batch_s = mean(rows) if rows else None
+    return LayoutRun(step, len(pipeline.operators), peak, batch_s, len(rows), phases)
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -215,14 +224,28 @@ def describe(layout: str, run: LayoutRun) -> str:
     )
 
 
+def describe_phases(run: LayoutRun) -> str:
+    """The micro-batch's phases (Spark's durationMs, mean s), and the load average now."""
+    shown = "  ".join(f"{k} {v:.3f}" for k, v in run.phases.items())
+    return f"batch phases: {shown}  (load {os.getloadavg()[0]:.2f})"
+
+
+def _variant_label(variant: dict) -> str:
+    return json.dumps(variant) if variant else "defaults"
+
+
 def latency(args: argparse.Namespace, out: Path) -> None:
     """Per-hop latency at 10 events/s, 3 operators, each layout, r = 1 and r = 2."""
     for replicas in args.replicas:
         print(f"3 pass-through operators at 10 events/s, r = {replicas}:", flush=True)
         for layout in args.layouts:
-            pipeline = chain_pipeline(3, "events", replicas)
-            run = run_layout(pipeline, layout, 10, args, out / layout, replicas=replicas)
-            print("  " + describe(layout, run), flush=True)
+            for variant in args.spark:
+                args.variant = variant
+                pipeline = chain_pipeline(3, "events", replicas)
+                run = run_layout(pipeline, layout, 10, args, out / layout, replicas=replicas)
+                label = f"  [{_variant_label(variant)}]" if len(args.spark) > 1 else ""
+                print("  " + describe(layout, run) + label, flush=True)
+                print("    " + describe_phases(run), flush=True)
 
 
 def ladder(args: argparse.Namespace, out: Path) -> None:
@@ -311,6 +334,13 @@ def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(v) for v in text.split(","))
 
 
+def _spark_variant(text: str) -> dict:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"--spark: a JSON object, got {text!r}")
+    return value
+
+
 def _layouts(text: str) -> tuple[str, ...]:
     names = tuple(text.split(","))
     if any(n not in LAYOUTS for n in names):
@@ -323,7 +353,14 @@ def main() -> None:
     parser.add_argument("part", choices=("latency", "ladder", "scale", "demo"))
     parser.add_argument("--layouts", type=_layouts, default=LAYOUTS)
     parser.add_argument("--seconds", type=float, default=30.0, help="trace length of each run")
-    parser.add_argument("--trigger", type=float, default=0.2, help="spark.trigger_s, s")
+    parser.add_argument("--trigger", type=float, default=None, help="spark.trigger_s, s")
+    parser.add_argument(
+        "--spark",
+        type=_spark_variant,
+        action="append",
+        default=None,
+        help="JSON object of more spark.* settings; given several times: variants side by side",
+    )
     parser.add_argument("--replicas", type=_ints, default=(1, 2), help="latency: r per operator")
     parser.add_argument("--backends", type=_backends, default=("sqlite",))
     parser.add_argument("--kinds", type=_kinds, default=("columns",))
@@ -333,6 +370,8 @@ def main() -> None:
     parser.add_argument("--scale-rates", type=_rates, default=(), help="scale: rates to climb")
     parser.add_argument("--out", type=Path, default=None, help="work directory (default: temp)")
     args = parser.parse_args()
+    args.spark = args.spark or [{}]
+    args.variant = args.spark[0]  # the settings of the run going on (latency: each in turn)
     out = args.out or Path(tempfile.mkdtemp(prefix="elastream-layouts-"))
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()

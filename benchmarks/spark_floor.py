@@ -3,8 +3,8 @@
 What a hop of elastream cannot go below on this machine: each query reads a Python data source
 whose reader yields one row per partition (2 partitions, as 2 replicas) and does nothing else,
 in elastream's SparkSession (FAIR pools, warmed Python workers), with asynchronous progress
-tracking and a 0.2 s trigger, as the operator queries run. Compare its micro-batch with the
-`one micro-batch that read events` line of `benchmarks/throughput.py`.
+tracking and the default trigger (`spark.trigger_s`), as the operator queries run. Compare its
+micro-batch with the `one micro-batch that read events` line of `benchmarks/throughput.py`.
 
     python benchmarks/spark_floor.py [--seconds 45]
 """
@@ -20,6 +20,7 @@ from statistics import mean
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
+from elastream.config.run import SparkSettings
 from elastream.runtime.spark.session import spark_session, stop_query, warm_python_workers
 
 PHASES = ("triggerExecution", "addBatch", "latestOffset", "queryPlanning", "walCommit")
@@ -72,7 +73,7 @@ def batch_phases(n_queries: int, seconds: float, work: Path) -> dict[str, float]
             .option("checkpointLocation", str(work / f"q{n_queries}-{i}"))
             .option("asyncProgressTrackingEnabled", "true")
             .option("asyncProgressTrackingCheckpointIntervalMs", "1000")
-            .trigger(processingTime="0.2 seconds")
+            .trigger(processingTime=f"{SparkSettings().trigger_s} seconds")
         )
         queries.append(writer.start())
     time.sleep(seconds)

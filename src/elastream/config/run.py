@@ -56,7 +56,11 @@ class SparkSettings(Settings):
         1.0, gt=0, description="work admitted per micro-batch, in replica-seconds"
     )
     trigger_s: float = Field(
-        0.2, ge=0, description="processing-time trigger, s; bounds idle polling (0: none)"
+        0.05,
+        ge=0,
+        description="processing-time trigger, s: the shortest time between micro-batch starts, "
+        "so a floor of the hop at low load, and how often an idle query polls its source (0: "
+        "back to back; docs/runtime.md, Where a hop's time goes)",
     )
     layout: Literal["operator", "pipeline"] = Field(
         "pipeline",
