@@ -21,9 +21,9 @@ import redis
 
 from elastream.config import make_config
 from elastream.control.policy import Decision
-from elastream.experiments.session import run_pipeline
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.model.snapshot import Snapshot
+from elastream.runner.session import run_pipeline
 from elastream.runtime.queues import open_store
 from elastream.runtime.queues.redis_server import LocalRedis
 

@@ -38,21 +38,21 @@ import yaml
 from elastream.examples.wordcount import words_per_sentence
 from elastream.history import HistoryRow, HistoryStore, RunCpuRow
 from elastream.model.pipeline import pipeline_from_dict
-from elastream.modeling.batching import MicroBatch, batch_overhead, predicted_replica_sp
-from elastream.modeling.cpu import (
+from elastream.prediction.batching import MicroBatch, batch_overhead, predicted_replica_sp
+from elastream.prediction.cpu import (
     core_capped_rate,
     fit_batch_cpu,
     fit_psi,
     platform_psi,
 )
-from elastream.modeling.from_pipeline import graph_of
-from elastream.modeling.graph import Grouping, MeasuredPoint
-from elastream.modeling.performance import (
+from elastream.prediction.from_pipeline import graph_of
+from elastream.prediction.graph import Grouping, MeasuredPoint
+from elastream.prediction.performance import (
     fit_pipeline,
     predict,
 )
-from elastream.modeling.throughput import fit_instance
-from elastream.modeling.validation import (
+from elastream.prediction.throughput import fit_instance
+from elastream.prediction.validation import (
     relative_error,
     validate,
 )

@@ -43,8 +43,8 @@ from throughput import (
 )
 
 from elastream.config import make_config
-from elastream.experiments.session import run_engine
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
+from elastream.runner.session import run_engine
 from elastream.runtime.queues.redis_server import LocalRedis
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads.generators import constant

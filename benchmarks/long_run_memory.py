@@ -24,7 +24,7 @@ from pathlib import Path
 from throughput import passthrough_pipeline
 
 from elastream.config import make_config
-from elastream.experiments.session import run_engine
+from elastream.runner.session import run_engine
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads.generators import constant
 

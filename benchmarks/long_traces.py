@@ -31,7 +31,7 @@ import numpy as np
 
 from elastream.config import RunConfig
 from elastream.config.files import load_pipeline
-from elastream.experiments.session import run_session
+from elastream.runner.session import run_session
 from elastream.runtime.sim import SimSettings, profile_pipeline
 from elastream.workloads import resolve_trace
 from elastream.workloads.resolve import default_data_dir

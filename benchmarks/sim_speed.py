@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from elastream.config import RunConfig
-from elastream.experiments.session import simulate
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
+from elastream.runner.session import simulate
 from elastream.runtime.sim import SimSettings, profile_pipeline
 from elastream.workloads import Trace, TraceError, resolve_trace
 

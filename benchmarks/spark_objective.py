@@ -23,9 +23,9 @@ from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.control.policies.objective import measured_batch_s
 from elastream.control.policy import Decision
-from elastream.experiments.session import prepare_workload, run_engine
 from elastream.model.objective import Objective, ObjectiveTally, judge
 from elastream.model.snapshot import Snapshot
+from elastream.runner.session import prepare_workload, run_engine
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.runtime.spark.session import spark_session
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from elastream.cli.demo import demo_pipeline_path
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
-from elastream.experiments.session import prepare_workload, run_engine
 from elastream.model.metrics import PAPER_METRICS
 from elastream.model.pipeline import Pipeline
+from elastream.runner.session import prepare_workload, run_engine
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.runtime.spark.session import spark_session
 from elastream.workloads.generators import constant

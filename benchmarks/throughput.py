@@ -26,9 +26,9 @@ from pathlib import Path
 from statistics import mean
 
 from elastream.config import make_config
-from elastream.experiments.session import run_engine
 from elastream.model.events import Event, Outcome, OutcomeKind
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
+from elastream.runner.session import run_engine
 from elastream.runtime.queues import QueueStore, open_store, reset_store
 from elastream.runtime.queues.base import share_commit
 from elastream.runtime.queues.redis_server import LocalRedis

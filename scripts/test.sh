@@ -8,8 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 fast=0
 if [ "${1:-}" = "--fast" ]; then fast=1; shift; fi
+bash scripts/services.sh &  # redis-server and chromium (the Redis and browser tests), beside pip
+services_pid=$!
 bash scripts/setup.sh
-bash scripts/services.sh  # redis-server and chromium: the Redis and browser tests need them
+wait "$services_pid"
 .venv/bin/ruff check src tests benchmarks
 .venv/bin/ruff format --check src tests benchmarks
 .venv/bin/lint-imports --no-cache  # the layering contracts of pyproject.toml

@@ -12,10 +12,10 @@ from elastream.base.settings import SettingsError, read_settings
 from elastream.config import ConfigError, RunConfig, make_config
 from elastream.config.files import load_pipeline
 from elastream.control.mape import RunResult
-from elastream.experiments.session import run_session
 from elastream.model.builder import PipelineBuilder
 from elastream.model.metrics import RunTotals, Summary
 from elastream.model.pipeline import Pipeline
+from elastream.runner.session import run_session
 from elastream.runtime.sim.settings import SimSettings
 
 PipelineLike = Pipeline | PipelineBuilder | str | Path

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from elastream.history.rows import points_by_operator
-from elastream.modeling.graph import Grouping, ModelError
-from elastream.modeling.validation import relative_error, validate
+from elastream.prediction.graph import Grouping, ModelError
+from elastream.prediction.validation import relative_error, validate
 from reproductions.caladrius.synthetic import WORDCOUNT, wordcount_history
 
 

@@ -28,7 +28,7 @@ from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
-from elastream.experiments.session import slot_hosts
+from elastream.runner.session import slot_hosts
 from elastream.runtime.queues import RedisQueueStore
 from elastream.runtime.spark.cluster import ClusterState, free_port, read_secret, running
 from elastream.runtime.spark.feeder import TraceIntegral

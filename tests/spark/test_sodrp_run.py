@@ -14,12 +14,12 @@ from support.spark_runs import assert_conserved
 
 from elastream.cli import main
 from elastream.config import RunConfig, make_config
-from elastream.experiments.sodrp_run import SodrpReport, run_sodrp
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.placement.model import PlanRequest, Weights
 from elastream.placement.network import mean_stream_delay_ms
 from elastream.placement.spec import application_from, parse_planning
 from elastream.placement.yaml_io import load_request
+from elastream.runner.sodrp import SodrpReport, run_sodrp
 from elastream.runtime.sim import SimEngine, SimSettings
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads.trace import Trace

@@ -6,7 +6,7 @@ import pytest
 
 from elastream.config import make_config
 from elastream.experiments.calibrate import calibrate
-from elastream.modeling.batch_overhead import (
+from elastream.prediction.batch_overhead import (
     BatchRecord,
     OverheadModel,
     busy_queries,

@@ -102,7 +102,7 @@ def test_rows_to_points_and_source_series():
 def test_replica_rows_split_an_operators_arrivals_and_cpu_by_what_each_replica_processed():
     from support.builders import snapshot, stats
 
-    from elastream.experiments.history import replica_rows
+    from elastream.runner.recording import replica_rows
 
     o = replace(stats("op", replicas=2, received=30, processed=40, emitted=80, queue=5),
                 replica_processed=(10, 30), cpu_s=2.0)  # fmt: skip
@@ -120,7 +120,7 @@ def test_replica_rows_split_an_operators_arrivals_and_cpu_by_what_each_replica_p
 def test_replica_rows_flag_a_capped_admission_and_split_outputs_per_stream():
     from support.builders import snapshot, stats
 
-    from elastream.experiments.history import replica_rows
+    from elastream.runner.recording import replica_rows
 
     o = replace(stats("op", replicas=2, received=30, processed=40, emitted=80, queue=5),
                 replica_processed=(10, 30), admission_capped=True,
@@ -136,7 +136,7 @@ def test_replica_rows_flag_a_capped_admission_and_split_outputs_per_stream():
 def test_replica_rows_carry_each_replicas_service_time_variance():
     from support.builders import snapshot, stats
 
-    from elastream.experiments.history import replica_rows
+    from elastream.runner.recording import replica_rows
 
     o = replace(stats("op", replicas=2, received=30, processed=40),
                 replica_processed=(10, 30), service_time_var=(1e-4, None))  # fmt: skip
@@ -197,7 +197,7 @@ def test_a_bad_run_cpu_row_is_named():
 def test_replica_rows_carry_each_replicas_batches():
     from support.builders import snapshot, stats
 
-    from elastream.experiments.history import replica_rows
+    from elastream.runner.recording import replica_rows
 
     o = replace(stats("op", replicas=2, received=30, processed=40),
                 replica_processed=(10, 30), replica_batches=(1, 3))  # fmt: skip

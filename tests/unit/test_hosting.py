@@ -10,9 +10,9 @@ from elastream.control.hosting import EXECUTOR, SlotHosts, fit
 from elastream.control.mape import run_mape
 from elastream.control.plan import Lease
 from elastream.control.policy import Decision
-from elastream.experiments.session import build_engine, prepare_workload
 from elastream.leasing.hosts import Host, HostType
 from elastream.model.pipeline import pipeline_from_dict
+from elastream.runner.session import build_engine, prepare_workload
 
 KIND = HostType(cores=2, btu_s=60.0, price=1.0)
 PLANNER = SlotHosts(KIND, min_hosts=1, max_hosts=3, release_window=0.05)

@@ -11,11 +11,11 @@ from support.builders import snapshot, stats
 
 from elastream.control.policies import ds2, psps
 from elastream.control.policy import POLICIES, Decision
-from elastream.experiments.history import HistoryRecorder
 from elastream.history import HistoryRow, HistoryStore
 from elastream.model.metrics import interval_rows
 from elastream.report.plots import rates_plot
 from elastream.report.series import Interval, merge_intervals
+from elastream.runner.recording import HistoryRecorder
 
 # A saturated first operator: 2 replicas at 10 ms an event process 200 events in a 1-s interval,
 # the source could ingest only that much (its queue is at the bound), 3,000 wait in Redis.

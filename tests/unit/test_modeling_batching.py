@@ -2,7 +2,7 @@
 
 import pytest
 
-from elastream.modeling.batching import (
+from elastream.prediction.batching import (
     MicroBatch,
     admission_cap,
     batch_overhead,
@@ -10,8 +10,8 @@ from elastream.modeling.batching import (
     predicted_replica_sp,
     replica_saturation_point,
 )
-from elastream.modeling.graph import Grouping, MeasuredPoint, ModelError
-from elastream.modeling.validation import validate
+from elastream.prediction.graph import Grouping, MeasuredPoint, ModelError
+from elastream.prediction.validation import validate
 
 B2 = MicroBatch(batch_s=2.0)
 

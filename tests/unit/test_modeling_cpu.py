@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from elastream.modeling.batching import MicroBatch, saturated_batch_rate
-from elastream.modeling.cpu import (
+from elastream.prediction.batching import MicroBatch, saturated_batch_rate
+from elastream.prediction.cpu import (
     BatchCpuModel,
     core_capped_rate,
     fit_batch_cpu,
     fit_psi,
     platform_psi,
 )
-from elastream.modeling.graph import Grouping, MeasuredPoint, ModelError
-from elastream.modeling.validation import validate
+from elastream.prediction.graph import Grouping, MeasuredPoint, ModelError
+from elastream.prediction.validation import validate
 
 B2 = MicroBatch(batch_s=2.0)
 

@@ -10,9 +10,9 @@ import pytest
 
 from elastream.base.registry import Registry
 from elastream.cli.forecast import backtest_models, default_windows, run_backtests, scores
-from elastream.modeling.backtest import backtest, coverage, mase, origins_for, skill, smape
-from elastream.modeling.forecasting import FORECASTERS, FitCache, Series, forecast, season_for
-from elastream.modeling.graph import ModelError
+from elastream.prediction.backtest import backtest, coverage, mase, origins_for, skill, smape
+from elastream.prediction.forecasting import FORECASTERS, FitCache, Series, forecast, season_for
+from elastream.prediction.graph import ModelError
 
 STEP = 1800.0  # 30 min: 48 samples a day
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from elastream.history.rows import points_by_operator
-from elastream.modeling.cpu import core_capped_rate, effective_servers, fit_psi, predict_cpu
-from elastream.modeling.graph import (
+from elastream.prediction.cpu import core_capped_rate, effective_servers, fit_psi, predict_cpu
+from elastream.prediction.graph import (
     ANY_STREAM,
     Edge,
     Grouping,
@@ -17,8 +17,8 @@ from elastream.modeling.graph import (
     ModelError,
     PipelineGraph,
 )
-from elastream.modeling.performance import Host, fit_component, fit_pipeline, predict
-from elastream.modeling.queueing import erlang_c, ggc_wait, mmc_wait, sojourn_time
+from elastream.prediction.performance import Host, fit_component, fit_pipeline, predict
+from elastream.prediction.queueing import erlang_c, ggc_wait, mmc_wait, sojourn_time
 from reproductions.caladrius.synthetic import WORDCOUNT, wordcount_history
 
 GRAPH = PipelineGraph(

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from elastream.history.rows import points_by_operator
-from elastream.modeling.forecasting import FitCache, Forecast, Series
-from elastream.modeling.graph import Edge, Grouping, ModelError, PipelineGraph
-from elastream.modeling.performance import Host, fit_pipeline, predict
-from elastream.modeling.proactive import plan_from_history, plan_parallelism, provisioning_rate
+from elastream.prediction.forecasting import FitCache, Forecast, Series
+from elastream.prediction.graph import Edge, Grouping, ModelError, PipelineGraph
+from elastream.prediction.performance import Host, fit_pipeline, predict
+from elastream.prediction.proactive import plan_from_history, plan_parallelism, provisioning_rate
 from reproductions.caladrius.synthetic import wordcount_history
 
 GRAPH = PipelineGraph(

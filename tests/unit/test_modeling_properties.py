@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.paths import ROOT
 
-from elastream.modeling.queueing import erlang_c, mmc_wait
-from elastream.modeling.throughput import (
+from elastream.prediction.queueing import erlang_c, mmc_wait
+from elastream.prediction.throughput import (
     chain_output,
     chain_saturation_point,
     component_output,

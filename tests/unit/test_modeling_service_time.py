@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from elastream.modeling.graph import ModelError
-from elastream.modeling.service_time import ShareSums, service_time_variance
+from elastream.prediction.graph import ModelError
+from elastream.prediction.service_time import ShareSums, service_time_variance
 
 
 def test_hand_worked_shares():

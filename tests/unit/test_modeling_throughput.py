@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from elastream.modeling.graph import MeasuredPoint, ModelError
-from elastream.modeling.throughput import (
+from elastream.prediction.graph import MeasuredPoint, ModelError
+from elastream.prediction.throughput import (
     backpressure_risk,
     chain_output,
     chain_saturation_point,

@@ -41,10 +41,10 @@ from elastream.control.policies.objective import (
     wait_s,
 )
 from elastream.control.policy import PolicyConfigError
-from elastream.experiments import session
-from elastream.experiments.session import run_session
 from elastream.model.objective import Objective, ObjectiveTally, judge
 from elastream.model.snapshot import Snapshot
+from elastream.runner import session
+from elastream.runner.session import run_session
 from elastream.runtime.sim import SimSettings
 from elastream.workloads.trace import Trace
 

@@ -23,11 +23,11 @@ from elastream.cli import main
 from elastream.cli._logging import configure_logging
 from elastream.config.ops import DEFAULT_METRICS_PORT
 from elastream.control.policy import Decision
-from elastream.experiments.session import simulate as simulate_run
 from elastream.model.metrics import RunTotals
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.model.snapshot import HostClock
 from elastream.report.prom import FOLD_INTERVALS, RunMetrics
+from elastream.runner.session import simulate as simulate_run
 from elastream.runtime.queues.redis_server import free_port
 from elastream.workloads.trace import Trace
 

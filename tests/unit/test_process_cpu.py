@@ -6,9 +6,9 @@ import subprocess
 import sys
 import time
 
-from elastream.experiments.history import HistoryRecorder
-from elastream.experiments.process_cpu import tree_cpu_seconds
 from elastream.history import HistoryStore
+from elastream.runner.process_cpu import tree_cpu_seconds
+from elastream.runner.recording import HistoryRecorder
 
 BURN = "import time\nend = time.process_time() + {s}\nwhile time.process_time() < end: pass\n"
 

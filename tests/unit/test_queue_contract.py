@@ -23,7 +23,7 @@ from elastream.model.events import Outcome, OutcomeKind
 from elastream.model.grouping import key_group, key_groups
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.model.state import KeyedState, decode_value
-from elastream.modeling.service_time import ShareSums, service_time_variance
+from elastream.prediction.service_time import ShareSums, service_time_variance
 from elastream.runtime.operators import OperatorContext
 from elastream.runtime.queues import (
     AuditTrail,

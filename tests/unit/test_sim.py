@@ -17,10 +17,10 @@ from support.sim import (
 import elastream.control.mape
 from elastream.control.policies import POLICIES, psps
 from elastream.control.policy import Decision
-from elastream.experiments import session as sim_engine  # the one run path simulate() takes
-from elastream.experiments.history import HistoryRecorder
-from elastream.experiments.session import simulate
 from elastream.model.pipeline import pipeline_from_dict
+from elastream.runner import session as sim_engine  # the one run path simulate() takes
+from elastream.runner.recording import HistoryRecorder
+from elastream.runner.session import simulate
 from elastream.runtime.sim import SimEngine
 from elastream.workloads.trace import Trace
 

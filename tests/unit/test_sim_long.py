@@ -15,15 +15,15 @@ from support.sim import SIM_PIPELINE as PIPELINE
 
 from elastream.cli import main
 from elastream.control.policy import Decision
-from elastream.experiments import history as history_module
-from elastream.experiments import session
-from elastream.experiments.history import HistoryRecorder
-from elastream.experiments.session import run_session, simulate
 from elastream.history import HistoryStore
 from elastream.model.metrics import summarize
 from elastream.report import load_intervals, load_summary
 from elastream.report.series import Interval, merge_intervals, merge_run
 from elastream.report.stream import PlotPoints
+from elastream.runner import recording as history_module
+from elastream.runner import session
+from elastream.runner.recording import HistoryRecorder
+from elastream.runner.session import run_session, simulate
 from elastream.runtime.sim.settings import FAST_FORWARD_EXACT, SimSettings
 from elastream.workloads.trace import Trace
 

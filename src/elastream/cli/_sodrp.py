@@ -1,5 +1,5 @@
 """The `--infra INFRA.yaml` options of `run` and `simulate`: S-ODRP (Alg. 1) replaces the
-scaling policy (experiments/sodrp_run.py; docs/placement.md, "S-ODRP on the runtime")."""
+scaling policy (runner/sodrp.py; docs/placement.md, "S-ODRP on the runtime")."""
 
 from __future__ import annotations
 
@@ -45,8 +45,8 @@ def sodrp_runner(args: argparse.Namespace, place: bool) -> tuple[Any, Any]:
     """(the session runner, its report) for `--infra`; (None, None) without it."""
     if not args.infra:
         return None, None
-    from elastream.experiments.sodrp_run import SodrpReport, session_runner
     from elastream.placement.yaml_io import load_request
+    from elastream.runner.sodrp import SodrpReport, session_runner
 
     request = load_request(
         args.infra,

@@ -9,7 +9,7 @@ from pathlib import Path
 from elastream.cli._common import add_run_options, config_from_args, print_summary
 from elastream.cli.run import check_engine_options, sim_settings_from_args
 from elastream.config.files import load_pipeline
-from elastream.experiments.session import run_session
+from elastream.runner.session import run_session
 
 DEMO_PIPELINE = "tweets.yaml"
 DEMO_DURATION_S = 180.0

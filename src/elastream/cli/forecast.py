@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from elastream.cli._renamed import add_old_option
-from elastream.modeling.backtest import BacktestResult, backtest, origins_for, skill
-from elastream.modeling.forecasting import BASELINES, FORECASTERS, FitCache, Series
-from elastream.modeling.graph import ModelError
+from elastream.prediction.backtest import BacktestResult, backtest, origins_for, skill
+from elastream.prediction.forecasting import BASELINES, FORECASTERS, FitCache, Series
+from elastream.prediction.graph import ModelError
 
 DAY_S, HOUR_S = 86_400.0, 3_600.0
 MAX_HISTORY_S = 14 * DAY_S  # the default fit window: 2/3 of the trace, at most two weeks

@@ -64,7 +64,7 @@ def check_engine_options(args: argparse.Namespace, config: RunConfig) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from elastream.experiments.session import run_session
+    from elastream.runner.session import run_session
 
     pipeline, config = load_run_inputs(args)
     check_engine_options(args, config)

@@ -1,1 +1,1 @@
-"""Experiments: the one run session, benchmarks, simulator calibration and comparison."""
+"""Experiments: the bench, simulator calibration and its comparison with Spark."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from elastream.modeling.batch_overhead import BatchRecord, OverheadModel, fit_overhead
+from elastream.prediction.batch_overhead import BatchRecord, OverheadModel, fit_overhead
 from elastream.runtime.sim import SimSettings
 from elastream.runtime.sim.profile import profile_pipeline
 from elastream.runtime.spark.runtime import SparkEngine

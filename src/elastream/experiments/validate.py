@@ -12,8 +12,8 @@ from elastream.config import RunConfig, make_config
 from elastream.control.mape import RunResult
 from elastream.experiments.calibrate import CALIBRATED_LAYOUT, Calibration, calibrate
 from elastream.experiments.compare import Agreement, compare
-from elastream.experiments.session import build_engine, prepare_workload, run_engine, simulate
 from elastream.model.pipeline import Pipeline
+from elastream.runner.session import build_engine, prepare_workload, run_engine, simulate
 from elastream.runtime.sim import SimSettings
 
 TARGET = 0.10  # issue 14: the simulator within 10 % of Spark on every figure

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from elastream.modeling.forecasting import Series
-from elastream.modeling.graph import MeasuredPoint, ModelError
+from elastream.prediction.forecasting import Series
+from elastream.prediction.graph import MeasuredPoint, ModelError
 
 
 class HistoryError(ValueError):
@@ -123,7 +123,7 @@ _ROW_FIELDS = frozenset(f.name for f in fields(HistoryRow))
 class RunCpuRow:
     """CPU used by a run's own processes over [t, t + interval_s), in cores: the driver and all
     its descendants (in local mode Spark's JVM and its Python workers). What the operators'
-    rows do not count of it is the platform's share (modeling/cpu.py, Eq. C2)."""
+    rows do not count of it is the platform's share (prediction/cpu.py, Eq. C2)."""
 
     run_id: str
     pipeline: str

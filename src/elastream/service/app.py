@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from fastapi import FastAPI, HTTPException, Response
 from pydantic import BaseModel
 
-from elastream.modeling.forecasting import FORECASTERS
+from elastream.prediction.forecasting import FORECASTERS
 from elastream.service.jobs import JobManager
 from elastream.service.operations import Modeller
 from elastream.service.schemas import (

@@ -9,8 +9,8 @@ import yaml
 from pydantic import ValidationError
 
 from elastream.config.files import load_pipeline
-from elastream.modeling.from_pipeline import graph_of
-from elastream.modeling.graph import Edge, ModelError, PipelineGraph
+from elastream.prediction.from_pipeline import graph_of
+from elastream.prediction.graph import Edge, ModelError, PipelineGraph
 from elastream.service.schemas import GraphSpec
 
 

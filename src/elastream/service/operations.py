@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elastream.history import HistoryRow, HistoryStore, points_by_operator, source_series
-from elastream.modeling.forecasting import FitCache
-from elastream.modeling.graph import ModelError, PipelineGraph
-from elastream.modeling.performance import (
+from elastream.prediction.forecasting import FitCache
+from elastream.prediction.graph import ModelError, PipelineGraph
+from elastream.prediction.performance import (
     ComponentModel,
     Host,
     Prediction,

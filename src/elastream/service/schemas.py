@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from elastream.modeling.forecasting import FORECASTERS
-from elastream.modeling.graph import Grouping
+from elastream.prediction.forecasting import FORECASTERS
+from elastream.prediction.graph import Grouping
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
 

@@ -6,7 +6,7 @@ for operator i with r replicas:
 
 1. Rates. ρ_i = μ_i / busy_i is one replica's true rate (DS2; `flow.true_rate`). Each source's
    rate x_p(t) = λ_p(t) / td joins its history; a forecaster of the modelling registry (Holt by
-   default, `modeling.forecasting`) forecasts the next intervals (Caladrius IV-A). The rate
+   default, `prediction.forecasting`) forecasts the next intervals (Caladrius IV-A). The rate
    planned over a lookahead of A seconds is the forecast's peak over it, never below what was
    just observed:  P_p(A) = max(x_p(t), max_{k ≤ ⌈A/td⌉} F_p(t + k))                      (O1)
    with F the upper edge of the forecast's prediction interval at `level` (0.98; or the
@@ -20,7 +20,7 @@ for operator i with r replicas:
    the r_i(t) replicas keep serving, so the queue the new count inherits is
        q'_i = max(0, q_i + (λ̂_i − r_i(t)·ρ_i)·a)                                             (O3)
 3. Latency of operator i with r replicas (the replicas share its queue, an M/M/r server,
-   `modeling.queueing`): the last event already queued leaves after the queue drains,
+   `prediction.queueing`): the last event already queued leaves after the queue drains,
    q'_i / (r·ρ_i); a new event then waits W_i(r) at rate λ̂_i and is served in 1/ρ_i:
        L_i(r) = q'_i / (r·ρ_i) + W_i(r) + 1/ρ_i   (W stationary: ∞ when λ̂_i ≥ r·ρ_i; O11)   (O4)
    W is the Erlang-C mean wait C(r, λ̂/ρ) / (rρ − λ̂) for a mean objective, and for a p99
@@ -141,8 +141,8 @@ from elastream.control.policy import POLICIES, Decision, Policy
 from elastream.model.objective import Objective, Statistic, interval_latency_ms
 from elastream.model.pipeline import DEFAULT_ET_S
 from elastream.model.snapshot import Snapshot
-from elastream.modeling.forecasting import Series, forecast, get_forecaster
-from elastream.modeling.queueing import erlang_c
+from elastream.prediction.forecasting import Series, forecast, get_forecaster
+from elastream.prediction.queueing import erlang_c
 
 P99 = 0.99
 Z_P99_SUP = NormalDist().inv_cdf(1 - (1 - P99) / 2)  # O11: p99 of a Brownian path's maximum

@@ -7,11 +7,11 @@ Eq. 12-14). As a policy, at every interval t:
 
 1. each source's rate x_p(t) = λ_p(t) / td is appended to its history (the last `history_s`
    seconds, one sample per interval); once `min_history` samples exist, a forecaster of the
-   modelling registry (`modeling.forecasting`: summary statistics, Holt-Winters/ETS, seasonal
+   modelling registry (`prediction.forecasting`: summary statistics, Holt-Winters/ETS, seasonal
    profile, Prophet) forecasts the next ⌈lead_s / td⌉ intervals, and the planned rate is the
    peak of the forecast's `bound` (the point forecast by default; docs/policies.md measures the
    prediction interval's upper edge, which raised latency here) over them:
-   P_p = max(x_p(t), max_{k ≤ lead} F_p(t + k))  (`modeling.proactive.provisioning_rate`);
+   P_p = max(x_p(t), max_{k ≤ lead} F_p(t + k))  (`prediction.proactive.provisioning_rate`);
 2. the component source rates follow from the sources in topological order through the
    observed selectivities (Eq. 12 below saturation: t_c = Σ_pred s·t_pred), plus every queue's
    drain within H = `drain_s` (10 s by default), as in lagaware;
@@ -43,8 +43,8 @@ from elastream.control.flow import (
 from elastream.control.policy import POLICIES, Decision, Policy
 from elastream.model.pipeline import DEFAULT_ET_S
 from elastream.model.snapshot import Snapshot
-from elastream.modeling.forecasting import Series, forecast, get_forecaster
-from elastream.modeling.proactive import provisioning_rate
+from elastream.prediction.forecasting import Series, forecast, get_forecaster
+from elastream.prediction.proactive import provisioning_rate
 
 
 class ProactiveConfig(Settings):

@@ -19,12 +19,12 @@ from elastream.config.files import load_pipeline
 from elastream.control.mape import Observer, RunResult
 from elastream.experiments.bench.metrics import Histogram, metrics_row
 from elastream.experiments.bench.scenario import BenchError, RunSpec
-from elastream.experiments.history import HistoryRecorder
-from elastream.experiments.session import prepare_workload
 from elastream.history import HistoryRow, HistoryStore
 from elastream.model.metrics import interval_rows
 from elastream.model.objective import Objective, ObjectiveTally
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
+from elastream.runner.recording import HistoryRecorder
+from elastream.runner.session import prepare_workload
 from elastream.workloads import Trace, resolve_trace
 
 DEFAULT_JOBS = 2
@@ -70,7 +70,7 @@ def _run_sim(
     observers: Sequence[Observer] = (),
 ) -> Outcome:
     """One simulated run through the one run path; `trace` is raw (the session prepares it)."""
-    from elastream.experiments.session import run_pipeline
+    from elastream.runner.session import run_pipeline
 
     settings = _sim_settings(sim)
     result = run_pipeline(pipeline, config, trace, engine="sim", sim=settings, observers=observers)

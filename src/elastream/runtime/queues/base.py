@@ -64,7 +64,7 @@ class BatchWork(NamedTuple):
 
 class ReplicaWork(NamedTuple):
     """A replica's shares committed in a window: events handled, busy and CPU seconds; and, for
-    the service-time variance (modeling/service_time.py, Eq. V3), how many of those shares had
+    the service-time variance (prediction/service_time.py, Eq. V3), how many of those shares had
     events and the sum over them of busy_s² / events."""
 
     events: int

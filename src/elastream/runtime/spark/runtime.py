@@ -28,8 +28,8 @@ from elastream.model.events import OutcomeKind
 from elastream.model.metrics import LatencyTally, RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import HostClock, OperatorStats, Snapshot
-from elastream.modeling.batching import admission_cap  # Eq. B1, docs/modeling.md
-from elastream.modeling.service_time import ShareSums, service_time_variance
+from elastream.prediction.batching import admission_cap  # Eq. B1, docs/modeling.md
+from elastream.prediction.service_time import ShareSums, service_time_variance
 from elastream.runtime.queues import (
     Metrics,
     QueueStore,

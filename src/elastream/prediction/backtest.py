@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.modeling.forecasting import FitCache, Forecast, Series, season_for
-from elastream.modeling.graph import ModelError
+from elastream.prediction.forecasting import FitCache, Forecast, Series, season_for
+from elastream.prediction.graph import ModelError
 
 
 @dataclass(frozen=True)

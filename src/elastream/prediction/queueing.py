@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from elastream.modeling.graph import ModelError
+from elastream.prediction.graph import ModelError
 
 
 def _check(arrival_rate: float, service_rate: float, servers: int) -> None:

@@ -7,20 +7,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.modeling.batching import (
+from elastream.prediction.batching import (
     MicroBatch,
     contended_service_time,
     predicted_replica_sp,
     saturated_batch_rate,
 )
-from elastream.modeling.cpu import core_capped_rate
-from elastream.modeling.graph import Grouping, MeasuredPoint, ModelError
-from elastream.modeling.performance import (
+from elastream.prediction.cpu import core_capped_rate
+from elastream.prediction.graph import Grouping, MeasuredPoint, ModelError
+from elastream.prediction.performance import (
     ComponentModel,
     component_saturation_point,
     fit_component,
 )
-from elastream.modeling.throughput import SATURATION_TOLERANCE, fit_instance, is_saturated
+from elastream.prediction.throughput import SATURATION_TOLERANCE, fit_instance, is_saturated
 
 
 def relative_error(predicted: float, observed: float) -> float:

@@ -4,7 +4,7 @@ streams as edges, each grouped as its target operator groups its input."""
 from __future__ import annotations
 
 from elastream.model.pipeline import Pipeline
-from elastream.modeling.graph import Edge, PipelineGraph
+from elastream.prediction.graph import Edge, PipelineGraph
 
 
 def graph_of(pipeline: Pipeline) -> PipelineGraph:

@@ -12,14 +12,14 @@ from elastream.control.features import Hosts, feature
 from elastream.control.mape import Engine, Observer, RunResult
 from elastream.control.plan import Placement, Plan, execute
 from elastream.control.policy import Decision
-from elastream.experiments.history import HistoryRecorder
-from elastream.experiments.session import SessionRunner
 from elastream.history.rows import points_by_operator
 from elastream.model.metrics import RunningSummary
 from elastream.model.snapshot import Snapshot
-from elastream.modeling.performance import mean_service_time
 from elastream.placement.model import PlanRequest, topological_order
 from elastream.placement.sodrp import Measurements, schedule
+from elastream.prediction.performance import mean_service_time
+from elastream.runner.recording import HistoryRecorder
+from elastream.runner.session import SessionRunner
 from elastream.runtime.sim.simulator import SimEngine
 
 

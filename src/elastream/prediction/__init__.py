@@ -1,9 +1,9 @@
 """Pure performance models: traffic forecasts, Caladrius throughput (Eq. 1–14), CPU, latency."""
 
-from elastream.modeling.backtest import BacktestResult, backtest
-from elastream.modeling.forecasting import FORECASTERS, FitCache, Forecast, Series, forecast
-from elastream.modeling.graph import Edge, Grouping, MeasuredPoint, ModelError, PipelineGraph
-from elastream.modeling.performance import (
+from elastream.prediction.backtest import BacktestResult, backtest
+from elastream.prediction.forecasting import FORECASTERS, FitCache, Forecast, Series, forecast
+from elastream.prediction.graph import Edge, Grouping, MeasuredPoint, ModelError, PipelineGraph
+from elastream.prediction.performance import (
     ComponentModel,
     Host,
     Prediction,
@@ -11,7 +11,7 @@ from elastream.modeling.performance import (
     fit_pipeline,
     predict,
 )
-from elastream.modeling.throughput import InstanceFit, fit_instance
+from elastream.prediction.throughput import InstanceFit, fit_instance
 
 __all__ = [
     "FORECASTERS",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.modeling.graph import MeasuredPoint, ModelError
+from elastream.prediction.graph import MeasuredPoint, ModelError
 
 SATURATION_TOLERANCE = 0.02  # a replica whose input is 2 % below its source rate is saturated
 

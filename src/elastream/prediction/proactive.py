@@ -9,9 +9,9 @@ from typing import Literal
 
 import numpy as np
 
-from elastream.modeling.forecasting import FitCache, Forecast, Series
-from elastream.modeling.graph import ModelError, PipelineGraph
-from elastream.modeling.performance import (
+from elastream.prediction.forecasting import FitCache, Forecast, Series
+from elastream.prediction.graph import ModelError, PipelineGraph
+from elastream.prediction.performance import (
     ComponentModel,
     Host,
     Prediction,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from elastream.modeling.graph import ModelError
+from elastream.prediction.graph import ModelError
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from pydantic import Field
 from elastream.base.extras import require
 from elastream.base.registry import Registry
 from elastream.base.settings import Settings
-from elastream.modeling.graph import ModelError
+from elastream.prediction.graph import ModelError
 
 T = TypeVar("T", float, np.ndarray)
 

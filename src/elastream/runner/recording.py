@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from elastream.control.policy import Decision
-from elastream.experiments.process_cpu import tree_cpu_seconds
 from elastream.history import HistoryRow, HistoryStore, RunCpuRow, backpressure
 from elastream.model.snapshot import OperatorStats, Snapshot
-from elastream.modeling.graph import ANY_STREAM
+from elastream.prediction.graph import ANY_STREAM
+from elastream.runner.process_cpu import tree_cpu_seconds
 
 ALL_STREAMS = ANY_STREAM  # outputs over all streams together, when the engine gives no split
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.modeling.cpu import (
+from elastream.prediction.cpu import (
     BatchCpuModel,
     core_capped_rate,
     effective_servers,
@@ -16,7 +16,7 @@ from elastream.modeling.cpu import (
     fit_psi,
     predict_cpu,
 )
-from elastream.modeling.graph import (
+from elastream.prediction.graph import (
     ANY_STREAM,
     Edge,
     Grouping,
@@ -25,8 +25,8 @@ from elastream.modeling.graph import (
     PipelineGraph,
     splits_evenly,
 )
-from elastream.modeling.queueing import sojourn_time
-from elastream.modeling.throughput import (
+from elastream.prediction.queueing import sojourn_time
+from elastream.prediction.throughput import (
     SATURATION_TOLERANCE,
     InstanceFit,
     backpressure_risk,

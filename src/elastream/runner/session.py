@@ -18,11 +18,11 @@ from elastream.control.features import MessageTransport, feature
 from elastream.control.hosting import SlotHosts
 from elastream.control.mape import Engine, Observer, RunResult, run_mape
 from elastream.control.policies import POLICIES
-from elastream.experiments.history import HistoryRecorder
-from elastream.experiments.observability import ops_observers, serve_metrics
 from elastream.leasing.hosts import HostType
 from elastream.model.pipeline import Pipeline
 from elastream.report import LiveTable, open_series, write_outputs
+from elastream.runner.observability import ops_observers, serve_metrics
+from elastream.runner.recording import HistoryRecorder
 from elastream.runtime.signals import stop_on_signals
 from elastream.runtime.sim.settings import SimSettings
 from elastream.workloads import Trace, resolve_trace
@@ -210,7 +210,7 @@ def run_session(
 ) -> tuple[RunResult, dict[str, Path]]:
     """A run as the CLI does it: the live table while it runs, then the output directory and
     the run's rows in the metrics history. `runner` drives the engine instead of the policy's
-    MAPE loop (S-ODRP: experiments/sodrp_run.py); `spark` is the caller's SparkSession (the
+    MAPE loop (S-ODRP: runner/sodrp.py); `spark` is the caller's SparkSession (the
     Python API), kept running. SIGINT or SIGTERM stops a Spark run gracefully."""
     workload = prepare_workload(config, pipeline)
     started = config.starting_pipeline(pipeline)

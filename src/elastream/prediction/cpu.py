@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.modeling.graph import MeasuredPoint, ModelError
+from elastream.prediction.graph import MeasuredPoint, ModelError
 
 
 def fit_psi(points: Sequence[MeasuredPoint], what: str = "component") -> float | None:

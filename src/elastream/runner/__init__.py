@@ -1,0 +1,1 @@
+"""The one run path: a run session (workload, engine, MAPE loop, outputs) and what goes with it."""
