@@ -568,9 +568,10 @@ class SparkEngine:
             self.run_ids[name].add(str(self.queries[name].runId))
         for part, kind in (("ingest", "source"), ("egress", "sink")):
             io = getattr(self, part, None)
-            if io is not None:
+            if io is not None:  # a failed query heals; a redis source's reader cannot
                 self._heal_io(io, kind)
-                io.check()
+        if getattr(self, "ingest", None) is not None:
+            self.ingest.check()
         feeder = getattr(self, "feeder", None)
         if feeder is not None and feeder.error is not None:
             raise RuntimeFailure(f"the source feeder failed: {self.feeder.error}")
