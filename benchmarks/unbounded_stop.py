@@ -150,7 +150,19 @@ def main(argv: list[str] | None = None) -> dict:
     sizes = {name: round(size_mb(out / name), 2) for name in (*OUTPUTS, "queues.db", "spark.log")}
     sizes["checkpoints"] = round(size_mb(out / "checkpoints"), 2)
     print("sizes (MB):", json.dumps(sizes))
-    return {"stopped": first, "resumed": second, "sizes_mb": sizes}
+    logs = checkpoint_logs(out / "checkpoints")
+    print("checkpoint log files (offsets, commits) per query:", json.dumps(logs))
+    return {"stopped": first, "resumed": second, "sizes_mb": sizes, "checkpoint_logs": logs}
+
+
+def checkpoint_logs(folder: Path) -> dict[str, list[int]]:
+    """How many batch files each query's offset and commit logs hold (Spark keeps the last
+    `spark.sql.streaming.minBatchesToRetain`, 100 by default)."""
+    return {
+        query.name: [len(list((query / log).glob("[0-9]*"))) for log in ("offsets", "commits")]
+        for query in sorted(folder.iterdir())
+        if query.is_dir()
+    }
 
 
 if __name__ == "__main__":
