@@ -195,9 +195,13 @@ def test_a_files_source_query_failed_by_a_redis_outage_restarts_in_place(tmp_pat
     config = make_config(interval_s=2.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None,
                          duration=30, queues=server.url)  # fmt: skip
     engine = SparkEngine(pipeline, config, _trace(30))
-    engine.start()  # the engine's and the feeder's clients keep the full retry budget
+    engine.start()
     try:
-        monkeypatch.setattr(redis_streams, "RETRY_TRIES", 3)  # the source's client, made next
+        while engine.store.meta("trace_elapsed") is None:  # the feeder's client is made
+            time.sleep(0.05)
+        # the engine's and the feeder's clients keep the full retry budget; the source's, made
+        # at its first batch, gets the short one
+        monkeypatch.setattr(redis_streams, "RETRY_TRIES", 3)
         land(staged, tmp_path / "in", range(3))
         deadline = time.time() + 60
         while engine.store.latest("op") < 3 * ROWS:

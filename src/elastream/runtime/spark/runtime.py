@@ -341,8 +341,7 @@ class SparkEngine:
             self.stopping_since = time.time()
         if not self.feeder.done.is_set():
             return False
-        if self.feeder.error is not None:
-            return True
+        self._check_feeder()  # a failed feeder ends the run with its error, not as a finished one
         self._stop_io("ingest")  # the run's time is up: the external sources stop reading
         done = True
         if any(map(self.pipeline.watermarked, self.pipeline.operator_names)):
@@ -572,9 +571,12 @@ class SparkEngine:
                 self._heal_io(io, kind)
         if getattr(self, "ingest", None) is not None:
             self.ingest.check()
+        self._check_feeder()
+
+    def _check_feeder(self) -> None:
         feeder = getattr(self, "feeder", None)
         if feeder is not None and feeder.error is not None:
-            raise RuntimeFailure(f"the source feeder failed: {self.feeder.error}")
+            raise RuntimeFailure(f"the source feeder failed: {feeder.error}")
 
     def _heal(self, name: str, error: Any) -> None:
         """Restart a failed operator query from its checkpoint (the store's bookkeeping keeps
