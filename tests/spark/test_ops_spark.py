@@ -2,7 +2,8 @@
 password in the URL), an operator failing on a tenth of its events, /metrics and the Spark UI's
 PrometheusServlet scraped every second while it goes; at the end the last scrape equals
 summary.json, intervals.csv and timeseries.csv, no output file holds the password, and the
-console holds no Java stack trace and no Spark WARN line."""
+console holds no Java stack trace, no Spark WARN line and none of the JVM's start-up lines; and a
+driver JVM that cannot start says why on the console."""
 
 from __future__ import annotations
 
@@ -144,9 +145,34 @@ def test_a_spark_run_scraped_with_a_redis_password(tmp_path):
     # the console: the live lines and the summary, none of Spark's own lines
     assert re.search(r"^t=[\d.,]+ s  input ", run.stdout, re.MULTILINE), run.stdout  # live
     assert '"processed_ratio": ' in run.stdout  # the final summary
-    # Not asserted (a known shortfall, docs/operations.md): Spark still prints its two-line
-    # "Setting default log level" note straight to stderr at the JVM's start.
     assert "log4j" not in console, console
+    # what the driver JVM prints before any logging is set up goes to spark.log, not here
+    assert "Setting default log level" not in console, console
+    assert "incubator" not in console, console
+    spark_log = (out / "spark.log").read_text()
+    assert "WARNING: Using incubator modules" in spark_log
+    assert "Setting default log level" in spark_log
     assert not re.search(r"^\s+at [\w.$]+\(", console, re.MULTILINE), console  # Java frames
     assert not re.search(r"\bWARN [\w.$]+:", console), console  # Spark's log lines (in spark.log)
     assert "Exception" not in console, console
+
+
+def test_a_driver_jvm_that_cannot_start_says_why_on_the_console(tmp_path):
+    """The driver JVM's standard error goes to spark.log; when the JVM exits at its start (here
+    a Java agent that does not exist: Spark's launcher adds -XX:+IgnoreUnrecognizedVMOptions,
+    so an unknown -XX option would not do), the console still gets one line with what it said."""
+    settings = tmp_path / "run.yaml"
+    agent = tmp_path / "no-such-agent.jar"
+    java_options = {"spark.driver.extraJavaOptions": f"-javaagent:{agent}"}
+    settings.write_text(yaml.safe_dump({"spark": {"conf": java_options}, "metrics": {"port": 0}}))
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "elastream.cli", "run", str(PIPELINE), "--duration", "4",
+           "--out", str(out), "--config", str(settings), "--quiet"]  # fmt: skip
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr, run.stderr
+    errors = [line for line in run.stderr.splitlines() if line.startswith("elastream run: ")]
+    assert len(errors) == 1, run.stderr  # one line says it
+    assert errors[0].startswith("elastream run: error: the Spark driver JVM did not start")
+    assert f"Error opening zip file or JAR manifest missing : {agent}" in errors[0], errors[0]
+    assert "Error opening zip file" in (out / "spark.log").read_text()  # kept there too

@@ -177,6 +177,63 @@ def test_a_corrupt_parquet_file_goes_to_the_dead_letters_by_name(tmp_path):
     assert all(d["reason"].startswith("unreadable Parquet file: ") for d in letters), letters
 
 
+def test_a_files_source_query_failed_by_a_redis_outage_restarts_in_place(tmp_path, monkeypatch):
+    """A files source on Redis queues, its files landing while the run goes: redis-server is
+    killed while three more files land, so the source's foreachBatch fails (the driver's
+    retry budget is cut to about 1 s here, instead of about 50 s, so that a short outage outlasts
+    it) and its query stops. The runtime restarts it in place from its checkpoint, counted in
+    query_restarts; every row reaches the Parquet sink once and the run finishes by itself."""
+    from support.redis_server import local_redis
+
+    from elastream.runtime.queues import redis_streams
+
+    staged = tmp_path / "staged"
+    good = write_inputs(staged, bad=False)
+    server = local_redis(tmp_path / "redis")
+    server.start()
+    pipeline = pipeline_from_dict(files_pipeline(tmp_path, extra_source=False))
+    config = make_config(interval_s=2.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None,
+                         duration=30, queues=server.url)  # fmt: skip
+    engine = SparkEngine(pipeline, config, _trace(30))
+    engine.start()
+    try:
+        while engine.store.meta("trace_elapsed") is None:  # the feeder's client is made
+            time.sleep(0.05)
+        # the engine's and the feeder's clients keep the full retry budget; the source's, made
+        # at its first batch, gets the short one
+        monkeypatch.setattr(redis_streams, "RETRY_TRIES", 3)
+        land(staged, tmp_path / "in", range(3))
+        deadline = time.time() + 60
+        while engine.store.latest("op") < 3 * ROWS:
+            assert time.time() < deadline, engine.store.latest("op")
+            engine.collect()
+        server.kill()
+        land(staged, tmp_path / "in", range(3, FILES))
+        source = engine.ingest.queries["trips"]
+        deadline = time.time() + 20  # within the other clients' retries (about 50 s)
+        while source.exception() is None:  # the source's next batch fails
+            assert time.time() < deadline, "the source's query did not fail"
+            time.sleep(0.2)
+        server.start()  # from its AOF (appendfsync always): nothing acknowledged is lost
+        while not engine.finished():
+            engine.collect()
+        assert engine.restarts == {"source-trips": 1}
+        assert engine.totals().query_restarts == 1
+        assert read_parquet(engine.spark, tmp_path / "out") == Counter(good)  # every row once
+        audit = engine.store.audit()
+        assert audit.events_in == len(good) and audit.duplicate_sink_roots == 0
+    finally:
+        engine.keep_session = True
+        engine.stop()
+        server.stop()
+
+
+def land(staged: Path, folder: Path, files: range) -> None:
+    """Files `part-N.json` appear in `folder` whole (renamed in, as a writer should)."""
+    for f in files:
+        os.replace(staged / f"part-{f}.json", folder / f"part-{f}.json")
+
+
 def _trace(seconds: int) -> Trace:
     import numpy as np
 

@@ -147,3 +147,70 @@ def test_the_sink_reader_reads_a_sink_queue_by_offset_and_records_delivery(tmp_p
     assert json.loads(rows[4]["payload"]) == {"u": 1} and rows[4]["root"] == "s:f:4"
     reader.commit(end)
     assert store.meta(delivered_key("out")) == 5
+
+
+class FakeQuery:
+    """A stand-in for a StreamingQuery that stopped with `error` after batch `last` (the real
+    restart is on Spark: tests/spark/test_spark_io.py, a redis outage)."""
+
+    def __init__(self, error: Exception | None, last: int) -> None:
+        self.error, self.lastProgress, self.id = error, {"batchId": last}, object()
+
+    def exception(self) -> Exception | None:
+        return self.error
+
+    def stop(self) -> None:
+        pass
+
+
+class FakeStreams:
+    def get(self, query_id: object) -> None:
+        return None
+
+
+def test_a_failed_source_query_restarts_as_an_operators_does_until_the_limit(tmp_path, monkeypatch):
+    """The runtime's one restart path for sources: counted as source-NAME, healthy again once a
+    batch completes, and `spark.max_restarts` failures in a row end the run naming the source."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from elastream.config import make_config
+    from elastream.runtime.spark import ingest as ingest_module
+    from elastream.runtime.spark.runtime import RuntimeFailure, SparkEngine
+    from elastream.workloads import Trace
+
+    pipeline = pipeline_from_dict(
+        {
+            "sources": [{"name": "trips", "kind": "files", "path": str(tmp_path),
+                         "format": "json", "schema": "a STRING"}],
+            "operators": [{"name": "op", "function": "elastream.examples.synthetic:passthrough"}],
+            "sinks": [{"name": "out"}],
+            "streams": [{"from": "trips", "to": "op"}, {"from": "op", "to": "out"}],
+        }
+    )  # fmt: skip
+    spark = {"max_restarts": 2, "restart_backoff_s": 0.0}
+    config = make_config(out=tmp_path / "run", spark=spark)
+    engine = SparkEngine(pipeline, config, Trace(np.array([1.0])))
+    engine.spark = SimpleNamespace(streams=FakeStreams())
+    engine.ingest = ingest_module.Ingest(pipeline, "unused", 100, tmp_path, tmp_path)
+    engine.ingest.queries["trips"] = FakeQuery(RuntimeError("store unreachable"), 7)
+    started: list[FakeQuery] = []
+
+    def start_again(spark, store, spec):
+        started.append(FakeQuery(RuntimeError("store still unreachable"), 7))
+        return started[-1]
+
+    monkeypatch.setattr(engine.ingest, "_start_query", start_again)
+    monkeypatch.setattr(ingest_module, "thread_store", lambda address: None)
+    engine._check_health()  # restarted once
+    assert engine.restarts == {"source-trips": 1} and len(started) == 1
+    started[-1].error, started[-1].lastProgress = None, {"batchId": 8}  # it completed a batch
+    engine._check_health()
+    assert "source-trips" not in engine.failing  # healthy again
+    engine.ingest.queries["trips"] = FakeQuery(RuntimeError("gone again"), 8)
+    engine._check_health()  # restarted: the first failure in a row
+    engine._check_health()  # the restarted query failed too: the second
+    with pytest.raises(RuntimeFailure, match=r"^the query of source 'trips' stopped 3 times"):
+        engine._check_health()
+    assert engine.restarts == {"source-trips": 3}

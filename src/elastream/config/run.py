@@ -250,6 +250,20 @@ class RunConfig(Settings):
         description="time series (timeseries.csv, intervals.csv, report plots) aggregated to "
         "rows of this many seconds, e.g. 3600 for a run of months (None: one row per interval)",
     )
+    series_recent_s: float | None = Field(
+        86_400.0,
+        gt=0,
+        description="how long rows of timeseries.csv and intervals.csv stay at full resolution "
+        "(a row per interval, or per series_resolution_s): older ones are merged into rows of "
+        "series_archive_s, so that a run of days keeps both files bounded (docs/outputs.md); "
+        "None: every row kept at full resolution",
+    )
+    series_archive_s: float = Field(
+        3_600.0,
+        gt=0,
+        description="the length of an archive row of the series files, s (past 2,000 of them, "
+        "neighbours merge in pairs and the length doubles)",
+    )
     seed: int = Field(0, description="random seed (generators, simulator)")
     engine: Literal["spark", "sim"] = Field("spark", description="where the pipeline runs")
     guards: GuardConfig = Field(

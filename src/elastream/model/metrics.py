@@ -166,7 +166,7 @@ RUN_METRICS: tuple[Metric, ...] = (
         "Query restarts",
         "restarts",
         "restarts",
-        "failed operator queries restarted from their checkpoints (Spark runtime)",
+        "failed queries (operators', sources', sinks') restarted from their checkpoints (Spark)",
         "exact end-of-run count",
         "lower",
         digits=0,
@@ -534,7 +534,7 @@ class RunTotals:
     duplicates: int = 0  # events delivered twice to the same queue (must stay 0)
     dropped_restart: int = 0  # queued events lost by restart reconfigurations (simulator)
     queued: int = 0  # events still in an operator queue when the run stopped (Spark; --resume)
-    query_restarts: int = 0  # failed operator queries restarted from their checkpoints (Spark)
+    query_restarts: int = 0  # failed queries restarted from their checkpoints (Spark)
     hosts_leased: int = 0  # hosts (executors) leased, the first ones included (spark.leasing)
     host_btus: int = 0  # BTUs started by the leased hosts
     host_cost: float = 0.0  # BTUs x price

@@ -77,7 +77,7 @@ class Snapshot:
     # source: files not yet read times the mean events per file read so far; a redis source:
     # entries not yet ingested); () for generator sources and sources that cannot tell.
     source_backlog: tuple[tuple[str, int], ...] = ()
-    query_restarts: int = 0  # failed operator queries restarted during t (Spark runtime)
+    query_restarts: int = 0  # failed queries restarted during t (Spark runtime)
 
     @property
     def lambda_g(self) -> int:

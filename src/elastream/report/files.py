@@ -57,9 +57,13 @@ def open_series(
     out_dir: Path,
     resolution_s: float | None = None,
     objective: Objective | None = None,
+    *,
+    recent_s: float | None = None,
+    archive_s: float = 3600.0,
 ) -> SeriesWriter:
     """The observer that writes timeseries.csv and intervals.csv into `out_dir` as a run goes
-    (each interval judged against the run's latency `objective`, if any)."""
+    (each interval judged against the run's latency `objective`, if any; rows older than
+    `recent_s` merged into rows of `archive_s`: report/archive.py)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = output_paths(out_dir)
@@ -68,6 +72,8 @@ def open_series(
         paths["timeseries"],
         paths["intervals"],
         resolution_s=resolution_s,
+        recent_s=recent_s,
+        archive_s=archive_s,
         objective=objective,
     )
 

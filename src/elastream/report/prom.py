@@ -174,7 +174,7 @@ class RunMetrics:
         )
         self.restarts = counter(
             "elastream_query_restarts",
-            "failed operator queries restarted from their checkpoints",
+            "failed queries (operators', sources', sinks') restarted from their checkpoints",
             RUN,
             **reg,
         )

@@ -8,13 +8,13 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
 from elastream.control.policy import Decision
-from elastream.model.metrics import INTERVAL_SERIES, OPERATOR_SERIES, Metric
 from elastream.model.objective import Objective, ObjectiveTally
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import Snapshot
+from elastream.report.archive import Block, SeriesArchive, merge, resample, weighted_mean
 from elastream.report.series import (
     INTERVAL_COLUMNS,
     TIMESERIES_COLUMNS,
@@ -27,31 +27,9 @@ from elastream.report.series import (
     timeseries_rows,
 )
 
+__all__ = ["PlotPoints", "SeriesWriter", "resample", "weighted_mean"]
+
 PLOT_POINTS = 1500  # a report plot shows at most twice this many points
-
-
-def resample(rows: Sequence[Row], columns: Sequence[Metric], spans_s: Sequence[float]) -> Row:
-    """Consecutive rows as one, each column by its declared rule (Metric.resample); `spans_s`
-    are the rows' lengths in seconds (the weights of "mean")."""
-    out: Row = {}
-    for metric in columns:
-        values = [row[metric.name] for row in rows]
-        rule = metric.resample
-        if rule == "last":
-            out[metric.name] = values[-1]
-        elif rule == "sum":
-            out[metric.name] = sum(values)
-        else:
-            weights = spans_s if rule == "mean" else [row[rule] for row in rows]
-            out[metric.name] = weighted_mean(values, weights)
-    return out
-
-
-def weighted_mean(values: Sequence[float | None], weights: Sequence[float]) -> float | None:
-    """Mean of the known values by their weights (None if no known value has weight)."""
-    pairs = [(v, w) for v, w in zip(values, weights, strict=True) if v is not None and w]
-    total = sum(w for _, w in pairs)
-    return sum(v * w for v, w in pairs) / total if total else None
 
 
 class PlotPoints:
@@ -104,10 +82,11 @@ class RowWriter:
     """csv.DictWriter's output (a header, then each row's values in column order, missing ones
     empty), without its per-row check for keys outside the columns: the rows are our own."""
 
-    def __init__(self, fh: IO[str], columns: Sequence[str]) -> None:
+    def __init__(self, fh: IO[str], columns: Sequence[str], header: bool = True) -> None:
         self.columns = tuple(columns)
         self.writer = csv.writer(fh)
-        self.writer.writerow(self.columns)
+        if header:
+            self.writer.writerow(self.columns)
 
     def writerow(self, row: Row) -> None:
         get = row.get
@@ -123,8 +102,11 @@ class SeriesWriter:
 
     With `resolution_s` the rows of the intervals ending in each window of that many seconds
     are aggregated into one (each column by its Metric.resample rule); without, one row per
-    interval, as before. Memory stays bounded: one window of rows, one row of totals per
-    operator, the plot points."""
+    interval. With `recent_s` only the rows of the last `recent_s` (at most a tenth more, plus
+    one archive row) stay at that resolution: older ones are merged into archive rows of
+    `archive_s` (report/archive.py), so that the files stay bounded however long the run.
+    Memory stays bounded: one window of rows, the archive, one row of totals per operator, the
+    plot points."""
 
     def __init__(
         self,
@@ -133,6 +115,9 @@ class SeriesWriter:
         intervals_path: Path,
         *,
         resolution_s: float | None = None,
+        recent_s: float | None = None,
+        archive_s: float = 3600.0,
+        archive_rows: int | None = None,
         plot_points: int = PLOT_POINTS,
         objective: Objective | None = None,
     ) -> None:
@@ -147,13 +132,31 @@ class SeriesWriter:
         self.window_index: int | None = None
         self.seen = 0
         self.files: list[IO[str]] = []
-        self.timeseries = self._open(timeseries_path, TIMESERIES_COLUMNS)
-        self.intervals = self._open(intervals_path, INTERVAL_COLUMNS)
+        self.paths = (intervals_path, timeseries_path)
+        self._open_files("w")
+        self.archive: SeriesArchive | None = None
+        if recent_s is not None:
+            limit: dict[str, Any] = {} if archive_rows is None else {"max_rows": archive_rows}
+            self.archive = SeriesArchive(self.paths, recent_s, archive_s, **limit)
 
-    def _open(self, path: Path, columns: Sequence[str]) -> RowWriter:
-        fh = path.open("w", newline="")
+    def _open_files(self, mode: str) -> None:
+        """Open both files (`w`: new, with their headers; `a`: to append after a rewrite)."""
+        self.intervals = self._open(self.paths[0], INTERVAL_COLUMNS, mode)
+        self.timeseries = self._open(self.paths[1], TIMESERIES_COLUMNS, mode)
+
+    def _open(self, path: Path, columns: Sequence[str], mode: str) -> RowWriter:
+        fh = path.open(mode, newline="")
         self.files.append(fh)
-        return RowWriter(fh, columns)
+        return RowWriter(fh, columns, header=mode == "w")
+
+    def _offsets(self) -> tuple[int, int]:
+        """Where intervals.csv and timeseries.csv end now, in bytes."""
+        return self.files[0].tell(), self.files[1].tell()
+
+    def _close_files(self) -> None:
+        for fh in self.files:
+            fh.close()
+        self.files = []
 
     def __enter__(self) -> SeriesWriter:
         return self
@@ -190,21 +193,27 @@ class SeriesWriter:
 
     def _write_window(self) -> None:
         items, self.window = self.window, []
-        spans = [item.snapshot.td for item in items]
         rows = interval_rows(items, self.objective)
-        self.intervals.writerow(resample(rows, INTERVAL_SERIES, spans))
-        by_operator: dict[str, tuple[list[Row], list[float]]] = {}
-        for item in items:
-            for row in timeseries_rows([item]):
-                rows, own_spans = by_operator.setdefault(row["operator"], ([], []))
-                rows.append(row)
-                own_spans.append(item.snapshot.td)
-        for rows, own_spans in by_operator.values():
-            self.timeseries.writerow(resample(rows, OPERATOR_SERIES, own_spans))
+        self._emit(
+            merge([(row, timeseries_rows([item])) for row, item in zip(rows, items, strict=True)])
+        )
 
     def _write(self, items: Sequence[Interval]) -> None:
-        self.intervals.writerows(interval_rows(items, self.objective))
-        self.timeseries.writerows(timeseries_rows(items))
+        for row, item in zip(interval_rows(items, self.objective), items, strict=True):
+            self._emit((row, timeseries_rows([item])))
+
+    def _emit(self, block: Block) -> None:
+        """Write one row of intervals.csv and its operators' rows of timeseries.csv; keep the
+        files bounded (`archive`)."""
+        interval, operators = block
+        if self.archive is not None:
+            self.archive.add(block, self._offsets)
+        self.intervals.writerow(interval)
+        self.timeseries.writerows(operators)
+        if self.archive is not None and self.archive.due(interval["t"]):
+            self._close_files()  # flushed: the archive reads them back
+            self.archive.compact(interval["t"])
+            self._open_files("a")
 
     def operator_rows(self) -> dict[str, Row]:
         """Whole-run figures per operator (summary.json's `operators`)."""
@@ -223,6 +232,4 @@ class SeriesWriter:
         """Write the last window and close the files (again: nothing happens)."""
         if self.window:
             self._write_window()
-        for fh in self.files:
-            fh.close()
-        self.files = []
+        self._close_files()

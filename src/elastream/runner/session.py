@@ -220,7 +220,14 @@ def run_session(
         run_id, pipeline.name, config.history_path(), own_cpu, config.history_retention_s
     )
     config.check_objective(pipeline)
-    series = open_series(started, Path(config.out), config.series_resolution_s, config.objective)
+    series = open_series(
+        started,
+        Path(config.out),
+        config.series_resolution_s,
+        config.objective,
+        recent_s=config.series_recent_s,
+        archive_s=config.series_archive_s,
+    )
     with (
         serve_metrics(config, started) as metrics,
         LiveTable(started, quiet=quiet, title=title, objective=config.objective) as live,

@@ -265,13 +265,6 @@ class Egress:
         spec = next(s for s in self.sinks if s.name == name)
         self.queries[name] = self._start_query(spark, spec)
 
-    def check(self) -> None:
-        for name, query in self.queries.items():
-            error = query.exception()
-            if error is not None:
-                line = str(error).strip().splitlines()[0]
-                raise SinkError(f"sink {name!r} failed: {line}")
-
     def stop(self, stop_query: Callable[[Any], None]) -> None:
         if self.stop_event.is_set():
             return

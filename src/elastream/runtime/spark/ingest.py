@@ -417,8 +417,9 @@ class RedisReader:
 
 @dataclass
 class Ingest:
-    """Every external source of a run: started after the operator queries, stopped before them;
-    `check()` raises the first failure."""
+    """Every external source of a run: started after the operator queries, stopped before them.
+    A failed files or spark query is restarted by the runtime (`failed`, `restart`); `check()`
+    raises a redis reader's failure."""
 
     pipeline: Pipeline
     queues: str
@@ -429,6 +430,7 @@ class Ingest:
     queries: dict[str, Any] = field(default_factory=dict)
     readers: dict[str, RedisReader] = field(default_factory=dict)
     files: dict[str, FilesBatch] = field(default_factory=dict)
+    handlers: dict[str, Callable[[Any, int], None]] = field(default_factory=dict)
 
     def start(self, spark: Any, store: ControlTable) -> None:
         for spec in self.pipeline.sources:
@@ -444,19 +446,16 @@ class Ingest:
         return Admission(self.queues, spec.name, targets, self.bound, self.stop_event)
 
     def _start_query(self, spark: Any, store: ControlTable, spec: SourceSpec) -> Any:
-        admission = self._admission(spec)  # foreachBatch runs in this (driver) process
+        """Start (or start again, from its checkpoint) a files or spark source's query; its
+        foreachBatch handler is made once, so a restarted query keeps what the source has read."""
         if spec.kind is SourceKind.FILES:
             frame = files_frame(spark, spec, store)
-            dead = DeadLetters(Path(spec.dead_letter or self.out / "dead-letter" / spec.name))
-            log = self._checkpoint(spec) / "sources" / "0"
-            handler: Callable[[Any, int], None] = FilesBatch(
-                spec, admission, dead, str(Path(spec.path or "").resolve()), log
-            )
-            self.files[spec.name] = handler  # type: ignore[assignment]
         else:
             build = load_callable(spec.function or "", f"source {spec.name!r} function")
             frame = build(spark)
-            handler = SparkBatch(spec, admission)
+        if spec.name not in self.handlers:
+            self.handlers[spec.name] = self._handler(spec)
+        handler = self.handlers[spec.name]
         spark.sparkContext.setLocalProperty("spark.scheduler.pool", f"source-{spec.name}")
         return (
             frame.writeStream.foreachBatch(handler)
@@ -466,15 +465,37 @@ class Ingest:
             .start()
         )
 
+    def _handler(self, spec: SourceSpec) -> Callable[[Any, int], None]:
+        """The foreachBatch function of a files or spark source (it runs in this process)."""
+        admission = self._admission(spec)
+        if spec.kind is SourceKind.SPARK:
+            return SparkBatch(spec, admission)
+        dead = DeadLetters(Path(spec.dead_letter or self.out / "dead-letter" / spec.name))
+        log = self._checkpoint(spec) / "sources" / "0"
+        handler = FilesBatch(spec, admission, dead, str(Path(spec.path or "").resolve()), log)
+        self.files[spec.name] = handler
+        return handler
+
     def _checkpoint(self, spec: SourceSpec) -> Path:
         return (self.checkpoints / f"source-{spec.name}").resolve()
 
+    def failed(self) -> list[tuple[str, Any]]:
+        """(source, error) of every source query that stopped with an error while the run lasts
+        (the runtime restarts it: `restart`)."""
+        if self.stop_event.is_set():
+            return []
+        failures = ((name, query.exception()) for name, query in self.queries.items())
+        return [(name, error) for name, error in failures if error is not None]
+
+    def restart(self, spark: Any, name: str) -> None:
+        """Start source `name`'s query again from its checkpoint: Spark replays the batch that
+        failed with the same files (or offsets) and batch id, which `batch_start` appends at the
+        position it recorded, so nothing is added twice."""
+        spec = next(s for s in self.pipeline.sources if s.name == name)
+        self.queries[name] = self._start_query(spark, thread_store(self.queues), spec)
+
     def check(self) -> None:
-        for name, query in self.queries.items():
-            error = query.exception()
-            if error is not None and not self.stop_event.is_set():
-                line = str(error).strip().splitlines()[0]
-                raise SourceError(f"source {name!r} failed: {line}")
+        """Raise the first failure of a redis source's reader (a failed query is restarted)."""
         for name, reader in self.readers.items():
             if reader.error is not None:
                 raise SourceError(f"source {name!r} failed: {reader.error}")

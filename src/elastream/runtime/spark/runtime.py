@@ -46,7 +46,12 @@ from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
 from elastream.runtime.spark.ingest import Ingest, check_sources
-from elastream.runtime.spark.logs import jvm_log_conf, redirect_jvm_logs, send_jvm_stderr
+from elastream.runtime.spark.logs import (
+    LOG_FILE,
+    jvm_log_conf,
+    redirect_jvm_logs,
+    send_jvm_stderr,
+)
 from elastream.runtime.spark.pipeline_source import PIPELINE_SOURCE_NAME
 from elastream.runtime.spark.session import (
     EXECUTORS_PROMETHEUS_PATH,
@@ -167,7 +172,7 @@ class SparkEngine:
         self.queries_stopped = False  # every query stopped for good (_stop_queries)
         self.run_ids: dict[str, set[str]] = {}
         self.ops: dict[str, OperatorState] = {}
-        self.restarts: dict[str, int] = {}  # per operator (and sink-NAME), over the run
+        self.restarts: dict[str, int] = {}  # per operator (source-NAME, sink-NAME), over the run
         self.restarts_seen = 0  # of them, reported in a snapshot already
         self.forgotten = LatencyTally()  # sink latencies the store's retention has expired
         self.failing: dict[str, Failing] = {}  # operators whose query failed and has not recovered
@@ -339,8 +344,7 @@ class SparkEngine:
             self.stopping_since = time.time()
         if not self.feeder.done.is_set():
             return False
-        if self.feeder.error is not None:
-            return True
+        self._check_feeder()  # a failed feeder ends the run with its error, not as a finished one
         self._stop_io("ingest")  # the run's time is up: the external sources stop reading
         done = True
         if any(map(self.pipeline.watermarked, self.pipeline.operator_names)):
@@ -564,27 +568,34 @@ class SparkEngine:
             else:
                 self._note_recovery(name, query)
             self.run_ids[name].add(str(self.queries[name].runId))
-        egress = getattr(self, "egress", None)
-        if egress is not None:  # a sink's query heals as an operator's does
-            for sink, error in egress.failed():
-                label = f"the query of sink {sink!r}"
-                restart = partial(egress.restart, self.spark, sink)
-                self._restart(f"sink-{sink}", label, egress.queries[sink], error, restart)
-            for sink, query in egress.queries.items():
-                self._note_recovery(f"sink-{sink}", query)
-        for part in ("ingest", "egress"):
+        for part, kind in (("ingest", "source"), ("egress", "sink")):
             io = getattr(self, part, None)
-            if io is not None:
-                io.check()
+            if io is not None:  # a failed query heals; a redis source's reader cannot
+                self._heal_io(io, kind)
+        if getattr(self, "ingest", None) is not None:
+            self.ingest.check()
+        self._check_feeder()
+
+    def _check_feeder(self) -> None:
         feeder = getattr(self, "feeder", None)
         if feeder is not None and feeder.error is not None:
-            raise RuntimeFailure(f"the source feeder failed: {self.feeder.error}")
+            raise RuntimeFailure(f"the source feeder failed: {feeder.error}")
 
     def _heal(self, name: str, error: Any) -> None:
         """Restart a failed operator query from its checkpoint (the store's bookkeeping keeps
         it exactly-once)."""
         restart = partial(self._start_query, name, new_run=False)
         self._restart(name, self._query_label(name), self.queries[name], error, restart)
+
+    def _heal_io(self, io: Ingest | Egress, kind: str) -> None:
+        """Restart the failed query of an external source or a delivering sink (`kind`) as an
+        operator's: from its checkpoint, the same backoff, limit and count (key `kind-NAME`)."""
+        for name, error in io.failed():
+            label = f"the query of {kind} {name!r}"
+            restart = partial(io.restart, self.spark, name)
+            self._restart(f"{kind}-{name}", label, io.queries[name], error, restart)
+        for name, query in io.queries.items():
+            self._note_recovery(f"{kind}-{name}", query)
 
     def _restart(
         self, key: str, label: str, query: Any, error: Any, start: Callable[[], Any]
@@ -702,13 +713,19 @@ class SparkEngine:
 
     def _session(self, master: str | None, conf: dict[str, str]) -> Any:
         """The caller's SparkSession (kept running at the end), else the one `spark_session`
-        makes or reuses: a session that was already running is the caller's too."""
+        makes or reuses: a session that was already running is the caller's too. A JVM launched
+        here writes its standard error to spark.log (a failed start is raised with its lines)."""
         if self.given_session is not None:
             return adopt_session(self.given_session)
         if SparkContext._active_spark_context is not None:
             self.keep_session = True
-        ui_host = self.config.spark.ui_host
-        return spark_session(master, conf=conf, auth_file=self._auth_file(), ui_host=ui_host)
+        return spark_session(
+            master,
+            conf=conf,
+            auth_file=self._auth_file(),
+            ui_host=self.config.spark.ui_host,
+            jvm_stderr=self.out / LOG_FILE,  # the JVM's start-up lines to spark.log
+        )
 
     def _master(self) -> str | None:
         """The master given, else spark-submit's (None), else local mode sized to the pools
