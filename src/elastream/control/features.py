@@ -54,7 +54,7 @@ class GracefulStop(Protocol):
 class MessageTransport(Protocol):
     """Offers the decentralized policy's agents a message transport: the name it is registered
     under in `decentral.transport.TRANSPORTS` (TCP in the Spark driver, memory in the
-    simulator). The run session hands it to the policy (`experiments.session`)."""
+    simulator). The run session hands it to the policy (`runner.session`)."""
 
     message_transport: str
 
