@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -114,17 +114,11 @@ class Cluster:
 
     @cached_property
     def _by_host(self) -> dict[str, tuple[Instance, ...]]:
-        out: dict[str, list[Instance]] = {}
-        for i in self.instances:
-            out.setdefault(i.host_id, []).append(i)
-        return {k: tuple(v) for k, v in out.items()}
+        return _grouped(self.instances, lambda i: i.host_id)
 
     @cached_property
     def _by_operator(self) -> dict[str, tuple[Instance, ...]]:
-        out: dict[str, list[Instance]] = {}
-        for i in self.instances:
-            out.setdefault(i.operator, []).append(i)
-        return {k: tuple(v) for k, v in out.items()}
+        return _grouped(self.instances, lambda i: i.operator)
 
     @cached_property
     def _free(self) -> dict[str, tuple[float, float]]:
@@ -323,3 +317,13 @@ def apply_plan(
     cluster = _set_counts(cluster, plan.counts)
     cluster, released = _release(cluster, plan)
     return Applied(cluster, leased, released, started, stopped, migrations)
+
+
+def _grouped(
+    instances: Iterable[Instance], key: Callable[[Instance], str]
+) -> dict[str, tuple[Instance, ...]]:
+    """The instances by `key`, each group in the instances' order."""
+    out: dict[str, list[Instance]] = {}
+    for i in instances:
+        out.setdefault(key(i), []).append(i)
+    return {k: tuple(v) for k, v in out.items()}
