@@ -36,8 +36,10 @@ pytestmark = pytest.mark.spark
 @pytest.mark.parametrize("layout", ["operator", "pipeline"])
 def test_step_up_and_down_scales_the_bottleneck_live(tmp_path, layout):
     pipeline = load_pipeline(PIPELINE)
-    # 10 s at 10 ev/s, 24 s at 70 ev/s (enrich needs 3 replicas at 40 ms), 21 s at 5 ev/s.
-    trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 21))
+    # 10 s at 10 ev/s, 12 s at 120 ev/s (more than enrich's pool of 4 at 40 ms does, 100 ev/s:
+    # a backlog beyond its admission cap whatever the replicas were when the step came), 21 s at
+    # 5 ev/s.
+    trace = Trace(np.array([10.0] * 10 + [120.0] * 12 + [5.0] * 21))
     # A 20 s retention: the store forgets its older audit records as the run goes on.
     config = make_config(
         interval_s=3.0,
@@ -56,7 +58,8 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path, layout):
     assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids  # no restart
     assert len(engine.run_ids) == (1 if layout == "pipeline" else 3)  # queries started
     assert sum(s.op("enrich").cpu_s or 0.0 for s in result.snapshots) > 0  # CPU time recorded
-    assert any(s.op("enrich").admission_capped for s in result.snapshots)  # the step's backlog
+    capped = [s.op("enrich").admission_capped for s in result.snapshots]
+    assert any(capped), list(zip(enrich, capped, strict=True))  # the step's backlog
     streams = {k for s in result.snapshots for k, _ in s.op("emit").emitted_streams}
     assert streams == {DEFAULT_STREAM}  # per output stream (emit's one stream, to a sink)
     assert sum(n for s in result.snapshots for _, n in s.op("emit").emitted_streams) > 0
