@@ -454,8 +454,9 @@ def test_decide_scales_out_before_a_forecast_rise():
 
 def test_burst_factor_inverts_the_model_on_the_measured_latency():
     """With the replicas that ran and the rates seen, the model's p99 is L(1); a measured p99
-    above it gives the factor β > 1 at which the model predicts what was measured (O8)."""
-    config = ObjectiveConfig(objective=P99_2S)
+    above it gives the factor β > 1 at which the model predicts what was measured (O8; the
+    floor of O16 off, so that 300 ms calibrates)."""
+    config = ObjectiveConfig(objective=P99_2S, burst_floor=0.0)
     snap = one_op_snapshot(replicas=2, emitted=200, processed=200, busy_s=5.0, p99_ms=10.0)
     flow = FlowState(true_rate=(("op", 40.0),), selectivity=((("src", "op"), 1.0),))
     assert burst_factor(snap, flow, [{"op": 0}], config) == 1.0  # measured below the model
@@ -464,6 +465,54 @@ def test_burst_factor_inverts_the_model_on_the_measured_latency():
     wait = wait_s(20.0 * beta, 40.0, 2, "p99")
     assert 1.0 < beta < config.burst_max
     assert wait + 1 / 40 == pytest.approx(0.3, rel=1e-6)
+
+
+def test_a_latency_far_below_the_bound_calibrates_no_burst():
+    """O16: with the default floor f = 0.3 and B = 2 s, a measured p99 below 0.6 s gives β = 1
+    even though the model (two replicas of ρ = 40/s at 20/s: W = ln(0.1 / 0.01) / 60 = 0.038 s,
+    plus 1/ρ = 0.025 s) explains only 63 ms; at 0.61 s the model is inverted as in O8:
+    W(20·β) + 0.025 = 0.61. With h = 1 s the floor is 0.3·(2 − 1) = 0.3 s of ℓ − h."""
+    flow = FlowState(true_rate=(("op", 40.0),), selectivity=((("src", "op"), 1.0),))
+
+    def beta(p99_ms: float, **options: float) -> float | None:
+        config = ObjectiveConfig(objective=P99_2S, **options)
+        snap = one_op_snapshot(replicas=2, emitted=200, processed=200, busy_s=5.0, p99_ms=p99_ms)
+        return burst_factor(snap, flow, [{"op": 0}], config)
+
+    assert ObjectiveConfig(objective=P99_2S).burst_floor == 0.3
+    assert beta(300.0) == 1.0
+    assert beta(590.0) == 1.0
+    above = beta(610.0)
+    assert above is not None and 1.0 < above < 4.0
+    assert wait_s(20.0 * above, 40.0, 2, "p99") + 0.025 == pytest.approx(0.61, rel=1e-6)
+    assert beta(300.0, burst_floor=0.0) > 1.0  # without the floor, O8 alone
+    assert beta(1290.0, overhead_s=1.0) == 1.0  # ℓ − h = 0.29 s < 0.3 s
+    assert beta(1310.0, overhead_s=1.0) > 1.0
+
+
+def test_bursts_and_batch_spreads_are_kept_over_their_own_windows():
+    """β is planned on the largest of the last `burst_window` (5) intervals and φ on the
+    largest of the last `spread_window` (10): an interval that measured nothing unexplained
+    (β(t) = φ(t) = 1) pushes a β of 3 measured five intervals before out of its window, while
+    a φ of 2 measured nine intervals before stays in its own."""
+    config = ObjectiveConfig(objective=P99_2S)
+    snap = one_op_snapshot(replicas=1, emitted=200, processed=200, busy_s=5.0, p99_ms=90.0)
+    state = ObjectiveState(
+        queues=((("op", 0),),),
+        replicas=(("op", 1),),
+        bursts=(3.0, 1.0, 1.0, 1.0, 1.0),
+    )
+    decision, after = decide(snap, state, config)
+    assert after.bursts == (1.0,) * 5
+    assert "β=1.00" in decision.reason("op")
+    kept = decide(snap, state, config.model_copy(update={"burst_window": 10}))
+    assert kept[1].bursts == (3.0, *(1.0,) * 5)
+    assert "β=3.00" in kept[0].reason("op")
+    op = dataclasses.replace(snap.operators[0], replica_batches=(10,))
+    batched = dataclasses.replace(snap, operators=(op,))
+    spreads = (2.0, *(1.0,) * 8)
+    _, after = decide(batched, dataclasses.replace(state, spreads=spreads), config)
+    assert after.spreads == (*spreads, 1.0)
 
 
 def test_on_a_micro_batch_engine_the_unexplained_latency_is_the_batches_spread():
