@@ -3,7 +3,7 @@ while at more than the operator's replica pool can process, then low again. Prin
 interval: the offered and the ingested rate, the largest queue length seen against the bound,
 the Redis backlog and the replicas; then the totals (nothing dropped, every entry ingested once).
 Usage (starts Spark: under the shared lock):
-    PYTHONPATH=src flock /work/spark.lock .venv/bin/python benchmarks/backpressure.py \
+    flock /work/spark.lock .venv/bin/python benchmarks/backpressure.py \
         [--overload-s 60] [--high 100] [--low 5] [--warm-s 15] [--after-s 100] [--td 5]
 """
 

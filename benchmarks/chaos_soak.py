@@ -5,7 +5,7 @@ on purpose, then an audit of every event: delivered once, keyed state equal to a
 stuck, the summary's counters equal to the audit; each fault's time to recover.
 
 Usage (one command, seeded; writes OUT/report.json and OUT/report.md):
-    PYTHONPATH=src nice -n 5 .venv/bin/python benchmarks/chaos_soak.py --minutes 32 --faults 55 \
+    nice -n 5 .venv/bin/python benchmarks/chaos_soak.py --minutes 32 --faults 55 \
         --cluster --seed 1 --out /tmp/soak
 """
 
