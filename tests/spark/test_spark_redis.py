@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.redis_server import local_redis
-from support.spark_runs import assert_conserved, run_cli
+from support.spark_runs import assert_conserved, run_cli, wait_until_counted
 
 from elastream.config import make_config
 from elastream.runtime.queues import RedisQueueStore
@@ -42,14 +42,6 @@ def emitted(store: RedisQueueStore) -> int:
     return sum(w.events for w in store.task_stats("emit", 0, float("inf")).values())
 
 
-def wait_for_outcomes(run, store: RedisQueueStore, n: int, timeout_s: float = 300) -> None:
-    deadline = time.time() + timeout_s
-    while emitted(store) < n:
-        assert run.poll() is None, run.stdout.read()
-        assert time.time() < deadline, f"fewer than {n} outcomes after {timeout_s:.0f} s"
-        time.sleep(1)
-
-
 def assert_exactly_once(out: Path, store: RedisQueueStore) -> None:
     """1,600 events (40 ev/s for 40 s), half filtered, every other one at the sink once."""
     audit = store.audit()
@@ -69,7 +61,7 @@ def test_a_killed_run_on_redis_resumes_exactly_once(tmp_path, server):
     out = tmp_path / "run"
     store = run_store(out, server.url)
     first = run_cli(out, "--queues", server.url, "--config", str(settings))
-    wait_for_outcomes(first, store, 150)
+    wait_until_counted(first, lambda: emitted(store), 150)
     os.killpg(first.pid, signal.SIGKILL)  # the driver, its JVM and Python workers at once
     first.wait(timeout=30)
     killed_at = emitted(store)
@@ -85,7 +77,7 @@ def test_replicas_change_live_and_a_redis_restart_mid_run_loses_nothing(tmp_path
     out = tmp_path / "run"
     store = run_store(out, server.url)
     run = run_cli(out, "--queues", server.url, trace=SPIKE)
-    wait_for_outcomes(run, store, 150)  # in the spike
+    wait_until_counted(run, lambda: emitted(store), 150)  # in the spike
     before = emitted(store)
     # SIGKILL: with appendfsync always every acknowledged write is in the AOF already.
     server.kill(signal.SIGKILL)

@@ -6,6 +6,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from support.paths import PIPELINES
@@ -48,15 +49,22 @@ def outcomes_so_far(db: Path, op: str = "emit") -> int:
             return 0
 
 
-def wait_for_outcomes(
-    run: subprocess.Popen, db: Path, n: int, timeout_s: float = 300, op: str = "emit"
+def wait_until_counted(
+    run: subprocess.Popen, count: Callable[[], int], n: int, timeout_s: float = 300
 ) -> None:
-    """Until operator `op` has recorded `n` outcomes (Spark's start-up included)."""
+    """Until `count()` reaches `n` while `run` goes on (Spark's start-up included)."""
     deadline = time.time() + timeout_s
-    while outcomes_so_far(db, op) < n:
+    while count() < n:
         assert run.poll() is None, run.stdout.read()
         assert time.time() < deadline, f"fewer than {n} outcomes after {timeout_s:.0f} s"
         time.sleep(1)
+
+
+def wait_for_outcomes(
+    run: subprocess.Popen, db: Path, n: int, timeout_s: float = 300, op: str = "emit"
+) -> None:
+    """Until operator `op` has recorded `n` outcomes in the SQLite store `db`."""
+    wait_until_counted(run, lambda: outcomes_so_far(db, op), n, timeout_s)
 
 
 def descendants(pid: int, marker: str) -> list[int]:
