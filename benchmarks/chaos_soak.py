@@ -215,6 +215,8 @@ class Soak:
         spark: dict[str, Any] = {"checkpoints": str(self.ckpt), "max_restarts": 8}
         if self.cluster is not None:
             spark["master"] = self.cluster.master_url
+            if self.cluster.auth_file is not None:  # `cluster up` turns RPC authentication on
+                spark["auth_file"] = self.cluster.auth_file
             # a paused executor past this timeout is declared lost (its heartbeats stop)
             timeout = f"{self.args.network_timeout_s}s"
             spark["conf"] = {"spark.network.timeout": timeout,

@@ -4,7 +4,8 @@ no command line, log or output): a pipeline submitted with spark-submit runs on 
 Streams queues (the backend for executors on other machines), with replicas changing live and
 exact conservation, and survives the SIGKILL of an executor; executors are leased as hosts
 billed per BTU (added, and retired by graceful decommission, through the Executors interface);
-`cluster down` stops exactly what was started."""
+a driver without the secret is refused with one line; `cluster down` stops exactly what was
+started."""
 
 import itertools
 import json
@@ -233,6 +234,24 @@ def test_executors_are_leased_as_hosts_and_released_in_the_last_part_of_their_bt
 
 def executor_ids(engine: SparkEngine) -> list[str]:
     return engine.leases.executors.ids() if engine.leases else []
+
+
+def test_a_driver_without_the_secret_is_refused_with_one_line(cluster, tmp_path):
+    """A run pointed at the cluster without its secret (its state file is not the default one,
+    so the run cannot find it): the master refuses the unauthenticated driver, Spark gives up
+    after about a minute, and the run says so in one line naming the master (no traceback)."""
+    state, _ = cluster
+    run = elastream(
+        "run", str(PIPELINE), "--master", state.master_url, "--out", str(tmp_path / "run"),
+        "--trace", "constant:rate=10,duration=5", "--quiet", "--no-metrics",
+        timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    assert "could not register with the Spark master" in lines[0], lines
+    assert state.master_url in lines[0] and "without a secret" in lines[0], lines
+    assert read_secret(Path(state.auth_file)) not in run.stderr + run.stdout
 
 
 def test_cluster_down_stops_exactly_what_up_started(cluster):

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
+from py4j.protocol import Py4JJavaError
 from pyspark import SparkContext
 
 from elastream.base.auth import is_loopback
@@ -88,6 +89,11 @@ def store_address(config: RunConfig) -> str:
     if backend_name(config.queues) == "redis":
         return with_prefix(config.queues, f"elastream:{out}")
     return str(Path(config.queues).resolve())
+
+
+# what SparkSession's constructor raises when its SparkContext was stopped while starting (a
+# standalone master that gave the driver up)
+STOPPED_CONTEXT = "Cannot call methods on a stopped SparkContext"
 
 
 class RuntimeFailure(RuntimeError):
@@ -719,12 +725,34 @@ class SparkEngine:
             return adopt_session(self.given_session)
         if SparkContext._active_spark_context is not None:
             self.keep_session = True
-        return spark_session(
-            master,
-            conf=conf,
-            auth_file=self._auth_file(),
-            ui_host=self.config.spark.ui_host,
-            jvm_stderr=self.out / LOG_FILE,  # the JVM's start-up lines to spark.log
+        auth_file = self._auth_file()
+        try:
+            return spark_session(
+                master,
+                conf=conf,
+                auth_file=auth_file,
+                ui_host=self.config.spark.ui_host,
+                jvm_stderr=self.out / LOG_FILE,  # the JVM's start-up lines to spark.log
+            )
+        except Py4JJavaError as exc:
+            if not (self.config.spark.standalone and STOPPED_CONTEXT in str(exc)):
+                raise
+            raise RuntimeFailure(self._unregistered(auth_file)) from None
+
+    def _unregistered(self, auth_file: Path | None) -> str:
+        """Why a driver's SparkContext stopped before it started: its standalone master gave it
+        up (Spark tries for about a minute), unreachable or refusing an unauthenticated driver."""
+        secret = (
+            f"with the secret in {auth_file}"
+            if auth_file is not None
+            else "without a secret (a cluster with RPC authentication needs its shared secret: "
+            "spark.auth_file, or the cluster `elastream cluster up` started with its default "
+            "state file)"
+        )
+        return (
+            f"the driver could not register with the Spark master {self.config.spark.master} "
+            f"{secret}: the master did not answer or refused it (Spark's reason is in "
+            f"{self.out / LOG_FILE})"
         )
 
     def _master(self) -> str | None:
