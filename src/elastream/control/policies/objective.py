@@ -198,8 +198,8 @@ class ObjectiveConfig(Settings):
         0.3,
         ge=0,
         le=1,
-        description="f: β is calibrated only on a measured latency of at least f·B (O16; 0: "
-        "on every interval)",
+        description="f: β is calibrated only on a measured latency of at least f·(B − h) "
+        "(O16; 0: on every interval)",
     )
     spread_window: int = Field(
         10, ge=1, description="intervals over which the largest batch spread φ is kept (O15)"
@@ -766,10 +766,8 @@ def decide(
         phi_t = batch_spread(snapshot, flow, previous, config, batch, history)  # O15
     elif calibrate:
         beta_t = burst_factor(snapshot, flow, previous, config, history)  # O8
-    kept = config.burst_window  # O8
-    bursts = state.bursts if beta_t is None else (*state.bursts, beta_t)[-kept:]
-    kept = config.spread_window  # O15
-    spreads = state.spreads if phi_t is None else (*state.spreads, phi_t)[-kept:]
+    bursts = state.bursts if beta_t is None else (*state.bursts, beta_t)[-config.burst_window :]
+    spreads = state.spreads if phi_t is None else (*state.spreads, phi_t)[-config.spread_window :]
     beta = max(bursts, default=1.0)  # O8: plan for the largest recent burst
     if batch is not None:  # O15: and for the largest recent spread of the batches
         batch = replace(batch, spread=max(spreads, default=1.0))
