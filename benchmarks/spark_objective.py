@@ -75,6 +75,9 @@ def run_one(label: str, settings: dict[str, Any], args: argparse.Namespace) -> d
                 "met": judge(snapshot, objective).met,
                 "decided": None if decision is None else decision.as_dict(),
                 "reason": None if decision is None else decision.reason(first),
+                "reasons": {}
+                if decision is None
+                else {o.name: decision.reason(o.name) for o in snapshot.operators},
             }
         )
 
@@ -91,12 +94,18 @@ def main() -> None:
     parser.add_argument(
         "--overhead-s", type=float, default=0.0, help="objective's h, s (O12 models the batches)"
     )
-    parser.add_argument("--stabilization-s", type=float, default=30.0)
+    parser.add_argument(
+        "--stabilization-s",
+        type=float,
+        default=0.0,
+        help="the objective policy's scale-down window, s (its step 6 is the hysteresis)",
+    )
     parser.add_argument(
         "--bound",
-        choices=("upper", "point"),
-        default="upper",
-        help="the objective policy's forecast: its prediction interval's upper edge, or the point",
+        choices=("auto", "upper", "point"),
+        default="auto",
+        help="the objective policy's forecast: auto (O17), the prediction interval's upper "
+        "edge, or the point",
     )
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--peak-rate", type=float, default=100.0)

@@ -32,8 +32,10 @@ from elastream.control.policies.objective import (
     critical_path,
     decide,
     fit_batch,
+    forecast_bound,
     measured_batch_s,
     plan,
+    planned_rates,
     station_latency,
     stations_for,
     step_six,
@@ -450,6 +452,33 @@ def test_decide_scales_out_before_a_forecast_rise():
     assert station_latency(station(arrival=30, rho=40), 1, "mean") == pytest.approx(0.1)
     assert last_decision(min_history=4) == {"op": 2}
     assert last_decision(min_history=50) == {"op": 1}
+
+
+def test_the_point_forecast_when_the_next_decision_acts_within_the_bound():
+    """O17: T = td + a against (1 − m)·(B − h). B = 10 s, m = 0.3: td = 5 s ≤ 7 s plans on the
+    point, td = 10 s on the edge; h = 2 s: 5 ≤ 5.6, but with a = 1 s, 6 > 5.6."""
+    p99_10s = Objective(latency_p99_s=10.0)
+    assert forecast_bound(5.0, ObjectiveConfig(objective=p99_10s)) == "point"
+    assert forecast_bound(10.0, ObjectiveConfig(objective=p99_10s)) == "upper"
+    assert forecast_bound(5.0, ObjectiveConfig(objective=p99_10s, overhead_s=2.0)) == "point"
+    late = ObjectiveConfig(objective=p99_10s, overhead_s=2.0, actuation_s=1.0)
+    assert forecast_bound(5.0, late) == "upper"
+    fixed = ObjectiveConfig(objective=p99_10s, bound="upper")
+    assert forecast_bound(5.0, fixed) == "upper"
+
+
+def test_after_a_spike_the_point_plans_the_rate_and_the_edge_the_spike():
+    """A rate of 10/s with one 80/s interval: the forecast errors of the spike widen the upper
+    edge far above 10/s for the intervals after it, while the point comes back to about 10/s;
+    with td = 5 s and B = 10 s `auto` plans that, with td = 30 s the edge."""
+    history = {"src": (10.0,) * 8 + (80.0,) + (10.0,) * 4}
+    p99_10s = Objective(latency_p99_s=10.0)
+    edge = planned_rates(history, 5.0, ObjectiveConfig(objective=p99_10s, bound="upper"), 5.0)
+    auto = planned_rates(history, 5.0, ObjectiveConfig(objective=p99_10s), 5.0)
+    slow = planned_rates(history, 30.0, ObjectiveConfig(objective=p99_10s), 30.0)
+    assert edge[0]["src"] > 40.0
+    assert 10.0 <= auto[0]["src"] < 15.0
+    assert slow[0]["src"] == edge[0]["src"]
 
 
 def test_burst_factor_inverts_the_model_on_the_measured_latency():

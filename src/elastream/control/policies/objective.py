@@ -9,8 +9,14 @@ for operator i with r replicas:
    default, `prediction.forecasting`) forecasts the next intervals (Caladrius IV-A). The rate
    planned over a lookahead of A seconds is the forecast's peak over it, never below what was
    just observed:  P_p(A) = max(x_p(t), max_{k ≤ ⌈A/td⌉} F_p(t + k))                      (O1)
-   with F the upper edge of the forecast's prediction interval at `level` (0.98; or the
-   point forecast with `bound: point`): the plan covers the rate's forecast error.
+   with F the upper edge of the forecast's prediction interval at `level` (0.98): the plan
+   covers the rate's forecast error. It needs to cover it only until the next decision can
+   correct it: a rise the point forecast missed queues for at most T = td + a before a count
+   sized for it acts, and the queue terms below (O2-O4) then drain it. When that wait fits in
+   the objective with the margin, F is the point forecast (`bound: auto`, the default):
+       F = point forecast  when td + a ≤ (1 − m)·(B − h),   else the upper edge              (O17)
+   (`bound: upper` or `point` fixes it). On Spark (td = 5 s, B = 10 s) the upper edge, widened
+   for the rest of a run by one spike's forecast errors, held 2/4/3/3 replicas for 11/s.
    The rates follow the operators through the observed selectivities s_{p,i} = λ^p_i / μ_p
    (PSPS Eq. 2c; Caladrius Eq. 12 below saturation), with every upstream queue spread over
    the bound B of the objective (its events must leave within B):
@@ -171,8 +177,10 @@ class ObjectiveConfig(Settings):
     forecaster_params: dict[str, Any] = Field(
         default_factory=dict, description="the forecaster's own parameters (docs/modeling.md)"
     )
-    bound: Literal["upper", "point"] = Field(
-        "upper", description="plan for the prediction interval's upper edge, or the point (O1)"
+    bound: Literal["auto", "upper", "point"] = Field(
+        "auto",
+        description="plan for the prediction interval's upper edge, the point forecast, or "
+        "`auto`: the point when the next decision acts within (1 − m)·bound, else the edge (O17)",
     )
     level: float = Field(
         0.98, gt=0, lt=1, description="coverage of the forecast's prediction interval (O1)"
@@ -534,10 +542,22 @@ def plan(
     return best, stations, high
 
 
+def forecast_bound(td: float, config: ObjectiveConfig) -> Literal["upper", "point"]:
+    """O17: the forecast O1 plans on. A rise the point forecast missed queues for at most
+    T = td + a before the next decision sizes for it; when T ≤ (1 − m)·(B − h) that wait fits
+    in the objective with the margin, so the point forecast; otherwise the upper edge."""
+    if config.bound != "auto":
+        return config.bound
+    room = (1 - config.margin) * (config.target.bound_s - config.overhead_s)
+    return "point" if td + config.actuation_s <= room else "upper"
+
+
 def planned_rates(
     history: Mapping[str, tuple[float, ...]], td: float, config: ObjectiveConfig, *leads: float
 ) -> list[dict[str, float]]:
-    """P_p(A) of O1 for every lookahead A in `leads`, from one forecast per source."""
+    """P_p(A) of O1 for every lookahead A in `leads`, from one forecast per source, on the
+    point forecast or the upper edge as O17 says."""
+    bound = forecast_bound(td, config)
     steps = [max(1, math.ceil(a / td - 1e-9)) for a in leads]
     out: list[dict[str, float]] = [{} for _ in leads]
     for name, values in history.items():
@@ -549,7 +569,7 @@ def planned_rates(
         series = Series(list(values), step_s=td)
         params = {"level": config.level, **config.forecaster_params}
         predicted = forecast(series, config.forecaster, max(steps), params)
-        values = predicted.upper if config.bound == "upper" else predicted.point
+        values = predicted.upper if bound == "upper" else predicted.point
         for plan, k in zip(out, steps, strict=True):
             plan[name] = max(observed, float(max(values[:k])))
     return out
@@ -791,6 +811,7 @@ def decide(
     reasons = decision_reasons(up_stations, targets, objective, config, batch, beta)
     for name in reasons:
         reasons[name] += f" path={predicted + config.overhead_s:.2f}s/{objective.bound_s:g}s"
+        reasons[name] += f" F={forecast_bound(td, config)}"
         reasons[name] += "" if stretch == 1.0 else f" recovery k={stretch:.2f}"
     queues = (*state.queues, tuple((o.name, o.queue) for o in snapshot.operators))[-QUEUES_KEPT:]
     new_state = ObjectiveState(
