@@ -37,12 +37,25 @@ def runs(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return {
         "objective": {
             "policy": "objective",
-            "policy_options": {"overhead_s": args.overhead_s, "bound": args.bound},
+            "policy_options": {
+                "overhead_s": args.overhead_s,
+                "bound": args.bound,
+                **dict(option_pair(text) for text in args.option or ()),
+            },
             "guards": {"stabilization_s": args.stabilization_s},
         },
         "psps": {"policy": "psps"},
         "static r=4": {"policy": "static", "replicas": 4},
     }
+
+
+def option_pair(text: str) -> tuple[str, Any]:
+    """KEY=VALUE of `--option`, the value read as JSON when it is (a number, true), else text."""
+    key, _, value = text.partition("=")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
 
 
 def run_one(label: str, settings: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
@@ -106,6 +119,9 @@ def main() -> None:
         default="auto",
         help="the objective policy's forecast: auto (O17), the prediction interval's upper "
         "edge, or the point",
+    )
+    parser.add_argument(
+        "--option", action="append", help="another objective policy option, KEY=VALUE"
     )
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--peak-rate", type=float, default=100.0)
