@@ -25,6 +25,7 @@ from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
 from elastream.control.policies.objective import measured_batch_s
 from elastream.history import HistoryStore
+from elastream.model.objective import Objective, ObjectiveTally
 from elastream.model.pipeline import DEFAULT_STREAM
 from elastream.runtime.queues import SqliteQueueStore
 from elastream.runtime.spark.runtime import SparkEngine
@@ -77,6 +78,38 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path, layout):
     assert result.summary.processed_ratio == 1.0
     assert result.totals.latency_ms_mean is not None
     assert sum(n for _, n in result.totals.latency_histogram_ms) == audit.sink_events
+
+
+def test_the_objective_policy_follows_a_step_on_the_point_forecast(tmp_path):
+    """The objective policy on Spark (docs/policies.md, objective): td = 3 s ≤ (1 − m)·10 s, so
+    it plans on the point forecast (O17); a step beyond enrich's pool raises enrich, the step
+    down lowers it again, and every interval that delivered events is judged from the sink
+    latencies the runtime measured."""
+    pipeline = load_pipeline(PIPELINE)
+    trace = Trace(np.array([10.0] * 10 + [120.0] * 12 + [5.0] * 21))  # as the psps test above
+    config = make_config(
+        interval_s=3.0,
+        out=tmp_path / "run",
+        drain_s=60,
+        event_timeout_s=None,
+        policy="objective",
+        objective={"latency_p99_s": 10},
+    )
+    engine = SparkEngine(pipeline, config, trace)
+    tally = ObjectiveTally(Objective(latency_p99_s=10))
+    result = run_mape(engine, config.controller(), observers=[tally])
+
+    enrich = [s.op("enrich").replicas for s in result.snapshots]
+    peak_at = int(np.argmax(enrich))
+    reasons = [d.reason("enrich") for d in result.decisions]
+    assert enrich[peak_at] >= 3, (enrich, reasons)  # rose with the step up
+    assert min(enrich[peak_at:]) <= 2, (enrich, reasons)  # fell after the step down
+    assert reasons and all("F=point" in r for r in reasons), reasons  # O17
+    delivered = sum(s.latency_ms_p99 is not None for s in result.snapshots)
+    assert delivered > 0 and tally.met + tally.missed >= delivered, (tally.as_dict(), delivered)
+    assert_conserved(engine.store.audit(), int(trace.rates.sum()))
+    assert result.totals.duplicates == 0
+    assert result.summary.processed_ratio == 1.0
 
 
 def test_runs_back_to_back_in_one_session_each_start_their_queries(tmp_path):
