@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from elastream.cli.demo import demo_pipeline_path
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
@@ -40,22 +42,13 @@ def runs(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             "policy_options": {
                 "overhead_s": args.overhead_s,
                 "bound": args.bound,
-                **dict(option_pair(text) for text in args.option or ()),
+                **{k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)},
             },
             "guards": {"stabilization_s": args.stabilization_s},
         },
         "psps": {"policy": "psps"},
         "static r=4": {"policy": "static", "replicas": 4},
     }
-
-
-def option_pair(text: str) -> tuple[str, Any]:
-    """KEY=VALUE of `--option`, the value read as JSON when it is (a number, true), else text."""
-    key, _, value = text.partition("=")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
 
 
 def run_one(label: str, settings: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
@@ -121,7 +114,7 @@ def main() -> None:
         "edge, or the point",
     )
     parser.add_argument(
-        "--option", action="append", help="another objective policy option, KEY=VALUE"
+        "--set", action="append", default=[], help="another objective policy option, X=V"
     )
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--peak-rate", type=float, default=100.0)
