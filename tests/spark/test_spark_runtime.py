@@ -33,14 +33,15 @@ from elastream.workloads import Trace
 
 pytestmark = pytest.mark.spark
 
+# 10 s at 10 ev/s, 12 s at 120 ev/s (more than enrich's pool of 4 at 40 ms does, 100 ev/s: a
+# backlog beyond its admission cap whatever the replicas were when the step came), 21 s at 5 ev/s
+STEP_RATES = np.array([10.0] * 10 + [120.0] * 12 + [5.0] * 21)
+
 
 @pytest.mark.parametrize("layout", ["operator", "pipeline"])
 def test_step_up_and_down_scales_the_bottleneck_live(tmp_path, layout):
     pipeline = load_pipeline(PIPELINE)
-    # 10 s at 10 ev/s, 12 s at 120 ev/s (more than enrich's pool of 4 at 40 ms does, 100 ev/s:
-    # a backlog beyond its admission cap whatever the replicas were when the step came), 21 s at
-    # 5 ev/s.
-    trace = Trace(np.array([10.0] * 10 + [120.0] * 12 + [5.0] * 21))
+    trace = Trace(STEP_RATES)
     # A 20 s retention: the store forgets its older audit records as the run goes on.
     config = make_config(
         interval_s=3.0,
@@ -86,7 +87,7 @@ def test_the_objective_policy_follows_a_step_on_the_point_forecast(tmp_path):
     down lowers it again, and every interval that delivered events is judged from the sink
     latencies the runtime measured."""
     pipeline = load_pipeline(PIPELINE)
-    trace = Trace(np.array([10.0] * 10 + [120.0] * 12 + [5.0] * 21))  # as the psps test above
+    trace = Trace(STEP_RATES)
     config = make_config(
         interval_s=3.0,
         out=tmp_path / "run",
