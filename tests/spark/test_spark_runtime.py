@@ -19,7 +19,7 @@ from support.spark_runs import (
     wait_for_outcomes,
 )
 
-from elastream.config import make_config
+from elastream.config import RunConfig, make_config
 from elastream.config.files import load_pipeline
 from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
@@ -38,19 +38,18 @@ pytestmark = pytest.mark.spark
 STEP_RATES = np.array([10.0] * 10 + [120.0] * 12 + [5.0] * 21)
 
 
+def step_engine(tmp_path: Path, **settings) -> tuple[SparkEngine, RunConfig]:
+    """The step of STEP_RATES through the filter pipeline, td = 3 s, nothing timed out."""
+    config = make_config(
+        interval_s=3.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None, **settings
+    )
+    return SparkEngine(load_pipeline(PIPELINE), config, Trace(STEP_RATES)), config
+
+
 @pytest.mark.parametrize("layout", ["operator", "pipeline"])
 def test_step_up_and_down_scales_the_bottleneck_live(tmp_path, layout):
-    pipeline = load_pipeline(PIPELINE)
-    trace = Trace(STEP_RATES)
     # A 20 s retention: the store forgets its older audit records as the run goes on.
-    config = make_config(
-        interval_s=3.0,
-        out=tmp_path / "run",
-        drain_s=60,
-        event_timeout_s=None,
-        spark={"retention_s": 20, "layout": layout},
-    )
-    engine = SparkEngine(pipeline, config, trace)
+    engine, _ = step_engine(tmp_path, spark={"retention_s": 20, "layout": layout})
     result = run_mape(engine, Controller.build("psps"))
 
     enrich = [s.op("enrich").replicas for s in result.snapshots]
@@ -72,7 +71,7 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path, layout):
     assert busy and all(p is not None and 0 < p <= td for p, td in periods), periods
 
     audit = engine.store.audit()
-    assert_conserved(audit, int(trace.rates.sum()))  # the expired records counted in
+    assert_conserved(audit, int(STEP_RATES.sum()))  # the expired records counted in
     assert audit.filtered == audit.events_in // 2  # drop_odd filters the odd indexes
     assert len(engine.store.sink_ids("out")) < audit.sink_events  # retention did expire
     assert result.totals.duplicates == 0
@@ -86,17 +85,7 @@ def test_the_objective_policy_follows_a_step_on_the_point_forecast(tmp_path):
     it plans on the point forecast (O17); a step beyond enrich's pool raises enrich, the step
     down lowers it again, and every interval that delivered events is judged from the sink
     latencies the runtime measured."""
-    pipeline = load_pipeline(PIPELINE)
-    trace = Trace(STEP_RATES)
-    config = make_config(
-        interval_s=3.0,
-        out=tmp_path / "run",
-        drain_s=60,
-        event_timeout_s=None,
-        policy="objective",
-        objective={"latency_p99_s": 10},
-    )
-    engine = SparkEngine(pipeline, config, trace)
+    engine, config = step_engine(tmp_path, policy="objective", objective={"latency_p99_s": 10})
     tally = ObjectiveTally(Objective(latency_p99_s=10))
     result = run_mape(engine, config.controller(), observers=[tally])
 
@@ -108,7 +97,7 @@ def test_the_objective_policy_follows_a_step_on_the_point_forecast(tmp_path):
     assert reasons and all("F=point" in r for r in reasons), reasons  # O17
     delivered = sum(s.latency_ms_p99 is not None for s in result.snapshots)
     assert delivered > 0 and tally.met + tally.missed >= delivered, (tally.as_dict(), delivered)
-    assert_conserved(engine.store.audit(), int(trace.rates.sum()))
+    assert_conserved(engine.store.audit(), int(STEP_RATES.sum()))
     assert result.totals.duplicates == 0
     assert result.summary.processed_ratio == 1.0
 
