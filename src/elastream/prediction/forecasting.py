@@ -129,6 +129,20 @@ class SeasonalNaiveParams(Params):
     )
 
 
+class StatsForecastParams(Params):
+    """statsforecast's automatic models (AutoETS, AutoARIMA, MSTL) on the last `max_fit` samples."""
+
+    season_length: int | None = Field(
+        None, ge=2, description="samples per season (None: one day if ≥ 2 days of history)"
+    )
+    max_fit: int = Field(
+        2000,
+        ge=8,
+        description="fit on the last this many samples at most (bounds the fit time on long "
+        "series; AutoARIMA's search is the slowest: 500 by default for it)",
+    )
+
+
 class ProphetParams(Params):
     """Prophet's additive model; the interval is its own yhat_lower/yhat_upper."""
 
@@ -368,6 +382,50 @@ def _fit_prophet(history: Series, params: ProphetParams) -> _ProphetFit:
 
 
 @dataclass(frozen=True)
+class _StatsForecastFit:
+    history: Series
+    level: float
+    model: object  # a fitted statsforecast model
+
+    def forecast(self, horizon: int) -> Forecast:
+        start, h = _times(self.history, horizon)
+        pct = round(self.level * 100, 6)
+        out = self.model.predict(h=h, level=[pct])  # type: ignore[attr-defined]
+        lo, hi = (next(v for k, v in out.items() if k.startswith(side)) for side in ("lo-", "hi-"))
+        point, lower, upper = _rates(out["mean"], lo, hi)
+        return Forecast(point, lower, upper, self.level, self.history.step_s, start)
+
+
+def _statsforecast(name: str, needs_season: bool, default_fit: int | None = None):
+    """The fit function of statsforecast's model `name` (its absence named with the extra)."""
+
+    def fit(history: Series, params: StatsForecastParams) -> _StatsForecastFit:
+        models = require("statsforecast.models", extra="forecast", feature=f"the {name} forecaster")
+        season = season_for(history, params.season_length)
+        if needs_season and season is None:
+            raise ModelError(
+                f"{name}: {history.values.size} samples of {history.step_s:g} s hold fewer "
+                "than 2 days; give season_length"
+            )
+        limit = params.max_fit if "max_fit" in params.model_fields_set else default_fit
+        y = history.values[-(limit or params.max_fit) :]
+        model = getattr(models, name)(season_length=season or 1)
+        with warnings.catch_warnings():  # statsforecast warns on short or constant series
+            warnings.simplefilter("ignore")
+            try:
+                model.fit(y)
+            except Exception as exc:  # statsforecast raises bare Exceptions ("out of range")
+                raise ModelError(f"{name} could not be fitted on this series: {exc}") from exc
+        return _StatsForecastFit(history, params.level, model)
+
+    return fit
+
+
+def _has(module: str) -> Callable[[], bool]:
+    return lambda: importlib.util.find_spec(module) is not None
+
+
+@dataclass(frozen=True)
 class ForecasterSpec:
     """A registered forecaster: its parameters' schema, how to fit it, whether it can run here."""
 
@@ -380,10 +438,6 @@ class ForecasterSpec:
 
 def _always() -> bool:
     return True
-
-
-def _has_prophet() -> bool:
-    return importlib.util.find_spec("prophet") is not None
 
 
 BASELINES = ("naive", "seasonal-naive")  # always backtested: every skill is against naive
@@ -425,7 +479,30 @@ for _spec in (
         "ETS(A,N/A,A) Holt-Winters with a daily season (statsmodels), analytic intervals",
         SeasonalParams,
         _fit_seasonal,  # type: ignore[arg-type]
-        _always,
+        _has("statsmodels"),
+    ),
+    ForecasterSpec(
+        "auto-ets",
+        "statsforecast AutoETS: the ETS model (error, trend, daily season) with the lowest AICc "
+        "(optional extra: pip install elastream[forecast])",
+        StatsForecastParams,
+        _statsforecast("AutoETS", needs_season=False),  # type: ignore[arg-type]
+        _has("statsforecast"),
+    ),
+    ForecasterSpec(
+        "auto-arima",
+        "statsforecast AutoARIMA: stepwise search of (seasonal) ARIMA orders by AICc, on the "
+        "last 500 samples by default (slow: seconds a fit)",
+        StatsForecastParams,
+        _statsforecast("AutoARIMA", needs_season=False, default_fit=500),  # type: ignore[arg-type]
+        _has("statsforecast"),
+    ),
+    ForecasterSpec(
+        "mstl",
+        "statsforecast MSTL: STL decomposition with a daily season, its trend by AutoETS",
+        StatsForecastParams,
+        _statsforecast("MSTL", needs_season=True),  # type: ignore[arg-type]
+        _has("statsforecast"),
     ),
     ForecasterSpec(
         "seasonal-profile",
@@ -441,7 +518,7 @@ for _spec in (
         "(optional extra: pip install elastream[prophet])",
         ProphetParams,
         _fit_prophet,  # type: ignore[arg-type]
-        _has_prophet,
+        _has("prophet"),
     ),
 ):
     FORECASTERS.register(_spec.name, _spec)
@@ -452,7 +529,10 @@ def get_forecaster(name: str) -> ForecasterSpec:
         raise ModelError(f"unknown forecast model {name!r}; known: {', '.join(FORECASTERS)}")
     spec = FORECASTERS.get(name)
     if not spec.available():
-        raise ModelError(f"forecast model {name!r} is not installed here")
+        extra = "prophet" if name == "prophet" else "forecast"
+        raise ModelError(
+            f"forecast model {name!r} is not installed here: pip install 'elastream[{extra}]'"
+        )
     return spec
 
 
