@@ -26,6 +26,10 @@ T = TypeVar("T", float, np.ndarray)
 
 DAY_S = 86_400.0
 MAX_SEASON = 2_000  # samples; a longer daily season is not modelled (too many states)
+MAX_ETS_SEASON = 24  # AutoETS / AutoARIMA: longer seasons are left out (their search takes minutes)
+MAX_STL_SEASON = (
+    300  # MSTL: a 5-minute series' day (288) fits in seconds, a 1-minute one's does not
+)
 
 
 @dataclass(frozen=True)
@@ -407,6 +411,13 @@ def _statsforecast(name: str, needs_season: bool, default_fit: int | None = None
                 f"{name}: {history.values.size} samples of {history.step_s:g} s hold fewer "
                 "than 2 days; give season_length"
             )
+        if needs_season and season is not None and season > MAX_STL_SEASON:
+            raise ModelError(
+                f"{name}: a season of {season} samples is beyond {MAX_STL_SEASON} (a fit takes "
+                "tens of seconds); resample the series to a coarser step"
+            )
+        if not needs_season and season is not None and season > MAX_ETS_SEASON:
+            season = None  # as R's ets: a longer season is not searched (minutes a fit)
         limit = params.max_fit if "max_fit" in params.model_fields_set else default_fit
         y = history.values[-(limit or params.max_fit) :]
         model = getattr(models, name)(season_length=season or 1)
@@ -483,8 +494,8 @@ for _spec in (
     ),
     ForecasterSpec(
         "auto-ets",
-        "statsforecast AutoETS: the ETS model (error, trend, daily season) with the lowest AICc "
-        "(optional extra: pip install elastream[forecast])",
+        "statsforecast AutoETS: the ETS model (error, trend, season) with the lowest AICc; a "
+        "daily season only up to 24 samples (hourly), as R's ets (optional extra: forecast)",
         StatsForecastParams,
         _statsforecast("AutoETS", needs_season=False),  # type: ignore[arg-type]
         _has("statsforecast"),
@@ -499,7 +510,8 @@ for _spec in (
     ),
     ForecasterSpec(
         "mstl",
-        "statsforecast MSTL: STL decomposition with a daily season, its trend by AutoETS",
+        "statsforecast MSTL: STL decomposition with a daily season (up to 300 samples: 5-min "
+        "steps), its trend and remainder by AutoETS",
         StatsForecastParams,
         _statsforecast("MSTL", needs_season=True),  # type: ignore[arg-type]
         _has("statsforecast"),
@@ -544,6 +556,10 @@ class FitCache:
         self._items: OrderedDict[tuple[str, str, str], Fitted] = OrderedDict()
         self.hits = 0
         self.misses = 0
+
+    def fitted(self, model: str) -> list[Fitted]:
+        """The cached fits of `model`, oldest first (e.g. the choices `auto` made)."""
+        return [f for (_, name, _), f in self._items.items() if name == model]
 
     def fit(self, history: Series, model: str, params: dict | None = None) -> Fitted:
         spec = get_forecaster(model)
