@@ -318,7 +318,10 @@ def release_rates(
     unless the load rises beyond anything the history has shown."""
     prior = _prior(obs, settings)
     horizon = _samples(paid_s + kind.btu_s, obs)
-    peak = forecast_peak(obs.arrivals, horizon, settings, prior)
+    ahead = settings
+    if settings.release_quantile is not None:
+        ahead = settings.model_copy(update={"rise_quantile": settings.release_quantile})
+    peak = forecast_peak(obs.arrivals, horizon, ahead, prior)
     if peak.model == "prior":
         return peak
     lead = _samples(lead_s(settings, obs.startup_s), obs)

@@ -101,6 +101,13 @@ class AheadSettings(Settings):
         description="the rise a forecast adds: this quantile of the rises seen within its "
         "horizon (None: the largest rise, square-root scaled when leasing ahead)",
     )
+    release_quantile: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="the quantile of the rises within the paid rest and the next BTU that a "
+        "release forecast adds (None: rise_quantile; 1: the largest rise seen)",
+    )
     history_window: int = Field(
         960,
         ge=16,
