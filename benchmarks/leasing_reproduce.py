@@ -400,7 +400,13 @@ def _ahead_verdict(grid: dict[Key, Cell], slack: dict[tuple[str, int], int]) -> 
         for other in ("btu", "threshold")
     }
     none = [f"{p}/BTU{m}" for p, m in cells if slack[(p, m)] <= 0]
+    relet = [
+        f"{p}/BTU{m} {k}"
+        for p, m in cells
+        if (k := sum(r.re_leases for r in grid[(p, "ahead", m)].runs)) > 0
+    ]
     return (
+        f"Re-leases within one BTU (all seeds): {', '.join(relet) or 'none'}. "
         f"ahead costs less than static_peak at no lower compliance (1x, 2x and 5x) in "
         f"{counts['static_peak']} of {n} cells; cells with no slack: {len(none)} "
         f"({', '.join(none) or 'none'}). Against btu: cheaper (2x total cost) in "
