@@ -108,8 +108,8 @@ def select(series: Series, params: AutoParams, cache: FitCache | None = None) ->
 
 def _beats_naive(model: list[float], naive: list[float]) -> bool:
     """A model replaces naive only with a lower MASE at every origin: on noisy traffic a model
-    that wins some origins and loses others was worse than naive out of the window as often as
-    better (the table in docs/modeling.md)."""
+    that won some origins and lost others did worse than naive out of the window
+    (docs/modeling.md, the backtest table's findings)."""
     return all(m < n for m, n in zip(model, naive, strict=True))
 
 
