@@ -132,18 +132,17 @@ def forecast_peak(
     diffuse: bool = False,
 ) -> PeakForecast:
     """Peak rate per column over the next `horizon` samples, from the last `history_window`
-    samples: the seasonal-naive peak when a
-    period is found and its backtest error is below `seasonal_gain` x the naive one; else the
-    last value plus the largest rise seen within the horizon, capped at the highest value seen
-    (a level already reached is the expected peak; not with `diffuse`, below); never below the
-    last value. With a `prior`
+    samples: the seasonal-naive peak when a period is found and its backtest error is below
+    `seasonal_gain` x the naive one; else the last value plus a rise, capped at the highest
+    value seen (a level already reached is the expected peak; not with `diffuse`, below); never
+    below the last value. The rise is the `rise_quantile` of the rises seen within the horizon
+    when that is set; else the largest rise seen within it, or with `diffuse` (the lease-ahead
+    forecast) `diffusive_rise`: a rise steeper than any seen within the horizon is expected from
+    the steepest shorter ones (the margin of the naive forecast's error, which grows as the
+    square root of the horizon for a random walk), uncapped without a prior. With a `prior`
     (the known peak): the prior while the history is shorter than `warmup`; after, the same
     forecast with the prior as the cap of the rise, and everything capped at the prior (what a
-    fleet sized for the peak carries). With `diffuse` (the lease-ahead forecast) the rise is
-    `diffusive_rise`, uncapped without a prior: a rise steeper than any seen within the
-    horizon is expected from the
-    steepest shorter ones (the margin of the naive forecast's error, which grows as the square
-    root of the horizon for a random walk)."""
+    fleet sized for the peak carries)."""
     y = np.atleast_2d(np.asarray(series, dtype=float).T).T[-settings.history_window :]
     if prior is not None and y.shape[0] < settings.warmup:
         return PeakForecast(np.asarray(prior, dtype=float), "prior")
@@ -369,10 +368,12 @@ class AheadPolicy:
 
     Beyond the paper. The forecaster picks, by backtest on the observed arrivals, between a
     seasonal-naive forecast (period found by autocorrelation) and the naive one widened by the
-    largest rise seen within the horizon; every operator is sized for the forecast peak over the
-    time a new host needs to be useful (boot + instance start + one provisioning interval), paid
-    room is filled with instances in the need's mix, and a host in the last part of its BTU is
-    released only when the forecast over the next BTU says the remaining hosts carry the need.
+    largest (or a quantile of the) rise seen within the horizon; every operator is sized for the
+    forecast peak over the time a new host needs to be useful (the longest start-up measured +
+    one provisioning interval), paid room is filled where an instance saves the most waiting,
+    and a host in the last part of its BTU is released only when the forecast over the rest of
+    its paid BTU and the next one, plus the lease-ahead margin, says the remaining hosts carry
+    the need.
     Pure: each decision is a function of the observation, the cluster and the settings
     (docs/reproduction/btu.md)."""
 
