@@ -20,7 +20,11 @@ from reproductions.btu.ahead import (
     diffusive_rise,
     find_period,
     forecast_peak,
+    instances_needed,
+    lead_s,
     max_rise,
+    release_rates,
+    rise_quantile,
     seasonal_peak,
 )
 from reproductions.btu.algorithms import OperatorStatus
@@ -281,3 +285,76 @@ def test_the_verdict_names_the_numbers_of_each_case():
     assert won.startswith("beats static_peak: 2.0 of 10 BTUs") and "+0.000 / +0.100 / +0.000" in won
     lost = ahead_verdict(grid, "r", 10, 10)
     assert lost.startswith("slack 10 BTUs, not beaten: 3.0 of 10") and "-0.200 / +0.000" in lost
+
+
+# ----------------------------------------------------------------------------- paid BTU
+def _ramp_history(steps: int = 10, step: float = 2.0) -> np.ndarray:
+    """30 samples at 10/s, a ramp of `steps` samples of +`step`, back to 10/s for 20 samples
+    (by default to 30/s: the largest rise within 10 or more samples is 20, within 7 it is 14)."""
+    ramp = [10.0 + step * k for k in range(1, steps + 1)]
+    return np.array([10.0] * 30 + ramp + [10.0] * 20)
+
+
+def _in_window(rates: np.ndarray, startup: tuple[float, ...]) -> Observation:
+    """Host h2 (leased at 0, BTU 600 s) 30 s before its paid BTU ends; start-ups measured."""
+    o = obs(rates, 8)
+    return Observation(
+        now=570.0,
+        monitor_s=o.monitor_s,
+        status=o.status,
+        history=o.history,
+        arrivals=o.arrivals,
+        service_rate=o.service_rate,
+        startup_s=startup,
+    )
+
+
+def test_release_rates_cover_the_paid_rest_the_next_btu_and_the_lease_ahead_margin():
+    """Worked by hand on a ramp of 41 samples of +0.5 (10 -> 30.5): with 30 s of the BTU paid
+    the horizon is 30 s + the 600 s BTU = 42 samples, within which the largest rise is the
+    whole ramp, 20.5 (the level reached, 30.5, caps 10 + 20.5); the lead is the longest start-up
+    measured, 45 s, plus the 60 s provisioning interval = 7 samples, within which the rise is
+    3.5: 10 + 20.5 + 3.5 = 34/s. With nothing of the BTU left the horizon is 40 samples: 20 of
+    the ramp, 33.5/s."""
+    settings = AheadSettings(rise_quantile=1.0)
+    o = _in_window(_ramp_history(41, 0.5), (30.0, 45.0))
+    got = release_rates(o, 30.0, KIND, settings)
+    assert got.model == "naive+rise+lead margin"
+    assert got.rates[0] == pytest.approx(34.0)
+    assert release_rates(o, 0.0, KIND, settings).rates[0] == pytest.approx(33.5)
+    # the lead comes from what was measured: one start-up of 15 s gives 75 s = 5 samples
+    quick = _in_window(_ramp_history(41, 0.5), (15.0,))
+    assert release_rates(quick, 30.0, KIND, settings).rates[0] == pytest.approx(33.0)
+    assert lead_s(settings, (30.0, 45.0)) == 105.0 and lead_s(settings) == 60 + 30 + 60
+
+
+def test_a_host_is_prolonged_when_the_paid_rest_and_next_btu_may_need_it():
+    """44/s at 90 % of 10/s each needs ceil(44 / 9) = 5 instances; h1 holds 4, so h2 stays.
+    On a flat 10/s history the need is ceil(10 / 9) = 2: h2 goes, its instances stopped."""
+    settings = AheadSettings(rise_quantile=1.0)
+    kept = decide_release(
+        _in_window(_ramp_history(), (45.0,)), cluster((4, 4)), ("h2",), KIND, settings, BTU
+    )
+    assert kept.prolong == ("h2",) and kept.release == ()
+    flat = decide_release(
+        _in_window(np.full(60, 10.0), (45.0,)), cluster((4, 4)), ("h2",), KIND, settings, BTU
+    )
+    assert flat.release == ("h2",) and len(flat.stop) == 4 and flat.place == ()
+
+
+def test_rise_quantile_is_a_quantile_of_the_rises_within_the_horizon():
+    y = np.array([0.0, 1.0, 5.0, 5.0, 2.0, 3.0])
+    # rises within 2 samples for t = 0..3: max(1, 5) - 0, max(5, 5) - 1, max(5, 2) - 5, 3 - 5
+    rises = np.array([5.0, 4.0, 0.0, -2.0])
+    assert rise_quantile(y[:, None], 2, 1.0)[0] == 5.0
+    assert rise_quantile(y[:, None], 2, 0.5)[0] == pytest.approx(np.quantile(rises, 0.5))
+
+
+def test_the_wait_target_sizes_a_pool_by_its_m_m_1_wait():
+    """10/s at 10/s an instance: by utilisation (90 %) 2 instances; their pool's M/M/1 wait is
+    10 / (20 (20 - 10)) = 0.05 s, above 3 % of the 1 s SLO; 3 instances wait 10 / (30 x 20) =
+    0.0167 s: 3."""
+    o = obs(np.full(5, 10.0), 1)
+    assert instances_needed(np.array([10.0]), {"a": 0.0}, o, AheadSettings()) == {"a": 2}
+    got = instances_needed(np.array([10.0]), {"a": 0.0}, o, AheadSettings(wait_target=0.03))
+    assert got == {"a": 3}

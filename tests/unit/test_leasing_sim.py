@@ -230,3 +230,34 @@ def test_every_policy_meets_the_same_interference_for_one_seed():
     boots = [sim.boot_rng.bit_generator.state for sim in sims]
     assert noise[0] == noise[1]  # ... and drew the same interference
     assert boots[0] != boots[1]
+
+
+def test_a_lease_within_one_btu_of_a_released_hosts_paid_end_is_a_re_lease():
+    """Host a (leased at 0, BTU 600 s) is released at 580 s: paid to 600 s. A lease at 700 s
+    falls within the BTU that prolonging a would have paid (600-1200 s): one re-lease. The next
+    lease, at 1300 s, has no release left to match: none."""
+    sim = Simulation(Pattern.STEPWISE, lambda kind: ThresholdPolicy(kind), seed=1)
+    cluster = apply_plan(
+        Cluster(demands=manufacturing().demands()), LeasePlan(lease=("a", "b")), 0.0, sim.kind
+    ).cluster
+    sim.btus_seen = {"a": 1, "b": 1}
+    cluster = sim._apply(cluster, LeasePlan(release=("a",)), 580.0)
+    cluster = sim._apply(cluster, LeasePlan(lease=("c",)), 700.0)
+    assert sim.counters.re_leases == 1
+    cluster = sim._apply(cluster, LeasePlan(lease=("d",)), 1300.0)
+    assert sim.counters.re_leases == 1
+
+
+def test_the_start_up_of_a_leased_host_is_observed_once_it_serves():
+    """A host leased at 100 s boots (a time drawn from the seed) and its first instance, whose
+    image is not cached, starts 7.5 s + the download after that: the start-up is measured from
+    the lease to that instance serving, and stamped with when it is known."""
+    sim = Simulation(Pattern.STEPWISE, lambda kind: ThresholdPolicy(kind), seed=1)
+    cluster = Cluster(demands=manufacturing().demands())
+    sim.btus_seen = {}
+    after = sim._apply(cluster, LeasePlan(lease=("a",), place=(Placement("O1", "a"),)), 100.0)
+    ready = after.instances[0].ready_at
+    assert after.host("a").ready_at < ready  # the start follows the boot
+    assert sim._startups == [(ready, ready - 100.0)]
+    pull = manufacturing().operators[0].image_mb / sim.settings.pull_mb_per_s
+    assert ready - after.host("a").ready_at == pytest.approx(7.5 + pull)

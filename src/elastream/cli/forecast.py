@@ -98,18 +98,24 @@ def backtest_models(requested: list[str] | None) -> list[str]:
 
 
 def run_backtests(
-    series: Series, models: list[str] | None, history_s: float, horizon_s: float, origins: int
+    series: Series,
+    models: list[str] | None,
+    history_s: float,
+    horizon_s: float,
+    origins: int,
+    cache: FitCache | None = None,
 ) -> tuple[dict[str, BacktestResult], dict[str, str]]:
-    """Backtest the baselines and each model; a model that cannot run on this series is
-    reported, not fatal."""
+    """Backtest the baselines and each model (`auto` scored on the same horizon it selects
+    for); a model that cannot run on this series is reported, not fatal."""
     history = round(history_s / series.step_s)
     horizon = max(1, round(horizon_s / series.step_s))
     origins_for(series.values.size, history, horizon, origins)  # a bad window fails for all
-    cache = FitCache()
+    cache = cache or FitCache()
     results, skipped = {}, {}
     for m in backtest_models(models):
+        params = {"level": 0.9, **({"horizon": horizon} if m == "auto" else {})}
         try:
-            results[m] = backtest(series, m, history, horizon, origins, {"level": 0.9}, cache)
+            results[m] = backtest(series, m, history, horizon, origins, params, cache)
         except ModelError as exc:
             skipped[m] = str(exc)
     return results, skipped

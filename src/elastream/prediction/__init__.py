@@ -1,5 +1,6 @@
 """Pure performance models: traffic forecasts, Caladrius throughput (Eq. 1–14), CPU, latency."""
 
+from elastream.prediction.auto import AutoParams, Selection, select  # registers `auto`
 from elastream.prediction.backtest import BacktestResult, backtest
 from elastream.prediction.forecasting import FORECASTERS, FitCache, Forecast, Series, forecast
 from elastream.prediction.graph import Edge, Grouping, MeasuredPoint, ModelError, PipelineGraph
@@ -15,6 +16,7 @@ from elastream.prediction.throughput import InstanceFit, fit_instance
 
 __all__ = [
     "FORECASTERS",
+    "AutoParams",
     "BacktestResult",
     "ComponentModel",
     "Edge",
@@ -27,6 +29,7 @@ __all__ = [
     "ModelError",
     "PipelineGraph",
     "Prediction",
+    "Selection",
     "Series",
     "backtest",
     "fit_component",
@@ -34,4 +37,5 @@ __all__ = [
     "fit_pipeline",
     "forecast",
     "predict",
+    "select",
 ]

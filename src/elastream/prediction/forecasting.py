@@ -26,6 +26,10 @@ T = TypeVar("T", float, np.ndarray)
 
 DAY_S = 86_400.0
 MAX_SEASON = 2_000  # samples; a longer daily season is not modelled (too many states)
+MAX_ETS_SEASON = 24  # AutoETS / AutoARIMA: longer seasons are left out (their search takes minutes)
+MAX_STL_SEASON = (
+    300  # MSTL: a 5-minute series' day (288) fits in seconds, a 1-minute one's does not
+)
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,20 @@ class SeasonalNaiveParams(Params):
 
     season_length: int | None = Field(
         None, ge=2, description="samples per season (None: one day if ≥ 2 days of history)"
+    )
+
+
+class StatsForecastParams(Params):
+    """statsforecast's automatic models (AutoETS, AutoARIMA, MSTL) on the last `max_fit` samples."""
+
+    season_length: int | None = Field(
+        None, ge=2, description="samples per season (None: one day if ≥ 2 days of history)"
+    )
+    max_fit: int = Field(
+        2000,
+        ge=8,
+        description="fit on the last this many samples at most (bounds the fit time on long "
+        "series; AutoARIMA's search is the slowest: 500 by default for it)",
     )
 
 
@@ -368,6 +386,57 @@ def _fit_prophet(history: Series, params: ProphetParams) -> _ProphetFit:
 
 
 @dataclass(frozen=True)
+class _StatsForecastFit:
+    history: Series
+    level: float
+    model: object  # a fitted statsforecast model
+
+    def forecast(self, horizon: int) -> Forecast:
+        start, h = _times(self.history, horizon)
+        pct = round(self.level * 100, 6)
+        out = self.model.predict(h=h, level=[pct])  # type: ignore[attr-defined]
+        lo, hi = (next(v for k, v in out.items() if k.startswith(side)) for side in ("lo-", "hi-"))
+        point, lower, upper = _rates(out["mean"], lo, hi)
+        return Forecast(point, lower, upper, self.level, self.history.step_s, start)
+
+
+def _statsforecast(name: str, needs_season: bool, default_fit: int | None = None):
+    """The fit function of statsforecast's model `name` (its absence named with the extra)."""
+
+    def fit(history: Series, params: StatsForecastParams) -> _StatsForecastFit:
+        models = require("statsforecast.models", extra="forecast", feature=f"the {name} forecaster")
+        season = season_for(history, params.season_length)
+        if needs_season and season is None:
+            raise ModelError(
+                f"{name}: {history.values.size} samples of {history.step_s:g} s hold fewer "
+                "than 2 days; give season_length"
+            )
+        if needs_season and season is not None and season > MAX_STL_SEASON:
+            raise ModelError(
+                f"{name}: a season of {season} samples is beyond {MAX_STL_SEASON} (a fit takes "
+                "tens of seconds); resample the series to a coarser step"
+            )
+        if not needs_season and season is not None and season > MAX_ETS_SEASON:
+            season = None  # as R's ets: a longer season is not searched (minutes a fit)
+        limit = params.max_fit if "max_fit" in params.model_fields_set else default_fit
+        y = history.values[-(limit or params.max_fit) :]
+        model = getattr(models, name)(season_length=season or 1)
+        with warnings.catch_warnings():  # statsforecast warns on short or constant series
+            warnings.simplefilter("ignore")
+            try:
+                model.fit(y)
+            except Exception as exc:  # statsforecast raises bare Exceptions ("out of range")
+                raise ModelError(f"{name} could not be fitted on this series: {exc}") from exc
+        return _StatsForecastFit(history, params.level, model)
+
+    return fit
+
+
+def _has(module: str) -> Callable[[], bool]:
+    return lambda: importlib.util.find_spec(module) is not None
+
+
+@dataclass(frozen=True)
 class ForecasterSpec:
     """A registered forecaster: its parameters' schema, how to fit it, whether it can run here."""
 
@@ -380,10 +449,6 @@ class ForecasterSpec:
 
 def _always() -> bool:
     return True
-
-
-def _has_prophet() -> bool:
-    return importlib.util.find_spec("prophet") is not None
 
 
 BASELINES = ("naive", "seasonal-naive")  # always backtested: every skill is against naive
@@ -425,7 +490,31 @@ for _spec in (
         "ETS(A,N/A,A) Holt-Winters with a daily season (statsmodels), analytic intervals",
         SeasonalParams,
         _fit_seasonal,  # type: ignore[arg-type]
-        _always,
+        _has("statsmodels"),
+    ),
+    ForecasterSpec(
+        "auto-ets",
+        "statsforecast AutoETS: the ETS model (error, trend, season) with the lowest AICc; a "
+        "daily season only up to 24 samples (hourly), as R's ets (optional extra: forecast)",
+        StatsForecastParams,
+        _statsforecast("AutoETS", needs_season=False),  # type: ignore[arg-type]
+        _has("statsforecast"),
+    ),
+    ForecasterSpec(
+        "auto-arima",
+        "statsforecast AutoARIMA: stepwise search of (seasonal) ARIMA orders by AICc, on the "
+        "last 500 samples by default (slow: seconds a fit)",
+        StatsForecastParams,
+        _statsforecast("AutoARIMA", needs_season=False, default_fit=500),  # type: ignore[arg-type]
+        _has("statsforecast"),
+    ),
+    ForecasterSpec(
+        "mstl",
+        "statsforecast MSTL: STL decomposition with a daily season (up to 300 samples: 5-min "
+        "steps), its trend and remainder by AutoETS",
+        StatsForecastParams,
+        _statsforecast("MSTL", needs_season=True),  # type: ignore[arg-type]
+        _has("statsforecast"),
     ),
     ForecasterSpec(
         "seasonal-profile",
@@ -441,7 +530,7 @@ for _spec in (
         "(optional extra: pip install elastream[prophet])",
         ProphetParams,
         _fit_prophet,  # type: ignore[arg-type]
-        _has_prophet,
+        _has("prophet"),
     ),
 ):
     FORECASTERS.register(_spec.name, _spec)
@@ -452,7 +541,10 @@ def get_forecaster(name: str) -> ForecasterSpec:
         raise ModelError(f"unknown forecast model {name!r}; known: {', '.join(FORECASTERS)}")
     spec = FORECASTERS.get(name)
     if not spec.available():
-        raise ModelError(f"forecast model {name!r} is not installed here")
+        extra = "prophet" if name == "prophet" else "forecast"
+        raise ModelError(
+            f"forecast model {name!r} is not installed here: pip install 'elastream[{extra}]'"
+        )
     return spec
 
 
@@ -464,6 +556,10 @@ class FitCache:
         self._items: OrderedDict[tuple[str, str, str], Fitted] = OrderedDict()
         self.hits = 0
         self.misses = 0
+
+    def fitted(self, model: str) -> list[Fitted]:
+        """The cached fits of `model`, oldest first (e.g. the choices `auto` made)."""
+        return [f for (_, name, _), f in self._items.items() if name == model]
 
     def fit(self, history: Series, model: str, params: dict | None = None) -> Fitted:
         spec = get_forecaster(model)

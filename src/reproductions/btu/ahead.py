@@ -11,7 +11,7 @@ import numpy as np
 from elastream.leasing.hosts import Cluster, HostType, LeasePlan, LeasingError
 from reproductions.btu.algorithms import select_host
 from reproductions.btu.config import AheadSettings, BTUSettings
-from reproductions.btu.policies import Draft, Observation, _swap, fill_by_waiting
+from reproductions.btu.policies import Draft, Observation, _swap, fill_by_waiting, pool_wait
 
 
 # ----------------------------------------------------------------------------- forecaster
@@ -78,6 +78,23 @@ def max_rise(series: np.ndarray, horizon: int) -> np.ndarray:
     return rise
 
 
+def rise_quantile(series: np.ndarray, horizon: int, q: float) -> np.ndarray:
+    """Per column, the `q`-quantile over the history of the rise within `horizon` samples:
+    (max of y[t+1 .. t+horizon]) - y[t] for every t with a whole horizon after it (every t when
+    none has), never below 0. With q = 1 it is `max_rise`; below 1 a rare burst in the history
+    (a measurement spike after a slow-down) no longer sets the margin of every decision."""
+    y = np.atleast_2d(np.asarray(series, dtype=float).T).T
+    n = y.shape[0]
+    if n < 2:
+        return np.zeros(y.shape[1])
+    ahead = np.full((n - 1, y.shape[1]), -np.inf)  # ahead[t]: max of y[t+1 .. t+horizon]
+    for k in range(1, min(horizon, n - 1) + 1):
+        ahead[: n - k] = np.maximum(ahead[: n - k], y[k:])
+    whole = max(1, n - horizon)
+    rises = ahead[:whole] - y[:whole]
+    return np.maximum(np.quantile(rises, q, axis=0), 0.0)
+
+
 def seasonal_peak(series: np.ndarray, period: int, horizon: int) -> np.ndarray:
     """Per column, the largest seasonal-naive forecast over the next `horizon` samples: the value
     one (or more) periods before each coming sample."""
@@ -114,21 +131,26 @@ def forecast_peak(
     prior: np.ndarray | None = None,
     diffuse: bool = False,
 ) -> PeakForecast:
-    """Peak rate per column over the next `horizon` samples: the seasonal-naive peak when a
-    period is found and its backtest error is below `seasonal_gain` x the naive one; else the
-    last value plus the largest rise seen within the horizon, capped at the highest value seen
-    (a level already reached is the expected peak); never below the last value. With a `prior`
+    """Peak rate per column over the next `horizon` samples, from the last `history_window`
+    samples: the seasonal-naive peak when a period is found and its backtest error is below
+    `seasonal_gain` x the naive one; else the last value plus a rise, capped at the highest
+    value seen (a level already reached is the expected peak; not with `diffuse`, below); never
+    below the last value. The rise is the `rise_quantile` of the rises seen within the horizon
+    when that is set; else the largest rise seen within it, or with `diffuse` (the lease-ahead
+    forecast) `diffusive_rise`: a rise steeper than any seen within the horizon is expected from
+    the steepest shorter ones (the margin of the naive forecast's error, which grows as the
+    square root of the horizon for a random walk), uncapped without a prior. With a `prior`
     (the known peak): the prior while the history is shorter than `warmup`; after, the same
     forecast with the prior as the cap of the rise, and everything capped at the prior (what a
-    fleet sized for the peak carries). With `diffuse` (the lease-ahead forecast) the rise is
-    `diffusive_rise`: a rise steeper than any seen within the horizon is expected from the
-    steepest shorter ones (the margin of the naive forecast's error, which grows as the square
-    root of the horizon for a random walk)."""
-    y = np.atleast_2d(np.asarray(series, dtype=float).T).T
+    fleet sized for the peak carries)."""
+    y = np.atleast_2d(np.asarray(series, dtype=float).T).T[-settings.history_window :]
     if prior is not None and y.shape[0] < settings.warmup:
         return PeakForecast(np.asarray(prior, dtype=float), "prior")
     last = y[-1]
-    cap = y.max(axis=0) if prior is None else np.asarray(prior, dtype=float)
+    if prior is not None:
+        cap = np.asarray(prior, dtype=float)
+    else:  # leasing ahead for a rise is not capped at the peak seen: the load may trend
+        cap = np.full_like(last, np.inf) if diffuse else y.max(axis=0)
     top = np.inf if prior is None else cap
     period = find_period(y, settings.min_period, settings.min_corr)
     if period is not None and y.shape[0] > period * math.ceil(horizon / period) + horizon:
@@ -136,7 +158,10 @@ def forecast_peak(
         if seasonal < settings.seasonal_gain * naive:
             peak = np.maximum(seasonal_peak(y, period, horizon) * (1 + settings.margin), last)
             return PeakForecast(np.minimum(peak, top), f"seasonal({period})")
-    rise = diffusive_rise(y, horizon) if diffuse else max_rise(y, horizon)
+    if settings.rise_quantile is not None:
+        rise = rise_quantile(y, horizon, settings.rise_quantile)
+    else:
+        rise = diffusive_rise(y, horizon) if diffuse else max_rise(y, horizon)
     rising = np.maximum(np.minimum(last + rise, cap), last)
     return PeakForecast(np.minimum(rising, top), "naive+rise")
 
@@ -149,15 +174,21 @@ def instances_needed(
     settings: AheadSettings,
     prior: np.ndarray | None = None,
 ) -> dict[str, int]:
-    """Instances per operator for `rates` (items/s, in the order of obs.status) at the target
-    utilisation, plus what drains the queue within `drain_s`; at least one each, and with a
-    `prior` (the known peak) never more than it needs at `peak_utilisation` (the fleet sized
+    """Instances per operator for `rates` (items/s, in the order of obs.status): the most of
+    (a) the rate at the target utilisation plus what drains the queue within `drain_s` and
+    (b) with a `wait_target`, the fewest whose pool keeps the M/M/1 wait (`pool_wait`, the
+    simulator's queue model) within that share of the type's SLO; at least one each, and with
+    a `prior` (the known peak) never more than it needs at `peak_utilisation` (the fleet sized
     for the peak)."""
     need = {}
     for k, op in enumerate(obs.status):
         mu = obs.service_rate[op]
         load = rates[k] / (mu * settings.utilisation) + queues[op] / (mu * settings.drain_s)
         n = max(1, math.ceil(load - 1e-9))
+        if settings.wait_target is not None:
+            limit = settings.wait_target * obs.status[op].slo
+            while pool_wait(float(rates[k]), n, mu) > limit:
+                n += 1
         if prior is not None:
             n = min(n, max(1, math.ceil(prior[k] / (mu * settings.peak_utilisation) - 1e-9)))
         need[op] = n
@@ -168,10 +199,13 @@ def _samples(seconds: float, obs: Observation) -> int:
     return max(1, math.ceil(seconds / obs.monitor_s - 1e-9))
 
 
-def lead_s(settings: AheadSettings) -> float:
-    """How far ahead a lease must be decided: the host's boot, an instance start and one
-    provisioning interval (a need is seen only at the next provisioning)."""
-    return settings.boot_s + settings.start_s + settings.provision_s
+def lead_s(settings: AheadSettings, measured: tuple[float, ...] = ()) -> float:
+    """How far ahead a lease must be decided: the start-up of a new host (lease to its first
+    instances serving: boot, image download, instance start) and one provisioning interval (a
+    need is seen only at the next provisioning). The start-up is the longest one measured so
+    far; before any is measured, the settings' `boot_s` + `start_s`."""
+    startup = max(measured) if measured else settings.boot_s + settings.start_s
+    return startup + settings.provision_s
 
 
 def _place(draft: Draft, op: str, needs: Mapping[str, int], btu: BTUSettings) -> None:
@@ -207,7 +241,7 @@ def decide_provision(
     draft = Draft(cluster, kind, obs.now)
     if obs.arrivals.shape[0] == 0:
         return draft.plan()
-    horizon = _samples(lead_s(settings), obs)
+    horizon = _samples(lead_s(settings, obs.startup_s), obs)
     prior = _prior(obs, settings)
     peak = forecast_peak(obs.arrivals, horizon, settings, prior, diffuse=True)
     queues = {op: s.queue for op, s in obs.status.items()}
@@ -271,6 +305,34 @@ def _free_room(
     return None
 
 
+def release_rates(
+    obs: Observation, paid_s: float, kind: HostType, settings: AheadSettings
+) -> PeakForecast:
+    """The rates a release must leave room for: the hosts that stay carry the load for the
+    rest of the paid BTU (`paid_s`) and the next BTU (which prolonging would pay), and every
+    lease-ahead decision in that time sizes for the rate it sees plus the lease-ahead margin.
+    So: the forecast peak over paid_s + one BTU (the largest rise seen within that horizon, or
+    the seasonal peak) plus the lease-ahead margin (`diffusive_rise` over the lead time), capped
+    as `forecast_peak` caps. A host released on this forecast is not leased again within a BTU
+    unless the load rises beyond anything the history has shown."""
+    prior = _prior(obs, settings)
+    horizon = _samples(paid_s + kind.btu_s, obs)
+    ahead = settings
+    if settings.release_quantile is not None:
+        ahead = settings.model_copy(update={"rise_quantile": settings.release_quantile})
+    peak = forecast_peak(obs.arrivals, horizon, ahead, prior)
+    if peak.model == "prior":
+        return peak
+    lead = _samples(lead_s(settings, obs.startup_s), obs)
+    recent = obs.arrivals[-settings.history_window :]
+    if settings.rise_quantile is not None:
+        margin = rise_quantile(recent, lead, settings.rise_quantile)
+    else:
+        margin = diffusive_rise(recent, lead)
+    top = np.inf if prior is None else prior
+    return PeakForecast(np.minimum(peak.rates + margin, top), peak.model + "+lead margin")
+
+
 def decide_release(
     obs: Observation,
     cluster: Cluster,
@@ -279,20 +341,20 @@ def decide_release(
     settings: AheadSettings,
     btu: BTUSettings,
 ) -> LeasePlan:
-    """Hosts in the last part of their BTU: release one only when the forecast peak over the next
-    BTU fits on the hosts that stay (its surplus instances stop, the needed ones move); else it
-    is prolonged. With no history yet every host is prolonged."""
+    """Hosts in the last part of their BTU: release one only when the forecast over the rest
+    of its paid BTU and the next one (`release_rates`) fits on the hosts that stay (its surplus
+    instances stop, the needed ones move); else it is prolonged. With no history yet every host
+    is prolonged."""
     draft = Draft(cluster, kind, obs.now)
     draft.drain = settings.drain
     if obs.arrivals.shape[0] == 0:
         draft.prolong.extend(hosts)
         return draft.plan()
-    horizon = _samples(kind.btu_s, obs)
-    prior = _prior(obs, settings)
-    peak = forecast_peak(obs.arrivals, horizon, settings, prior)
+    paid = max((cluster.host(h).remaining_btu(obs.now) for h in hosts), default=0.0)
+    rates = release_rates(obs, paid, kind, settings).rates
     queues = {op: s.queue for op, s in obs.status.items()}
     sizing = settings.model_copy(update={"utilisation": settings.release_utilisation})
-    keep = instances_needed(peak.rates, queues, obs, sizing, prior)
+    keep = instances_needed(rates, queues, obs, sizing, _prior(obs, settings))
     return draft.release_hosts(
         hosts,
         lambda trial, hid, excluded: _vacate(trial, hid, keep, excluded, btu),
@@ -306,10 +368,12 @@ class AheadPolicy:
 
     Beyond the paper. The forecaster picks, by backtest on the observed arrivals, between a
     seasonal-naive forecast (period found by autocorrelation) and the naive one widened by the
-    largest rise seen within the horizon; every operator is sized for the forecast peak over the
-    time a new host needs to be useful (boot + instance start + one provisioning interval), paid
-    room is filled with instances in the need's mix, and a host in the last part of its BTU is
-    released only when the forecast over the next BTU says the remaining hosts carry the need.
+    largest (or a quantile of the) rise seen within the horizon; every operator is sized for the
+    forecast peak over the time a new host needs to be useful (the longest start-up measured +
+    one provisioning interval), paid room is filled where an instance saves the most waiting,
+    and a host in the last part of its BTU is released only when the forecast over the rest of
+    its paid BTU and the next one, plus the lease-ahead margin, says the remaining hosts carry
+    the need.
     Pure: each decision is a function of the observation, the cluster and the settings
     (docs/reproduction/btu.md)."""
 

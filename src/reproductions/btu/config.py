@@ -75,13 +75,44 @@ class AheadSettings(Settings):
         0.9, gt=0, le=1, description="utilisation the known peak (peak_rates) is sized at"
     )
     drain_s: float = Field(600.0, gt=0, description="time to drain a backlog when sizing (s)")
-    boot_s: float = Field(60.0, ge=0, description="longest host boot the lease must precede (s)")
+    wait_target: float | None = Field(
+        None,
+        gt=0,
+        description="size each type so that its pool's M/M/1 wait stays within this share of "
+        "its SLO o_slo (None: by utilisation only)",
+    )
+    boot_s: float = Field(
+        60.0, ge=0, description="host boot assumed until a start-up has been measured (s)"
+    )
     start_s: float = Field(
-        30.0, ge=0, description="longest instance start, image download included (s)"
+        30.0,
+        ge=0,
+        description="instance start (image download included) assumed until a start-up has "
+        "been measured (s)",
     )
     provision_s: float = Field(60.0, gt=0, description="the provisioning interval (s)")
     min_period: int = Field(
         8, ge=2, description="shortest seasonal period the forecaster looks for (samples)"
+    )
+    rise_quantile: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="the rise a forecast adds: this quantile of the rises seen within its "
+        "horizon (None: the largest rise, square-root scaled when leasing ahead)",
+    )
+    release_quantile: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="the quantile of the rises within the paid rest and the next BTU that a "
+        "release forecast adds (None: rise_quantile; 1: the largest rise seen)",
+    )
+    history_window: int = Field(
+        960,
+        ge=16,
+        description="the last monitoring samples the forecaster reads (960 x 15 s = 4 h; "
+        "bounds the cost of a decision on a long run)",
     )
     min_corr: float = Field(
         0.8, gt=0, le=1, description="autocorrelation a seasonal period must reach"

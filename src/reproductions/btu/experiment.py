@@ -12,9 +12,10 @@ from elastream.leasing.hosts import HostType, LeasingError
 from reproductions.btu.ahead import AheadPolicy
 from reproductions.btu.config import AheadSettings, BTUSettings, CacheFavours, SimSettings
 from reproductions.btu.metrics import RunMetrics
-from reproductions.btu.patterns import HIGH, Pattern
+from reproductions.btu.patterns import HIGH, Pattern, TraceLoad
 from reproductions.btu.policies import (
     BTUPolicy,
+    FixedFleetPolicy,
     ForecastPolicy,
     LeasingPolicy,
     StaticPeakPolicy,
@@ -210,3 +211,78 @@ def fewer_ops_for_longer_btu(
         not bad,
         "strictly decreasing in every pattern" if not bad else "not decreasing: " + "; ".join(bad),
     )
+
+
+# ----------------------------------------------------------------------------- real traces
+PEAK = "static_peak"  # the fixed fleet the peak needs (StaticPeakPolicy)
+# ahead on the traces: not told the peak; sized for a wait within 3 % of each type's SLO, its
+# lease-ahead forecast adding the 95th percentile of the rises seen, its release forecast the
+# largest (set on the taxi and tweets traces, seed 1: the grid is not held out from that)
+TRACE_AHEAD = AheadSettings(wait_target=0.03, rise_quantile=0.95, release_quantile=1.0)
+
+
+def trace_policy(load: TraceLoad, approach: str) -> Callable[[HostType], LeasingPolicy]:
+    """The policy factory of an approach on a trace load: "ahead" (no prior: it learns the load
+    from what it observes), "static_peak" (told the trace's peak) or "fixed:K" (K hosts)."""
+    topo = manufacturing()
+    peak = dict(zip(topo.names, topo.steady_rates(max(load.levels)), strict=True))
+    if approach == "ahead":
+        return lambda kind: AheadPolicy(kind, TRACE_AHEAD)
+    if approach == PEAK:
+        return lambda kind: StaticPeakPolicy(kind, peak)
+    if approach.startswith("fixed:") and approach[6:].isdigit():
+        return lambda kind: FixedFleetPolicy(kind, peak, int(approach[6:]))
+    raise LeasingError(f"unknown trace approach {approach!r}: ahead, {PEAK} or fixed:K")
+
+
+@dataclass(frozen=True)
+class TraceTask:
+    """One simulation on a trace load: an approach, a BTU length and its price, a seed."""
+
+    load: TraceLoad
+    approach: str
+    minutes: int
+    price: float
+    seed: int
+    base: SimSettings
+
+    def run(self) -> RunMetrics:
+        settings = self.base.model_copy(update={"btu_s": self.minutes * 60.0, "price": self.price})
+        return Simulation(
+            self.load, trace_policy(self.load, self.approach), self.seed, settings
+        ).run()
+
+
+def run_trace_task(task: TraceTask) -> RunMetrics:
+    return task.run()
+
+
+def run_trace_grid(
+    loads: Iterable[TraceLoad],
+    seeds: Iterable[int],
+    fleets: Iterable[int],
+    base: SimSettings,
+    mapper: Callable[
+        [Callable[[TraceTask], RunMetrics], Iterable[TraceTask]], Iterable[RunMetrics]
+    ] = map,
+) -> dict[Key, Cell]:
+    """ahead at every BTU length; static_peak and the fixed fleets of `fleets` hosts once, at
+    BTU60, and entered under every BTU length: a fixed fleet never releases, so its run does not
+    depend on the BTU, and with linear prices (1, 3, 6 per 10, 30, 60 min) and a run of whole
+    hours its cost does not either."""
+    seeds, loads = tuple(seeds), tuple(loads)
+    if not seeds:
+        raise LeasingError("the trace grid needs at least one seed")
+    if base.duration_s % 3600 > 1e-9:
+        raise LeasingError(f"trace runs must last whole hours, got {base.duration_s} s")
+    fixed = (PEAK, *(f"fixed:{k}" for k in fleets))
+    keys = [(load, "ahead", m, price) for load in loads for m, price in BTUS]
+    keys += [(load, a, 60, 6.0) for load in loads for a in fixed]
+    tasks = [TraceTask(ld, a, m, price, seed, base) for ld, a, m, price in keys for seed in seeds]
+    runs = iter(list(mapper(run_trace_task, tasks)))
+    grid = {(ld.value, a, m): Cell(tuple(next(runs) for _ in seeds)) for ld, a, m, _ in keys}
+    for ld in loads:
+        for a in fixed:
+            for m, _ in BTUS:
+                grid[(ld.value, a, m)] = grid[(ld.value, a, 60)]
+    return grid

@@ -21,6 +21,7 @@ class Counters:
     instance_up: int = 0
     instance_down: int = 0
     migrations: int = 0
+    re_leases: int = 0  # leases within one BTU after the paid end of a released host
     scalings: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     delayed_since: list[float | None] = field(default_factory=list)
     elapsed: float = 0.0
@@ -66,6 +67,7 @@ class RunMetrics:
     migrations: int
     items: float
     peak_hosts: int
+    re_leases: int = 0  # leases within one BTU after a released host's paid end (a defect)
     trace: tuple[tuple[float, int, int, float], ...] = ()  # (t, hosts, instances, machines)
 
 
@@ -97,5 +99,6 @@ def finish_metrics(
         migrations=c.migrations,
         items=float(total),
         peak_hosts=max((h for _, h, _, _ in trace), default=0),
+        re_leases=c.re_leases,
         trace=tuple(trace),
     )

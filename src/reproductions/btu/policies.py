@@ -33,6 +33,8 @@ class Observation:
     history: Mapping[str, tuple[float, ...]]  # od_1..od_N, oldest first
     arrivals: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # time x operator
     service_rate: Mapping[str, float] = field(default_factory=dict)  # items/s of one instance
+    # measured start-ups so far: lease to the first instances on the new host serving (s)
+    startup_s: tuple[float, ...] = ()
 
 
 class LeasingPolicy(Protocol):
@@ -380,6 +382,31 @@ class StaticPeakPolicy:
                 draft.put(op, host if host is not None else draft.new_host())
         # paid room is free: filled by the rule of the lease-ahead policy at the peak rates, so that
         # the fixed fleet differs from it only in not being elastic
+        rates = np.array([self.peak_rates[op] for op in obs.status])
+        fill_by_waiting(draft, rates, obs, self.btu)
+        return draft.plan()
+
+    def release(self, obs: Observation, cluster: Cluster, hosts: tuple[str, ...]) -> LeasePlan:
+        return LeasePlan(prolong=hosts)
+
+
+@dataclass
+class FixedFleetPolicy:
+    """A reference, not elastic: `hosts` hosts leased at the first provisioning and kept, their
+    room filled as static_peak fills it (`fill_by_waiting` at the peak rates, so the types the
+    fleet cannot keep up with come first). Run for every size, it gives the best fixed fleet in
+    hindsight; static_peak is the size the peak needs."""
+
+    kind: HostType
+    peak_rates: Mapping[str, float]
+    hosts: int
+    btu: BTUSettings = field(default_factory=BTUSettings)
+    name: str = "fixed"
+
+    def provision(self, obs: Observation, cluster: Cluster) -> LeasePlan:
+        draft = Draft(cluster, self.kind, obs.now)
+        for _ in range(self.hosts - len(draft.cluster.hosts)):
+            draft.new_host()
         rates = np.array([self.peak_rates[op] for op in obs.status])
         fill_by_waiting(draft, rates, obs, self.btu)
         return draft.plan()

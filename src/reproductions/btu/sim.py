@@ -21,7 +21,7 @@ from elastream.leasing.hosts import (
 from reproductions.btu.algorithms import OperatorStatus, select_host
 from reproductions.btu.config import BTUSettings, SimSettings
 from reproductions.btu.metrics import Counters, RunMetrics, finish_metrics
-from reproductions.btu.patterns import Pattern, machines
+from reproductions.btu.patterns import Load, machines
 from reproductions.btu.policies import LeasingPolicy, Observation
 from reproductions.btu.topology import Topology, manufacturing
 
@@ -93,7 +93,7 @@ class _Flow:
 class Simulation:
     """One run: a pattern, a policy and a seed; `run()` returns the metrics of Tables 3-6."""
 
-    pattern: Pattern
+    pattern: Load
     policy_factory: Callable[[HostType], LeasingPolicy]
     seed: int
     settings: SimSettings = field(default_factory=SimSettings)
@@ -121,6 +121,10 @@ class Simulation:
         self.counters = Counters(ops=len(ops))
         # (operator index, ready at, serves until) of instances on released hosts (LeasePlan.drain)
         self._draining: list[tuple[int, float, float]] = []
+        # the paid end of every released host not yet matched by a re-lease, and the start-ups
+        # (lease to the last of its first instances serving) of leased hosts: (done at, seconds)
+        self._released_until: list[float] = []
+        self._startups: list[tuple[float, float]] = []
         self._levels = np.array(LEVELS)[:, None]
 
     # ------------------------------------------------------------------ execute
@@ -166,8 +170,24 @@ class Simulation:
             c.scalings[self.names.index(i.operator)] += 1
         for h in applied.leased:
             self.btus_seen[h.host_id] = 1
+            self._note_lease(h.host_id, applied, now)
         for h in applied.released:
             self.btus_seen.pop(h.host_id, None)
+            self._released_until.append(h.btu_end(now))
+
+    def _note_lease(self, host_id: str, applied: Applied, now: float) -> None:
+        """A lease within one BTU after the paid end of a released host is a re-lease (a
+        defect: prolonging that host would have paid no more and needed no boot); and the
+        host's start-up is measured once its first instances serve."""
+        window = self.kind.btu_s
+        match = next((e for e in self._released_until if now < e + window), None)
+        if match is not None:
+            self._released_until.remove(match)
+            self.counters.re_leases += 1
+        ready = [i.ready_at for i in applied.started if i.host_id == host_id]
+        host = applied.cluster.host(host_id)
+        done = max(ready) if ready else host.ready_at
+        self._startups.append((done, done - now))
 
     def _bill(self, cluster: Cluster, now: float) -> None:
         """A host still leased when its BTU ends is leased for another one (VM prolonging)."""
@@ -242,6 +262,7 @@ class Simulation:
             history=history,
             arrivals=arrivals,
             service_rate=dict(zip(self.names, self.mu, strict=True)),
+            startup_s=tuple(s for done, s in self._startups if done <= now),
         )
 
     # ------------------------------------------------------------------ run
@@ -250,6 +271,7 @@ class Simulation:
         n = len(self.names)
         dt = s.monitor_s / s.substeps
         cluster = self._initial()
+        self.served: list[tuple[float, ...]] = []  # per tick: items done, and within 1x, 2x, 5x
         flow = _Flow.empty(n)
         ok = np.zeros(len(LEVELS))
         total = 0.0
@@ -294,6 +316,7 @@ class Simulation:
                 obs = self._observe(cluster, now, od_hist, arrivals, seen)
                 cluster = self._apply(cluster, self.policy.provision(obs, cluster), now)
             hosts_trace.append((now, len(cluster.hosts), len(cluster.instances), m))
+            self.served.append((float(total), *(float(x) for x in ok)))
         return finish_metrics(self.counters, ok, total, s, self.names, hosts_trace)
 
     def _durations(self, flow: _Flow, now: float, service: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 from elastream.leasing.hosts import Cluster, HostType
 from reproductions.btu.algorithms import select_host
 from reproductions.btu.config import BTUSettings
-from reproductions.btu.patterns import Pattern, machines
+from reproductions.btu.patterns import Load, machines
 from reproductions.btu.policies import Draft
 from reproductions.btu.topology import Topology
 
@@ -62,7 +62,7 @@ class Slack:
 
 
 def pattern_slack(
-    pattern: Pattern,
+    pattern: Load,
     topology: Topology,
     service_rate: np.ndarray,
     kind: HostType,
@@ -73,10 +73,10 @@ def pattern_slack(
     """The slack of `pattern` for hosts of `kind` over `duration_s`: the fleet sized for the
     peak pays its hosts every BTU; the perfect forecaster pays `oracle_btus`."""
     times = np.arange(0.0, duration_s, step_s)
-    levels = machines(pattern, times)
+    levels = np.ceil(machines(pattern, times) * 20 - 1e-9) / 20  # a trace's levels: up to 0.05
     per_level = {
-        int(m): hosts_for(topology, m, service_rate, utilisation, kind) for m in set(levels)
+        m: hosts_for(topology, m, service_rate, utilisation, kind) for m in set(levels.tolist())
     }
-    need = np.array([per_level[int(m)] for m in levels])
+    need = np.array([per_level[m] for m in levels.tolist()])
     static = int(need.max()) * math.ceil(duration_s / kind.btu_s - 1e-9)
     return Slack(static, oracle_btus(need, times, kind.btu_s))

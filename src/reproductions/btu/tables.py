@@ -203,3 +203,60 @@ def ahead_table(
             ]
             lines.append(_row(f"{p} / BTU{m}", row))
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- real traces
+def equal_service_cheaper(grid: dict[Key, Cell], load: str, minutes: int) -> bool:
+    """ahead's resource cost (paid BTUs x price) below the fixed peak fleet's, at an SLA
+    compliance no lower at 1x, 2x and 5x (means over the seeds)."""
+    a, s = grid[(load, "ahead", minutes)], grid[(load, "static_peak", minutes)]
+    cheaper = a.resource.mean < s.resource.mean
+    return cheaper and all(a.compliance(k).mean >= s.compliance(k).mean for k in range(3))
+
+
+def best_fixed(grid: dict[Key, Cell], load: str, minutes: int, fleets: tuple[str, ...]) -> str:
+    """The fixed fleet with the lowest near real-time total cost (BTUs + penalties): the one a
+    user who knew the whole trace would have leased."""
+    return min(fleets, key=lambda f: grid[(load, f, minutes)].total(1).mean)
+
+
+def _comp3(c: Cell) -> str:
+    return " / ".join(f"{c.compliance(k).mean * 100:.2f}" for k in range(3))
+
+
+def fleet_table(grid: dict[Key, Cell], loads: tuple[str, ...], fleets: tuple[str, ...]) -> str:
+    """ahead against the fixed fleet sized for the peak and the best fixed fleet in hindsight,
+    per trace x BTU: resource cost, compliance 1x / 2x / 5x, near real-time total cost, and
+    ahead's re-leases within one BTU (total over the seeds)."""
+    head = [
+        "cost ahead",
+        "cost static_peak",
+        "compliance 1x / 2x / 5x ahead",
+        "compliance 1x / 2x / 5x static_peak",
+        "re-leases ahead",
+        "best fixed (hosts)",
+        "cost best fixed",
+        "compliance 1x / 2x / 5x best fixed",
+        "2x total cost ahead / static_peak / best fixed",
+        "ahead cheaper than static_peak at equal or better service",
+    ]
+    lines = [_row("trace / BTU", head), _row("---", ["---"] * len(head))]
+    for load in loads:
+        for m, _ in BTUS:
+            a, s = grid[(load, "ahead", m)], grid[(load, "static_peak", m)]
+            name = best_fixed(grid, load, m, fleets)
+            b = grid[(load, name, m)]
+            row = [
+                _num(a.resource),
+                _num(s.resource),
+                _comp3(a),
+                _comp3(s),
+                str(sum(r.re_leases for r in a.runs)),
+                str(b.runs[0].peak_hosts) + (" (the peak fleet)" if name == "static_peak" else ""),
+                _num(b.resource),
+                _comp3(b),
+                " / ".join(f"{c.total(1).mean:.1f}" for c in (a, s, b)),
+                "yes" if equal_service_cheaper(grid, load, m) else "no",
+            ]
+            lines.append(_row(f"{load} / BTU{m}", row))
+    return "\n".join(lines)

@@ -7,8 +7,10 @@ Eq. 12-14). As a policy, at every interval t:
 
 1. each source's rate x_p(t) = λ_p(t) / td is appended to its history (the last `history_s`
    seconds, one sample per interval); once `min_history` samples exist, a forecaster of the
-   modelling registry (`prediction.forecasting`: summary statistics, Holt-Winters/ETS, seasonal
-   profile, Prophet) forecasts the next ⌈lead_s / td⌉ intervals, and the planned rate is the
+   modelling registry (`prediction.forecasting`: by default `auto`, which backtests the
+   candidates — naive, seasonal-naive, summary, Holt, seasonal profile — on the history itself
+   over the lead and uses the lowest MASE, so it plans on no forecast worse than "same as now"
+   in that backtest) forecasts the next ⌈lead_s / td⌉ intervals, and the planned rate is the
    peak of the forecast's `bound` (the point forecast by default; docs/policies.md measures the
    prediction interval's upper edge, which raised latency here) over them:
    P_p = max(x_p(t), max_{k ≤ lead} F_p(t + k))  (`prediction.proactive.provisioning_rate`);
@@ -46,12 +48,22 @@ from elastream.model.snapshot import Snapshot
 from elastream.prediction.forecasting import Series, forecast, get_forecaster
 from elastream.prediction.proactive import provisioning_rate
 
+# no fitting, microseconds a fit: what a control loop can backtest every interval
+FAST_CANDIDATES = ("naive", "seasonal-naive", "summary", "holt", "seasonal-profile")
+
 
 class ProactiveConfig(Settings):
     """Options of the proactive policy."""
 
     forecaster: str = Field(
-        "holt", description="forecast model of the modelling registry (elastream forecast)"
+        "auto",
+        description="forecast model of the modelling registry (elastream forecast); auto: the "
+        "one with the lowest MASE in a backtest on the source's own history, naive included",
+    )
+    auto_candidates: list[str] = Field(
+        default_factory=lambda: list(FAST_CANDIDATES),
+        description="the models auto picks from, scored on the lead: those cheap enough to fit "
+        "every interval (the forecast extra's take 0.1-5 s a fit: add them where td allows)",
     )
     forecaster_params: dict[str, Any] = Field(
         default_factory=dict, description="the forecaster's own parameters (docs/modeling.md)"
@@ -94,9 +106,10 @@ def planned_rate(values: tuple[float, ...], td: float, config: ProactiveConfig) 
     if len(values) < config.min_history:
         return observed
     lead = max(1, math.ceil((config.lead_s or td) / td))
-    predicted = forecast(
-        Series(list(values), step_s=td), config.forecaster, lead, config.forecaster_params
-    )
+    params = config.forecaster_params
+    if config.forecaster == "auto":
+        params = {"candidates": config.auto_candidates, "horizon": lead, **params}
+    predicted = forecast(Series(list(values), step_s=td), config.forecaster, lead, params)
     return max(observed, provisioning_rate(predicted, lead, config.bound))
 
 
