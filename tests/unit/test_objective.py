@@ -243,8 +243,9 @@ def test_decide_explains_long_batches_by_the_batch_time_not_by_a_burst():
     """O15 with O12/O13: one operator at 20/s on ρ = 40/s with 10 batches in td = 10 s (D(t) =
     1 s) and a measured p99 of 2.1 s: the model with the measured D explains it (L = 0.22 s +
     (1 + 1)·1 s), so φ = 1, β is not calibrated, and the plan stays at one replica; without
-    batch counts the same latency reads as a burst (β > 1)."""
-    config = ObjectiveConfig(objective=Objective(latency_p99_s=5.0), margin=0.0)
+    batch counts the same latency reads as a burst (β > 1; the floor of O16 at 0.3·B, below
+    the 2.1 s measured)."""
+    config = ObjectiveConfig(objective=Objective(latency_p99_s=5.0), margin=0.0, burst_floor=0.3)
     snap = one_op_snapshot(replicas=1, emitted=200, processed=200, busy_s=5.0, p99_ms=2100.0)
     batched = dataclasses.replace(
         snap, operators=(dataclasses.replace(snap.operators[0], replica_batches=(10,)),)

@@ -177,13 +177,23 @@ class ObjectiveConfig(Settings):
     forecaster_params: dict[str, Any] = Field(
         default_factory=dict, description="the forecaster's own parameters (docs/modeling.md)"
     )
-    bound: Literal["auto", "upper", "point"] = Field(
+    bound: Literal["auto", "errors", "upper", "point"] = Field(
         "auto",
-        description="plan for the prediction interval's upper edge, the point forecast, or "
-        "`auto`: the point when the next decision acts within (1 − m)·bound, else the edge (O17)",
+        description="plan for the point forecast widened by its measured errors (O18), the "
+        "forecaster's prediction interval's upper edge, the point forecast, or `auto`: the point "
+        "when the next decision acts within (1 − m)·bound, else the measured errors (O17)",
     )
     level: float = Field(
-        0.98, gt=0, lt=1, description="coverage of the forecast's prediction interval (O1)"
+        0.98, gt=0, lt=1, description="coverage of the forecaster's prediction interval (O1)"
+    )
+    error_level: float = Field(
+        0.995,
+        gt=0,
+        lt=1,
+        description="share of the measured one-step forecast errors the plan covers (O18)",
+    )
+    error_window_s: float = Field(
+        3600.0, gt=0, description="seconds of one-step forecast errors kept (O18)"
     )
     history_s: float = Field(600.0, gt=0, description="seconds of source-rate history fitted")
     min_history: int = Field(4, ge=2, description="intervals before forecasting (before: x_p(t))")
@@ -202,12 +212,12 @@ class ObjectiveConfig(Settings):
     burst_window: int = Field(
         5, ge=1, description="intervals over which the largest burst factor β is kept (O8)"
     )
-    burst_floor: float = Field(
-        0.3,
+    burst_floor: float | None = Field(
+        None,
         ge=0,
         le=1,
         description="f: β is calibrated only on a measured latency of at least f·(B − h) "
-        "(O16; 0: on every interval)",
+        "(O16; 0: on every interval; None: 1 − m, a latency that ate the scale-in margin)",
     )
     spread_window: int = Field(
         10, ge=1, description="intervals over which the largest batch spread φ is kept (O15)"
@@ -277,6 +287,11 @@ class ObjectiveConfig(Settings):
         assert self.objective is not None  # the validator guarantees it
         return self.objective
 
+    @property
+    def floor(self) -> float:
+        """f of O16: `burst_floor`, or 1 − m when unset."""
+        return 1 - self.margin if self.burst_floor is None else self.burst_floor
+
 
 @dataclass(frozen=True, slots=True)
 class ObjectiveState:
@@ -287,6 +302,8 @@ class ObjectiveState:
     spreads: tuple[float, ...] = field(default=())  # φ of the last intervals (O15)
     replicas: tuple[tuple[str, int], ...] = field(default=())  # r_i during t − 1
     batches: tuple[tuple[int, float], ...] = field(default=())  # (R(t), o(t)) of O13
+    forecasts: tuple[tuple[str, float], ...] = field(default=())  # F_p(t | t − 1) of O18
+    errors: tuple[tuple[str, tuple[float, ...]], ...] = field(default=())  # e_p of O18
 
 
 @dataclass(frozen=True, slots=True)
@@ -542,24 +559,84 @@ def plan(
     return best, stations, high
 
 
-def forecast_bound(td: float, config: ObjectiveConfig) -> Literal["upper", "point"]:
+Bound = Literal["errors", "upper", "point"]
+
+
+def forecast_bound(td: float, config: ObjectiveConfig) -> Bound:
     """O17: the forecast O1 plans on. A rise the point forecast missed queues for at most
     T = td + a before the next decision sizes for it; when T ≤ (1 − m)·(B − h) that wait fits
-    in the objective with the margin, so the point forecast; otherwise the upper edge."""
+    in the objective with the margin, so the point forecast; otherwise the point widened by
+    its measured errors (O18)."""
     if config.bound != "auto":
         return config.bound
     room = (1 - config.margin) * (config.target.bound_s - config.overhead_s)
-    return "point" if td + config.actuation_s <= room else "upper"
+    return "point" if td + config.actuation_s <= room else "errors"
 
 
-def planned_rates(
-    history: Mapping[str, tuple[float, ...]], td: float, config: ObjectiveConfig, *leads: float
-) -> list[dict[str, float]]:
-    """P_p(A) of O1 for every lookahead A in `leads`, from one forecast per source, on the
-    point forecast or the upper edge as O17 says."""
+def error_scales(snapshot: Snapshot, flow: FlowState, config: ObjectiveConfig) -> dict[str, float]:
+    """c_p of O18: the rate of source p that keeps one replica of its slowest operator busy,
+    min_i ρ_i / s_{p→i}, with s_{p→i} the share of p's events that reach operator i."""
+    scales = {}
+    for name, _ in snapshot.sources:
+        reach = propagate(snapshot, flow, {name: 1.0})
+        rates = [
+            true_rate(flow, op, config.et_default_s) / share
+            for op, share in reach.items()
+            if share > 0
+        ]
+        scales[name] = min(rates, default=1.0 / config.et_default_s)
+    return scales
+
+
+def log_error(observed: float, predicted: float, scale: float) -> float:
+    """e_p(t) of O18: ln((x + c) / (F + c)), the forecast's error relative to the forecast
+    plus one replica's worth of the source's rate."""
+    return math.log((observed + scale) / (max(predicted, 0.0) + scale))
+
+
+def error_quantile(errors: Sequence[float], level: float) -> float:
+    """Q_p of O18: the k-th largest measured error, k = ⌊(1 − level)·n⌋ (0: the largest), at
+    least 0; 0 before any error is measured."""
+    if not errors:
+        return 0.0
+    k = math.floor((1 - level) * len(errors))
+    return max(0.0, sorted(errors, reverse=True)[k])
+
+
+def widened(point: float, quantile: float, scale: float) -> float:
+    """O18's planned rate: (F + c)·e^Q − c, the point forecast raised by the error quantile."""
+    return (max(point, 0.0) + scale) * math.exp(quantile) - scale
+
+
+def updated_errors(
+    state: ObjectiveState, snapshot: Snapshot, scales: Mapping[str, float], keep: int
+) -> dict[str, tuple[float, ...]]:
+    """Each source's last `keep` one-step errors e_p of O18, with this interval's: the rate
+    just observed against the point forecast made for it one interval before."""
+    errors = dict(state.errors)
+    predicted = dict(state.forecasts)
+    for name, x in source_rates(snapshot).items():
+        if name in predicted:
+            e = log_error(x, predicted[name], scales[name])
+            errors[name] = (*errors.get(name, ()), e)[-keep:]
+    return errors
+
+
+def forecast_rates(
+    history: Mapping[str, tuple[float, ...]],
+    td: float,
+    config: ObjectiveConfig,
+    leads: Sequence[float],
+    errors: Mapping[str, Sequence[float]] | None = None,
+    scales: Mapping[str, float] | None = None,
+) -> tuple[list[dict[str, float]], dict[str, float]]:
+    """P_p(A) of O1 for every lookahead A in `leads` from one forecast per source (on the
+    point, the upper edge or the point widened by its measured errors, as O17 says), and each
+    source's point forecast for the next interval (O18 measures its error there)."""
     bound = forecast_bound(td, config)
     steps = [max(1, math.ceil(a / td - 1e-9)) for a in leads]
     out: list[dict[str, float]] = [{} for _ in leads]
+    next_point: dict[str, float] = {}
     for name, values in history.items():
         observed = values[-1]
         if len(values) < config.min_history:
@@ -569,10 +646,22 @@ def planned_rates(
         series = Series(list(values), step_s=td)
         params = {"level": config.level, **config.forecaster_params}
         predicted = forecast(series, config.forecaster, max(steps), params)
-        values = predicted.upper if bound == "upper" else predicted.point
+        next_point[name] = float(predicted.point[0])
+        planned = [float(v) for v in (predicted.upper if bound == "upper" else predicted.point)]
+        if bound == "errors":
+            scale = (scales or {}).get(name, 1.0 / config.et_default_s)
+            quantile = error_quantile((errors or {}).get(name, ()), config.error_level)
+            planned = [widened(v, quantile, scale) for v in planned]
         for plan, k in zip(out, steps, strict=True):
-            plan[name] = max(observed, float(max(values[:k])))
-    return out
+            plan[name] = max(observed, max(planned[:k]))
+    return out, next_point
+
+
+def planned_rates(
+    history: Mapping[str, tuple[float, ...]], td: float, config: ObjectiveConfig, *leads: float
+) -> list[dict[str, float]]:
+    """P_p(A) of O1 for every lookahead A in `leads` (`forecast_rates` without errors)."""
+    return forecast_rates(history, td, config, leads)[0]
 
 
 def stations_for(
@@ -730,7 +819,7 @@ def burst_factor(
         return critical_path(stations, ran, config.target.statistic)[0]
 
     low, high = 1.0, config.burst_max
-    if seen.target_s < config.burst_floor * (config.target.bound_s - config.overhead_s):
+    if seen.target_s < config.floor * (config.target.bound_s - config.overhead_s):
         return low  # O16: a latency this far below the bound calibrates nothing
     if model(low) + config.resolution_s >= seen.target_s:
         return low
@@ -793,7 +882,11 @@ def decide(
         batch = replace(batch, spread=max(spreads, default=1.0))
     td = snapshot.td / max(1, snapshot.intervals)
     lead_in = config.scale_in_horizon_s or 3 * td
-    up_rates, in_rates = planned_rates(history, td, config, td + config.actuation_s, lead_in)
+    scales = error_scales(snapshot, flow, config)
+    keep = max(1, math.ceil(config.error_window_s / td))
+    errors = updated_errors(state, snapshot, scales, keep)  # O18
+    leads = (td + config.actuation_s, lead_in)
+    (up_rates, in_rates), next_point = forecast_rates(history, td, config, leads, errors, scales)
     bound = objective.bound_s - config.overhead_s
     r_up, up_stations, stretch = plan(snapshot, flow, up_rates, config, bound, beta, batch)
     current = snapshot.replicas()
@@ -815,7 +908,15 @@ def decide(
         reasons[name] += "" if stretch == 1.0 else f" recovery k={stretch:.2f}"
     queues = (*state.queues, tuple((o.name, o.queue) for o in snapshot.operators))[-QUEUES_KEPT:]
     new_state = ObjectiveState(
-        flow, tuple(history.items()), queues, bursts, spreads, tuple(current.items()), points
+        flow,
+        tuple(history.items()),
+        queues,
+        bursts,
+        spreads,
+        tuple(current.items()),
+        points,
+        tuple(next_point.items()),
+        tuple(errors.items()),
     )
     return Decision.of(targets, reasons), new_state
 
