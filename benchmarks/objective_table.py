@@ -129,7 +129,7 @@ def reference(runs: Mapping[str, Mapping[str, Any]], level: float) -> str | None
 
 
 def markdown(rows: Sequence[Mapping[str, Any]], splits: Mapping[str, str], level: float) -> str:
-    """One table for one level: a row per trace, a cell per policy `met share · ratio`."""
+    """One table for one level: a row per trace, a cell per policy (`cell`)."""
     scenarios = list(dict.fromkeys(str(r["scenario"]) for r in rows))
     by_scenario = {
         s: policy_rows((r for r in rows if r["scenario"] == s), level) for s in scenarios
@@ -148,11 +148,12 @@ def markdown(rows: Sequence[Mapping[str, Any]], splits: Mapping[str, str], level
 
 
 def cell(row: Mapping[str, Any] | None, level: float, base: float | None) -> str:
+    """`met share · replica-s · ratio to the reference`, bold when it meets the target."""
     if row is None:
         return ""
-    met = share(row, level)
-    ratio = float(row["replica_s"]) / base if base else None
-    text = f"{met:.3f}" + (f" · {ratio:.2f}×" if ratio is not None else "")
+    met, paid = share(row, level), float(row["replica_s"])
+    ratio = paid / base if base else None
+    text = f"{met:.3f} · {paid:,.0f}" + (f" · {ratio:.2f}×" if ratio is not None else "")
     return f"**{text}**" if met >= MET and ratio is not None and ratio <= TARGET_RATIO else text
 
 
