@@ -15,6 +15,7 @@ For every interval t+1 whose measured p99 exceeded the bound it replays the poli
   - start: the first intervals (no forecast, no true rate yet).
 Simulator only; no Spark. Usage:
     .venv/bin/python benchmarks/objective_diagnose.py [--only SCENARIO ...] [--data-dir DIR]
+        [--label objective-5s]
 """
 
 from __future__ import annotations
@@ -125,10 +126,14 @@ def backlog_age_s(snapshot: Snapshot) -> float:
 
 
 def run(
-    scenario: str, data_dir: str | None, verbose: bool, overrides: dict[str, Any]
+    scenario: str,
+    data_dir: str | None,
+    verbose: bool,
+    overrides: dict[str, Any],
+    label: str = "objective-1s",
 ) -> dict[str, Any]:
     _, specs = load_bench(HERE / "objective.yaml", data_dir)
-    spec = next(s for s in specs if s.scenario == scenario and s.label == "objective")
+    spec = next(s for s in specs if s.scenario == scenario and s.label == label)
     spec = override(spec, {k: v for k, v in overrides.items() if k != "trace"})
     config = build_config(spec)
     pipeline = with_grouping(load_pipeline(spec.pipeline), spec.grouping)
@@ -162,13 +167,14 @@ def main() -> None:
     parser.add_argument("--only", action="append")
     parser.add_argument("--data-dir", default=str(HERE.parent.parent / "shared/data/traces"))
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--label", default="objective-1s", help="the objective policy's run")
     parser.add_argument("--set", action="append", default=[], help="options.X=V or guards.X=V")
     args = parser.parse_args()
     overrides = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}
     _, specs = load_bench(HERE / "objective.yaml", args.data_dir)
     scenarios = args.only or list(dict.fromkeys(s.scenario for s in specs))
     for scenario in scenarios:
-        run(scenario, args.data_dir, args.verbose, overrides)
+        run(scenario, args.data_dir, args.verbose, overrides, args.label)
 
 
 if __name__ == "__main__":

@@ -31,8 +31,11 @@ from elastream.control.policies.objective import (
     choose_replicas,
     critical_path,
     decide,
+    error_quantile,
+    error_scales,
     fit_batch,
     forecast_bound,
+    log_error,
     measured_batch_s,
     plan,
     planned_rates,
@@ -41,6 +44,7 @@ from elastream.control.policies.objective import (
     step_six,
     transient_wait_s,
     wait_s,
+    widened,
 )
 from elastream.control.policy import PolicyConfigError
 from elastream.model.objective import Objective, ObjectiveTally, judge
@@ -243,8 +247,9 @@ def test_decide_explains_long_batches_by_the_batch_time_not_by_a_burst():
     """O15 with O12/O13: one operator at 20/s on ρ = 40/s with 10 batches in td = 10 s (D(t) =
     1 s) and a measured p99 of 2.1 s: the model with the measured D explains it (L = 0.22 s +
     (1 + 1)·1 s), so φ = 1, β is not calibrated, and the plan stays at one replica; without
-    batch counts the same latency reads as a burst (β > 1)."""
-    config = ObjectiveConfig(objective=Objective(latency_p99_s=5.0), margin=0.0)
+    batch counts the same latency reads as a burst (β > 1; the floor of O16 at 0.3·B, below
+    the 2.1 s measured)."""
+    config = ObjectiveConfig(objective=Objective(latency_p99_s=5.0), margin=0.0, burst_floor=0.3)
     snap = one_op_snapshot(replicas=1, emitted=200, processed=200, busy_s=5.0, p99_ms=2100.0)
     batched = dataclasses.replace(
         snap, operators=(dataclasses.replace(snap.operators[0], replica_batches=(10,)),)
@@ -456,29 +461,119 @@ def test_decide_scales_out_before_a_forecast_rise():
 
 def test_the_point_forecast_when_the_next_decision_acts_within_the_bound():
     """O17: T = td + a against (1 − m)·(B − h). B = 10 s, m = 0.3: td = 5 s ≤ 7 s plans on the
-    point, td = 10 s on the edge; h = 2 s: 5 ≤ 5.6, but with a = 1 s, 6 > 5.6."""
+    point, td = 10 s on the point widened by its measured errors (O18); h = 2 s: 5 ≤ 5.6, but
+    with a = 1 s, 6 > 5.6."""
     p99_10s = Objective(latency_p99_s=10.0)
     assert forecast_bound(5.0, ObjectiveConfig(objective=p99_10s)) == "point"
-    assert forecast_bound(10.0, ObjectiveConfig(objective=p99_10s)) == "upper"
+    assert forecast_bound(10.0, ObjectiveConfig(objective=p99_10s)) == "errors"
     assert forecast_bound(5.0, ObjectiveConfig(objective=p99_10s, overhead_s=2.0)) == "point"
     late = ObjectiveConfig(objective=p99_10s, overhead_s=2.0, actuation_s=1.0)
-    assert forecast_bound(5.0, late) == "upper"
+    assert forecast_bound(5.0, late) == "errors"
     fixed = ObjectiveConfig(objective=p99_10s, bound="upper")
     assert forecast_bound(5.0, fixed) == "upper"
 
 
 def test_after_a_spike_the_point_plans_the_rate_and_the_edge_the_spike():
     """A rate of 10/s with one 80/s interval: the forecast errors of the spike widen the upper
-    edge far above 10/s for the intervals after it, while the point comes back to about 10/s;
-    with td = 5 s and B = 10 s `auto` plans that, with td = 30 s the edge."""
+    edge of the forecaster's interval far above 10/s for the intervals after it, while the
+    point comes back to about 10/s; with td = 5 s and B = 10 s `auto` plans that. With td =
+    30 s `auto` widens the point by the measured errors of O18, none given here: the point."""
     history = {"src": (10.0,) * 8 + (80.0,) + (10.0,) * 4}
     p99_10s = Objective(latency_p99_s=10.0)
     edge = planned_rates(history, 5.0, ObjectiveConfig(objective=p99_10s, bound="upper"), 5.0)
     auto = planned_rates(history, 5.0, ObjectiveConfig(objective=p99_10s), 5.0)
+    point = planned_rates(history, 30.0, ObjectiveConfig(objective=p99_10s, bound="point"), 30.0)
     slow = planned_rates(history, 30.0, ObjectiveConfig(objective=p99_10s), 30.0)
     assert edge[0]["src"] > 40.0
     assert 10.0 <= auto[0]["src"] < 15.0
-    assert slow[0]["src"] == edge[0]["src"]
+    assert slow[0]["src"] == point[0]["src"]
+
+
+def test_a_forecast_error_is_measured_against_the_forecast_plus_one_replicas_rate():
+    """O18 with c = 40/s: 100/s seen where 60/s was forecast is e = ln(140 / 100); widening a
+    point of 30/s by it plans 70·1.4 − 40 = 58/s, and an error of 0 plans the point."""
+    e = log_error(100.0, 60.0, 40.0)
+    assert e == pytest.approx(math.log(1.4))
+    assert widened(30.0, e, 40.0) == pytest.approx(58.0)
+    assert widened(30.0, 0.0, 40.0) == pytest.approx(30.0)
+    assert log_error(0.0, -5.0, 40.0) == 0.0  # a negative forecast counts as 0
+
+
+def test_one_spike_widens_the_plan_only_until_enough_errors_outnumber_it():
+    """Q of O18 at level 0.995 is the k-th largest error, k = ⌊0.005·n⌋: among 150 errors a
+    single spike is the largest (k = 0), among 200 the second largest (k = 1) is covered, and
+    a spike that recurs three times among 400 (k = 2) is."""
+    assert error_quantile([0.0] * 149 + [1.0], 0.995) == 1.0
+    assert error_quantile([0.0] * 199 + [1.0], 0.995) == 0.0
+    assert error_quantile([0.0] * 397 + [1.0, 0.9, 0.8], 0.995) == 0.8
+    assert error_quantile([-0.5] * 10, 0.995) == 0.0  # over-forecasts never narrow the point
+    assert error_quantile([], 0.995) == 0.0
+
+
+def test_the_error_scale_is_the_source_rate_that_fills_one_replica_of_the_slowest_operator():
+    """c_p of O18 = min_i ρ_i / s_{p→i}: a (ρ = 200/s) passes half its events to b (ρ = 40/s),
+    so one replica of b is full at 80 events/s of the source, one of a at 200/s: c = 80/s."""
+    a = stats("a", frm={"src": 100}, received=100, processed=100, emitted=50, busy_s=0.5)
+    b = stats("b", frm={"a": 50}, received=50, processed=50, busy_s=1.25)
+    snap = snapshot(a, b, td=1.0, sources={"src": 100})
+    flow = FlowState(
+        selectivity=((("src", "a"), 1.0), (("a", "b"), 0.5)),
+        true_rate=(("a", 200.0), ("b", 40.0)),
+    )
+    assert error_scales(snap, flow, ObjectiveConfig(objective=P99_2S)) == {"src": 80.0}
+
+
+def test_decide_widens_the_plan_by_a_measured_rise_and_forgets_it_among_enough_errors():
+    """The naive forecast of 20/s on ρ = 40/s (c = 40/s), td = 10 s: one interval of 60/s
+    is the error e = ln(100 / 60); the interval after it plans (20 + 40)·100/60 − 40 = 60/s.
+    200 intervals of 20/s later that error is one of 204 (k = 1): the plan is 20/s again."""
+    config = ObjectiveConfig(objective=P99_2S, forecaster="naive")
+    state = ObjectiveState()
+
+    def interval(rate: int) -> str:
+        nonlocal state
+        n = rate * 10
+        snap = one_op_snapshot(replicas=2, emitted=n, processed=n, busy_s=n / 40)
+        decision, state = decide(snap, state, config)
+        return decision.reason("op")
+
+    for rate in (20,) * 6 + (60,):
+        interval(rate)
+    assert "λ̂=60.0/s" in interval(20)
+    for _ in range(199):
+        interval(20)
+    assert "λ̂=20.0/s" in interval(20)
+    errors = dict(state.errors)["src"]  # measured from the fifth interval on
+    assert len(errors) == 204 and sorted(errors, reverse=True)[:2] == [math.log(100 / 60), 0.0]
+
+
+def test_a_latency_within_the_margin_neither_calibrates_nor_holds_the_replicas():
+    """Eight replicas of ρ = 40/s at 20/s measure p99 = 1.2 s against B = 2 s: within the
+    scale-in margin (1 − m)·B = 1.4 s, so β = 1 and the plan goes down to one replica (its
+    p99 0.025 + ln(0.5 / 0.01) / 20 = 0.22 s). With the floor of before (0.3·B = 0.6 s) the
+    same latency inverts at the eight replicas that ran to β_max = 4 (the model's p99 at 80/s
+    on eight is far below 1.2 s), and the plan keeps two replicas for 80/s: at u = 1 only the
+    transient wait of O11 over T = 10 s holds, 0.025 + 2.576·√(160·10) / 80 = 1.31 s ≤ 1.4 s
+    (one replica: (80 − 40)·10 events queue, over 10 s)."""
+
+    def last(**options: float) -> tuple[int, str]:
+        config = ObjectiveConfig(objective=P99_2S, **options)
+        state = ObjectiveState()
+        for _ in range(6):
+            snap = one_op_snapshot(
+                replicas=8, emitted=200, processed=200, busy_s=5.0, p99_ms=1200.0
+            )
+            decision, state = decide(snap, state, config)
+        return decision.as_dict()["op"], decision.reason("op")
+
+    assert station_latency(station(arrival=20, rho=40), 1, "p99") == pytest.approx(
+        0.025 + math.log(50) / 20
+    )
+    replicas, reason = last()
+    assert replicas == 1 and "β=1.00" in reason
+    assert transient_wait_s(80.0, 80.0, 10.0, "p99") + 0.025 == pytest.approx(1.313, abs=1e-3)
+    replicas, reason = last(burst_floor=0.3)
+    assert replicas == 2 and "β=4.00" in reason
 
 
 def test_burst_factor_inverts_the_model_on_the_measured_latency():
@@ -497,18 +592,22 @@ def test_burst_factor_inverts_the_model_on_the_measured_latency():
 
 
 def test_a_latency_far_below_the_bound_calibrates_no_burst():
-    """O16: with the default floor f = 0.3 and B = 2 s, a measured p99 below 0.6 s gives β = 1
-    even though the model (two replicas of ρ = 40/s at 20/s: W = ln(0.1 / 0.01) / 60 = 0.038 s,
-    plus 1/ρ = 0.025 s) explains only 63 ms; at 0.61 s the model is inverted as in O8:
-    W(20·β) + 0.025 = 0.61. With h = 1 s the floor is 0.3·(2 − 1) = 0.3 s of ℓ − h."""
+    """O16: with a floor f = 0.3 and B = 2 s, a measured p99 below 0.6 s gives β = 1 even
+    though the model (two replicas of ρ = 40/s at 20/s: W = ln(0.1 / 0.01) / 60 = 0.038 s, plus
+    1/ρ = 0.025 s) explains only 63 ms; at 0.61 s the model is inverted as in O8:
+    W(20·β) + 0.025 = 0.61. With h = 1 s the floor is 0.3·(2 − 1) = 0.3 s of ℓ − h. The
+    default floor is 1 − m = 0.7: nothing below 1.4 s calibrates."""
     flow = FlowState(true_rate=(("op", 40.0),), selectivity=((("src", "op"), 1.0),))
 
     def beta(p99_ms: float, **options: float) -> float | None:
-        config = ObjectiveConfig(objective=P99_2S, **options)
+        config = ObjectiveConfig(objective=P99_2S, **({"burst_floor": 0.3} | options))
         snap = one_op_snapshot(replicas=2, emitted=200, processed=200, busy_s=5.0, p99_ms=p99_ms)
         return burst_factor(snap, flow, [{"op": 0}], config)
 
-    assert ObjectiveConfig(objective=P99_2S).burst_floor == 0.3
+    assert ObjectiveConfig(objective=P99_2S).floor == pytest.approx(0.7)
+    assert ObjectiveConfig(objective=P99_2S, margin=0.2).floor == pytest.approx(0.8)
+    assert beta(1390.0, burst_floor=None) == 1.0
+    assert beta(1410.0, burst_floor=None) > 1.0
     assert beta(300.0) == 1.0
     assert beta(590.0) == 1.0
     above = beta(610.0)

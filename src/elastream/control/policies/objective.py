@@ -1,135 +1,5 @@
 """`objective`: the fewest replicas whose predicted end-to-end latency keeps the run's latency
-objective (p99 or mean), planned on the forecast arrival rates and the queues left behind.
-
-Derivation (equation numbers O1-O16 are docs/policies.md's, section "objective"). Per interval t,
-for operator i with r replicas:
-
-1. Rates. ρ_i = μ_i / busy_i is one replica's true rate (DS2; `flow.true_rate`). Each source's
-   rate x_p(t) = λ_p(t) / td joins its history; a forecaster of the modelling registry (Holt by
-   default, `prediction.forecasting`) forecasts the next intervals (Caladrius IV-A). The rate
-   planned over a lookahead of A seconds is the forecast's peak over it, never below what was
-   just observed:  P_p(A) = max(x_p(t), max_{k ≤ ⌈A/td⌉} F_p(t + k))                      (O1)
-   with F the upper edge of the forecast's prediction interval at `level` (0.98): the plan
-   covers the rate's forecast error. It needs to cover it only until the next decision can
-   correct it: a rise the point forecast missed queues for at most T = td + a before a count
-   sized for it acts, and the queue terms below (O2-O4) then drain it. When that wait fits in
-   the objective with the margin, F is the point forecast (`bound: auto`, the default):
-       F = point forecast  when td + a ≤ (1 − m)·(B − h),   else the upper edge              (O17)
-   (`bound: upper` or `point` fixes it). On Spark (td = 5 s, B = 10 s) the upper edge, widened
-   for the rest of a run by one spike's forecast errors, held 2/4/3/3 replicas for 11/s.
-   The rates follow the operators through the observed selectivities s_{p,i} = λ^p_i / μ_p
-   (PSPS Eq. 2c; Caladrius Eq. 12 below saturation), with every upstream queue spread over
-   the bound B of the objective (its events must leave within B):
-       λ̂_i = Σ_{p ∈ pred(i)} s_{p,i}·(λ̂_p + q_p / B),    λ̂_source = β·P_source(A)         (O2)
-   β ≥ 1 is the burst factor of step 7 (O8).
-2. The queue when the change acts. A replica change takes `actuation_s` = a to act; until then
-   the r_i(t) replicas keep serving, so the queue the new count inherits is
-       q'_i = max(0, q_i + (λ̂_i − r_i(t)·ρ_i)·a)                                             (O3)
-3. Latency of operator i with r replicas (the replicas share its queue, an M/M/r server,
-   `prediction.queueing`): the last event already queued leaves after the queue drains,
-   q'_i / (r·ρ_i); a new event then waits W_i(r) at rate λ̂_i and is served in 1/ρ_i:
-       L_i(r) = q'_i / (r·ρ_i) + W_i(r) + 1/ρ_i   (W stationary: ∞ when λ̂_i ≥ r·ρ_i; O11)   (O4)
-   W is the Erlang-C mean wait C(r, λ̂/ρ) / (rρ − λ̂) for a mean objective, and for a p99
-   objective the 0.99-quantile of the M/M/r wait, whose tail is P(W > w) = C·e^{−(rρ−λ̂)w}:
-       W^{p}_i(r) = max(0, ln(C / (1 − p)) / (r·ρ_i − λ̂_i))                                   (O5)
-   These are stationary: near or above saturation they grow without bound, but the count holds
-   only until the next decision acts, T = td + a. Over T a queue that starts empty holds at most
-   the fluid backlog (λ̂ − c)⁺·T plus its fluctuation; with the net input as a Brownian motion of
-   variance σ² = λ̂ + c per second (Poisson arrivals, exponential service), the reflection
-   principle P(sup_{s ≤ T} B_s > x) = 2·Φ̄(x / σ√T) puts its p99 at z·σ√T, z = Φ⁻¹(0.995), and
-   its mean at √(2/π)·σ√T. An event behind it waits that queue over c = r·ρ_i, and the wait used
-   is the smaller of the two:
-       W_i(r) = min(W^{stat}_i(r), ((λ̂_i − c)⁺·T + z·√((λ̂_i + c)·T)) / c)                    (O11)
-   On a micro-batch engine (Spark) an event moves one operator per micro-batch of the whole
-   pipeline (`pipeline` layout: every active replica is a task of the one query's batch), and
-   waits for the batch running when it arrives: at the p99 a whole batch, κ = 1 (κ = 1/2 on
-   average); η = 1 batch per operator (`hop_batches`: about 1.5 with a query per operator,
-   where an event also waits for the next query's batch). A batch costs a fixed part o(R)
-   that grows with its tasks R = Σ_j r_j (they share the machine's few cores) plus its
-   slowest share's work; each replica's share of a batch of
-   length D is λ̂_i·D / r_i events, u_i·D seconds with u_i = λ̂_i / (r_i·ρ_i), so D = o + u·D
-   up to the admission cap c of one share's work (`batch_cap_s`, Spark's `batch_s`):
-       D(r) = min(o(R) / (1 − u), o(R) + c),   o(R) = a + b·R,   u = max_j u_j(r)            (O12)
-   (D = o + c when u ≥ 1), and a path π gains (η·|π| + κ)·D(r) (O6). a and b ≥ 0 are fitted by
-   least squares to the intervals' measured batches: D(t) = td / n(t), n(t) the most
-   micro-batches any replica took part in (snapshot `replica_batches`), with the share work
-   taken out through the measured utilisations u_j(t) = busy_j / (r_j·td), o(t) =
-   D(t)·(1 − min(max_j u_j(t), ū)) (ū = 0.9 keeps a saturated interval from dividing by ~0),
-   and (a, b) the least squares over the last `batch_window` intervals with a Gaussian prior
-   of weight w on b around b₀ (a ridge: the slope is b₀ until R varies, OLS once it has
-   varied much; b₀ the per-task cost measured on a quiet 2-core machine, 30 ms):
-       b = max(0, (Σ_t (R(t) − R̄)(o(t) − ō) + w·b₀) / (Σ_t (R(t) − R̄)² + w)),  a = max(0, ō − b·R̄)
-                                                                                             (O13)
-   Without it the first plans saw more replicas as free and, once B was out of reach, took
-   every pool to shave u. Snapshots without batch counts (the simulator's per-replica model)
-   leave the term out.
-4. End to end: a path's latency is the sum of its operators' (an upper bound for the p99), and
-   the pipeline's is its critical path's (Caladrius IV-B3), plus a fixed engine overhead h:
-       L(r) = h + max_{paths π} [Σ_{i ∈ π} L_i(r_i) + (η·|π| + κ)·D(r)]                       (O6)
-5. Choice. Each L_i is decreasing and convex in r (Erlang-C delay is convex in the servers), so
-   the fewest replicas with L(r) ≤ B are found greedily: start every operator at the smallest
-   stable count within its pool that keeps its own bound (if the objective names one), then
-   add one replica at a time on the critical path where it cuts the most latency,
-       i* = argmax_{i ∈ π*, r_i < max_i} L_i(r_i) − L_i(r_i + 1),                            (O7)
-   until L(r) ≤ B, the path is at its pools' limits, or no replica on it lowers L. For one
-   path this is the optimum of a separable convex allocation; on a DAG it is the greedy on the
-   current critical path (the property test checks it against brute force). With the batch
-   term the allocation is not separable (u is a maximum over operators, D a minimum of two
-   lines), so it is solved as several separable ones: D(r) ≤ D_v(R) = (a + b·R) / (1 − v)
-   whenever every u_j ≤ v, and D(r) ≤ D_c(R) = a + b·R + c always, so the feasible counts are
-   the union over v (each u_j(r) value below 1 within the pools, with r_j ≥ ⌈λ̂_j / (v·ρ_j)⌉)
-   and the capped case of those keeping the bound with D_v or D_c, each linear in R: a replica
-   on the critical path costs (η·|π*| + κ)·b/(1 − v) (or ·b) there, so O7's gain becomes
-       ΔL_i − (η·|π*| + κ)·∂D_v/∂R,                                                          (O14)
-   the greedy of each is exact on a path, and the choice is the fewest replicas among them.
-   When no count in the pools keeps B (a backlog too large to drain within B, or a rate beyond
-   the pools) the choice is the fastest recovery: the smallest stretch k ≥ 1 (bisected on a log
-   scale up to 64) for which some count keeps L ≤ k·B with the queues of O2 spread over k·B,
-   and its fewest replicas; beyond the pools at every k, the greedy run to its end (the least
-   latency it reaches: pools full on the path unless a replica's batch cost outweighs its gain):
-       k* = min{k ≥ 1 : min_r L_k(r) ≤ k·B}                                                   (O10)
-6. Scale out early, scale in late. Scale-ups use the lookahead A = td + a (the forecast rise
-   before the next decision has acted is provisioned now, O1). r_in solves step 5 with
-   P(A_in) over the longer horizon A_in and the bound (1 − m)·B (margin m). A scale-up goes
-   at once to max(r_up, r_in) (one change, not several); a count below the current one is
-   taken only as far as the objective also holds with the margin over A_in:
-   max(r_up, min(r(t), r_in)). Before the forecaster has `min_history` intervals nothing is
-   known of the horizon, so no count goes down.
-7. Calibration. The model assumes Poisson arrivals at the interval's mean rate; arrivals
-   burstier within an interval show as a measured latency above the model's. In an interval
-   whose replica counts did not change, the model is inverted on the measured latency ℓ(t)
-   (as Caladrius Eq. 13 inverts Eq. 12):
-       β(t) = min{β ∈ [1, β_max] : L(r(t); β·x̃(t), q̃(t)) ≥ ℓ(t)}                            (O8)
-   with x̃, q̃ the rates and queues the measured events met (below)
-   and the plan multiplies the source rates by the largest β of the last `burst_window` (5)
-   intervals. A measured latency within the resolution ε (`resolution_s`: the simulator's step)
-   of L(r(t); x(t)) is explained as it is (β = 1): otherwise a few ms of rounding would read as
-   the largest burst whenever nothing queues (β is the factor the model needs to add latency).
-   The events measured in t arrived up to ℓ(t) before it, as far back as n − 1 whole intervals,
-   n = ⌊ℓ(t) / td⌋ + 1, so x̃ is each source's highest rate over the last n intervals and q̃
-   each operator's largest queue at their starts, q(t − n) … q(t − 1) (n = 1 when ℓ < td: the
-   interval's own rates and q(t − 1), as before): after a load falls,
-   its backlog's latency reaches the sinks at the lower rate behind the smaller queue, and
-   read that way it looked like the largest burst (the demo's spikes, Spark and simulator).
-   The inversion is ill-conditioned below the bound: near saturation L grows steeply in β, so
-   any ℓ(t) above the model's, however far below B, gives about the β that saturates the
-   counts that ran (β·x̃ ≈ r·ρ), and the plan then provisions that for `burst_window`
-   intervals (nab-elb at 10 s: a p99 of 0.79 s on 16 replicas planned 37). A latency below a
-   fraction f of the bound (`burst_floor`, 0.3) shows that the counts kept the objective with
-   the bursts, with room to spare; it calibrates nothing:
-       β(t) = 1   when ℓ(t) − h < f·(B − h)                                                 (O16)
-   On a micro-batch engine (the snapshot counts batches) the latency the model leaves
-   unexplained is the batches', not the arrivals': a p99 passage meets the interval's longest
-   batches, not its mean D(t). There β stays 1 and the model is inverted instead for the
-   batches' spread φ, with the measured D(t) in O6 and the rates and queues of O8:
-       φ(t) = max(1, (ℓ(t) − h − Σ_{i ∈ π} L_i) / ((η·|π| + κ)·D(t)))   (at most β_max)        (O15)
-   and O12's D is multiplied by the largest φ of the last `spread_window` (10) intervals. Read as a
-   burst, that latency had sent β to its maximum from the first intervals on Spark, and the
-   plan filled every pool.
-
-No guard is needed for the scale-in (step 6 is the hysteresis); the guard layer still clamps to
-the pools. The per-interval verdict of a run against its objective is in `model.objective`.
-"""
+objective; its derivation, equations O1-O18 and measured results are in docs/policies.md."""
 
 from __future__ import annotations
 
@@ -177,13 +47,23 @@ class ObjectiveConfig(Settings):
     forecaster_params: dict[str, Any] = Field(
         default_factory=dict, description="the forecaster's own parameters (docs/modeling.md)"
     )
-    bound: Literal["auto", "upper", "point"] = Field(
+    bound: Literal["auto", "errors", "upper", "point"] = Field(
         "auto",
-        description="plan for the prediction interval's upper edge, the point forecast, or "
-        "`auto`: the point when the next decision acts within (1 − m)·bound, else the edge (O17)",
+        description="plan for the point forecast widened by its measured errors (O18), the "
+        "forecaster's prediction interval's upper edge, the point forecast, or `auto`: the point "
+        "when the next decision acts within (1 − m)·bound, else the measured errors (O17)",
     )
     level: float = Field(
-        0.98, gt=0, lt=1, description="coverage of the forecast's prediction interval (O1)"
+        0.98, gt=0, lt=1, description="coverage of the forecaster's prediction interval (O1)"
+    )
+    error_level: float = Field(
+        0.995,
+        gt=0,
+        lt=1,
+        description="share of the measured one-step forecast errors the plan covers (O18)",
+    )
+    error_window_s: float = Field(
+        3600.0, gt=0, description="seconds of one-step forecast errors kept (O18)"
     )
     history_s: float = Field(600.0, gt=0, description="seconds of source-rate history fitted")
     min_history: int = Field(4, ge=2, description="intervals before forecasting (before: x_p(t))")
@@ -202,12 +82,12 @@ class ObjectiveConfig(Settings):
     burst_window: int = Field(
         5, ge=1, description="intervals over which the largest burst factor β is kept (O8)"
     )
-    burst_floor: float = Field(
-        0.3,
+    burst_floor: float | None = Field(
+        None,
         ge=0,
         le=1,
         description="f: β is calibrated only on a measured latency of at least f·(B − h) "
-        "(O16; 0: on every interval)",
+        "(O16; 0: on every interval; None: 1 − m, a latency that ate the scale-in margin)",
     )
     spread_window: int = Field(
         10, ge=1, description="intervals over which the largest batch spread φ is kept (O15)"
@@ -277,6 +157,11 @@ class ObjectiveConfig(Settings):
         assert self.objective is not None  # the validator guarantees it
         return self.objective
 
+    @property
+    def floor(self) -> float:
+        """f of O16: `burst_floor`, or 1 − m when unset."""
+        return 1 - self.margin if self.burst_floor is None else self.burst_floor
+
 
 @dataclass(frozen=True, slots=True)
 class ObjectiveState:
@@ -287,6 +172,8 @@ class ObjectiveState:
     spreads: tuple[float, ...] = field(default=())  # φ of the last intervals (O15)
     replicas: tuple[tuple[str, int], ...] = field(default=())  # r_i during t − 1
     batches: tuple[tuple[int, float], ...] = field(default=())  # (R(t), o(t)) of O13
+    forecasts: tuple[tuple[str, float], ...] = field(default=())  # F_p(t | t − 1) of O18
+    errors: tuple[tuple[str, tuple[float, ...]], ...] = field(default=())  # e_p of O18
 
 
 @dataclass(frozen=True, slots=True)
@@ -542,24 +429,84 @@ def plan(
     return best, stations, high
 
 
-def forecast_bound(td: float, config: ObjectiveConfig) -> Literal["upper", "point"]:
+Bound = Literal["errors", "upper", "point"]
+
+
+def forecast_bound(td: float, config: ObjectiveConfig) -> Bound:
     """O17: the forecast O1 plans on. A rise the point forecast missed queues for at most
     T = td + a before the next decision sizes for it; when T ≤ (1 − m)·(B − h) that wait fits
-    in the objective with the margin, so the point forecast; otherwise the upper edge."""
+    in the objective with the margin, so the point forecast; otherwise the point widened by
+    its measured errors (O18)."""
     if config.bound != "auto":
         return config.bound
     room = (1 - config.margin) * (config.target.bound_s - config.overhead_s)
-    return "point" if td + config.actuation_s <= room else "upper"
+    return "point" if td + config.actuation_s <= room else "errors"
 
 
-def planned_rates(
-    history: Mapping[str, tuple[float, ...]], td: float, config: ObjectiveConfig, *leads: float
-) -> list[dict[str, float]]:
-    """P_p(A) of O1 for every lookahead A in `leads`, from one forecast per source, on the
-    point forecast or the upper edge as O17 says."""
+def error_scales(snapshot: Snapshot, flow: FlowState, config: ObjectiveConfig) -> dict[str, float]:
+    """c_p of O18: the rate of source p that keeps one replica of its slowest operator busy,
+    min_i ρ_i / s_{p→i}, with s_{p→i} the share of p's events that reach operator i."""
+    scales = {}
+    for name, _ in snapshot.sources:
+        reach = propagate(snapshot, flow, {name: 1.0})
+        rates = [
+            true_rate(flow, op, config.et_default_s) / share
+            for op, share in reach.items()
+            if share > 0
+        ]
+        scales[name] = min(rates, default=1.0 / config.et_default_s)
+    return scales
+
+
+def log_error(observed: float, predicted: float, scale: float) -> float:
+    """e_p(t) of O18: ln((x + c) / (F + c)), the forecast's error relative to the forecast
+    plus one replica's worth of the source's rate."""
+    return math.log((observed + scale) / (max(predicted, 0.0) + scale))
+
+
+def error_quantile(errors: Sequence[float], level: float) -> float:
+    """Q_p of O18: the k-th largest measured error, k = ⌊(1 − level)·n⌋ (0: the largest), at
+    least 0; 0 before any error is measured."""
+    if not errors:
+        return 0.0
+    k = math.floor((1 - level) * len(errors))
+    return max(0.0, sorted(errors, reverse=True)[k])
+
+
+def widened(point: float, quantile: float, scale: float) -> float:
+    """O18's planned rate: (F + c)·e^Q − c, the point forecast raised by the error quantile."""
+    return (max(point, 0.0) + scale) * math.exp(quantile) - scale
+
+
+def updated_errors(
+    state: ObjectiveState, snapshot: Snapshot, scales: Mapping[str, float], keep: int
+) -> dict[str, tuple[float, ...]]:
+    """Each source's last `keep` one-step errors e_p of O18, with this interval's: the rate
+    just observed against the point forecast made for it one interval before."""
+    errors = dict(state.errors)
+    predicted = dict(state.forecasts)
+    for name, x in source_rates(snapshot).items():
+        if name in predicted:
+            e = log_error(x, predicted[name], scales[name])
+            errors[name] = (*errors.get(name, ()), e)[-keep:]
+    return errors
+
+
+def forecast_rates(
+    history: Mapping[str, tuple[float, ...]],
+    td: float,
+    config: ObjectiveConfig,
+    leads: Sequence[float],
+    errors: Mapping[str, Sequence[float]] | None = None,
+    scales: Mapping[str, float] | None = None,
+) -> tuple[list[dict[str, float]], dict[str, float]]:
+    """P_p(A) of O1 for every lookahead A in `leads` from one forecast per source (on the
+    point, the upper edge or the point widened by its measured errors, as O17 says), and each
+    source's point forecast for the next interval (O18 measures its error there)."""
     bound = forecast_bound(td, config)
     steps = [max(1, math.ceil(a / td - 1e-9)) for a in leads]
     out: list[dict[str, float]] = [{} for _ in leads]
+    next_point: dict[str, float] = {}
     for name, values in history.items():
         observed = values[-1]
         if len(values) < config.min_history:
@@ -569,10 +516,22 @@ def planned_rates(
         series = Series(list(values), step_s=td)
         params = {"level": config.level, **config.forecaster_params}
         predicted = forecast(series, config.forecaster, max(steps), params)
-        values = predicted.upper if bound == "upper" else predicted.point
+        next_point[name] = float(predicted.point[0])
+        planned = [float(v) for v in (predicted.upper if bound == "upper" else predicted.point)]
+        if bound == "errors":
+            scale = (scales or {}).get(name, 1.0 / config.et_default_s)
+            quantile = error_quantile((errors or {}).get(name, ()), config.error_level)
+            planned = [widened(v, quantile, scale) for v in planned]
         for plan, k in zip(out, steps, strict=True):
-            plan[name] = max(observed, float(max(values[:k])))
-    return out
+            plan[name] = max(observed, max(planned[:k]))
+    return out, next_point
+
+
+def planned_rates(
+    history: Mapping[str, tuple[float, ...]], td: float, config: ObjectiveConfig, *leads: float
+) -> list[dict[str, float]]:
+    """P_p(A) of O1 for every lookahead A in `leads` (`forecast_rates` without errors)."""
+    return forecast_rates(history, td, config, leads)[0]
 
 
 def stations_for(
@@ -730,7 +689,7 @@ def burst_factor(
         return critical_path(stations, ran, config.target.statistic)[0]
 
     low, high = 1.0, config.burst_max
-    if seen.target_s < config.burst_floor * (config.target.bound_s - config.overhead_s):
+    if seen.target_s < config.floor * (config.target.bound_s - config.overhead_s):
         return low  # O16: a latency this far below the bound calibrates nothing
     if model(low) + config.resolution_s >= seen.target_s:
         return low
@@ -793,7 +752,11 @@ def decide(
         batch = replace(batch, spread=max(spreads, default=1.0))
     td = snapshot.td / max(1, snapshot.intervals)
     lead_in = config.scale_in_horizon_s or 3 * td
-    up_rates, in_rates = planned_rates(history, td, config, td + config.actuation_s, lead_in)
+    scales = error_scales(snapshot, flow, config)
+    keep = max(1, math.ceil(config.error_window_s / td))
+    errors = updated_errors(state, snapshot, scales, keep)  # O18
+    leads = (td + config.actuation_s, lead_in)
+    (up_rates, in_rates), next_point = forecast_rates(history, td, config, leads, errors, scales)
     bound = objective.bound_s - config.overhead_s
     r_up, up_stations, stretch = plan(snapshot, flow, up_rates, config, bound, beta, batch)
     current = snapshot.replicas()
@@ -815,7 +778,15 @@ def decide(
         reasons[name] += "" if stretch == 1.0 else f" recovery k={stretch:.2f}"
     queues = (*state.queues, tuple((o.name, o.queue) for o in snapshot.operators))[-QUEUES_KEPT:]
     new_state = ObjectiveState(
-        flow, tuple(history.items()), queues, bursts, spreads, tuple(current.items()), points
+        flow,
+        tuple(history.items()),
+        queues,
+        bursts,
+        spreads,
+        tuple(current.items()),
+        points,
+        tuple(next_point.items()),
+        tuple(errors.items()),
     )
     return Decision.of(targets, reasons), new_state
 
