@@ -184,7 +184,7 @@ class SparkEngine:
         self.failing: dict[str, Failing] = {}  # operators whose query failed and has not recovered
         self.leases: ExecutorHosts | None = None  # executors leased as hosts (spark.leasing)
         self.ingest: Ingest | None = None  # external sources' reading (started by start())
-        self.egress: Egress | None = None  # delivering sinks' queries (started by start())
+        self.egress: Egress | None = None  # delivering sinks' writers (started by start())
         self.t0 = time.time()  # the run's clock starts when the feeder does (start())
 
     # -- Engine protocol ---------------------------------------------------------------------
@@ -232,21 +232,26 @@ class SparkEngine:
         self.feeder.start()
 
     def _start_io(self) -> None:
-        """The delivering sinks' queries, then the external sources (runtime/spark/egress.py,
+        """The delivering sinks' writers, then the external sources (runtime/spark/egress.py,
         ingest.py)."""
         bound = min(
             self.config.queue_capacity or self.config.ingest_bound, self.config.ingest_bound
         )
-        self.egress = Egress(self.pipeline, self.queues, self.checkpoints)
+        spark = self.config.spark
+        self.egress = Egress(
+            self.pipeline, self.queues, spark.max_restarts, spark.restart_backoff_s
+        )
         self.egress.start(self.spark, self.resume)
         self.ingest = Ingest(self.pipeline, self.queues, bound, self.checkpoints, self.out)
         self.ingest.start(self.spark, self.store)
 
     def _stop_io(self, part: str) -> None:
-        """Stop the external sources' reading (`part` ingest) or the sinks' delivery (egress)."""
-        io = getattr(self, part, None)
-        if io is not None:
-            io.stop(lambda query: stop_query(self.spark, query))
+        """Stop the external sources' reading (`part` ingest) or the sinks' delivery (egress:
+        once what is queued for them is written)."""
+        if part == "ingest" and self.ingest is not None:
+            self.ingest.stop(lambda query: stop_query(self.spark, query))
+        if part == "egress" and self.egress is not None:
+            self.egress.stop()
 
     def collect(self) -> Snapshot:
         deadline = self.t_prev + self.config.interval_s
@@ -574,12 +579,13 @@ class SparkEngine:
             else:
                 self._note_recovery(name, query)
             self.run_ids[name].add(str(self.queries[name].runId))
-        for part, kind in (("ingest", "source"), ("egress", "sink")):
-            io = getattr(self, part, None)
-            if io is not None:  # a failed query heals; a redis source's reader cannot
-                self._heal_io(io, kind)
-        if getattr(self, "ingest", None) is not None:
+        if self.ingest is not None:  # a failed query heals; a redis source's reader cannot
+            self._heal_io(self.ingest, "source")
             self.ingest.check()
+        if self.egress is not None:  # a sink's writer retries a failed write itself
+            self.egress.check()
+            for name, n in self.egress.restarts().items():
+                self.restarts[f"sink-{name}"] = n
         self._check_feeder()
 
     def _check_feeder(self) -> None:
@@ -593,7 +599,7 @@ class SparkEngine:
         restart = partial(self._start_query, name, new_run=False)
         self._restart(name, self._query_label(name), self.queries[name], error, restart)
 
-    def _heal_io(self, io: Ingest | Egress, kind: str) -> None:
+    def _heal_io(self, io: Ingest, kind: str) -> None:
         """Restart the failed query of an external source or a delivering sink (`kind`) as an
         operator's: from its checkpoint, the same backoff, limit and count (key `kind-NAME`)."""
         for name, error in io.failed():
