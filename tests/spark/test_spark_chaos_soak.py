@@ -162,7 +162,7 @@ def test_expiry_forgets_every_redis_sink_entry_it_counts(tmp_path):
         before = store.audit()
         assert before.to_sink == before.sink_events == n
         assert len(store.expire(split).sink_latencies_ms) == old
-        assert len(store.sink_ids("out")) == n - old  # every entry counted as expired is gone
+        assert len(store.sink_roots("out")) == n - old  # every entry counted as expired is gone
         assert store.expire(split).sink_latencies_ms == []  # nothing counted twice
         after = store.audit()
         assert (after.to_sink, after.sink_events, after.events_in) == (n, n, n)

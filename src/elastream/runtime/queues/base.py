@@ -414,6 +414,11 @@ class SegmentedQueues:
         offsets = np.arange(stored.first, stored.first + len(stored.batch), dtype=np.int64)
         return Stored(stored.first, stored.batch.with_positions(offsets), stored.enq)
 
+    def sink_roots(self, q: str) -> list[int]:
+        """The roots of the events sink queue `q` still holds, in order (each source event's
+        descendants at a sink of a pipeline without fan-out: once each)."""
+        return [r for stored in self.sink_batches(q) for r in stored.batch.roots.tolist()]
+
     def sink_events(self, q: str) -> list[Event]:
         """The events sink queue `q` still holds, in order (ids: their sink offsets)."""
         return [e for stored in self.sink_batches(q) for e in stored.batch.events()]
@@ -504,6 +509,10 @@ class SegmentedQueues:
     def planned_end(self, op: str, start: int) -> int | None:
         recorded = self._plan(op, start)
         return None if recorded is None else recorded.end
+
+    def read_events(self, q: str, start: int, end: int) -> list[Event]:
+        """The events at offsets [start, end) as Python events (ids: their offsets)."""
+        return [e for stored in self.read(q, start, end) for e in stored.batch.events()]
 
     def read_share(self, plan: BatchPlan, replica: int) -> EventBatch:
         """Replica `replica`'s events of a planned batch, in offset order, with their positions
@@ -665,6 +674,10 @@ class AuditTrail(Protocol):
 
     def sink_events(self, q: str) -> list[Event]:
         """The events sink queue `q` still holds (retention expires the older ones), in order."""
+        ...
+
+    def sink_roots(self, q: str) -> list[int]:
+        """The roots of the events sink queue `q` still holds, in order."""
         ...
 
     def sink_span(self) -> SinkSpan: ...

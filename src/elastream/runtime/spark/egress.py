@@ -171,16 +171,25 @@ class SinkWriter:
     restarts: int = 0  # failed writes retried, over the run
 
     def start(self) -> None:
-        self.store: TaskStore = open_store(self.queues)
+        """Start the thread; return once it has recovered what was delivered before."""
+        self._ready = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"elastream-sink-{self.spec.name}", daemon=True
+        )
+        self._thread.start()
+        self._ready.wait()
+        if self.error is not None:
+            raise SinkError(f"sink {self.spec.name!r}: {self.error}") from self.error
+
+    def open(self) -> None:
+        """This thread's store and deliverer, and the offset delivered so far (a SQLite
+        connection serves only the thread that opened it)."""
+        self.store = open_store(self.queues)
         self.deliver = self._deliverer()
         self.delivered = self.deliver.recover(
             int(self.store.meta(delivered_key(self.spec.name), 0))
         )
         self.store.set_meta(delivered_key(self.spec.name), self.delivered)
-        self._thread = threading.Thread(
-            target=self._run, name=f"elastream-sink-{self.spec.name}", daemon=True
-        )
-        self._thread.start()
 
     def _deliverer(self) -> Deliverer:
         if self.spec.kind is SinkKind.FILES:
@@ -190,9 +199,11 @@ class SinkWriter:
         return ForeachDeliverer(self.spec, self.store, self.spark)
 
     def _run(self) -> None:
-        store = open_store(self.queues)  # this thread's own connection
         failed = 0  # writes failed in a row
         try:
+            self.open()
+            self._ready.set()
+            store = self.store
             while True:
                 latest = store.latest(self.spec.name)
                 if latest <= self.delivered:
@@ -208,7 +219,9 @@ class SinkWriter:
         except BaseException as exc:  # surfaced by the engine at the next collect()
             self.error = exc
         finally:
-            store.close()
+            self._ready.set()
+            if hasattr(self, "store"):
+                self.store.close()
 
     def _failed(self, exc: BaseException, in_a_row: int) -> int:
         """A failed write is tried again after a backoff that doubles with each failure in a
