@@ -16,9 +16,9 @@ import pyarrow as pa
 import redis
 from support.redis_server import local_redis
 
+from elastream.model.batch import EventBatch
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.queues import open_store
-from elastream.model.batch import EventBatch
 from elastream.runtime.spark.egress import RedisDeliverer, sink_table
 from elastream.runtime.spark.ingest import Admission, RedisReader, SourceError, check_redis
 
