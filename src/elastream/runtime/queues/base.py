@@ -355,6 +355,24 @@ def check_format(store: ControlTable, address: str, fresh: bool) -> None:
 MAX_REPLICAS = 255  # a plan stores each event's replica in one byte
 
 
+class LazyKeys(Sequence[str]):
+    """The keys of a batch, read from the store only if a grouping looks at them (a division
+    by load or in turn needs only their number)."""
+
+    def __init__(self, load: Callable[[], list[str]], n: int) -> None:
+        self._load = load
+        self._n = n
+        self._keys: list[str] | None = None
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._keys is None:
+            self._keys = self._load()
+        return self._keys[index]
+
+
 class SegmentedQueues:
     """Reading and planning, the same for every backend that keeps a queue as Arrow segments
     covering offset ranges and records one plan per (operator, batch start). A backend supplies
@@ -477,7 +495,8 @@ class SegmentedQueues:
         """Divide [start, end) and record it; the plan recorded first wins a race."""
         if not 1 <= replicas <= MAX_REPLICAS:
             raise QueueError(f"operator {op!r}: {replicas} replicas, expected 1..{MAX_REPLICAS}")
-        owners = divide(self.keys(op, start, end)) if replicas > 1 else [0] * (end - start)
+        keys = LazyKeys(lambda: self.keys(op, start, end), end - start)
+        owners = divide(keys) if replicas > 1 else [0] * (end - start)
         try:
             packed = bytes(owners)  # each owner in 0..255, else ValueError
         except (ValueError, TypeError):
