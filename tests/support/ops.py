@@ -38,3 +38,8 @@ def fail_on_three_columns(batch: pa.Table) -> pa.Table:
 
 def rows_out_of_range(batch: pa.Table) -> TableEmit:
     return emit(pa.table({"v": [None]}), parents=[batch.num_rows])
+
+
+def split_words(events: list[Event]):
+    """One output per word of the line (a line of no words is filtered)."""
+    return [e.emit({"w": w}) for e in events for w in e.payload["line"].split()]

@@ -7,8 +7,9 @@ which event), and each replica commits its share — outputs to the successor qu
 nothing, and a replayed batch reuses its recorded plan. A stateful operator's share also commits
 its keyed-state writes in that step (`StateStore`, docs/state.md).
 
-A segment — the events one append brought — is stored as two Arrow IPC streams: the key column
-(what a plan divides), and the rest (roots, timestamps, the payload columns): `encode_batch`.
+A segment — the events one append brought — is stored as two Arrow IPC streams: its index (the
+key column, what a plan divides, and the root column, what the lineage count reads), and the
+rest (timestamps, the payload columns): `encode_batch`.
 
 The interface is split by role: `DataPath` (queues, plans, share commits, release),
 `ControlTable` (the driver's control rows and the run's key/value records), `Metrics` (the
@@ -26,7 +27,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 import pyarrow as pa
 
-from elastream.model.batch import KEY, META, META_FIELDS, EventBatch, pack
+from elastream.model.batch import KEY, META_FIELDS, ROOT, EventBatch, pack
 from elastream.model.events import Event, Outcome, OutcomeKind
 from elastream.model.state import StateWrite
 
@@ -172,6 +173,19 @@ class Expiry(NamedTuple):
     sink_latencies_ms: list[float]
 
 
+class Lineage(NamedTuple):
+    """Source events offered so far, those with a descendant still queued, and those whose
+    lineage lost an event (dropped or failed); the rest have completed."""
+
+    events_in: int
+    pending: int
+    lost: int
+
+    @property
+    def completed(self) -> int:
+        return self.events_in - self.pending - self.lost
+
+
 class Segment(NamedTuple):
     """One appended batch as a backend stores it: its first offset, its arrival time, and its
     events as two Arrow IPC blobs (`encode_batch`: the keys, then the rest)."""
@@ -297,25 +311,35 @@ def _read_ipc(blob: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
 
 
+INDEX = (KEY, ROOT)  # a segment's first blob: what plans and the lineage count read
+
+
 def encode_batch(batch: EventBatch) -> tuple[bytes, bytes]:
-    """A batch as two Arrow IPC streams: its key column (read at plan time), then the rest."""
+    """A batch as two Arrow IPC streams: its index (keys, roots), then the rest."""
     table = batch.table
-    return _ipc(table.select([KEY])), _ipc(table.drop_columns([KEY]))
+    return _ipc(table.select(list(INDEX))), _ipc(table.drop_columns(list(INDEX)))
 
 
 def decode_keys(blob: bytes) -> pa.ChunkedArray:
-    """The key column of a stored segment."""
+    """The key column of a stored segment (from its index blob)."""
     return _read_ipc(blob).column(0)
+
+
+def decode_roots(blob: bytes) -> np.ndarray:
+    """The root column of a stored segment (from its index blob)."""
+    return _read_ipc(blob).column(1).to_numpy()
 
 
 def decode_batch(keys_blob: bytes, body_blob: bytes) -> EventBatch:
     """The inverse of `encode_batch` (the columns back in their order)."""
     body = _read_ipc(body_blob)
-    keys = decode_keys(keys_blob)
-    if len(keys) != body.num_rows:
+    index = _read_ipc(keys_blob)
+    if index.num_rows != body.num_rows:
         raise QueueError(f"a stored segment's columns differ in length ({body.num_rows} rows)")
-    index = META.index(KEY)
-    return EventBatch(body.add_column(index, META_FIELDS[index], keys))
+    for at, field_ in enumerate(META_FIELDS):  # in their order: root, key (ts is in the body)
+        if field_.name in INDEX:
+            body = body.add_column(at, field_, index.column(field_.name))
+    return EventBatch(body)
 
 
 def pack_roots(roots: np.ndarray | Sequence[int]) -> bytes:
@@ -332,7 +356,7 @@ def failure_record(event_id: int, root: int, message: str, payload: Any) -> Fail
     return FailedEvent(event_id, root, message, pack(payload))
 
 
-STORE_FORMAT = "arrow-1"  # how segments, roots and failures are stored (this module)
+STORE_FORMAT = "arrow-2"  # how segments, roots and failures are stored (this module)
 FORMAT_KEY = "store_format"
 
 
@@ -390,6 +414,51 @@ class SegmentedQueues:
         raise NotImplementedError
 
     def _sink_queues(self) -> list[str]:
+        raise NotImplementedError
+
+    def _plans(self, op: str) -> list[BatchPlan]:
+        """Every recorded plan of `op` not yet released."""
+        raise NotImplementedError
+
+    def pending_roots(self, q: str) -> np.ndarray:
+        """The roots of the events of operator queue `q` that its consumer has not committed:
+        the events of no recorded plan, and those of a plan's share not yet done."""
+        parts = []
+        plans = sorted(self._plans(q), key=lambda plan: plan.start)
+        done = {
+            (plan.start, j): self.share_done(q, plan.batch, j)
+            for plan in plans
+            for j in set(plan.owners)
+        }
+        for first, _, index, _ in self._segments(q, 0, 2**62):
+            roots = decode_roots(index)
+            waiting = np.ones(len(roots), bool)
+            for plan in plans:
+                lo, hi = max(plan.start, first), min(plan.end, first + len(roots))
+                if lo >= hi:
+                    continue
+                owners = np.frombuffer(plan.owners, np.uint8)[lo - plan.start : hi - plan.start]
+                gone = [j for j in set(owners.tolist()) if done[plan.start, j]]
+                waiting[lo - first : hi - first] = ~np.isin(owners, gone)
+            parts.append(roots[waiting])
+        return np.concatenate([np.empty(0, np.int64), *parts])
+
+    def lineage(self, operators: Sequence[str]) -> Lineage:
+        """Source events by where their lineage is (docs/outputs.md, "Completed"): still
+        somewhere in the operators' queues, lost (an output or the event itself dropped or
+        failed), or completed. `operators` in topological order: an event moving downstream
+        while the queues are read is seen at least once."""
+        pending = np.unique(np.concatenate([self.pending_roots(op) for op in operators] or [[]]))
+        lost_kept, lost_expired = self._lost_roots()
+        lost = np.setdiff1d(lost_kept, pending).size + lost_expired
+        return Lineage(self._events_in(), len(pending), lost)
+
+    def _lost_roots(self) -> tuple[np.ndarray, int]:
+        """The distinct roots of the dropped (timeout, overflow) and failed events kept, and the
+        count of those already expired."""
+        raise NotImplementedError
+
+    def _events_in(self) -> int:
         raise NotImplementedError
 
     def _sink_segments(self, before: float = math.inf) -> Iterator[tuple[str, Stored]]:
@@ -670,8 +739,8 @@ class Metrics(Protocol):
         """Per (operator, micro-batch): slowest busy seconds, events, largest share, shares."""
         ...
 
-    def completed(self, t0: float, t1: float) -> int:
-        """Events whose processing finished in [t0, t1): reached a sink, or filtered."""
+    def lineage(self, operators: Sequence[str]) -> Lineage:
+        """Source events offered, still queued, lost and completed (`Lineage`)."""
         ...
 
     def sink_latency(self, t0: float, t1: float | None = None) -> SinkLatency: ...

@@ -469,6 +469,13 @@ class RedisQueueStore(SegmentedQueues):
             tx.zadd(self._k("planend", plan.op), {str(plan.start): plan.end}, nx=True)
             tx.execute()
 
+    def _plans(self, op: str) -> list[BatchPlan]:
+        plans = []
+        for start, value in self.r.hgetall(self._k("plan", op)).items():
+            end, replicas, owners = msgpack.unpackb(value, raw=False)
+            plans.append(BatchPlan(op, int(start), end, replicas, bytes(owners)))
+        return plans
+
     def _plan(self, op: str, start: int) -> BatchPlan | None:
         value = self.r.hget(self._k("plan", op), str(start))
         if value is None:
@@ -607,16 +614,6 @@ class RedisQueueStore(SegmentedQueues):
                 )
         return list(work.values())
 
-    def completed(self, t0: float, t1: float) -> int:
-        total = 0
-        filtered = 3 + SHARE_KINDS.index(OutcomeKind.FILTERED)  # its column in a share record
-        for q, sink in self._queues():
-            if sink:
-                total += sum(acc for acc, _, _, _ in self._appends(q, t0, t1))
-            else:
-                total += sum(int(rec[filtered]) for rec in self._shares(q, t0, t1))
-        return total
-
     def sink_latency(self, t0: float, t1: float | None = None) -> SinkLatency:
         t1 = float("inf") if t1 is None else t1
         n, total = 0, 0.0
@@ -632,26 +629,39 @@ class RedisQueueStore(SegmentedQueues):
 
     def audit(self) -> Audit:
         """Account for every source event by its fate (see `Audit`), as the SQLite store does."""
-        queues = self._queues()
-        failed: list[int] = []
-        for q, sink in queues:
-            if not sink:
-                for value in self.r.hvals(self._k("err", q)):
-                    failed.append(msgpack.unpackb(value, raw=False)[0])
         fates = {
             "filtered": self._roots(OutcomeKind.FILTERED.value),
             "timeout": self._roots(OutcomeKind.TIMEOUT.value),
             "overflow": self._roots("overflow"),
-            "failed": np.asarray(failed, np.int64),
+            "failed": self._failed_roots(),
         }
+        pending = sum(self.pending(q) for q, sink in self._queues() if not sink)
+        return build_audit(self._events_in(), pending, self._sink_roots(), fates, self._expired())
+
+    def _events_in(self) -> int:
+        """Source events offered (a tick producer, `~…`, is not input)."""
         offered: dict[str, int] = defaultdict(int)
-        for q, _ in queues:
+        for q, _ in self._queues():
             for producer, n in self.r.hgetall(self._k("prod", q)).items():
-                if not producer.startswith(b"~"):  # a tick producer (watermark), not input
+                if not producer.startswith(b"~"):
                     offered[producer.decode()] = max(offered[producer.decode()], int(n))
-        pending = sum(self.pending(q) for q, sink in queues if not sink)
-        sink_roots = self._sink_roots()
-        return build_audit(sum(offered.values()), pending, sink_roots, fates, self._expired())
+        return sum(offered.values())
+
+    def _failed_roots(self) -> np.ndarray:
+        failed = [
+            msgpack.unpackb(value, raw=False)[0]
+            for q, sink in self._queues()
+            if not sink
+            for value in self.r.hvals(self._k("err", q))
+        ]
+        return np.asarray(failed, np.int64)
+
+    def _lost_roots(self) -> tuple[np.ndarray, int]:
+        kept = np.concatenate(
+            [self._roots("timeout"), self._roots("overflow"), self._failed_roots()]
+        )
+        expired = self._expired()
+        return np.unique(kept), expired.timeout + expired.overflow
 
     def _roots(self, fate: str) -> np.ndarray:
         members = self.r.zrange(self._k("roots", fate), 0, -1)

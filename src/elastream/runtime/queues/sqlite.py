@@ -243,6 +243,12 @@ class SqliteQueueStore(SegmentedQueues):
             (plan.op, plan.start, plan.end, plan.replicas, plan.owners, time.time()),
         )
 
+    def _plans(self, op: str) -> list[BatchPlan]:
+        rows = self.conn.execute(
+            "SELECT start, end_off, replicas, owners FROM plans WHERE op = ?", (op,)
+        )
+        return [BatchPlan(op, start, end, r, bytes(owners)) for start, end, r, owners in rows]
+
     def _plan(self, op: str, start: int) -> BatchPlan | None:
         row = self.conn.execute(
             "SELECT end_off, replicas, owners FROM plans WHERE op = ? AND start = ?", (op, start)
@@ -412,18 +418,6 @@ class SqliteQueueStore(SegmentedQueues):
         )
         return [BatchWork(*row) for row in rows]
 
-    def completed(self, t0: float, t1: float) -> int:
-        """Events whose processing finished in [t0, t1): reached a sink, or filtered."""
-        sunk = self.conn.execute(
-            "SELECT SUM(a.accepted) FROM appends a JOIN queues q ON a.q = q.q "
-            "WHERE q.sink = 1 AND a.at >= ? AND a.at < ?",
-            (t0, t1),
-        ).fetchone()[0]
-        filtered = self.conn.execute(
-            "SELECT SUM(filtered) FROM shares WHERE at >= ? AND at < ?", (t0, t1)
-        ).fetchone()[0]
-        return int(sunk or 0) + int(filtered or 0)
-
     def sink_latency(self, t0: float, t1: float | None = None) -> SinkLatency:
         """Events that reached any sink in [t0, t1), and their mean end-to-end latency in ms."""
         t1 = float("inf") if t1 is None else t1
@@ -445,21 +439,39 @@ class SqliteQueueStore(SegmentedQueues):
             "filtered": self._share_roots("filtered_roots"),
             "timeout": self._share_roots("timeout_roots"),
             "overflow": self._blob_roots("SELECT refused_roots FROM appends"),
-            "failed": np.asarray(
-                [r for (r,) in self.conn.execute("SELECT DISTINCT root FROM errors")], np.int64
-            ),
+            "failed": self._failed_roots(),
         }
-        events_in = self.conn.execute(
-            "SELECT SUM(n) FROM (SELECT MAX(offered) AS n FROM producers "
-            "WHERE producer NOT LIKE '~%' GROUP BY producer)"
-        ).fetchone()[0]
         pending = self.conn.execute(
             "SELECT SUM(next_off - done) FROM queues WHERE sink = 0"
         ).fetchone()[0]
-        sink_roots = self._sink_roots()
         return build_audit(
-            int(events_in or 0), int(pending or 0), sink_roots, fates, self._expired()
+            self._events_in(), int(pending or 0), self._sink_roots(), fates, self._expired()
         )
+
+    def _events_in(self) -> int:
+        """Source events offered (a tick producer, `~…`, is not input)."""
+        n = self.conn.execute(
+            "SELECT SUM(n) FROM (SELECT MAX(offered) AS n FROM producers "
+            "WHERE producer NOT LIKE '~%' GROUP BY producer)"
+        ).fetchone()[0]
+        return int(n or 0)
+
+    def _failed_roots(self) -> np.ndarray:
+        rows = self.conn.execute("SELECT DISTINCT root FROM errors")
+        return np.asarray([r for (r,) in rows], np.int64)
+
+    def _lost_roots(self) -> tuple[np.ndarray, int]:
+        kept = np.unique(
+            np.concatenate(
+                [
+                    self._share_roots("timeout_roots"),
+                    self._blob_roots("SELECT refused_roots FROM appends"),
+                    self._failed_roots(),
+                ]
+            )
+        )
+        expired = self._expired()
+        return kept, expired.timeout + expired.overflow
 
     def _share_roots(self, column: str) -> np.ndarray:
         return self._blob_roots(f"SELECT {column} FROM shares")

@@ -186,6 +186,7 @@ class SparkEngine:
         self.ingest: Ingest | None = None  # external sources' reading (started by start())
         self.egress: Egress | None = None  # delivering sinks' writers (started by start())
         self.t0 = time.time()  # the run's clock starts when the feeder does (start())
+        self.completed_before = 0  # source events completed by the previous interval's end
 
     # -- Engine protocol ---------------------------------------------------------------------
     def start(self) -> None:
@@ -275,7 +276,7 @@ class SparkEngine:
             query_restarts=new_restarts,
             sources=sources,
             operators=ops,
-            completed=self.store.completed(t0, t1),
+            completed=self._completed_since(),
             sink_events=n_sink,
             latency_ms_mean=latency,
             latency_ms_p99=float(np.percentile(recent, 99)) if recent else None,
@@ -284,6 +285,13 @@ class SparkEngine:
             ),
             **self._host_clocks(t1 - self.t0),
         )
+
+    def _completed_since(self) -> int:
+        """Source events whose whole lineage completed since the last collect (outputs of any
+        generation and filtered events do not count on their own: docs/outputs.md)."""
+        now = self.store.lineage(self.pipeline.topological_order).completed
+        completed, self.completed_before = now - self.completed_before, now
+        return completed
 
     def _measure(
         self, t0: float, t1: float
@@ -392,7 +400,7 @@ class SparkEngine:
         return RunTotals(
             events_in=audit.events_in,
             events_out=audit.sink_events,
-            completed=audit.to_sink + audit.filtered,
+            completed=self.store.lineage(self.pipeline.topological_order).completed,
             filtered=audit.filtered,
             dropped_timeout=audit.timeout,
             dropped_overflow=audit.overflow,
