@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import msgpack
@@ -69,10 +70,10 @@ def payload_table(payloads: Sequence[Any]) -> pa.Table:
     every row's fields; a field a row lacks is null there), other values in `VALUE`, and
     whatever Arrow cannot type (fields of mixed types, mixed rows and values) in `BLOB`."""
     n = len(payloads)
-    rows = sum(1 for p in payloads if isinstance(p, dict))
+    rows = sum(map(isinstance, payloads, repeat(dict)))
     try:
         if rows == n and n:
-            table = pa.Table.from_struct_array(pa.array(payloads))
+            table = _rows_table(payloads)
             check_names(table.column_names)
             return table
         if rows == 0:
@@ -80,6 +81,16 @@ def payload_table(payloads: Sequence[Any]) -> pa.Table:
     except _ARROW_ERRORS:
         pass
     return pa.table({BLOB: pa.array([pack(p) for p in payloads], pa.binary())})
+
+
+def _rows_table(rows: Sequence[dict]) -> pa.Table:
+    """Dicts as columns: Arrow's own conversion when every row has the first one's fields in
+    its order (the usual case), else one column per field of their union, in first-seen order."""
+    fields = rows[0].keys()
+    if all(map(fields.__eq__, map(dict.keys, rows))) and list(fields) == list(rows[-1]):
+        return pa.Table.from_pylist(rows)
+    names = list(dict.fromkeys(name for row in rows for name in row))
+    return pa.table({name: [row.get(name) for row in rows] for name in names})
 
 
 def check_names(names: Sequence[str]) -> None:
@@ -220,17 +231,16 @@ class EventBatch:
         data = self.data
         if not data.num_columns:
             return [{} for _ in range(len(self))]
-        return data.to_pylist()
+        columns = [column.to_pylist() for column in data.columns]
+        rows = zip(*columns, strict=True)
+        return list(map(dict, map(zip, repeat(data.column_names), rows)))
 
     def events(self) -> list[Any]:
         """The rows as `Event`s (for per-event operator functions)."""
         from elastream.model.events import Event
 
         ids = self.ids.tolist() if self.positions is not None else [0] * len(self)
-        restore = Event.restore
-        return list(
-            map(restore, ids, self.keys, self.ts.tolist(), self.payloads(), self.roots.tolist())
-        )
+        return Event.rows(ids, self.keys, self.ts.tolist(), self.payloads(), self.roots.tolist())
 
     # -- row selection ----------------------------------------------------------------------
     def take(self, rows: Sequence[int] | np.ndarray) -> EventBatch:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from typing import Any, NamedTuple
 
 
@@ -11,38 +13,39 @@ class EventError(ValueError):
     """A malformed event: the message names the event and the field."""
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One event: its id (its position in the queue that holds it: `model.batch.position`),
-    a grouping key, the source timestamp (seconds), a payload (a dict of fields, or any value
-    msgpack keeps) and the position of the source event it descends from (root)."""
-
+class _EventFields(NamedTuple):
     id: int
     key: str
     ts: float
     payload: Any
-    root: int = -1
+    root: int
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.id, int) or isinstance(self.id, bool) or self.id < 0:
-            raise EventError(f"event id must be a non-negative integer, got {self.id!r}")
-        if not isinstance(self.ts, int | float) or self.ts != self.ts:
-            raise EventError(f"event {self.id}: ts must be a number, got {self.ts!r}")
-        if self.root < 0:
-            object.__setattr__(self, "root", self.id)
+
+class Event(_EventFields):
+    """One event: its id (its position in the queue that holds it: `model.batch.position`),
+    a grouping key, the source timestamp (seconds), a payload (a dict of fields, or any value
+    msgpack keeps) and the position of the source event it descends from (root; by default its
+    own id). A tuple underneath: a batch makes one per row, so making it must cost little."""
+
+    __slots__ = ()
+
+    def __new__(cls, id: int, key: str, ts: float, payload: Any, root: int = -1) -> Event:
+        if not isinstance(id, int) or isinstance(id, bool) or id < 0:
+            raise EventError(f"event id must be a non-negative integer, got {id!r}")
+        if not isinstance(ts, int | float) or ts != ts:
+            raise EventError(f"event {id}: ts must be a number, got {ts!r}")
+        return tuple.__new__(cls, (id, key, ts, payload, id if root < 0 else root))
 
     @classmethod
     def restore(cls, id: int, key: str, ts: float, payload: Any, root: int) -> Event:
         """An event read back from a queue: its fields were checked when it was created, so
         they are set without checking again (the hot path of every replica)."""
-        event = object.__new__(cls)
-        set_field = object.__setattr__
-        set_field(event, "id", id)
-        set_field(event, "key", key)
-        set_field(event, "ts", ts)
-        set_field(event, "payload", payload)
-        set_field(event, "root", root)
-        return event
+        return tuple.__new__(cls, (id, key, ts, payload, root))
+
+    @classmethod
+    def rows(cls, *columns: Iterable[Any]) -> list[Event]:
+        """Events from their columns (id, key, ts, payload, root), unchecked (`restore`)."""
+        return list(map(partial(tuple.__new__, cls), zip(*columns, strict=True)))
 
     def emit(self, payload: Any, stream: str | None = None, key: str | None = None) -> Emit:
         """An output derived from this event, to `stream` (None: the operator's only output)."""
