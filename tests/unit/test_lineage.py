@@ -124,3 +124,17 @@ def test_an_event_that_fails_makes_its_lineage_lost_not_completed(tmp_path):
     feed(store, "pass", [{"i": i} for i in range(6)])
     run(store, "pass", 0, 6)
     assert store.lineage(["pass"]) == (6, 0, 1)  # i = 3 failed alone
+
+
+def test_a_released_batch_inside_a_segment_counts_as_done(tmp_path):
+    store, _ = store_for(
+        tmp_path,
+        [op("pass", "elastream.examples.synthetic:passthrough")],
+        [("src", "pass", None), ("pass", "out", None)],
+    )
+    feed(store, "pass", [{"i": i} for i in range(10)])  # one segment of ten events
+    run(store, "pass", 0, 4)
+    store.release("pass", 4)  # the plan goes; the segment stays (it holds events 4..9)
+    assert store.lineage(["pass"]) == (10, 6, 0)
+    run(store, "pass", 4, 7)
+    assert store.lineage(["pass"]) == (10, 3, 0)

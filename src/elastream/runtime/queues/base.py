@@ -422,24 +422,22 @@ class SegmentedQueues:
 
     def pending_roots(self, q: str) -> np.ndarray:
         """The roots of the events of operator queue `q` that its consumer has not committed:
-        the events of no recorded plan, and those of a plan's share not yet done."""
-        parts = []
+        those of a recorded plan's share not yet done, and those of no plan yet. The plans are
+        released in order from the bottom once all their shares are done, so every event below
+        the first plan still recorded (with none recorded: all but the last `pending(q)`) is
+        committed."""
         plans = sorted(self._plans(q), key=lambda plan: plan.start)
-        done = {
-            (plan.start, j): self.share_done(q, plan.batch, j)
-            for plan in plans
-            for j in set(plan.owners)
-        }
-        for first, _, index, _ in self._segments(q, 0, 2**62):
+        floor = plans[0].start if plans else self.latest(q) - self.pending(q)
+        parts = []
+        for first, _, index, _ in self._segments(q, floor, 2**62):
             roots = decode_roots(index)
-            waiting = np.ones(len(roots), bool)
+            waiting = np.arange(first, first + len(roots)) >= floor
             for plan in plans:
                 lo, hi = max(plan.start, first), min(plan.end, first + len(roots))
-                if lo >= hi:
-                    continue
-                owners = np.frombuffer(plan.owners, np.uint8)[lo - plan.start : hi - plan.start]
-                gone = [j for j in set(owners.tolist()) if done[plan.start, j]]
-                waiting[lo - first : hi - first] = ~np.isin(owners, gone)
+                if lo < hi:
+                    owners = np.frombuffer(plan.owners, np.uint8)[lo - plan.start : hi - plan.start]
+                    done = [j for j in set(owners.tolist()) if self.share_done(q, plan.batch, j)]
+                    waiting[lo - first : hi - first] = ~np.isin(owners, done)
             parts.append(roots[waiting])
         return np.concatenate([np.empty(0, np.int64), *parts])
 
