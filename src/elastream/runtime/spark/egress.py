@@ -39,7 +39,13 @@ POLL_S = 0.05  # how often an idle writer looks for new events, s
 REDIS_CHUNK = 5_000  # events per Lua call (one round trip)
 ID = f"{PREFIX}id"
 PART = re.compile(r"^part-(\d{12})-(\d{12})\.(parquet|json|csv)$")
-MARKER = "_elastream_sink.json"  # names the run whose parts a files sink folder holds
+MARKER = "_elastream_sink.json"
+METADATA_FIELDS = (
+    pa.field(ID, pa.int64()),
+    pa.field(ROOT, pa.int64()),
+    pa.field(KEY, pa.string()),
+    pa.field(TS, pa.float64()),
+)  # names the run whose parts a files sink folder holds
 log = logging.getLogger(__name__)
 
 # KEYS[1] the stream, KEYS[2] the delivered mark; ARGV[1] the first offset, ARGV[2] a msgpack
@@ -63,6 +69,10 @@ return added
 
 class SinkError(RuntimeError):
     """A sink that cannot deliver; the message names the sink and the cause."""
+
+
+class SinkColumnsError(SinkError):
+    """A batch that does not fit a sink's declared columns: trying again cannot help."""
 
 
 def delivered_key(sink: str) -> str:
@@ -114,7 +124,7 @@ class SchemaKeeper:
             return _cast(table, target, self.spec.name)
         try:
             return _cast(table, target, self.spec.name)
-        except SinkError:
+        except SinkColumnsError:
             widened = pa.unify_schemas([target, table.schema], promote_options="permissive")
             log.warning(
                 "sink %r: its columns change from %s to %s", self.spec.name, target, widened
@@ -142,7 +152,7 @@ def _cast(table: pa.Table, schema: pa.Schema, sink: str) -> pa.Table:
     """`table` with exactly `schema`'s columns: missing ones null, extra ones refused."""
     extra = [n for n in table.column_names if schema.get_field_index(n) < 0]
     if extra:
-        raise SinkError(f"sink {sink!r}: columns {extra} are not among its columns")
+        raise SinkColumnsError(f"sink {sink!r}: columns {extra} are not among its columns")
     columns = [
         table.column(f.name) if f.name in table.column_names else pa.nulls(len(table), f.type)
         for f in schema
@@ -152,7 +162,7 @@ def _cast(table: pa.Table, schema: pa.Schema, sink: str) -> pa.Table:
             [c.cast(f.type) for c, f in zip(columns, schema, strict=True)], schema=schema
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-        raise SinkError(f"sink {sink!r}: a batch does not fit its columns ({exc})") from None
+        raise SinkColumnsError(f"sink {sink!r}: a batch does not fit its columns ({exc})") from None
 
 
 @dataclass
@@ -214,6 +224,8 @@ class SinkWriter:
                 try:
                     self.write(store, self.delivered, min(latest, self.delivered + MAX_ROWS))
                     failed = 0
+                except SinkColumnsError:
+                    raise
                 except (OSError, SinkError) as exc:
                     failed = self._failed(exc, failed)
         except BaseException as exc:  # surfaced by the engine at the next collect()
@@ -282,7 +294,11 @@ class FilesDeliverer(Deliverer):
         self.folder = Path(spec.path or "").resolve()
         self.folder.mkdir(parents=True, exist_ok=True)
         self.run = str(Path(queues).resolve()) if "://" not in queues else queues
-        declared = _declared_schema(spec, spark) if spec.schema_ else None
+        declared = None
+        if spec.schema_:
+            declared = _declared_schema(spec, spark)
+            if spec.metadata:  # elastream's columns after the declared ones
+                declared = pa.schema([*declared, *METADATA_FIELDS])
         self.schema = SchemaKeeper(spec, store, declared)
         marker = self.folder / MARKER
         if not resume or not marker.exists():

@@ -593,7 +593,8 @@ class SparkEngine:
         if self.egress is not None:  # a sink's writer retries a failed write itself
             self.egress.check()
             for name, n in self.egress.restarts().items():
-                self.restarts[f"sink-{name}"] = n
+                if n:
+                    self.restarts[f"sink-{name}"] = n
         self._check_feeder()
 
     def _check_feeder(self) -> None:
