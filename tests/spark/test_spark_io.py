@@ -28,6 +28,8 @@ from elastream.workloads import Trace
 pytestmark = pytest.mark.spark
 PASS = "elastream.examples.synthetic:passthrough"
 FILES, ROWS = 6, 400
+METADATA = ["_elastream_id", "_elastream_root", "_elastream_key", "_elastream_ts"]
+FIELDS = "a STRING, b INT, id INT, key STRING, ts STRING"
 BATCHES = Path(os.environ.get("ELASTREAM_TEST_BATCHES", "/tmp/elastream-foreach-batches"))
 
 
@@ -52,7 +54,8 @@ def write_inputs(folder: Path, bad: bool = True) -> list[tuple[str, int]]:
     for f in range(FILES):
         lines = []
         for i in range(ROWS):
-            lines.append(json.dumps({"a": f"f{f}-{i}", "b": i}))
+            # fields named like elastream's own metadata stay the user's columns
+            lines.append(json.dumps({"a": f"f{f}-{i}", "b": i, "id": 7, "key": "mine", "ts": "x"}))
             good.append((f"f{f}-{i}", i))
         if bad and f == FILES - 1:
             lines[3] = "{not json"
@@ -65,12 +68,10 @@ def write_inputs(folder: Path, bad: bool = True) -> list[tuple[str, int]]:
 def files_pipeline(tmp: Path, extra_source: bool) -> dict:
     sources = [
         {"name": "trips", "kind": "files", "path": str(tmp / "in"), "format": "json",
-         "schema": "a STRING, b INT", "key": "b", "options": {"maxFilesPerTrigger": "2"}},
+         "schema": FIELDS, "key": "b", "options": {"maxFilesPerTrigger": "2"}},
     ]  # fmt: skip
     operators = [{"name": "op", "function": PASS, "replicas": {"min": 1, "max": 3}}]
-    sinks = [
-        {"name": "out", "kind": "files", "path": str(tmp / "out"), "schema": "a STRING, b INT"}
-    ]
+    sinks = [{"name": "out", "kind": "files", "path": str(tmp / "out")}]
     streams = [{"from": "trips", "to": "op"}, {"from": "op", "to": "out"}]
     if extra_source:
         sources.append({"name": "rates", "kind": "spark", "function": f"{__name__}:rate_source"})
@@ -106,6 +107,14 @@ def test_files_to_parquet_and_rate_to_foreach_batch_with_live_replica_changes(tm
         assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids
         written = read_parquet(spark, tmp_path / "out")
         assert written == Counter(good)  # every good row once, none missing
+        frame = spark.read.parquet(str(tmp_path / "out"))
+        assert frame.columns == ["a", "b", "id", "key", "ts", *METADATA]
+        assert dict(frame.dtypes)["b"] == "int" and dict(frame.dtypes)["id"] == "int"
+        import pandas as pd
+
+        pandas_rows = pd.read_parquet(tmp_path / "out")
+        assert list(pandas_rows.columns) == frame.columns and len(pandas_rows) == len(good)
+        assert set(pandas_rows["key"]) == {"mine"} and set(pandas_rows["id"]) == {7}
         letters = [json.loads(line) for p in sorted((tmp_path / "run" / "dead-letter" / "trips")
                    .glob("*.jsonl")) for line in p.read_text().splitlines()]  # fmt: skip
         assert sorted((d["file"], d["row"]) for d in letters) == [("part-5.json", 3),
@@ -269,10 +278,15 @@ def test_a_killed_files_run_resumes_with_every_row_once(tmp_path):
     first.wait(timeout=30)
     second = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=400)
     assert second.returncode == 0, second.stdout + second.stderr
+    assert not list((tmp_path / "out").glob(".part-*"))  # no leftover a reader could trip on
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.master("local[1]").getOrCreate()
     assert read_parquet(spark, tmp_path / "out") == Counter(good)
+    import pandas as pd
+
+    frame = pd.read_parquet(tmp_path / "out")  # every file whole: pandas reads the folder
+    assert Counter(zip(frame["a"], frame["b"], strict=True)) == Counter(good)
 
 
 REDIS_PRODUCER = """

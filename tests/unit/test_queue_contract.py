@@ -503,3 +503,14 @@ def test_sink_latencies_of_an_interval_are_those_that_arrived_in_it(open_store):
     assert len(every) == 3
     assert sorted(store.sink_latencies_ms_between(0.0, now + 1)) == sorted(every)
     assert store.sink_latencies_ms_between(now + 1, now + 2) == []
+
+
+def test_a_store_written_in_an_earlier_format_is_refused_naming_it(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(3), "src", 0)
+    store.set_meta("store_format", "msgpack-0")  # what an earlier elastream's store says
+    with pytest.raises(QueueError, match=r"written in another format \(msgpack-0; .*arrow-2"):
+        type(store)(store.address)
+    store.set_meta("store_format", None)  # the earliest stores did not say at all
+    with pytest.raises(QueueError, match="an earlier msgpack format"):
+        type(store)(store.address)
