@@ -205,3 +205,37 @@ def test_a_failed_source_query_restarts_as_an_operators_does_until_the_limit(tmp
     with pytest.raises(RuntimeFailure, match=r"^the query of source 'trips' stopped 3 times"):
         engine._check_health()
     assert engine.restarts == {"source-trips": 3}
+
+
+def test_a_resumed_files_source_knows_the_files_its_checkpoint_committed(tmp_path: Path) -> None:
+    """After --resume the backlog counts only the files no batch read (the source's Spark log
+    says which were), so a run whose input is all delivered shows a backlog of 0."""
+    from elastream.runtime.spark.ingest import Ingest, files_key
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("a.json", "b.json", "c.json"):
+        (folder / name).write_text('{"u": 1}\n{"u": 2}\n')
+    pipeline = pipeline_from_dict(
+        {
+            "sources": [{"name": "f", "kind": "files", "path": str(folder), "format": "json"}],
+            "operators": [{"name": "op", "function": "elastream.examples.synthetic:passthrough"}],
+            "sinks": [{"name": "out"}],
+            "streams": [{"from": "f", "to": "op"}, {"from": "op", "to": "out"}],
+        }
+    )
+    store = open_store(str(tmp_path / "q.db"))
+    store.set_meta(files_key("f"), {"files": 2, "rows": 4})  # the run before read two files
+    log = tmp_path / "ckpt" / "source-f" / "sources" / "0"
+    log.mkdir(parents=True)
+    for batch, name in enumerate(("a.json", "b.json")):  # Spark's file-source log, a batch each
+        entry = {"path": f"file://{folder / name}", "timestamp": 0, "batchId": batch}
+        (log / str(batch)).write_text("v1\n" + json.dumps(entry) + "\n")
+    ingest = Ingest(pipeline, store.address, 100, tmp_path / "ckpt", tmp_path / "run")
+    ingest._handler(pipeline.sources[0])
+    assert ingest.backlog() == {"f": 2}  # c.json unread, at the 2 rows a file read so far
+    entry = {"path": f"file://{folder / 'c.json'}", "timestamp": 0, "batchId": 2}
+    (log / "2").write_text("v1\n" + json.dumps(entry) + "\n")
+    again = Ingest(pipeline, store.address, 100, tmp_path / "ckpt", tmp_path / "run")
+    again._handler(pipeline.sources[0])
+    assert again.backlog() == {"f": 0}  # all delivered before the resume: nothing left
