@@ -116,6 +116,23 @@ class IntervalArrivals:
         return self.read[queue]
 
 
+class Phases:
+    """How long each phase of the start took (one log line: where a run's start-up goes)."""
+
+    def __init__(self) -> None:
+        self.mark = time.perf_counter()
+        self.took: list[tuple[str, float]] = []
+
+    def end(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.took.append((phase, now - self.mark))
+        self.mark = now
+
+    def __str__(self) -> str:
+        total = sum(s for _, s in self.took)
+        return f"{total:.1f} s: " + ", ".join(f"{phase} {s:.1f} s" for phase, s in self.took)
+
+
 @dataclass
 class Failing:
     """A query that failed: how many times in a row, and its last batch before the failure."""
@@ -190,9 +207,11 @@ class SparkEngine:
 
     # -- Engine protocol ---------------------------------------------------------------------
     def start(self) -> None:
+        phases = Phases()
         check_sources(self.pipeline)  # before Spark: one line naming an unusable source or sink
         check_sinks(self.pipeline, self.resume)
         self._prepare_store()
+        phases.end("checks and store")
         # local[n, 4]: up to 4 attempts per task, as on a cluster (plain local[n] never retries).
         spark = self.config.spark
         conf = {**ui_conf(spark.ui, spark.ui_port), **spark.conf}  # the user's settings win
@@ -209,15 +228,20 @@ class SparkEngine:
             redirect_jvm_logs(self.spark, self.out)
         send_jvm_stderr(self.spark, self.out)  # uncaught JVM stacks to spark.log, not the console
         self._log_ui()
+        phases.end("Spark session")
         if spark.leasing is not None:
             self.leases = self._adopt_hosts(spark.leasing)
         warm_python_workers(self.spark, self._slots())
+        phases.end("Python workers")
         for name in self._query_names():
             # One at a time: each query forks a Python helper that must connect back to the JVM
             # within 10 s (fixed in Spark); forked together on a loaded machine they missed it.
             self._start_query(name)
             self._await_first_batches()
+        phases.end("operator queries")
         self._start_io()
+        phases.end("sources and sinks")
+        log.info("started in %s", phases)
         resume_at = float(self.store.meta("trace_elapsed", 0.0)) if self.resume else 0.0
         self.feeder = Feeder(
             self.pipeline,
