@@ -437,7 +437,11 @@ class ForeachDeliverer(Deliverer):
         else:
             batch_id = 0 if recorded is None else int(recorded["id"]) + 1
             self.store.set_meta(self.key, {"id": batch_id, "start": start, "end": end})
-        self.function(self.spark.createDataFrame(table), batch_id)
+        try:
+            self.function(self.spark.createDataFrame(table), batch_id)
+        except Exception as exc:  # the user's function: tried again with the same rows and id
+            name = self.spec.function
+            raise SinkError(f"{name} raised {type(exc).__name__}: {exc}") from exc
 
 
 @dataclass
