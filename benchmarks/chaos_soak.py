@@ -94,7 +94,6 @@ open(out, "w").write(json.dumps({"produced": seq, "retries": retries}))
 """
 
 
-@dataclass
 def _value(text: str) -> Any:
     """A Redis sink field's value: JSON for what was not a string, else the string itself."""
     try:
@@ -103,6 +102,7 @@ def _value(text: str) -> Any:
         return text
 
 
+@dataclass
 class Fault:
     """One injected fault: its kind, target, when it began and ended (s since the load began),
     and the measured time to recover."""

@@ -118,7 +118,11 @@ def test_a_failed_sink_query_is_restarted_and_delivers_every_event_once(tmp_path
             engine.collect()
         assert (tmp_path / "failed-once").exists()  # the sink's query did fail
         assert engine.restarts == {"sink-fb": 1}
-        ids = [r["id"] for p in sorted(tmp_path.glob("0*.json")) for r in json.loads(p.read_text())]
+        ids = [
+            r["_elastream_id"]
+            for p in sorted(tmp_path.glob("0*.json"))
+            for r in json.loads(p.read_text())
+        ]
         assert len(ids) == len(set(ids)) == 120  # every event once
         assert engine.store.audit().duplicate_sink_roots == 0
     finally:
