@@ -32,6 +32,7 @@ import redis
 import yaml
 
 from elastream.config import make_config
+from elastream.model.batch import offset_of
 from elastream.model.state import decode_value
 from elastream.runtime.queues import RedisQueueStore
 from elastream.runtime.queues.redis_server import LocalRedis
@@ -91,6 +92,14 @@ while not stop and time.time() - t0 < seconds:
     time.sleep(rng.expovariate(rate))
 open(out, "w").write(json.dumps({"produced": seq, "retries": retries}))
 """
+
+
+def _value(text: str) -> Any:
+    """A Redis sink field's value: JSON for what was not a string, else the string itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 @dataclass
@@ -529,8 +538,13 @@ class Soak:
 
     def audit(self, produced: dict[str, int], drained: bool, stopped: dict) -> dict[str, Any]:
         client = redis.Redis.from_url(self.redis.url, decode_responses=True)
-        inputs = [f"s:{entry}" for entry, _ in client.xrange(IN_STREAM)]
+        # the source's k-th entry is the root of position k (model.batch.position)
+        inputs = [str(k) for k, _ in enumerate(client.xrange(IN_STREAM))]
         outputs = [fields for _, fields in client.xrange(OUT_STREAM)]
+        for f in outputs:
+            f["root"] = str(offset_of(int(f["_elastream_root"])))
+            fields = {k: _value(v) for k, v in f.items() if not k.startswith("_elastream_")}
+            f["payload"] = json.dumps(fields)
         roots = Counter(f["root"] for f in outputs)
         config = make_config(out=self.out / "run", queues=self.redis.url)
         store = RedisQueueStore(store_address(config))

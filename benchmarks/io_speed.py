@@ -89,7 +89,7 @@ def files_rate(work: Path, spark: Any, events: int, files: int, fmt: str, max_fi
     spec = ingest_pipeline(folder, "files", fmt, max_files)
     store = open_store(str(work / f"files-{fmt}.db"))
     store.create_queue("op", None)
-    admission = Admission(store.address, "s", ("op",), 10**9, threading.Event())
+    admission = Admission(store.address, spec, "s", ("op",), 10**9, threading.Event())
     handler = FilesBatch(spec.sources[0], admission, DeadLetters(work / "dead"), str(folder))
     frame = files_frame(spark, spec.sources[0], store)
     query = (

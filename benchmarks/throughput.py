@@ -25,7 +25,11 @@ from itertools import pairwise
 from pathlib import Path
 from statistics import mean
 
+import numpy as np
+import pyarrow as pa
+
 from elastream.config import make_config
+from elastream.model.batch import EventBatch
 from elastream.model.events import Event, Outcome, OutcomeKind
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.runner.session import run_engine
@@ -223,7 +227,7 @@ def store_round_trip_s(address: str, share: int = 10, rounds: int = 200) -> floa
     started = time.perf_counter()
     for k in range(rounds):
         now = time.time()
-        arrived = [Event(f"s-{i}", "k", now, {"i": i}) for i in range(k * share, (k + 1) * share)]
+        arrived = [Event(i, "k", now, {"i": i}) for i in range(k * share, (k + 1) * share)]
         store.append("a", arrived, "src", k * share)
         plan = store.plan_batch("a", k * share, (k + 1) * share, 1, lambda keys: [0] * len(keys))
         outcomes = _forward(store.read_share(plan, 0).events(), "b")
@@ -253,7 +257,8 @@ def store_path_rate(address: str, kind: str, events: int = 100_000, batch: int =
     started = time.perf_counter()
     for first in range(0, events, batch):
         now = time.time()
-        arrived = [Event(f"s-{i}", "k", now, {"i": i}) for i in range(first, first + batch)]
+        numbers = np.arange(first, first + batch)
+        arrived = EventBatch.build(numbers, pa.array(["k"] * batch), now, pa.table({"i": numbers}))
         store.append(OPERATORS[0], arrived, "src", first)
         for op in OPERATORS:
             plan_partitions(address, op, first, first + batch)

@@ -113,7 +113,7 @@ def resumed_run(pipeline: Path, out: Path, before: dict) -> dict:
     output, _ = again.communicate(timeout=900)
     store = SqliteQueueStore(out / "queues.db")
     audit = store.audit()
-    sink_ids = store.sink_ids("out")
+    sink_ids = store.sink_roots("out")
     return {
         "exit": again.returncode,
         "wall_s": round(time.time() - began, 1),

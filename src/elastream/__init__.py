@@ -15,6 +15,7 @@ _EXPORTS = {
     "Pipeline": "elastream.model.pipeline",
     "TopologyError": "elastream.model.pipeline",
     "Event": "elastream.model.events",
+    "emit": "elastream.model.events",
     "ConfigError": "elastream.config",
     "RunConfig": "elastream.config",
     "load_pipeline": "elastream.config.files",

@@ -9,7 +9,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from elastream.model.events import Event, EventColumns
+import numpy as np
+
+from elastream.model.batch import EventBatch
+from elastream.model.events import Event
 from elastream.model.pipeline import Pipeline, TopologyError
 from elastream.model.state import KeyedState
 from elastream.runtime.operators import apply_operator, operator_context
@@ -17,21 +20,22 @@ from elastream.runtime.operators import apply_operator, operator_context
 
 @dataclass(frozen=True)
 class InMemorySource:
-    """A source's events from a list: event k has id `<source>-<k>`, payload `payloads[k]`,
-    key `keys[k]` (None: its id, as for an external row without a key column) and ts `ts`."""
+    """A source's events from a list: event k has root the source's position k (as a run's
+    source event), payload `payloads[k]`, key `keys[k]` (None: the root's digits, as for an
+    external row without a key column) and ts `ts`."""
 
     payloads: Sequence[Any]
     keys: Sequence[str] | None = None
     ts: float = 0.0
 
-    def columns(self, source: str) -> EventColumns:
+    def batch(self, pipeline: Pipeline, source: str) -> EventBatch:
         if self.keys is not None and len(self.keys) != len(self.payloads):
             raise ValueError(
                 f"source {source!r}: {len(self.keys)} keys for {len(self.payloads)} payloads"
             )
-        ids = [f"{source}-{k}" for k in range(len(self.payloads))]
-        keys = ids if self.keys is None else [str(key) for key in self.keys]
-        return EventColumns(ids, keys, [self.ts] * len(ids), list(self.payloads), ids)
+        roots = pipeline.source_roots(source, np.arange(len(self.payloads), dtype=np.int64))
+        keys = [str(r) for r in roots] if self.keys is None else [str(k) for k in self.keys]
+        return EventBatch.of(roots, keys, self.ts, list(self.payloads))
 
 
 @dataclass
@@ -91,19 +95,19 @@ def _run(
     batch_size: int,
     out_dir: str,
 ) -> InMemoryRun:
-    inbox: dict[str, list[EventColumns]] = defaultdict(list)
+    inbox: dict[str, list[EventBatch]] = defaultdict(list)
     for name, given in sources.items():
         source = given if isinstance(given, InMemorySource) else InMemorySource(list(given))
         for target in pipeline.successors(name):
-            inbox[target].append(source.columns(name))
+            inbox[target].append(source.batch(pipeline, name))
     errors: dict[str, list[str]] = {}
     for name in pipeline.topological_order:
         ctx = operator_context(pipeline, name, out_dir)
         stored: dict[str, bytes] = {}  # a stateful operator's committed state, key -> value
         failed: list[str] = []
-        batch = _concat(inbox.pop(name, []))
+        batch = _queued(inbox.pop(name, []))
         for start in range(0, len(batch), batch_size):
-            part = batch.take(range(start, min(start + batch_size, len(batch))))
+            part = batch.slice(start, min(start + batch_size, len(batch)))
             state = None if ctx.spec.stateless else _state(ctx.spec, part, stored)
             applied = apply_operator(ctx, part, state)
             for write in state.writes() if state is not None else ():
@@ -116,20 +120,21 @@ def _run(
                 inbox[target].append(columns)
         if failed:
             errors[name] = failed
-    sinks = {s: CollectingSink(_concat(inbox.pop(s, [])).events()) for s in pipeline.sink_names}
+    sinks = {s: CollectingSink(_queued(inbox.pop(s, [])).events()) for s in pipeline.sink_names}
     return InMemoryRun(sinks, errors)
 
 
-def _state(spec: Any, batch: EventColumns, stored: dict[str, bytes]) -> KeyedState:
+def _state(spec: Any, batch: EventBatch, stored: dict[str, bytes]) -> KeyedState:
     keys = sorted(set(batch.keys))
     committed = {k: stored[k] for k in keys if k in stored}
     return KeyedState(spec.name, spec.key_groups, keys, committed)
 
 
-def _concat(parts: list[EventColumns]) -> EventColumns:
-    if not parts:
-        return EventColumns([], [], [], [], [])
-    return parts[0] if len(parts) == 1 else EventColumns.concat(parts)
+def _queued(parts: list[EventBatch]) -> EventBatch:
+    """What a queue holds: the batches appended, one after another, each event's id its
+    offset."""
+    batch = EventBatch.concat(parts) if parts else EventBatch.empty()
+    return batch.with_positions(np.arange(len(batch), dtype=np.int64))
 
 
 __all__ = ["CollectingSink", "InMemoryRun", "InMemorySource", "run_in_memory"]

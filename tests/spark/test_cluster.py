@@ -78,7 +78,7 @@ def redis(tmp_path_factory) -> LocalRedis:
 def wait_for_sink(run: subprocess.Popen, store: RedisQueueStore, n: int, timeout_s: float = 300):
     """Until `n` events have reached the sink (Spark's start-up included)."""
     deadline = time.time() + timeout_s
-    while len(store.sink_ids("out")) < n:
+    while len(store.sink_roots("out")) < n:
         assert run.poll() is None, run.stdout.read()
         assert time.time() < deadline, f"fewer than {n} sink events after {timeout_s:.0f} s"
         time.sleep(1)

@@ -118,7 +118,11 @@ def test_a_failed_sink_query_is_restarted_and_delivers_every_event_once(tmp_path
             engine.collect()
         assert (tmp_path / "failed-once").exists()  # the sink's query did fail
         assert engine.restarts == {"sink-fb": 1}
-        ids = [r["id"] for p in sorted(tmp_path.glob("0*.json")) for r in json.loads(p.read_text())]
+        ids = [
+            r["_elastream_id"]
+            for p in sorted(tmp_path.glob("0*.json"))
+            for r in json.loads(p.read_text())
+        ]
         assert len(ids) == len(set(ids)) == 120  # every event once
         assert engine.store.audit().duplicate_sink_roots == 0
     finally:
@@ -162,7 +166,7 @@ def test_expiry_forgets_every_redis_sink_entry_it_counts(tmp_path):
         before = store.audit()
         assert before.to_sink == before.sink_events == n
         assert len(store.expire(split).sink_latencies_ms) == old
-        assert len(store.sink_ids("out")) == n - old  # every entry counted as expired is gone
+        assert len(store.sink_roots("out")) == n - old  # every entry counted as expired is gone
         assert store.expire(split).sink_latencies_ms == []  # nothing counted twice
         after = store.audit()
         assert (after.to_sink, after.sink_events, after.events_in) == (n, n, n)

@@ -65,11 +65,11 @@ def test_spark_emits_the_batch_computations_updates_with_replicas_changing_live(
     audit = store.audit()
     assert audit.events_in == 10_004 and audit.pending == 0, audit
     assert audit.roots_with_two_fates == 0 and audit.duplicate_sink_roots == 0, audit
-    rows = [s.event.payload for s in store.read("top10", 0, store.latest("top10"))]
+    rows = [e.payload for e in store.read_events("top10", 0, store.latest("top10"))]
     assert [(p["i"], p["top"]) for p in rows] == batch_top10(TRIPS)  # in emission order too
     assert all(p["delay_s"] >= 0 for p in rows)
     rejected = Counter(
-        s.event.payload["reason"] for s in store.read("rejected", 0, store.latest("rejected"))
+        e.payload["reason"] for e in store.read_events("rejected", 0, store.latest("rejected"))
     )
     lines = TRIPS.read_text().splitlines()
     assert rejected == Counter(r for r, _ in map(debs.clean, lines) if r != "ok")

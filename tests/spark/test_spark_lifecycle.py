@@ -61,8 +61,8 @@ def test_sigterm_stops_an_unbounded_run_gracefully_and_resume_delivers_the_rest(
     assert audit.pending == 0
     assert audit.to_sink + audit.filtered + audit.failed == audit.events_in
     assert audit.roots_with_two_fates == audit.duplicate_sink_roots == 0
-    sink_ids = store.sink_ids("out")
-    assert len(sink_ids) == len(set(sink_ids)) == audit.to_sink > stopped.to_sink
+    sink_roots = store.sink_roots("out")
+    assert len(sink_roots) == len(set(sink_roots)) == audit.to_sink > stopped.to_sink
     assert json.loads((out / "summary.json").read_text())["events_queued"] == 0
 
 

@@ -48,8 +48,8 @@ def assert_exactly_once(out: Path, store: RedisQueueStore) -> None:
     assert_conserved(audit, 1600)
     assert audit.timeout == audit.overflow == audit.failed == 0
     assert audit.filtered == 800
-    sink_ids = store.sink_ids("out")
-    assert (len(sink_ids), len(set(sink_ids))) == (800, 800)
+    sink_roots = store.sink_roots("out")
+    assert (len(sink_roots), len(set(sink_roots))) == (800, 800)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["processed_ratio"] == 1.0
 
@@ -96,5 +96,5 @@ def test_replicas_change_live_and_a_redis_restart_mid_run_loses_nothing(tmp_path
     trace = generate(SPIKE)  # every event the trace sent (one source) has one fate
     assert_conserved(audit, math.floor(TraceIntegral(trace)(trace.duration_s)))
     assert audit.filtered == audit.events_in // 2  # drop_odd filters the odd indexes
-    sink_ids = store.sink_ids("out")
-    assert len(sink_ids) == len(set(sink_ids)) == audit.events_in - audit.filtered
+    sink_roots = store.sink_roots("out")
+    assert len(sink_roots) == len(set(sink_roots)) == audit.events_in - audit.filtered

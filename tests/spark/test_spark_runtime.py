@@ -73,7 +73,7 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path, layout):
     audit = engine.store.audit()
     assert_conserved(audit, int(STEP_RATES.sum()))  # the expired records counted in
     assert audit.filtered == audit.events_in // 2  # drop_odd filters the odd indexes
-    assert len(engine.store.sink_ids("out")) < audit.sink_events  # retention did expire
+    assert len(engine.store.sink_roots("out")) < audit.sink_events  # retention did expire
     assert result.totals.duplicates == 0
     assert result.summary.processed_ratio == 1.0
     assert result.totals.latency_ms_mean is not None
@@ -142,8 +142,8 @@ def resume_delivers_once(out: Path, db: Path, *extra: str) -> SqliteQueueStore:
     audit = store.audit()
     assert_conserved(audit, 1600)
     assert audit.timeout == audit.overflow == audit.failed == 0
-    sink_ids = store.sink_ids("out")
-    assert (len(sink_ids), len(set(sink_ids))) == (800, 800)
+    sink_roots = store.sink_roots("out")
+    assert (len(sink_roots), len(set(sink_roots))) == (800, 800)
     assert_history_counts_batches_and_cpu(out.parent / "history.sqlite")
     return store
 

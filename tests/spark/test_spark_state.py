@@ -42,8 +42,8 @@ def assert_counts_exact(store: QueueStore) -> None:
     state = {key: decode_value(value) for _, key, value in store.state_items("count")}
     assert state == dict(sent)
     emitted: dict[str, list[int]] = defaultdict(list)
-    for stored in store.read("out", 0, store.latest("out")):
-        emitted[stored.event.payload["key"]].append(stored.event.payload["count"])
+    for event in store.read_events("out", 0, store.latest("out")):
+        emitted[event.payload["key"]].append(event.payload["count"])
     assert {k: sorted(v) for k, v in emitted.items()} == {
         k: list(range(1, n + 1)) for k, n in sent.items()
     }

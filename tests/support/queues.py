@@ -18,11 +18,9 @@ def make_queues(store: QueueStore, bound: int | None = None) -> QueueStore:
 
 
 def events(n: int, start: int = 0, ts: float | None = None) -> list[Event]:
+    """Source events number start .. start + n - 1 (id and root: their number)."""
     now = time.time() if ts is None else ts
-    return [
-        Event(f"src-{i}", f"k{i % 4}", now, {"i": i, "tag": b"\x00x"})
-        for i in range(start, start + n)
-    ]
+    return [Event(i, f"k{i % 4}", now, {"i": i, "tag": b"\x00x"}) for i in range(start, start + n)]
 
 
 def forward(events_: list[Event], target: str) -> list[Outcome]:
@@ -32,7 +30,7 @@ def forward(events_: list[Event], target: str) -> list[Outcome]:
             e.id,
             e.root,
             OutcomeKind.PROCESSED,
-            ((target, Event(f"{e.id}>", e.key, e.ts, e.payload, e.root)),),
+            ((target, Event(e.id, e.key, e.ts, e.payload, e.root)),),
         )
         for e in events_
     ]

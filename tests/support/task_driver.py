@@ -132,7 +132,7 @@ def done(store: QueueStore, pipeline: Pipeline) -> bool:
 
 
 def sink_payloads(store: QueueStore, sink: str) -> list:
-    return [s.event.payload for s in store.read(sink, 0, store.latest(sink))]
+    return [e.payload for e in store.read_events(sink, 0, store.latest(sink))]
 
 
 def run_batch(

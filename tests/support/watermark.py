@@ -41,7 +41,7 @@ def windows_pipeline(replicas: int = 3):
 
 
 def ev(n: int, key: str, t: float) -> Event:
-    return Event(f"e{n}", key, 1000.0 + n, {"k": key, "t": t})
+    return Event(n, key, 1000.0 + n, {"k": key, "t": t})
 
 
 def feed(store, events: list[Event]) -> None:

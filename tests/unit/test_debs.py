@@ -24,7 +24,7 @@ def trip_events(rows: int) -> list[Event]:
     out = []
     for i in range(rows):
         key, payload = debs.generate(i, None)
-        out.append(Event(f"s{i}", key, 1000.0 + i, payload))
+        out.append(Event(i, key, 1000.0 + i, payload))
     return out
 
 
@@ -90,14 +90,14 @@ def test_with_replicas_changing_the_updates_are_the_batch_computations(monkeypat
 def test_a_files_sources_columns_parse_as_the_row_does():
     row = debs.synthetic_row(7)
     columns = dict(zip(debs.COLUMNS, row.split(","), strict=True))
-    by_row = debs.parse([Event("a", "k", 0.0, {"i": 7, "row": row})])
-    by_columns = debs.parse([Event("b", "k", 0.0, {"i": 7, **columns})])
+    by_row = debs.parse([Event(0, "k", 0.0, {"i": 7, "row": row})])
+    by_columns = debs.parse([Event(1, "k", 0.0, {"i": 7, **columns})])
     assert [e.payload for e in by_row] == [e.payload for e in by_columns]
     assert by_row[0].stream is None  # kept: the comparison is of a parsed trip
-    missing = debs.parse([Event("c", "k", 0.0, {"i": 8, **columns, "dropoff_datetime": None})])
+    missing = debs.parse([Event(2, "k", 0.0, {"i": 8, **columns, "dropoff_datetime": None})])
     assert missing[0].payload == {"i": 8, "reason": "malformed"}
     update = Event(
-        "u",
+        3,
         "all",
         0.0,
         {
@@ -126,7 +126,7 @@ def test_the_files_example_gives_the_batch_computations_updates_from_shuffled_ba
         rng.shuffle(batch)
         for i in batch:
             columns = dict(zip(debs.COLUMNS, lines[i].split(","), strict=True))
-            events.append(Event(f"trips:f{i // 100}:{i % 100}", f"k{i}", 0.0, {"i": i, **columns}))
+            events.append(Event(i, f"k{i}", 0.0, {"i": i, **columns}))
     pipeline = load_pipeline(PIPELINE.with_name("debs_files.yaml"))
     ops = [op.model_copy(update={"service_time_ms": 0.0}) for op in pipeline.operators]
     pipeline = pipeline.model_copy(update={"operators": tuple(ops)})

@@ -8,6 +8,7 @@ import json
 import threading
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from elastream.model.pipeline import pipeline_from_dict
@@ -23,31 +24,40 @@ from elastream.runtime.spark.ingest import (
     Stopped,
     batch_start,
     check_sources,
-    row_events,
+    source_batch,
+)
+
+PIPELINE = pipeline_from_dict(
+    {
+        "sources": [{"name": "s", "kind": "spark", "function": "x:y", "key": "u"}],
+        "operators": [{"name": "op", "function": "elastream.examples.synthetic:passthrough"}],
+        "sinks": [{"name": "out"}],
+        "streams": [{"from": "s", "to": "op"}, {"from": "op", "to": "out"}],
+    }
 )
 
 
-def _rows(first: int, n: int) -> tuple[list[str], list[dict]]:
-    return [f"s:f:{i}" for i in range(first, first + n)], [{"u": i % 3} for i in range(n)]
+def _rows(first: int, n: int) -> pa.Table:
+    return pa.table({"u": [i % 3 for i in range(first, first + n)]})
 
 
 def test_a_full_queue_holds_the_source_back_and_a_replay_adds_nothing(tmp_path: Path) -> None:
     store = open_store(str(tmp_path / "q.db"))
     store.create_queue("op", 1000)  # q_size 1000: the runtime's bound is min(q_size, ingest)
     stop = threading.Event()
-    admission = Admission(store.address, "s", ("op",), 1000, stop)
+    admission = Admission(store.address, PIPELINE, "s", ("op",), 1000, stop)
     first = batch_start("s", 0, admission)
-    admission.append(first, row_events(*_rows(0, 600), key="u"))
+    admission.append_table(first, _rows(0, 600))
     first = batch_start("s", 1, admission)
     assert first == 600
     stop.set()  # the run stops while batch 1 waits for room: it stays uncommitted
     with pytest.raises(Stopped):
-        admission.append(first, row_events(*_rows(600, 600), key="u"))
+        admission.append_table(first, _rows(600, 600))
     assert store.pending("op") == 1000  # filled to the bound, not beyond, nothing refused
     assert store.overflow_count("op", 0, 2e9) == 0
     assert batch_start("s", 1, admission) == 600  # the replay appends where it did
-    events = [s.event for s in store.read("op", 0, 1000)]
-    assert [e.id for e in events] == [f"s:f:{i}" for i in range(1000)]
+    events = [e for e in store.read_events("op", 0, 1000)]
+    assert [e.root for e in events] == [PIPELINE.source_roots("s", i) for i in range(1000)]
     assert events[4].key == "1" and events[4].payload == {"u": 1}
 
 
@@ -73,9 +83,13 @@ def test_the_start_up_checks_name_the_source_or_sink(tmp_path: Path) -> None:
 def test_read_sink_returns_a_queue_sinks_events(tmp_path: Path) -> None:
     store = open_store(str(tmp_path / "queues.db"))
     store.create_queue("out", None, sink=True)
-    store.append("out", row_events(*_rows(0, 3), key=None), "s", 0)
+    store.append("out", source_batch(PIPELINE, PIPELINE.sources[0], 0, _rows(0, 3)), "s", 0)
     store.close()
-    assert [e.id for e in read_sink(tmp_path, "out")] == ["s:f:0", "s:f:1", "s:f:2"]
+    assert [(e.id, e.payload) for e in read_sink(tmp_path, "out")] == [
+        (0, {"u": 0}),
+        (1, {"u": 1}),
+        (2, {"u": 2}),
+    ]
 
 
 class _Batch:
@@ -93,7 +107,7 @@ class _Batch:
 def test_a_files_batch_numbers_rows_per_file_and_sends_bad_rows_to_the_dead_letters(
     tmp_path: Path,
 ) -> None:
-    spec = pipeline_from_dict(
+    pipeline = pipeline_from_dict(
         {
             "sources": [
                 {"name": "t", "kind": "files", "path": "/in", "format": "json", "key": "b"}
@@ -102,10 +116,11 @@ def test_a_files_batch_numbers_rows_per_file_and_sends_bad_rows_to_the_dead_lett
             "sinks": [{"name": "out"}],
             "streams": [{"from": "t", "to": "op"}, {"from": "op", "to": "out"}],
         }
-    ).sources[0]
+    )
+    spec = pipeline.sources[0]
     store = open_store(str(tmp_path / "q.db"))
     store.create_queue("op", None)
-    admission = Admission(store.address, "t", ("op",), 1000, threading.Event())
+    admission = Admission(store.address, pipeline, "t", ("op",), 1000, threading.Event())
     handler = FilesBatch(spec, admission, DeadLetters(tmp_path / "dead"), "/in")
     rows = [
         {"a": "x", "b": 1, CORRUPT: None, FILE_COL: "file:///in/one.json"},
@@ -115,38 +130,14 @@ def test_a_files_batch_numbers_rows_per_file_and_sends_bad_rows_to_the_dead_lett
     ]
     handler(_Batch(rows), 0)
     handler(_Batch(rows), 0)  # Spark replays the batch: nothing twice
-    events = [s.event for s in store.read("op", 0, store.latest("op"))]
-    assert [e.id for e in events] == ["t:one.json:0", "t:one.json:2", "t:two.json:0"]
+    events = [e for e in store.read_events("op", 0, store.latest("op"))]
+    assert [e.root for e in events] == [pipeline.source_roots("t", i) for i in range(3)]
     assert [e.key for e in events] == ["1", "2", "3"] and events[0].payload == {"a": "x", "b": 1}
     dead = [json.loads(line) for line in (tmp_path / "dead" / "batch-00000000.jsonl").open()]
     assert (
         dead == [{"file": "one.json", "row": 1, "reason": dead[0]["reason"], "record": "{bad"}]
         and "malformed json" in dead[0]["reason"]
     )
-
-
-def test_the_sink_reader_reads_a_sink_queue_by_offset_and_records_delivery(tmp_path: Path) -> None:
-    """The `elastream_sink` data source's reader called as Spark calls it (the Spark test runs it
-    inside real queries)."""
-    from elastream.runtime.spark.egress import MAX_ROWS, SinkStreamReader, delivered_key
-
-    store = open_store(str(tmp_path / "q.db"))
-    store.create_queue("out", None, sink=True)
-    store.append("out", row_events(*_rows(0, 5), key="u"), "s", 0)
-    reader = SinkStreamReader(store.address, "out")
-    start = reader.initialOffset()
-    end = reader.latestOffset(start, None)
-    assert end == {"off": 5} and MAX_ROWS >= 5
-    (partition,) = reader.partitions(start, end)
-    (batch,) = list(reader.read(partition))  # one Arrow record batch of SINK_SCHEMA's columns
-    assert batch.schema.names == ["off", "id", "key", "ts", "root", "payload"]
-    rows = batch.to_pylist()
-    assert [(r["off"], r["id"], r["key"]) for r in rows] == [
-        (k, f"s:f:{k}", str(k % 3)) for k in range(5)
-    ]
-    assert json.loads(rows[4]["payload"]) == {"u": 1} and rows[4]["root"] == "s:f:4"
-    reader.commit(end)
-    assert store.meta(delivered_key("out")) == 5
 
 
 class FakeQuery:
@@ -214,3 +205,37 @@ def test_a_failed_source_query_restarts_as_an_operators_does_until_the_limit(tmp
     with pytest.raises(RuntimeFailure, match=r"^the query of source 'trips' stopped 3 times"):
         engine._check_health()
     assert engine.restarts == {"source-trips": 3}
+
+
+def test_a_resumed_files_source_knows_the_files_its_checkpoint_committed(tmp_path: Path) -> None:
+    """After --resume the backlog counts only the files no batch read (the source's Spark log
+    says which were), so a run whose input is all delivered shows a backlog of 0."""
+    from elastream.runtime.spark.ingest import Ingest, files_key
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("a.json", "b.json", "c.json"):
+        (folder / name).write_text('{"u": 1}\n{"u": 2}\n')
+    pipeline = pipeline_from_dict(
+        {
+            "sources": [{"name": "f", "kind": "files", "path": str(folder), "format": "json"}],
+            "operators": [{"name": "op", "function": "elastream.examples.synthetic:passthrough"}],
+            "sinks": [{"name": "out"}],
+            "streams": [{"from": "f", "to": "op"}, {"from": "op", "to": "out"}],
+        }
+    )
+    store = open_store(str(tmp_path / "q.db"))
+    store.set_meta(files_key("f"), {"files": 2, "rows": 4})  # the run before read two files
+    log = tmp_path / "ckpt" / "source-f" / "sources" / "0"
+    log.mkdir(parents=True)
+    for batch, name in enumerate(("a.json", "b.json")):  # Spark's file-source log, a batch each
+        entry = {"path": f"file://{folder / name}", "timestamp": 0, "batchId": batch}
+        (log / str(batch)).write_text("v1\n" + json.dumps(entry) + "\n")
+    ingest = Ingest(pipeline, store.address, 100, tmp_path / "ckpt", tmp_path / "run")
+    ingest._handler(pipeline.sources[0])
+    assert ingest.backlog() == {"f": 2}  # c.json unread, at the 2 rows a file read so far
+    entry = {"path": f"file://{folder / 'c.json'}", "timestamp": 0, "batchId": 2}
+    (log / "2").write_text("v1\n" + json.dumps(entry) + "\n")
+    again = Ingest(pipeline, store.address, 100, tmp_path / "ckpt", tmp_path / "run")
+    again._handler(pipeline.sources[0])
+    assert again.backlog() == {"f": 0}  # all delivered before the resume: nothing left

@@ -40,7 +40,7 @@ def test_every_kind_validates_with_its_fields() -> None:
     )
     assert redis.sinks[0].delivered
     spark = _pipeline(
-        {"name": "s", "kind": "spark", "function": "m:build", "id": "value"},
+        {"name": "s", "kind": "spark", "function": "m:build"},
         {"name": "out", "kind": "foreach_batch", "function": "m:fn"},
     )
     assert spark.sources[0].import_path == "m:build"

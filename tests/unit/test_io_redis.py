@@ -11,12 +11,15 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 import redis
 from support.redis_server import local_redis
 
+from elastream.model.batch import EventBatch
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.queues import open_store
-from elastream.runtime.spark.egress import RedisWriter, redis_mark
+from elastream.runtime.spark.egress import RedisDeliverer, sink_table
 from elastream.runtime.spark.ingest import Admission, RedisReader, SourceError, check_redis
 
 PRODUCER = """
@@ -52,7 +55,7 @@ def _reader(pipeline, db: str, stop: threading.Event) -> RedisReader:
     store = open_store(db)
     for q in ("op",):
         store.create_queue(q, None)
-    admission = Admission(db, "s", ("op",), 1_000_000, stop)
+    admission = Admission(db, pipeline, "s", ("op",), 1_000_000, stop)
     reader = RedisReader(pipeline.sources[0], admission)
     reader.start()
     return reader
@@ -87,11 +90,11 @@ def test_redis_source_exactly_once_across_reader_and_server_restarts(tmp_path: P
         stop.set()
         reader.join()
         assert reader.error is None
-        events = [s.event for s in store.read("op", 0, store.latest("op"))]
+        events = [e for e in store.read_events("op", 0, store.latest("op"))]
         entries = redis.Redis.from_url(server.url, decode_responses=True).xrange("clicks")
         # every entry of the stream once, in order, none missing (the producer itself may have
         # written an entry twice when the server died before its reply: two entries)
-        assert [e.id for e in events] == [f"s:{entry_id}" for entry_id, _ in entries]
+        assert [e.payload["seq"] for e in events] == [fields["seq"] for _, fields in entries]
         assert {int(e.payload["seq"]) for e in events} == set(range(n))
         assert events[0].key == "u0" and reader.measure_lag() == 0
     finally:
@@ -104,17 +107,28 @@ def test_redis_sink_delivers_a_replayed_batch_once(tmp_path: Path) -> None:
     server.start()
     try:
         spec = _pipeline(server.url).sinks[0]
-        writer = RedisWriter(spec, redis_mark(spec, "db"), threading.Event())
-        rows = [
-            {"off": k, "id": f"e{k}", "root": f"r{k}", "key": "k", "ts": 1.0, "payload": "{}"}
-            for k in range(1200)
-        ]
-        writer.deliver(rows[:700])
-        writer.deliver(rows[500:])  # a replay overlapping what was delivered
-        writer.deliver(rows[:1200])  # a whole replay
+        deliver = RedisDeliverer(spec, "db", threading.Event(), resume=False)
+        batch = EventBatch.of(
+            np.arange(1200) + 10, ["k"] * 1200, 1.5, [{"n": k, "who": f"u{k}"} for k in range(1200)]
+        )
+
+        def rows(lo: int, hi: int) -> pa.Table:
+            return sink_table(batch.slice(lo, hi), lo, metadata=True)
+
+        deliver(rows(0, 700), 0, 700)
+        deliver(rows(500, 1200), 500, 1200)  # a replay overlapping what was delivered
+        deliver(rows(0, 1200), 0, 1200)  # a whole replay
+        assert deliver.recover(0) == 1200
         out = redis.Redis.from_url(server.url, decode_responses=True).xrange("results")
-        assert [fields["id"] for _, fields in out] == [f"e{k}" for k in range(1200)]
-        assert out[7][1]["root"] == "r7"
+        assert [fields["_elastream_id"] for _, fields in out] == [str(k) for k in range(1200)]
+        assert out[7][1] == {
+            "n": "7",
+            "who": "u7",
+            "_elastream_id": "7",
+            "_elastream_root": "17",
+            "_elastream_key": "k",
+            "_elastream_ts": "1.5",
+        }
     finally:
         server.stop()
 

@@ -22,7 +22,7 @@ def keyed_store(tmp_path, n: int = 12):
     data["operators"][0]["grouping"] = "key_hash"
     store = queue_store(tmp_path / "q.db", pipeline_from_dict(data))
     now = time.time()
-    store.append("op1", [Event(f"src-{i}", f"k{i % 3}", now, {"i": i}) for i in range(n)], "src", 0)
+    store.append("op1", [Event(i, f"k{i % 3}", now, {"i": i}) for i in range(n)], "src", 0)
     store.set_control("op1", 4, 100, 0.01, [])
     for op in ("op2", "op3"):
         store.set_control(op, 1, 100, 0.01, [])
@@ -58,7 +58,7 @@ def test_one_batch_moves_each_operator_one_hop_and_idle_ones_get_no_task(tmp_pat
     assert parts2[0].work_s == 0.12  # 12 events at op2's et of 0.01 s
     end3, _ = run_batch(reader, end2)
     assert end3 == {"op1": 12, "op2": 12, "op3": 12}
-    assert len(store.sink_ids("sink")) == 12
+    assert len(store.sink_roots("sink")) == 12
     # a replay of the first batch is divided as recorded and commits nothing twice
     store.set_control("op1", 2, 100, 0.01, [])
     replayed = reader.partitions(start, end)

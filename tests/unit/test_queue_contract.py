@@ -86,10 +86,10 @@ def test_appends_get_contiguous_integer_offsets(open_store):
     assert store.append("a", events(3), "src", 0) == (3, 0)
     assert store.append("a", events(4, start=3), "src", 3) == (4, 0)
     assert store.latest("a") == 7
-    stored = store.read("a", 2, 6)
-    assert [s.off for s in stored] == [2, 3, 4, 5]
-    assert [s.event.id for s in stored] == ["src-2", "src-3", "src-4", "src-5"]
-    assert stored[0].event.payload == {"i": 2, "tag": b"\x00x"}  # bytes survive the encoding
+    stored = [e for part in store.read("a", 2, 6) for e in part.batch.events()]
+    assert [e.id for e in stored] == [2, 3, 4, 5]  # an event's id is its offset
+    assert [e.root for e in stored] == [2, 3, 4, 5]  # the source's own numbering
+    assert stored[0].payload == {"i": 2, "tag": b"\x00x"}  # bytes survive the encoding
     assert store.pending("a") == 7
 
 
@@ -242,12 +242,7 @@ def test_a_replayed_batch_keeps_its_division_when_r_changed(open_store):
     first = store.plan_batch("a", 0, 9, 2, alternate)
     replay = store.plan_batch("a", 0, 9, 3, lambda keys: [2] * len(keys))  # r is 3 by now
     assert replay == first and replay.replicas == 2
-    assert [e.id for e in store.read_share(replay, 1).events()] == [
-        "src-1",
-        "src-3",
-        "src-5",
-        "src-7",
-    ]
+    assert [e.id for e in store.read_share(replay, 1).events()] == [1, 3, 5, 7]
     with pytest.raises(QueueError, match="planned up to 9, now asked up to 8"):
         store.plan_batch("a", 0, 8, 2, alternate)
     with pytest.raises(QueueError, match="the division of batch 0-9 is invalid"):
@@ -339,7 +334,7 @@ def test_every_root_has_exactly_one_fate(open_store):
     )
     assert fates == audit.events_in == 10 and audit.pending == 0
     assert audit.roots_with_two_fates == audit.duplicate_sink_roots == 0
-    assert sorted(store.sink_ids("out")) == ["src-1>>", "src-2>>", "src-3>>"]
+    assert sorted(e.root for e in store.sink_events("out")) == [1, 2, 3]
 
 
 def test_released_events_are_gone_and_counts_stay(open_store):
@@ -353,7 +348,7 @@ def test_released_events_are_gone_and_counts_stay(open_store):
         store.read("a", 0, 4)
     with pytest.raises(QueueError, match="no recorded plan for the batch 0-4"):
         store.plan("a", 0, 4)
-    assert [s.off for s in store.read("a", 4, 8)] == [4, 5, 6, 7]
+    assert [e.id for p in store.read("a", 4, 8) for e in p.batch.events()] == [4, 5, 6, 7]
     assert (store.latest("a"), store.pending("a"), store.audit().events_in) == (8, 4, 8)
 
 
@@ -364,7 +359,7 @@ def test_expiry_forgets_old_records_and_the_audit_still_adds_up(open_store):
     expired = store.expire(time.time() + 1)
     assert expired.records > 0 and len(expired.sink_latencies_ms) == audit.sink_events == 3
     assert store.share_done("b", "0-4", 0) and not store.share_done("a", "0-8", 0)
-    assert store.sink_ids("out") == [] and store.task_stats("a", 0.0, time.time() + 1) == {}
+    assert store.sink_events("out") == [] and store.task_stats("a", 0.0, time.time() + 1) == {}
     assert store.audit() == audit
     store.release("b", 4)
     store.expire(time.time() + 1)
@@ -378,7 +373,7 @@ def test_expiry_keeps_what_is_newer(open_store):
     run_share(store, store.plan_batch("a", 0, 4, 1, alternate), 0, "out")
     store.release("a", 4)
     assert store.expire(time.time() - 60) == (0, [])
-    assert len(store.sink_ids("out")) == 4 and store.task_stats("a", 0.0, time.time() + 1)
+    assert len(store.sink_events("out")) == 4 and store.task_stats("a", 0.0, time.time() + 1)
 
 
 # -- keyed state ------------------------------------------------------------------------------
@@ -508,3 +503,14 @@ def test_sink_latencies_of_an_interval_are_those_that_arrived_in_it(open_store):
     assert len(every) == 3
     assert sorted(store.sink_latencies_ms_between(0.0, now + 1)) == sorted(every)
     assert store.sink_latencies_ms_between(now + 1, now + 2) == []
+
+
+def test_a_store_written_in_an_earlier_format_is_refused_naming_it(open_store):
+    store = make_queues(open_store())
+    store.append("a", events(3), "src", 0)
+    store.set_meta("store_format", "msgpack-0")  # what an earlier elastream's store says
+    with pytest.raises(QueueError, match=r"written in another format \(msgpack-0; .*arrow-2"):
+        type(store)(store.address)
+    store.set_meta("store_format", None)  # the earliest stores did not say at all
+    with pytest.raises(QueueError, match="an earlier msgpack format"):
+        type(store)(store.address)

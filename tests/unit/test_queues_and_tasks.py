@@ -23,8 +23,7 @@ def make_store(
 def events(n, start=0, ts=None):
     now = time.time() if ts is None else ts
     return [
-        Event(f"src-{i}", f"k{i % 3}", now, {"i": i, "v": i * 100 % 1000})
-        for i in range(start, start + n)
+        Event(i, f"k{i % 3}", now, {"i": i, "v": i * 100 % 1000}) for i in range(start, start + n)
     ]
 
 
@@ -40,7 +39,7 @@ def test_offsets_are_contiguous_and_appends_idempotent(tmp_path):
     assert store.append("op1", events(5), "src", 0) == (5, 0)
     assert store.append("op1", events(5), "src", 0) == (0, 0)  # offered before: nothing twice
     assert store.latest("op1") == 5
-    assert [s.off for s in store.read("op1", 0, 5)][::4] == [0, 4]
+    assert [e.id for e in store.read_events("op1", 0, 5)][::4] == [0, 4]
     assert store.keys("op1", 0, 3) == ["k0", "k1", "k2"]
     with pytest.raises(QueueError, match="unknown queue 'nope'"):
         store.append("nope", events(1), "src", 0)
@@ -261,7 +260,8 @@ def test_a_source_appends_its_generated_events_as_columns_and_resumes_where_it_s
     again.feed_until(8)
     rng = random.Random("7-src")
     expected = [generate(i, rng) for i in range(5)]
-    stored = [s.event for s in store.read("op1", 0, 8)]
-    assert [e.id for e in stored] == [f"src-{i}" for i in range(8)]
+    stored = [e for e in store.read_events("op1", 0, 8)]
+    assert [e.id for e in stored] == list(range(8))  # offsets
     assert [(e.key, e.payload) for e in stored[:5]] == expected
-    assert all(e.root == e.id for e in stored) and store.latest("op1") == 8
+    assert [e.root for e in stored] == [pipeline.source_roots("src", i) for i in range(8)]
+    assert store.latest("op1") == 8

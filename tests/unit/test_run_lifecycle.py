@@ -45,7 +45,7 @@ def engine(tmp_path, trace_s: float = 10.0, **values) -> SparkEngine:
 
 def queue_events(built: SparkEngine, n: int) -> None:
     now = time.time()
-    events = [Event(f"src-{i}", "k", now, {"i": i, "v": i}) for i in range(n)]
+    events = [Event(i, "k", now, {"i": i, "v": i}) for i in range(n)]
     built.store.append("parse", events, "src", 0)
 
 

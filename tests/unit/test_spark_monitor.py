@@ -35,7 +35,7 @@ def engine(tmp_path, monkeypatch) -> tuple[SparkEngine, Counter]:
     engine._prepare_store()
     now = time.time()
     for producer, queue, n in APPENDS:
-        evs = [Event(f"{producer}-{i}", "k", now, {"i": i, "v": i}) for i in range(n)]
+        evs = [Event(i, "k", now, {"i": i, "v": i}) for i in range(n)]
         engine.store.append(queue, evs, producer, 0)
     reads: Counter = Counter()
     arrivals = SqliteQueueStore.arrivals

@@ -10,11 +10,11 @@ import sys
 import pytest
 from support.builders import linear_pipeline
 
-from elastream.model.events import Event, EventColumns, OutcomeKind
+from elastream.model.events import Event, OutcomeKind
 from elastream.model.grouping import group_owner, group_range, key_group, key_groups
 from elastream.model.pipeline import Grouping, TopologyError, pipeline_from_dict
 from elastream.model.state import KeyedState, StateError, decode_value
-from elastream.runtime.operators import OperatorContext, apply_operator
+from elastream.runtime.operators import OperatorContext, apply_operator, events_batch
 
 
 def stateful_pipeline(function: str, **extra) -> dict:
@@ -111,9 +111,9 @@ def counting_or_failing(events: list[Event], state: KeyedState):
 def test_a_failed_call_leaves_no_state_behind():
     spec = pipeline_from_dict(stateful_pipeline(f"{__name__}:counting_or_failing")).operator("op1")
     ctx = OperatorContext(spec, counting_or_failing, {}, {"out": ("sink",)}, None)
-    batch = [Event(f"e{i}", "k0" if i % 2 else "k1", 0.0, {"i": i}) for i in range(6)]
+    batch = [Event(i, "k0" if i % 2 else "k1", 0.0, {"i": i}) for i in range(6)]
     state = KeyedState("op1", 128, ["k0", "k1"], {})
-    columns = EventColumns.of(batch)
+    columns = events_batch(batch)
     applied = apply_operator(ctx, columns, state)
     outcomes = applied.outcomes(columns)
     assert [o.kind for o in outcomes].count(OutcomeKind.ERROR) == 1 and len(applied.errors) == 1

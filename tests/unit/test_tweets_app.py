@@ -16,7 +16,7 @@ import pytest
 import elastream
 from elastream.config.files import load_pipeline
 from elastream.examples import tweets as t
-from elastream.model.events import Emit, Event, derived_id
+from elastream.model.events import Emit, Event
 
 YAML = Path(elastream.__file__).parent / "examples" / "tweets.yaml"
 
@@ -89,9 +89,10 @@ HELD_OUT = {
 }
 
 
-def make_events(payloads: list, prefix: str = "e", keys: list[str] | None = None) -> list[Event]:
+def make_events(payloads: list, first: int = 0, keys: list[str] | None = None) -> list[Event]:
+    """Events at offsets first, first + 1, … of an operator's queue (their ids)."""
     return [
-        Event(id=f"{prefix}{i}", key=(keys[i] if keys else f"k{i}"), ts=float(i), payload=p)
+        Event(id=first + i, key=(keys[i] if keys else f"k{i}"), ts=float(i), payload=p)
         for i, p in enumerate(payloads)
     ]
 
@@ -99,12 +100,10 @@ def make_events(payloads: list, prefix: str = "e", keys: list[str] | None = None
 def children(emits: list[Emit], operator: str) -> dict[str, list[Event]]:
     """Turn an operator's outputs into the next events per stream, as the runtime does."""
     out: dict[str, list[Event]] = {}
-    seen: Counter[str] = Counter()
     for em in emits:
         p = em.parent
-        child = Event(derived_id(p.id, operator, seen[p.id]), em.key or p.key, p.ts, em.payload)
-        seen[p.id] += 1
-        out.setdefault(em.stream or "out", []).append(child)
+        queued = out.setdefault(em.stream or "out", [])
+        queued.append(Event(len(queued), em.key or p.key, p.ts, em.payload, p.root))
     return out
 
 
@@ -285,7 +284,7 @@ def test_classify_content_adds_topic_and_filters_spam_by_design():
     assert all(0 < p["topic_score"] <= 1 for p in kept)
     every = [em.payload["topic"] for em in t.classify_content(events, drop_spam=False)]
     assert every == ["sports", "spam", "health"]
-    with pytest.raises(ValueError, match="event e0 has no field 'text'"):
+    with pytest.raises(ValueError, match="event 0 has no field 'text'"):
         list(t.classify_content(make_events([{"body": "x"}])))
 
 
@@ -360,8 +359,8 @@ def test_store_is_idempotent_per_event_id(tmp_path):
     assert row_count(db) == (25, 25)
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        row = conn.execute("SELECT * FROM tweets WHERE event_id = 'e3'").fetchone()
-    assert row[:7] == ("e3", "1003", "user3", "en", "news", "regular", "tweet number 3")
+        row = conn.execute("SELECT * FROM tweets WHERE event_id = '3'").fetchone()
+    assert row[:7] == ("3", "1003", "user3", "en", "news", "regular", "tweet number 3")
 
 
 def test_store_reopens_a_database_deleted_between_runs(tmp_path):
@@ -377,15 +376,14 @@ def test_store_reopens_a_database_deleted_between_runs(tmp_path):
 def test_store_names_a_missing_field_and_writes_nothing(tmp_path):
     db = tmp_path / "tweets.db"
     events = make_events([store_payload(0), {"tweet_id": "1"}])
-    with pytest.raises(ValueError, match="store: event e1 has no field 'author'"):
+    with pytest.raises(ValueError, match="store: event 1 has no field 'author'"):
         list(t.store(events, results_db=str(db)))
     assert not db.exists() or row_count(db) == (0, 0)
 
 
 def _writer(db: str, start: int, stop: int, go, results) -> None:
     """One replica in its own process: store events start..stop-1 in batches of 10."""
-    events = make_events([store_payload(i) for i in range(start, stop)], prefix="w")
-    events = [Event(f"w{start + i}", e.key, e.ts, e.payload) for i, e in enumerate(events)]
+    events = make_events([store_payload(i) for i in range(start, stop)], first=start)
     go.wait(10)
     inserted = 0
     for b in range(0, len(events), 10):
@@ -410,7 +408,7 @@ def test_concurrent_writers_lose_nothing_and_duplicate_nothing(tmp_path):
     assert sum(inserted) == 400  # each row was inserted by exactly one writer
     with sqlite3.connect(db) as conn:
         ids = {r[0] for r in conn.execute("SELECT event_id FROM tweets")}
-    assert ids == {f"w{i}" for i in range(400)}
+    assert ids == {str(i) for i in range(400)}
 
 
 # ------------------------------------------------------------------------------ whole pipeline

@@ -7,13 +7,14 @@ import zlib
 from collections.abc import Sequence
 
 import numpy as np
+import pyarrow as pa
 
 from elastream.model.pipeline import Grouping
 
 
 def round_robin(n: int, replicas: int, start: int = 0) -> list[int]:
     """Event k goes to replica (start + k) mod r."""
-    return [(start + k) % replicas for k in range(n)]
+    return ((start + np.arange(n)) % replicas).tolist()
 
 
 def shuffle(n: int, replicas: int, seed: int) -> list[int]:
@@ -24,7 +25,17 @@ def shuffle(n: int, replicas: int, seed: int) -> list[int]:
 
 def key_hash(keys: Sequence[str], replicas: int) -> list[int]:
     """A stable hash of the key (crc32, the same in every process) modulo r."""
-    return [zlib.crc32(k.encode()) % replicas for k in keys]
+    return (_crc32s(keys) % replicas).tolist()
+
+
+def _crc32s(keys: Sequence[str]) -> np.ndarray:
+    """crc32 of every key, hashed once per distinct key (a batch repeats its keys)."""
+    if not len(keys):
+        return np.zeros(0, np.int64)
+    encoded = pa.array(keys, pa.string()).dictionary_encode()
+    distinct = encoded.dictionary.to_pylist()
+    hashes = np.fromiter((zlib.crc32(k.encode()) for k in distinct), np.int64, len(distinct))
+    return hashes[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
 def key_group(key: str, groups: int) -> int:
@@ -47,7 +58,7 @@ def group_owner(group: int, replicas: int, groups: int) -> int:
 def key_groups(keys: Sequence[str], replicas: int, groups: int) -> list[int]:
     """Stateful routing: each event goes to the owner of its key's group, so it meets its key's
     state whatever r is (ownership changes only between batches, with r)."""
-    return [group_owner(zlib.crc32(k.encode()) % groups, replicas, groups) for k in keys]
+    return ((_crc32s(keys) % groups) * replicas // groups).tolist()
 
 
 def load_balancing(

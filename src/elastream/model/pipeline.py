@@ -69,14 +69,14 @@ class SinkKind(StrEnum):
 
 
 FILE_FORMATS = ("csv", "json", "parquet")
-SINK_FORMATS = ("parquet", "json")
+SINK_FORMATS = ("parquet", "json", "csv")
 
 # Fields each kind takes (besides name, kind and key); any other set field is an error naming it.
 _SOURCE_FIELDS: dict[SourceKind, tuple[str, ...]] = {
     SourceKind.GENERATOR: ("generator", "rate"),
     SourceKind.FILES: ("path", "format", "schema_", "options", "dead_letter", "key"),
     SourceKind.REDIS: ("url", "stream", "key"),
-    SourceKind.SPARK: ("function", "key", "id"),
+    SourceKind.SPARK: ("function", "key"),
 }
 _SOURCE_REQUIRED: dict[SourceKind, tuple[str, ...]] = {
     SourceKind.GENERATOR: ("generator",),
@@ -86,9 +86,9 @@ _SOURCE_REQUIRED: dict[SourceKind, tuple[str, ...]] = {
 }
 _SINK_FIELDS: dict[SinkKind, tuple[str, ...]] = {
     SinkKind.QUEUE: (),
-    SinkKind.FILES: ("path", "format", "schema_"),
-    SinkKind.REDIS: ("url", "stream"),
-    SinkKind.FOREACH_BATCH: ("function",),
+    SinkKind.FILES: ("path", "format", "schema_", "metadata"),
+    SinkKind.REDIS: ("url", "stream", "metadata"),
+    SinkKind.FOREACH_BATCH: ("function", "metadata"),
 }
 _SINK_REQUIRED: dict[SinkKind, tuple[str, ...]] = {
     SinkKind.QUEUE: (),
@@ -155,9 +155,6 @@ class SourceSpec(Settings):
     )
     key: str | None = Field(
         None, description="files, redis, spark: the column (field) whose value is the event key"
-    )
-    id: str | None = Field(
-        None, description="spark: a column with a unique id per row (else batch id + row index)"
     )
 
     @model_validator(mode="before")
@@ -288,12 +285,18 @@ class SinkSpec(Settings):
         SinkKind.QUEUE, description="queue | files | redis | foreach_batch (default queue)"
     )
     path: str | None = Field(None, description="files: the output directory")
-    format: str = Field("parquet", description="files: parquet | json (JSON lines)")
+    format: str = Field("parquet", description="files: parquet | json (JSON lines) | csv")
     schema_: str | None = Field(
         None,
         alias="schema",
-        description="files: the payload's fields as Spark DDL, written as columns; None: the "
-        "payload as one JSON string column",
+        description="files: the columns to write, as Spark DDL (each batch is cast to them); "
+        "None: the payload's own columns, as the first batch has them",
+    )
+    metadata: bool = Field(
+        True,
+        description="files, redis, foreach_batch: also write elastream's columns "
+        "_elastream_id (the event's offset in the sink), _elastream_root (the source event it "
+        "came from), _elastream_key and _elastream_ts (when its source event entered, s)",
     )
     url: str | None = Field(None, description="redis: redis://HOST:PORT/DB of the server")
     stream: str | None = Field(None, description="redis: the stream's key")
@@ -418,6 +421,13 @@ class Pipeline(Settings):
     @cached_property
     def source_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.sources)
+
+    def source_roots(self, name: str, positions: Any) -> Any:
+        """The roots of source `name`'s events at `positions` (the order it offered them):
+        `model.batch.position` of the source's number, its rank among the sources' names."""
+        from elastream.model.batch import position
+
+        return position(sorted(self.source_names).index(name), positions)
 
     @cached_property
     def generator_sources(self) -> tuple[SourceSpec, ...]:

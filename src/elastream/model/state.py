@@ -9,6 +9,7 @@ from typing import Any
 
 import msgpack
 
+from elastream.model.batch import plain_value
 from elastream.model.events import Event
 from elastream.model.grouping import key_group
 
@@ -49,7 +50,7 @@ class Timer:
 
 def encode_value(value: Any) -> bytes:
     """The stored form of one state value (msgpack: numbers, strings, bytes, lists, dicts)."""
-    return msgpack.packb(value, use_bin_type=True)
+    return msgpack.packb(value, use_bin_type=True, default=plain_value)
 
 
 def decode_value(blob: bytes) -> Any:

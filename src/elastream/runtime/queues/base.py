@@ -7,6 +7,10 @@ which event), and each replica commits its share — outputs to the successor qu
 nothing, and a replayed batch reuses its recorded plan. A stateful operator's share also commits
 its keyed-state writes in that step (`StateStore`, docs/state.md).
 
+A segment — the events one append brought — is stored as two Arrow IPC streams: its index (the
+key column, what a plan divides, and the root column, what the lineage count reads), and the
+rest (timestamps, the payload columns): `encode_batch`.
+
 The interface is split by role: `DataPath` (queues, plans, share commits, release),
 `ControlTable` (the driver's control rows and the run's key/value records), `Metrics` (the
 Monitor step's per-interval figures), `AuditTrail` (end-of-run accounting and its retention) and
@@ -16,15 +20,15 @@ Monitor step's per-interval figures), `AuditTrail` (end-of-run accounting and it
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-import msgpack
 import numpy as np
+import pyarrow as pa
 
-from elastream.model.events import Event, EventColumns, Outcome, OutcomeKind
+from elastream.model.batch import KEY, META_FIELDS, ROOT, EventBatch, pack
+from elastream.model.events import Event, Outcome, OutcomeKind
 from elastream.model.state import StateWrite
 
 Divide = Callable[[list[str]], list[int]]  # the keys of a batch -> the replica of every event
@@ -36,10 +40,11 @@ class QueueError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Stored:
-    """An event as stored in a queue, with its offset and arrival time."""
+    """The events at offsets [first, first + len(batch)) of a queue, as one batch (its
+    positions set), and when they arrived there."""
 
-    off: int
-    event: Event
+    first: int
+    batch: EventBatch
     enq: float
 
 
@@ -96,10 +101,11 @@ class BatchPlan:
 
 @dataclass(frozen=True, slots=True)
 class FailedEvent:
-    """An input event the operator function raised on, alone: kept for inspection."""
+    """An input event the operator function raised on, alone: kept for inspection (its payload
+    as msgpack)."""
 
-    id: str
-    root: str
+    id: int
+    root: int
     message: str
     payload: bytes
 
@@ -113,8 +119,8 @@ class ShareCommit:
     replica: int
     events: int
     busy_s: float
-    outputs: dict[str, EventColumns] = field(default_factory=dict)  # target queue -> events
-    fates: dict[OutcomeKind, list[str]] = field(default_factory=dict)  # kind -> roots
+    outputs: dict[str, EventBatch] = field(default_factory=dict)  # target queue -> events
+    fates: dict[OutcomeKind, np.ndarray] = field(default_factory=dict)  # kind -> roots
     failures: tuple[FailedEvent, ...] = ()
     state: tuple[StateWrite, ...] = ()  # keyed-state puts and deletes of a stateful operator
     cpu_s: float = 0.0  # CPU seconds the replica's process spent on the share
@@ -167,9 +173,22 @@ class Expiry(NamedTuple):
     sink_latencies_ms: list[float]
 
 
+class Lineage(NamedTuple):
+    """Source events offered so far, those with a descendant still queued, and those whose
+    lineage lost an event (dropped or failed); the rest have completed."""
+
+    events_in: int
+    pending: int
+    lost: int
+
+    @property
+    def completed(self) -> int:
+        return self.events_in - self.pending - self.lost
+
+
 class Segment(NamedTuple):
     """One appended batch as a backend stores it: its first offset, its arrival time, and its
-    events as two msgpack blobs (`encode_events`: the keys, then the rest)."""
+    events as two Arrow IPC blobs (`encode_batch`: the keys, then the rest)."""
 
     first: int
     enq: float
@@ -220,26 +239,24 @@ class StateItem(NamedTuple):
 def build_audit(
     events_in: int,
     pending: int,
-    sink_roots: list[str],
-    fates: dict[str, set[str]],
+    sink_roots: np.ndarray,
+    fates: dict[str, np.ndarray],
     expired: ExpiredCounts,
 ) -> Audit:
     """The audit from the retained records (`fates`: fate -> roots, without "to_sink") plus what
     was expired; duplicates and roots with two fates are checked among the retained records."""
-    fates = {"to_sink": set(sink_roots), **fates}
-    seen: dict[str, int] = defaultdict(int)
-    for roots in fates.values():
-        for root in roots:
-            seen[root] += 1
-    kept = {name: len(roots) for name, roots in fates.items()}
+    distinct = {"to_sink": np.unique(sink_roots)}
+    distinct.update({name: np.unique(roots) for name, roots in fates.items()})
+    every = np.concatenate([np.empty(0, np.int64), *distinct.values()])
+    _, counts = np.unique(every, return_counts=True)
     gone = dict(expired.items())
     return Audit(
         events_in=events_in,
         pending=pending,
         sink_events=len(sink_roots) + gone.pop("sink_events"),
-        duplicate_sink_roots=len(sink_roots) - len(fates["to_sink"]),
-        roots_with_two_fates=sum(1 for n in seen.values() if n > 1),
-        **{name: n + gone.get(name, 0) for name, n in kept.items()},
+        duplicate_sink_roots=len(sink_roots) - len(distinct["to_sink"]),
+        roots_with_two_fates=int((counts > 1).sum()),
+        **{name: len(roots) + gone.get(name, 0) for name, roots in distinct.items()},
     )
 
 
@@ -257,66 +274,131 @@ def share_commit(
     roots of each fate, and the share's state writes (the runtime builds its commits from whole
     columns instead: `runtime.spark.task`)."""
     outputs: dict[str, list[Event]] = {}
-    fates: dict[OutcomeKind, list[str]] = {}
+    fates: dict[OutcomeKind, list[int]] = {}
     for outcome in outcomes:
         for target, event in outcome.outputs:
             outputs.setdefault(target, []).append(event)
         fates.setdefault(outcome.kind, []).append(outcome.root)
-    columns = {target: EventColumns.of(events) for target, events in outputs.items()}
+    batches = {target: batch_of(events) for target, events in outputs.items()}
+    roots = {kind: np.asarray(r, np.int64) for kind, r in fates.items()}
     n = len(outcomes)
     return ShareCommit(
-        op, batch, replica, n, busy_s, columns, fates, tuple(failures), tuple(state), cpu_s
+        op, batch, replica, n, busy_s, batches, roots, tuple(failures), tuple(state), cpu_s
     )
 
 
-def encode_payload(payload: Any) -> bytes:
-    """The stored form of one payload (msgpack)."""
-    return msgpack.packb(payload, use_bin_type=True)
+def batch_of(events: Sequence[Event] | EventBatch) -> EventBatch:
+    """A batch to append (sources and tests may append Python events)."""
+    if isinstance(events, EventBatch):
+        return events
+    return EventBatch.of(
+        [e.root for e in events], [e.key for e in events], [e.ts for e in events],
+        [e.payload for e in events],
+    )  # fmt: skip
 
 
-def as_columns(events: Sequence[Event] | EventColumns) -> EventColumns:
-    """A batch to append, column-wise (sources may append either form)."""
-    return events if isinstance(events, EventColumns) else EventColumns.of(events)
+IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression=None)
 
 
-def encode_events(events: EventColumns) -> tuple[bytes, bytes]:
-    """A batch as two msgpack blobs: its keys (read at plan time) and the rest, column-wise."""
-    keys = msgpack.packb(events.keys, use_bin_type=True)
-    body = msgpack.packb([events.ids, events.roots, events.ts, events.payloads], use_bin_type=True)
-    return keys, body
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema, options=IPC_OPTIONS) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
 
 
-def decode_keys(blob: bytes) -> list[str]:
-    return msgpack.unpackb(blob, raw=False)
+def _read_ipc(blob: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
 
 
-def decode_columns(keys_blob: bytes, body_blob: bytes) -> EventColumns:
-    """The inverse of `encode_events`."""
-    keys = decode_keys(keys_blob)
-    ids, roots, stamps, payloads = msgpack.unpackb(body_blob, raw=False, strict_map_key=False)
-    if not len(ids) == len(keys) == len(roots) == len(stamps) == len(payloads):
-        raise QueueError(f"a stored segment's columns differ in length ({len(ids)} ids)")
-    return EventColumns(ids, keys, stamps, payloads, roots)
+INDEX = (KEY, ROOT)  # a segment's first blob: what plans and the lineage count read
 
 
-def decode_events(keys_blob: bytes, body_blob: bytes) -> list[Event]:
-    """A stored segment as Event objects."""
-    return decode_columns(keys_blob, body_blob).events()
+def encode_batch(batch: EventBatch) -> tuple[bytes, bytes]:
+    """A batch as two Arrow IPC streams: its index (keys, roots), then the rest."""
+    table = batch.table
+    return _ipc(table.select(list(INDEX))), _ipc(table.drop_columns(list(INDEX)))
 
 
-def pack_roots(roots: Sequence[str]) -> bytes:
-    return msgpack.packb(list(roots), use_bin_type=True)
+def decode_keys(blob: bytes) -> pa.ChunkedArray:
+    """The key column of a stored segment (from its index blob)."""
+    return _read_ipc(blob).column(0)
 
 
-def unpack_roots(blob: bytes | None) -> list[str]:
-    return [] if blob is None else msgpack.unpackb(blob, raw=False)
+def decode_roots(blob: bytes) -> np.ndarray:
+    """The root column of a stored segment (from its index blob)."""
+    return _read_ipc(blob).column(1).to_numpy()
+
+
+def decode_batch(keys_blob: bytes, body_blob: bytes) -> EventBatch:
+    """The inverse of `encode_batch` (the columns back in their order)."""
+    body = _read_ipc(body_blob)
+    index = _read_ipc(keys_blob)
+    if index.num_rows != body.num_rows:
+        raise QueueError(f"a stored segment's columns differ in length ({body.num_rows} rows)")
+    for at, field_ in enumerate(META_FIELDS):  # in their order: root, key (ts is in the body)
+        if field_.name in INDEX:
+            body = body.add_column(at, field_, index.column(field_.name))
+    return EventBatch(body)
+
+
+def pack_roots(roots: np.ndarray | Sequence[int]) -> bytes:
+    """Roots as stored: little-endian int64s."""
+    return np.asarray(roots, dtype="<i8").tobytes()
+
+
+def unpack_roots(blob: bytes | None) -> np.ndarray:
+    return np.empty(0, np.int64) if not blob else np.frombuffer(blob, dtype="<i8")
+
+
+def failure_record(event_id: int, root: int, message: str, payload: Any) -> FailedEvent:
+    """An event the operator failed on, with its payload kept (msgpack)."""
+    return FailedEvent(event_id, root, message, pack(payload))
+
+
+STORE_FORMAT = "arrow-2"  # how segments, roots and failures are stored (this module)
+FORMAT_KEY = "store_format"
+
+
+def check_format(store: ControlTable, address: str, fresh: bool) -> None:
+    """Mark a new store with STORE_FORMAT; refuse one written in another format (an earlier
+    elastream's msgpack segments would be misread), naming the address."""
+    found = store.meta(FORMAT_KEY)
+    if found == STORE_FORMAT:
+        return
+    if found is None and fresh:
+        store.set_meta(FORMAT_KEY, STORE_FORMAT)
+        return
+    raise QueueError(
+        f"the queue store at {address} was written in another format "
+        f"({found or 'an earlier msgpack format'}; this elastream reads {STORE_FORMAT}): it cannot "
+        "be resumed here; start a new run (without --resume, or with another --out/--queues)"
+    )
 
 
 MAX_REPLICAS = 255  # a plan stores each event's replica in one byte
 
 
+class LazyKeys(Sequence[str]):
+    """The keys of a batch, read from the store only if a grouping looks at them (a division
+    by load or in turn needs only their number)."""
+
+    def __init__(self, load: Callable[[], list[str]], n: int) -> None:
+        self._load = load
+        self._n = n
+        self._keys: list[str] | None = None
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._keys is None:
+            self._keys = self._load()
+        return self._keys[index]
+
+
 class SegmentedQueues:
-    """Reading and planning, the same for every backend that keeps a queue as msgpack segments
+    """Reading and planning, the same for every backend that keeps a queue as Arrow segments
     covering offset ranges and records one plan per (operator, batch start). A backend supplies
     `_segments` (the segments overlapping [start, end), in order), `_plan` (the recorded plan or
     None), `_record_plan` (record a plan unless one is there: the first plan wins) and
@@ -334,63 +416,131 @@ class SegmentedQueues:
     def _sink_queues(self) -> list[str]:
         raise NotImplementedError
 
-    def _sink_segments(
-        self, before: float = math.inf
-    ) -> Iterator[tuple[str, int, float, list[Event]]]:
-        """(sink, first offset, arrival time, events) of each sink segment in offset order, up to
-        the first one that arrived at or after `before` (what `expire(before)` forgets)."""
+    def _plans(self, op: str) -> list[BatchPlan]:
+        """Every recorded plan of `op` not yet released."""
+        raise NotImplementedError
+
+    def pending_roots(self, q: str) -> np.ndarray:
+        """The roots of the events of operator queue `q` that its consumer has not committed:
+        those of a recorded plan's share not yet done, and those of no plan yet. The plans are
+        released in order from the bottom once all their shares are done, so every event below
+        the first plan still recorded (with none recorded: all but the last `pending(q)`) is
+        committed."""
+        plans = sorted(self._plans(q), key=lambda plan: plan.start)
+        floor = plans[0].start if plans else self.latest(q) - self.pending(q)
+        parts = []
+        for first, _, index, _ in self._segments(q, floor, 2**62):
+            roots = decode_roots(index)
+            waiting = np.arange(first, first + len(roots)) >= floor
+            for plan in plans:
+                lo, hi = max(plan.start, first), min(plan.end, first + len(roots))
+                if lo < hi:
+                    owners = np.frombuffer(plan.owners, np.uint8)[lo - plan.start : hi - plan.start]
+                    done = [j for j in set(owners.tolist()) if self.share_done(q, plan.batch, j)]
+                    waiting[lo - first : hi - first] = ~np.isin(owners, done)
+            parts.append(roots[waiting])
+        return np.concatenate([np.empty(0, np.int64), *parts])
+
+    def lineage(self, operators: Sequence[str]) -> Lineage:
+        """Source events by where their lineage is (docs/outputs.md, "Completed"): still
+        somewhere in the operators' queues, lost (an output or the event itself dropped or
+        failed), or completed. `operators` in topological order: an event moving downstream
+        while the queues are read is seen at least once."""
+        pending = np.unique(np.concatenate([self.pending_roots(op) for op in operators] or [[]]))
+        lost_kept, lost_expired = self._lost_roots()
+        lost = np.setdiff1d(lost_kept, pending).size + lost_expired
+        return Lineage(self._events_in(), len(pending), lost)
+
+    def _lost_roots(self) -> tuple[np.ndarray, int]:
+        """The distinct roots of the dropped (timeout, overflow) and failed events kept, and the
+        count of those already expired."""
+        raise NotImplementedError
+
+    def _events_in(self) -> int:
+        raise NotImplementedError
+
+    def _sink_segments(self, before: float = math.inf) -> Iterator[tuple[str, Stored]]:
+        """(sink, segment) of each sink segment in offset order, up to the first one that
+        arrived at or after `before` (what `expire(before)` forgets)."""
         for q in self._sink_queues():
             for first, enq, keys, body in self._segments(q, 0, 2**62):
                 if enq >= before:
                     break
-                yield q, first, enq, decode_events(keys, body)
+                yield q, Stored(first, decode_batch(keys, body), enq)
 
-    def _sink_events(self, before: float = math.inf) -> Iterator[tuple[str, float, Event]]:
-        """(sink, arrival time, event) of the events in sink queues (see `_sink_segments`)."""
-        for q, _, enq, events in self._sink_segments(before):
-            for event in events:
-                yield q, enq, event
+    def _sink_latencies(self, before: float, since: float = -math.inf) -> np.ndarray:
+        """End-to-end latencies (ms) of the kept sink events that arrived in [since, before)."""
+        parts = [
+            (stored.enq - stored.batch.ts) * 1000
+            for _, stored in self._sink_segments(before)
+            if stored.enq >= since
+        ]
+        return np.concatenate(parts) if parts else np.empty(0)
 
     def sink_latencies_ms(self, before: float = math.inf) -> list[float]:
-        return [(enq - e.ts) * 1000 for _, enq, e in self._sink_events(before)]
+        return self._sink_latencies(before).tolist()
 
     def sink_latencies_ms_between(self, t0: float, t1: float) -> list[float]:
         """End-to-end latencies of the sink events kept that arrived in [t0, t1)."""
-        return [(enq - e.ts) * 1000 for _, enq, e in self._sink_events(t1) if enq >= t0]
+        return self._sink_latencies(t1, t0).tolist()
 
-    def sink_ids(self, q: str) -> list[str]:
-        return [e.id for sink, _, e in self._sink_events() if sink == q]
+    def _sink_roots(self) -> np.ndarray:
+        parts = [stored.batch.roots for _, stored in self._sink_segments()]
+        return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
-    def sink_events(self, q: str) -> list[Event]:
-        """The events sink queue `q` still holds (retention expires the older ones), in order."""
+    def sink_batches(self, q: str) -> list[Stored]:
+        """The segments sink queue `q` still holds (retention expires the older ones), in
+        order, each batch with its positions (offsets)."""
         if q not in self._sink_queues():
             raise QueueError(f"{q!r} is not a sink queue")
-        return [e for sink, _, e in self._sink_events() if sink == q]
+        return [self._positioned(q, stored) for sink, stored in self._sink_segments() if sink == q]
+
+    def _positioned(self, q: str, stored: Stored) -> Stored:
+        offsets = np.arange(stored.first, stored.first + len(stored.batch), dtype=np.int64)
+        return Stored(stored.first, stored.batch.with_positions(offsets), stored.enq)
+
+    def sink_roots(self, q: str) -> list[int]:
+        """The roots of the events sink queue `q` still holds, in order (each source event's
+        descendants at a sink of a pipeline without fan-out: once each)."""
+        return [r for stored in self.sink_batches(q) for r in stored.batch.roots.tolist()]
+
+    def sink_events(self, q: str) -> list[Event]:
+        """The events sink queue `q` still holds, in order (ids: their sink offsets)."""
+        return [e for stored in self.sink_batches(q) for e in stored.batch.events()]
 
     def sink_span(self) -> SinkSpan:
         """The earliest source timestamp and the latest arrival of the events at the sinks."""
-        stamps = [(e.ts, enq) for _, enq, e in self._sink_events()]
+        stamps = [
+            (float(s.batch.ts.min()), s.enq) for _, s in self._sink_segments() if len(s.batch)
+        ]
         if not stamps:
             raise QueueError("no event reached a sink")
         return SinkSpan(min(ts for ts, _ in stamps), max(enq for _, enq in stamps))
 
     def keys(self, q: str, start: int, end: int) -> list[str]:
         """The keys of the events at offsets [start, end) (what a plan divides)."""
-        out: list[str] = []
+        parts = []
         for first, _, keys, _ in self._segments(q, start, end):
-            out.extend(decode_keys(keys)[max(0, start - first) : end - first])
+            column = decode_keys(keys)
+            lo, hi = max(0, start - first), min(len(column), end - first)
+            parts.append(column.slice(lo, max(0, hi - lo)))
+        out = [k for part in parts for k in part.to_pylist()]
         if len(out) != end - start:
             raise QueueError(f"queue {q!r} holds {len(out)} of the events [{start}, {end})")
         return out
 
     def read(self, q: str, start: int, end: int) -> list[Stored]:
+        """The events at offsets [start, end), a batch per segment they lie in (with their
+        positions: offsets), each with its arrival time."""
         out: list[Stored] = []
         for first, enq, keys, body in self._segments(q, start, end):
-            events = decode_events(keys, body)
-            lo, hi = max(start, first), min(end, first + len(events))
-            out.extend(Stored(off, events[off - first], enq) for off in range(lo, hi))
-        if len(out) != end - start:
-            raise QueueError(f"queue {q!r} holds {len(out)} of the events [{start}, {end})")
+            batch = decode_batch(keys, body)
+            lo, hi = max(start, first), min(end, first + len(batch))
+            part = batch.slice(lo - first, hi - first)
+            out.append(self._positioned(q, Stored(lo, part, enq)))
+        if sum(len(s.batch) for s in out) != end - start:
+            held = sum(len(s.batch) for s in out)
+            raise QueueError(f"queue {q!r} holds {held} of the events [{start}, {end})")
         return out
 
     def plan_batch(self, op: str, start: int, end: int, replicas: int, divide: Divide) -> BatchPlan:
@@ -412,7 +562,8 @@ class SegmentedQueues:
         """Divide [start, end) and record it; the plan recorded first wins a race."""
         if not 1 <= replicas <= MAX_REPLICAS:
             raise QueueError(f"operator {op!r}: {replicas} replicas, expected 1..{MAX_REPLICAS}")
-        owners = divide(self.keys(op, start, end)) if replicas > 1 else [0] * (end - start)
+        keys = LazyKeys(lambda: self.keys(op, start, end), end - start)
+        owners = divide(keys) if replicas > 1 else [0] * (end - start)
         try:
             packed = bytes(owners)  # each owner in 0..255, else ValueError
         except (ValueError, TypeError):
@@ -445,21 +596,28 @@ class SegmentedQueues:
         recorded = self._plan(op, start)
         return None if recorded is None else recorded.end
 
-    def read_share(self, plan: BatchPlan, replica: int) -> EventColumns:
-        """Replica `replica`'s events of a planned batch, in offset order."""
-        parts: list[EventColumns] = []
+    def read_events(self, q: str, start: int, end: int) -> list[Event]:
+        """The events at offsets [start, end) as Python events (ids: their offsets)."""
+        return [e for stored in self.read(q, start, end) for e in stored.batch.events()]
+
+    def read_share(self, plan: BatchPlan, replica: int) -> EventBatch:
+        """Replica `replica`'s events of a planned batch, in offset order, with their positions
+        (offsets in the queue)."""
+        parts: list[EventBatch] = []
         for first, _, keys, body in self._segments(plan.op, plan.start, plan.end):
-            decoded = decode_columns(keys, body)
+            decoded = decode_batch(keys, body)
             lo = max(plan.start, first)
             hi = min(plan.end, first + len(decoded))
-            owners = plan.owners[lo - plan.start : hi - plan.start]
-            base = lo - first
+            owners = np.frombuffer(plan.owners, np.uint8)[lo - plan.start : hi - plan.start]
             if plan.replicas == 1:  # every event is replica 0's
-                parts.append(decoded.slice(base, base + len(owners) * (replica == 0)))
+                n = (hi - lo) * (replica == 0)
+                part = decoded.slice(lo - first, lo - first + n)
+                part = part.with_positions(np.arange(lo, lo + n, dtype=np.int64))
             else:
-                mine = np.frombuffer(owners, dtype=np.uint8) == replica
-                parts.append(decoded.take((np.flatnonzero(mine) + base).tolist()))
-        return EventColumns.concat(parts)
+                mine = np.flatnonzero(owners == replica)
+                part = decoded.take(mine + (lo - first)).with_positions(mine + lo)
+            parts.append(part)
+        return EventBatch.concat(parts) if parts else EventBatch.empty()
 
     def plan(self, op: str, start: int, end: int) -> BatchPlan:
         recorded = self._plan(op, start)
@@ -481,7 +639,7 @@ class DataPath(Protocol):
     def create_queue(self, name: str, bound: int | None, sink: bool = False) -> None: ...
 
     def append(
-        self, q: str, events: Sequence[Event] | EventColumns, producer: str, first: int
+        self, q: str, events: Sequence[Event] | EventBatch, producer: str, first: int
     ) -> Appended:
         """A source offers its events number `first`, `first + 1`, … to `q`; events it offered
         before (a resumed source regenerating them) are skipped, so appends are idempotent."""
@@ -523,8 +681,9 @@ class DataPath(Protocol):
 
     def read(self, q: str, start: int, end: int) -> list[Stored]: ...
 
-    def read_share(self, plan: BatchPlan, replica: int) -> EventColumns:
-        """Replica `replica`'s events of a planned batch, in offset order, column-wise."""
+    def read_share(self, plan: BatchPlan, replica: int) -> EventBatch:
+        """Replica `replica`'s events of a planned batch, in offset order, with their offsets as
+        positions."""
         ...
 
     def share_done(self, op: str, batch: str, replica: int) -> bool: ...
@@ -578,8 +737,8 @@ class Metrics(Protocol):
         """Per (operator, micro-batch): slowest busy seconds, events, largest share, shares."""
         ...
 
-    def completed(self, t0: float, t1: float) -> int:
-        """Events whose processing finished in [t0, t1): reached a sink, or filtered."""
+    def lineage(self, operators: Sequence[str]) -> Lineage:
+        """Source events offered, still queued, lost and completed (`Lineage`)."""
         ...
 
     def sink_latency(self, t0: float, t1: float | None = None) -> SinkLatency: ...
@@ -595,10 +754,16 @@ class AuditTrail(Protocol):
 
     def audit(self) -> Audit: ...
 
-    def sink_ids(self, q: str) -> list[str]: ...
+    def sink_batches(self, q: str) -> list[Stored]:
+        """The segments sink queue `q` still holds, in order (positions: offsets)."""
+        ...
 
     def sink_events(self, q: str) -> list[Event]:
         """The events sink queue `q` still holds (retention expires the older ones), in order."""
+        ...
+
+    def sink_roots(self, q: str) -> list[int]:
+        """The roots of the events sink queue `q` still holds, in order."""
         ...
 
     def sink_span(self) -> SinkSpan: ...

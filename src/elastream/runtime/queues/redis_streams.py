@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import msgpack
+import numpy as np
 
 from elastream.base.extras import require
 from elastream.base.secrets import redact_url
-from elastream.model.events import Event, EventColumns, OutcomeKind
+from elastream.model.batch import EventBatch
+from elastream.model.events import Event, OutcomeKind
 from elastream.runtime.queues.base import (
     Appended,
     Audit,
@@ -40,9 +42,11 @@ from elastream.runtime.queues.base import (
     ShareCommit,
     SinkLatency,
     StateItem,
-    as_columns,
+    Stored,
+    batch_of,
     build_audit,
-    encode_events,
+    check_format,
+    encode_batch,
     pack_roots,
     unpack_roots,
 )
@@ -263,7 +267,7 @@ class _Append:
 
     q: str
     producer: str
-    events: EventColumns
+    events: EventBatch
     sink: bool
     accepted: int = -1  # unknown until the first try: all of them
 
@@ -271,8 +275,8 @@ class _Append:
         n = len(self.events)
         acc = n if self.accepted < 0 else self.accepted
         accepted = self.events.slice(0, acc)
-        keys, body = encode_events(accepted) if acc else (b"", b"")
-        latency = sum(now - t for t in accepted.ts) if self.sink else 0.0
+        keys, body = encode_batch(accepted) if acc else (b"", b"")
+        latency = float((now - accepted.ts).sum()) if self.sink else 0.0
         return {
             "q": self.q,
             "producer": self.producer,
@@ -325,6 +329,7 @@ class RedisQueueStore(SegmentedQueues):
         self._apply = self.r.register_script(APPLY)
         self._release = self.r.register_script(RELEASE)
         self._sinks: dict[str, bool] = {}
+        check_format(self, self.where.redacted(), fresh=not self.r.exists(self._k("meta")))
 
     def close(self) -> None:
         self.r.close()
@@ -396,10 +401,10 @@ class RedisQueueStore(SegmentedQueues):
 
     # -- producing ----------------------------------------------------------------------------
     def append(
-        self, q: str, events: Sequence[Event] | EventColumns, producer: str, first: int
+        self, q: str, events: Sequence[Event] | EventBatch, producer: str, first: int
     ) -> Appended:
         """A source offers its events number `first`, `first + 1`, … to `q`, idempotently."""
-        batch = as_columns(events)
+        batch = batch_of(events)
         expect = first  # what the source's count usually is; the script says if not
         while True:
             if first > expect:
@@ -411,13 +416,13 @@ class RedisQueueStore(SegmentedQueues):
             after = max(expect, first + len(batch))
             count = {"q": q, "name": producer, "expect": expect, "after": after}
             request = _Request(producer=count)
-            if fresh:
+            if len(fresh):
                 request.appends.append(_Append(q, producer, fresh, self._is_sink(q)))
             answer = self._run(request)
             if answer[0] == "offered":
                 expect = int(answer[1])
                 continue
-            if not fresh:
+            if not len(fresh):
                 return Appended(0, 0)
             accepted = request.appends[0].accepted
             accepted = len(fresh) if accepted < 0 else accepted
@@ -464,6 +469,13 @@ class RedisQueueStore(SegmentedQueues):
             tx.zadd(self._k("planend", plan.op), {str(plan.start): plan.end}, nx=True)
             tx.execute()
 
+    def _plans(self, op: str) -> list[BatchPlan]:
+        plans = []
+        for start, value in self.r.hgetall(self._k("plan", op)).items():
+            end, replicas, owners = msgpack.unpackb(value, raw=False)
+            plans.append(BatchPlan(op, int(start), end, replicas, bytes(owners)))
+        return plans
+
     def _plan(self, op: str, start: int) -> BatchPlan | None:
         value = self.r.hget(self._k("plan", op), str(start))
         if value is None:
@@ -494,10 +506,14 @@ class RedisQueueStore(SegmentedQueues):
             roots=[
                 (kind.value, pack_roots(commit.fates[kind]))
                 for kind in (OutcomeKind.FILTERED, OutcomeKind.TIMEOUT)
-                if commit.fates.get(kind)
+                if commit.fates.get(kind) is not None and len(commit.fates[kind])
             ],
             failures=[
-                (commit.op, f.id, msgpack.packb([f.root, f.message, f.payload], use_bin_type=True))
+                (
+                    commit.op,
+                    str(f.id),
+                    msgpack.packb([f.root, f.message, f.payload], use_bin_type=True),
+                )
                 for f in commit.failures
             ],
             puts=[
@@ -598,16 +614,6 @@ class RedisQueueStore(SegmentedQueues):
                 )
         return list(work.values())
 
-    def completed(self, t0: float, t1: float) -> int:
-        total = 0
-        filtered = 3 + SHARE_KINDS.index(OutcomeKind.FILTERED)  # its column in a share record
-        for q, sink in self._queues():
-            if sink:
-                total += sum(acc for acc, _, _, _ in self._appends(q, t0, t1))
-            else:
-                total += sum(int(rec[filtered]) for rec in self._shares(q, t0, t1))
-        return total
-
     def sink_latency(self, t0: float, t1: float | None = None) -> SinkLatency:
         t1 = float("inf") if t1 is None else t1
         n, total = 0, 0.0
@@ -623,39 +629,50 @@ class RedisQueueStore(SegmentedQueues):
 
     def audit(self) -> Audit:
         """Account for every source event by its fate (see `Audit`), as the SQLite store does."""
-        queues = self._queues()
-        failed: set[str] = set()
-        for q, sink in queues:
-            if not sink:
-                for value in self.r.hvals(self._k("err", q)):
-                    failed.add(msgpack.unpackb(value, raw=False)[0])
         fates = {
             "filtered": self._roots(OutcomeKind.FILTERED.value),
             "timeout": self._roots(OutcomeKind.TIMEOUT.value),
             "overflow": self._roots("overflow"),
-            "failed": failed,
+            "failed": self._failed_roots(),
         }
-        offered: dict[str, int] = defaultdict(int)
-        for q, _ in queues:
-            for producer, n in self.r.hgetall(self._k("prod", q)).items():
-                if not producer.startswith(b"~"):  # a tick producer (watermark), not input
-                    offered[producer.decode()] = max(offered[producer.decode()], int(n))
-        pending = sum(self.pending(q) for q, sink in queues if not sink)
-        sink_roots = [e.root for _, _, e in self._sink_events()]
-        return build_audit(sum(offered.values()), pending, sink_roots, fates, self._expired())
+        pending = sum(self.pending(q) for q, sink in self._queues() if not sink)
+        return build_audit(self._events_in(), pending, self._sink_roots(), fates, self._expired())
 
-    def _roots(self, fate: str) -> set[str]:
-        roots: set[str] = set()
-        for member in self.r.zrange(self._k("roots", fate), 0, -1):
-            roots.update(_member_roots(member))
-        return roots
+    def _events_in(self) -> int:
+        """Source events offered (a tick producer, `~…`, is not input)."""
+        offered: dict[str, int] = defaultdict(int)
+        for q, _ in self._queues():
+            for producer, n in self.r.hgetall(self._k("prod", q)).items():
+                if not producer.startswith(b"~"):
+                    offered[producer.decode()] = max(offered[producer.decode()], int(n))
+        return sum(offered.values())
+
+    def _failed_roots(self) -> np.ndarray:
+        failed = [
+            msgpack.unpackb(value, raw=False)[0]
+            for q, sink in self._queues()
+            if not sink
+            for value in self.r.hvals(self._k("err", q))
+        ]
+        return np.asarray(failed, np.int64)
+
+    def _lost_roots(self) -> tuple[np.ndarray, int]:
+        kept = np.concatenate(
+            [self._roots("timeout"), self._roots("overflow"), self._failed_roots()]
+        )
+        expired = self._expired()
+        return np.unique(kept), expired.timeout + expired.overflow
+
+    def _roots(self, fate: str) -> np.ndarray:
+        members = self.r.zrange(self._k("roots", fate), 0, -1)
+        return np.concatenate([np.empty(0, np.int64), *map(_member_roots, members)])
 
     def expire(self, before: float) -> Expiry:
         """As the SQLite store's `expire`: sink entries, appends, fate roots and the shares (with
         their done marks) of released batches, recorded before `before`; fates kept as counts."""
         sunk, n = self._expire_sinks(before), 0
-        roots = [e.root for _, e in sunk]
-        counts = {"to_sink": len(set(roots)), "sink_events": len(roots)}
+        roots = np.concatenate([np.empty(0, np.int64)] + [s.batch.roots for s in sunk])
+        counts = {"to_sink": len(np.unique(roots)), "sink_events": len(roots)}
         for fate in ("filtered", "timeout", "overflow"):
             members = self.r.zrangebyscore(self._k("roots", fate), "-inf", f"({before!r}")
             counts[fate] = sum(len(_member_roots(m)) for m in members)
@@ -668,15 +685,16 @@ class RedisQueueStore(SegmentedQueues):
             n += self.r.zremrangebyscore(self._k("ap", q), "-inf", f"({before!r}")
             if not sink:
                 n += self._expire_shares(q, before)
-        return Expiry(n + len(sunk), [(enq - e.ts) * 1000 for enq, e in sunk])
+        latencies = [ms for s in sunk for ms in ((s.enq - s.batch.ts) * 1000).tolist()]
+        return Expiry(n + len(sunk), latencies)
 
-    def _expire_sinks(self, before: float) -> list[tuple[float, Event]]:
-        """Delete the sink entries `_sink_segments(before)` yields; (arrival, event) of each."""
-        sunk: list[tuple[float, Event]] = []
+    def _expire_sinks(self, before: float) -> list[Stored]:
+        """Delete the sink entries `_sink_segments(before)` yields; each of them."""
+        sunk: list[Stored] = []
         ends: dict[str, int] = {}
-        for q, first, enq, events in self._sink_segments(before):
-            sunk.extend((enq, e) for e in events)
-            ends[q] = first + len(events)
+        for q, stored in self._sink_segments(before):
+            sunk.append(stored)
+            ends[q] = stored.first + len(stored.batch)
         for q, end in ends.items():
             # exact: an approximate trim keeps whole stream nodes, whose entries (counted as
             # expired here) the next expiry and the audit would count again
@@ -704,7 +722,7 @@ class RedisQueueStore(SegmentedQueues):
         return ExpiredCounts(**{k.decode(): int(v) for k, v in stored.items()})
 
 
-def _member_roots(member: bytes) -> list[str]:
+def _member_roots(member: bytes) -> np.ndarray:
     """The roots of one fate-roots member (`SEQ|packed roots`)."""
     return unpack_roots(member.split(b"|", 1)[1])
 

@@ -1,9 +1,10 @@
 """The embedded queue store: durable batch queues of a run in one SQLite file (WAL mode).
 
 Events are stored a batch at a time: one `segments` row holds the events an append brought, as
-msgpack blobs, and covers the integer offsets [first_off, end_off). One file holds all queues of a
-run, so a replica's share — its outputs to every successor queue, its fates and its "share done"
-mark — commits in one transaction keyed by (operator, batch, replica); a replay adds nothing.
+two Arrow IPC blobs (keys, the rest), and covers the integer offsets [first_off, end_off). One
+file holds all queues of a run, so a replica's share — its outputs to every successor queue, its
+fates and its "share done" mark — commits in one transaction keyed by (operator, batch,
+replica); a replay adds nothing.
 Keyed state (`state`, one row per (operator, key group, key)) is written in that transaction too.
 """
 
@@ -16,7 +17,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from elastream.model.events import Event, EventColumns, OutcomeKind
+import numpy as np
+
+from elastream.model.batch import EventBatch
+from elastream.model.events import Event, OutcomeKind
 from elastream.model.state import StateWrite
 from elastream.runtime.queues.base import (
     Appended,
@@ -34,9 +38,10 @@ from elastream.runtime.queues.base import (
     ShareCommit,
     SinkLatency,
     StateItem,
-    as_columns,
+    batch_of,
     build_audit,
-    encode_events,
+    check_format,
+    encode_batch,
     pack_roots,
     unpack_roots,
 )
@@ -65,7 +70,7 @@ CREATE TABLE IF NOT EXISTS shares(
     PRIMARY KEY(op, batch, replica));
 CREATE INDEX IF NOT EXISTS shares_at ON shares(op, at);
 CREATE TABLE IF NOT EXISTS errors(
-    op TEXT NOT NULL, id TEXT NOT NULL, root TEXT NOT NULL, message TEXT NOT NULL,
+    op TEXT NOT NULL, id INTEGER NOT NULL, root INTEGER NOT NULL, message TEXT NOT NULL,
     payload BLOB NOT NULL, PRIMARY KEY(op, id));
 CREATE TABLE IF NOT EXISTS control(
     op TEXT PRIMARY KEY, replicas INTEGER NOT NULL, cap INTEGER NOT NULL, et REAL NOT NULL,
@@ -97,7 +102,9 @@ class SqliteQueueStore(SegmentedQueues):
         self.path = Path(path)
         self.address = str(self.path)
         self.conn = connect(self.path)
+        fresh = self.conn.execute("SELECT name FROM sqlite_master").fetchone() is None
         self.conn.executescript(SCHEMA)
+        check_format(self, self.address, fresh)
         self._sinks: dict[str, bool] = {}
 
     def close(self) -> None:
@@ -138,11 +145,11 @@ class SqliteQueueStore(SegmentedQueues):
 
     # -- producing ----------------------------------------------------------------------------
     def append(
-        self, q: str, events: Sequence[Event] | EventColumns, producer: str, first: int
+        self, q: str, events: Sequence[Event] | EventBatch, producer: str, first: int
     ) -> Appended:
         """A source offers its events number `first`, `first + 1`, … to `q`, idempotently."""
         now = time.time()
-        batch = as_columns(events)
+        batch = batch_of(events)
         with _Transaction(self.conn):
             row = self.conn.execute(
                 "SELECT offered FROM producers WHERE q = ? AND producer = ?", (q, producer)
@@ -166,10 +173,10 @@ class SqliteQueueStore(SegmentedQueues):
         ).fetchone()
         return row[0] if row else 0
 
-    def _append(self, q: str, events: EventColumns, producer: str, now: float) -> Appended:
+    def _append(self, q: str, events: EventBatch, producer: str, now: float) -> Appended:
         """Append one segment inside the caller's transaction; events beyond the queue's room
         (q_size) are refused and their roots kept for the audit."""
-        if not events:
+        if not len(events):
             return Appended(0, 0)
         row = self.conn.execute(
             "SELECT next_off, done, bound FROM queues WHERE q = ?", (q,)
@@ -181,14 +188,14 @@ class SqliteQueueStore(SegmentedQueues):
         accepted = events if room >= len(events) else events.slice(0, room)
         refused = events.roots[len(accepted) :]
         if len(accepted):
-            keys, body = encode_events(accepted)
+            keys, body = encode_batch(accepted)
             end = next_off + len(accepted)
             self.conn.execute(
                 "INSERT INTO segments VALUES (?, ?, ?, ?, ?, ?)",
                 (q, next_off, end, now, keys, body),
             )
             self.conn.execute("UPDATE queues SET next_off = ? WHERE q = ?", (end, q))
-        latency = sum(now - t for t in accepted.ts) if self._is_sink(q) else 0.0
+        latency = float((now - accepted.ts).sum()) if self._is_sink(q) else 0.0
         self.conn.execute(
             "INSERT INTO appends VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
@@ -198,7 +205,7 @@ class SqliteQueueStore(SegmentedQueues):
                 len(accepted),
                 len(refused),
                 latency,
-                pack_roots(refused) if refused else None,
+                pack_roots(refused) if len(refused) else None,
             ),
         )
         return Appended(len(accepted), len(refused))
@@ -235,6 +242,12 @@ class SqliteQueueStore(SegmentedQueues):
             "INSERT OR IGNORE INTO plans VALUES (?, ?, ?, ?, ?, ?)",
             (plan.op, plan.start, plan.end, plan.replicas, plan.owners, time.time()),
         )
+
+    def _plans(self, op: str) -> list[BatchPlan]:
+        rows = self.conn.execute(
+            "SELECT start, end_off, replicas, owners FROM plans WHERE op = ?", (op,)
+        )
+        return [BatchPlan(op, start, end, r, bytes(owners)) for start, end, r, owners in rows]
 
     def _plan(self, op: str, start: int) -> BatchPlan | None:
         row = self.conn.execute(
@@ -323,7 +336,7 @@ class SqliteQueueStore(SegmentedQueues):
         longer needs: sink segments, appends, and the shares of released batches (whose plans
         are gone, so Spark never replays them); their fates are kept as counts."""
         with _Transaction(self.conn):
-            sinks = [(q, f + len(ev), enq, ev) for q, f, enq, ev in self._sink_segments(before)]
+            sinks = [(q, s.first + len(s.batch), s) for q, s in self._sink_segments(before)]
             shares = self.conn.execute(
                 "SELECT rowid, filtered_roots, timeout_roots FROM shares WHERE at < ? AND NOT "
                 "EXISTS (SELECT 1 FROM plans p WHERE p.op = shares.op "
@@ -333,9 +346,9 @@ class SqliteQueueStore(SegmentedQueues):
             appends = self.conn.execute(
                 "SELECT rowid, refused_roots FROM appends WHERE at < ?", (before,)
             ).fetchall()
-            sunk = [e.root for *_, events in sinks for e in events]
+            sunk = np.concatenate([np.empty(0, np.int64)] + [s.batch.roots for *_, s in sinks])
             counts = ExpiredCounts(
-                to_sink=len(set(sunk)),
+                to_sink=len(np.unique(sunk)),
                 sink_events=len(sunk),
                 filtered=sum(len(unpack_roots(r[1])) for r in shares),
                 timeout=sum(len(unpack_roots(r[2])) for r in shares),
@@ -351,7 +364,7 @@ class SqliteQueueStore(SegmentedQueues):
             )
             for table, rows in (("shares", shares), ("appends", appends)):
                 self.conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [r[:1] for r in rows])
-        latencies = [(enq - e.ts) * 1000 for _, _, enq, events in sinks for e in events]
+        latencies = [ms for *_, s in sinks for ms in ((s.enq - s.batch.ts) * 1000).tolist()]
         return Expiry(len(sinks) + len(shares) + len(appends), latencies)
 
     def _expired(self) -> ExpiredCounts:
@@ -405,18 +418,6 @@ class SqliteQueueStore(SegmentedQueues):
         )
         return [BatchWork(*row) for row in rows]
 
-    def completed(self, t0: float, t1: float) -> int:
-        """Events whose processing finished in [t0, t1): reached a sink, or filtered."""
-        sunk = self.conn.execute(
-            "SELECT SUM(a.accepted) FROM appends a JOIN queues q ON a.q = q.q "
-            "WHERE q.sink = 1 AND a.at >= ? AND a.at < ?",
-            (t0, t1),
-        ).fetchone()[0]
-        filtered = self.conn.execute(
-            "SELECT SUM(filtered) FROM shares WHERE at >= ? AND at < ?", (t0, t1)
-        ).fetchone()[0]
-        return int(sunk or 0) + int(filtered or 0)
-
     def sink_latency(self, t0: float, t1: float | None = None) -> SinkLatency:
         """Events that reached any sink in [t0, t1), and their mean end-to-end latency in ms."""
         t1 = float("inf") if t1 is None else t1
@@ -438,33 +439,51 @@ class SqliteQueueStore(SegmentedQueues):
             "filtered": self._share_roots("filtered_roots"),
             "timeout": self._share_roots("timeout_roots"),
             "overflow": self._blob_roots("SELECT refused_roots FROM appends"),
-            "failed": {r for (r,) in self.conn.execute("SELECT DISTINCT root FROM errors")},
+            "failed": self._failed_roots(),
         }
-        events_in = self.conn.execute(
-            "SELECT SUM(n) FROM (SELECT MAX(offered) AS n FROM producers "
-            "WHERE producer NOT LIKE '~%' GROUP BY producer)"
-        ).fetchone()[0]
         pending = self.conn.execute(
             "SELECT SUM(next_off - done) FROM queues WHERE sink = 0"
         ).fetchone()[0]
-        sink_roots = [e.root for _, _, e in self._sink_events()]
         return build_audit(
-            int(events_in or 0), int(pending or 0), sink_roots, fates, self._expired()
+            self._events_in(), int(pending or 0), self._sink_roots(), fates, self._expired()
         )
 
-    def _share_roots(self, column: str) -> set[str]:
+    def _events_in(self) -> int:
+        """Source events offered (a tick producer, `~…`, is not input)."""
+        n = self.conn.execute(
+            "SELECT SUM(n) FROM (SELECT MAX(offered) AS n FROM producers "
+            "WHERE producer NOT LIKE '~%' GROUP BY producer)"
+        ).fetchone()[0]
+        return int(n or 0)
+
+    def _failed_roots(self) -> np.ndarray:
+        rows = self.conn.execute("SELECT DISTINCT root FROM errors")
+        return np.asarray([r for (r,) in rows], np.int64)
+
+    def _lost_roots(self) -> tuple[np.ndarray, int]:
+        kept = np.unique(
+            np.concatenate(
+                [
+                    self._share_roots("timeout_roots"),
+                    self._blob_roots("SELECT refused_roots FROM appends"),
+                    self._failed_roots(),
+                ]
+            )
+        )
+        expired = self._expired()
+        return kept, expired.timeout + expired.overflow
+
+    def _share_roots(self, column: str) -> np.ndarray:
         return self._blob_roots(f"SELECT {column} FROM shares")
 
-    def _blob_roots(self, sql: str) -> set[str]:
-        roots: set[str] = set()
-        for (blob,) in self.conn.execute(sql):
-            roots.update(unpack_roots(blob))
-        return roots
+    def _blob_roots(self, sql: str) -> np.ndarray:
+        parts = [unpack_roots(blob) for (blob,) in self.conn.execute(sql)]
+        return np.concatenate([np.empty(0, np.int64), *parts])
 
 
 def _roots_blob(commit: ShareCommit, kind: OutcomeKind) -> bytes | None:
     roots = commit.fates.get(kind)
-    return pack_roots(roots) if roots else None
+    return pack_roots(roots) if roots is not None and len(roots) else None
 
 
 class _Transaction:

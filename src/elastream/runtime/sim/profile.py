@@ -12,10 +12,17 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from elastream.model.events import Event, EventColumns, OutcomeKind
+import numpy as np
+
+from elastream.model.events import Event, OutcomeKind
 from elastream.model.pipeline import OperatorSpec, Pipeline, load_callable
 from elastream.model.state import KeyedState
-from elastream.runtime.operators import OUT_PLACEHOLDER, OperatorContext, apply_operator
+from elastream.runtime.operators import (
+    OUT_PLACEHOLDER,
+    OperatorContext,
+    apply_operator,
+    events_batch,
+)
 from elastream.runtime.sim.settings import SimSettings, SimSettingsError
 
 SAMPLE_BATCH = 200  # events per call of the operator function during profiling
@@ -110,13 +117,14 @@ def _source_events(pipeline: Pipeline, n: int, seed: int) -> dict[str, list[tupl
     """The first `n` events of every source, made as the feeder makes them, sent to its targets."""
     inbox: dict[str, list[tuple[Event, float]]] = {}
     for src in pipeline.sources:
+        roots = pipeline.source_roots(src.name, np.arange(n, dtype=np.int64)).tolist()
         generator = load_callable(src.import_path or "", f"source {src.name!r} generator")
         rng = random.Random(f"{seed}-{src.name}")
         targets = pipeline.successors(src.name)
         weight = 1.0 / len(targets)
         for i in range(n):
             key, payload = generator(i, rng)
-            event = Event(f"{src.name}-{i}", str(key), float(i), payload)
+            event = Event(roots[i], str(key), float(i), payload)
             for target in targets:
                 inbox.setdefault(target, []).append((event, weight))
     return inbox
@@ -130,10 +138,9 @@ def _run_operator(
     committed: dict[str, bytes] = {}  # a stateful operator's state over the sample
     for start in range(0, len(inputs), SAMPLE_BATCH):
         chunk = inputs[start : start + SAMPLE_BATCH]
-        weights = {e.id: w for e, w in chunk}
         began = time.thread_time()
         state = _chunk_state(ctx, committed, [e for e, _ in chunk])
-        batch = EventColumns.of([e for e, _ in chunk])
+        batch = events_batch([e for e, _ in chunk])
         applied = apply_operator(ctx, batch, state)
         outcomes, errors = applied.outcomes(batch), list(applied.errors.values())
         if state is not None:
@@ -142,8 +149,7 @@ def _run_operator(
         tally.cpu_s += time.thread_time() - began
         if errors and not tally.error:
             tally.error = errors[0]
-        for outcome in outcomes:
-            w = weights[outcome.event_id]
+        for (_, w), outcome in zip(chunk, outcomes, strict=True):
             if outcome.kind is OutcomeKind.ERROR:
                 tally.failed += 1
                 continue
@@ -181,7 +187,7 @@ def _apply_write(committed: dict[str, bytes], key: str, value: bytes | None) -> 
         committed[key] = value
 
 
-def _stream_of(ctx: OperatorContext, outputs: tuple[tuple[str, Event], ...], child: str) -> str:
+def _stream_of(ctx: OperatorContext, outputs: tuple[tuple[str, Event], ...], child: int) -> str:
     """The output stream a child went to: the stream whose targets are exactly its targets."""
     targets = tuple(t for t, c in outputs if c.id == child)
     for stream, routed in ctx.routes.items():

@@ -1,57 +1,68 @@
-"""Sinks that deliver (files, redis, foreach_batch): a Spark streaming query per sink over its
-terminal queue, exactly once to the target across a crash and --resume (docs/sources-sinks.md).
+"""Sinks that deliver (files, redis, foreach_batch): a driver thread per sink reads its terminal
+queue in offset ranges, as Arrow, and writes each range in bulk, exactly once across a crash and
+--resume (docs/sources-sinks.md).
 
-The `elastream_sink` data source reads a sink queue by offset, so Spark's checkpoint fixes each
-micro-batch's rows and a replayed batch has the same rows and batch id. files: Spark's file sink
-and its metadata log; redis: a Lua script that appends only offsets beyond the delivered mark it
-keeps in the same Redis, atomically; foreach_batch: the user's function with Spark's batch id.
-Each query's `commit` records the delivered offset, and retention keeps every event above it."""
+files: one part file per range, `part-START-END.EXT`, written under a hidden temporary name and
+renamed into place, so a reader never sees a partial file and the folder itself records what is
+delivered; redis: a Lua script that appends only offsets beyond the delivered mark it keeps in
+the same Redis, atomically; foreach_batch: the user's function with a DataFrame made from the
+Arrow batch and a batch id recorded with its range before the call, so a replay after a crash
+calls it again with the same rows and id. The written columns are the payload's own, typed, plus
+elastream's `_elastream_id`, `_elastream_root`, `_elastream_key`, `_elastream_ts` (sink option
+`metadata: false` leaves those out)."""
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 import os
+import re
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import redis
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadLimit
-from pyspark.sql.types import StructType
+import numpy as np
+import pyarrow as pa
 
+from elastream.model.batch import BLOB, KEY, PREFIX, ROOT, TS, VALUE, EventBatch, unpack
 from elastream.model.pipeline import Pipeline, SinkKind, SinkSpec, load_callable
-from elastream.runtime.queues import ControlTable, DataPath, TaskStore
-from elastream.runtime.queues.base import BatchPlan
+from elastream.runtime.queues import ControlTable, TaskStore, open_store
 from elastream.runtime.spark.ingest import check_redis, redis_client
-from elastream.runtime.spark.task import store_for
 
-SINK_SOURCE = "elastream_sink"
-SINK_SCHEMA = "off LONG, id STRING, key STRING, ts DOUBLE, root STRING, payload STRING"
-MAX_ROWS = 50_000  # events per delivery micro-batch at most
-REDIS_CHUNK = 500  # events per Lua call
-SPARK_METADATA = "_spark_metadata"
+MAX_ROWS = 100_000  # events per delivered range at most
+POLL_S = 0.05  # how often an idle writer looks for new events, s
+REDIS_CHUNK = 5_000  # events per Lua call (one round trip)
+ID = f"{PREFIX}id"
+PART = re.compile(r"^part-(\d{12})-(\d{12})\.(parquet|json|csv)$")
+MARKER = "_elastream_sink.json"
+METADATA_FIELDS = (
+    pa.field(ID, pa.int64()),
+    pa.field(ROOT, pa.int64()),
+    pa.field(KEY, pa.string()),
+    pa.field(TS, pa.float64()),
+)  # names the run whose parts a files sink folder holds
+log = logging.getLogger(__name__)
 
-# KEYS[1] the stream, KEYS[2] the delivered mark; ARGV[1] the first offset, then id, root, key,
-# ts, payload per event. Appends the events at offsets >= the mark, then raises the mark: atomic.
+# KEYS[1] the stream, KEYS[2] the delivered mark; ARGV[1] the first offset, ARGV[2] a msgpack
+# list of events, each a flat list of field, value, field, value… Appends the events at offsets
+# >= the mark, then raises the mark: atomic.
 DELIVER = """
 local done = tonumber(redis.call('GET', KEYS[2]) or '0')
 local first = tonumber(ARGV[1])
-local n = (#ARGV - 1) / 5
+local rows = cmsgpack.unpack(ARGV[2])
 local added = 0
-for k = 0, n - 1 do
-  if first + k >= done then
-    local i = 2 + 5 * k
-    redis.call('XADD', KEYS[1], '*', 'id', ARGV[i], 'root', ARGV[i + 1], 'key', ARGV[i + 2],
-               'ts', ARGV[i + 3], 'payload', ARGV[i + 4])
+for k, row in ipairs(rows) do
+  if first + k - 1 >= done then
+    redis.call('XADD', KEYS[1], '*', unpack(row))
     added = added + 1
   end
 end
-if first + n > done then redis.call('SET', KEYS[2], first + n) end
+if first + #rows > done then redis.call('SET', KEYS[2], first + #rows) end
 return added
 """
 
@@ -60,107 +71,322 @@ class SinkError(RuntimeError):
     """A sink that cannot deliver; the message names the sink and the cause."""
 
 
+class SinkColumnsError(SinkError):
+    """A batch that does not fit a sink's declared columns: trying again cannot help."""
+
+
 def delivered_key(sink: str) -> str:
     """The store's meta key holding the offset below which `sink` is delivered."""
     return f"delivered:{sink}"
 
 
-@dataclass(frozen=True)
-class SinkPartition(InputPartition):
-    start: int
-    end: int
+def sink_table(batch: EventBatch, first: int, metadata: bool) -> pa.Table:
+    """What a sink writes for the events at offsets [first, first + len(batch)): the payload's
+    columns (non-row payloads as `value`, untypable ones as JSON text in `payload`), then, with
+    `metadata`, elastream's id (the offset), root, key and timestamp."""
+    data = batch.data
+    if BLOB in data.column_names:
+        text = [json.dumps(unpack(b), default=str) for b in data.column(BLOB).to_pylist()]
+        data = pa.table({"payload": pa.array(text, pa.string())})
+    elif VALUE in data.column_names:
+        data = data.rename_columns(["value"])
+    if metadata:
+        ids = pa.array(np.arange(first, first + len(batch), dtype=np.int64))
+        for name, column in (
+            (ID, ids),
+            (ROOT, batch.table.column(ROOT)),
+            (KEY, batch.table.column(KEY)),
+            (TS, batch.table.column(TS)),
+        ):
+            data = data.append_column(name, column)
+    return data
 
 
-class SinkStreamReader(DataSourceStreamReader):
-    """Offsets are the sink queue's; `commit` records what the target has."""
+class SchemaKeeper:
+    """A sink's columns: declared (`schema`, Spark DDL), else the first batch's, recorded in the
+    store so a resumed run keeps them. Each batch is cast to them; a batch with new columns or
+    types that cannot be cast widens them (recorded, with a warning: readers of the earlier
+    files see those columns as null)."""
 
-    def __init__(self, db: str, sink: str) -> None:
-        self.db = db
-        self.sink = sink
+    def __init__(self, spec: SinkSpec, store: ControlTable, declared: pa.Schema | None) -> None:
+        self.spec = spec
+        self.store = store
+        self.key = f"sink_schema:{spec.name}"
+        self.schema = declared or _schema_from_meta(store.meta(self.key))
+        self.declared = declared is not None
 
-    def initialOffset(self) -> dict:
-        return {"off": 0}
+    def fit(self, table: pa.Table) -> pa.Table:
+        if self.schema is None:
+            self._record(_no_null_types(table.schema))
+        target = self.schema
+        assert target is not None
+        if self.declared:
+            return _cast(table, target, self.spec.name)
+        try:
+            return _cast(table, target, self.spec.name)
+        except SinkColumnsError:
+            widened = pa.unify_schemas([target, table.schema], promote_options="permissive")
+            log.warning(
+                "sink %r: its columns change from %s to %s", self.spec.name, target, widened
+            )
+            self._record(_no_null_types(widened))
+            return _cast(table, widened, self.spec.name)
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        del limit
-        return {"off": min(store_for(self.db).latest(self.sink), int(start["off"]) + MAX_ROWS)}
-
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        return [SinkPartition(int(start["off"]), int(end["off"]))]
-
-    def read(self, partition: InputPartition) -> Iterator[Any]:
-        """The partition's events as one Arrow record batch (column-wise: no row conversion)."""
-        if not isinstance(partition, SinkPartition):
-            raise TypeError(f"{SINK_SOURCE} source got a foreign partition: {partition!r}")
-        if partition.end <= partition.start:
-            return
-        yield sink_batch(store_for(self.db), self.sink, partition.start, partition.end)
-
-    def commit(self, end: dict) -> None:
-        store_for(self.db).set_meta(delivered_key(self.sink), int(end["off"]))
+    def _record(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.store.set_meta(self.key, base64.b64encode(schema.serialize().to_pybytes()).decode())
 
 
-def sink_batch(store: DataPath, sink: str, start: int, end: int) -> Any:
-    """Sink queue `sink`'s events at offsets [start, end) as an Arrow record batch of
-    SINK_SCHEMA's columns (the payload as JSON text)."""
-    import pyarrow as pa
+def _schema_from_meta(value: str | None) -> pa.Schema | None:
+    if value is None:
+        return None
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(value)))
 
-    whole = BatchPlan(sink, start, end, 1, bytes(end - start))  # every event, one reader
-    events = store.read_share(whole, 0)
-    if len(events) != end - start:
-        raise SinkError(f"sink {sink!r}: the queue holds {len(events)} of [{start}, {end})")
-    payloads = [json.dumps(p, default=str) for p in events.payloads]
+
+def _no_null_types(schema: pa.Schema) -> pa.Schema:
+    """Columns of Arrow's null type (no value seen yet) written as text."""
+    return pa.schema([f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in schema])
+
+
+def _cast(table: pa.Table, schema: pa.Schema, sink: str) -> pa.Table:
+    """`table` with exactly `schema`'s columns: missing ones null, extra ones refused."""
+    extra = [n for n in table.column_names if schema.get_field_index(n) < 0]
+    if extra:
+        raise SinkColumnsError(f"sink {sink!r}: columns {extra} are not among its columns")
     columns = [
-        pa.array(range(start, end), pa.int64()),
-        pa.array(events.ids, pa.string()),
-        pa.array(events.keys, pa.string()),
-        pa.array(events.ts, pa.float64()),
-        pa.array(events.roots, pa.string()),
-        pa.array(payloads, pa.string()),
+        table.column(f.name) if f.name in table.column_names else pa.nulls(len(table), f.type)
+        for f in schema
     ]
-    return pa.RecordBatch.from_arrays(columns, names=["off", "id", "key", "ts", "root", "payload"])
-
-
-class SinkDataSource(DataSource):
-    """`spark.readStream.format("elastream_sink").option("db", queues).option("sink", name)`."""
-
-    @classmethod
-    def name(cls) -> str:
-        return SINK_SOURCE
-
-    def schema(self) -> str:
-        return SINK_SCHEMA
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return SinkStreamReader(self.options["db"], self.options["sink"])
+    try:
+        return pa.Table.from_arrays(
+            [c.cast(f.type) for c, f in zip(columns, schema, strict=True)], schema=schema
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise SinkColumnsError(f"sink {sink!r}: a batch does not fit its columns ({exc})") from None
 
 
 @dataclass
-class RedisWriter:
-    """A redis sink's foreachBatch: XADD fields id, root (the source event it descends from), key,
-    ts, payload (JSON), offsets above the
-    delivered mark only (`DELIVER`); a restarting server is waited for while the run lasts."""
+class SinkWriter:
+    """One delivering sink: a driver thread that writes its queue's events in ranges."""
 
     spec: SinkSpec
-    mark: str  # the delivered mark's key in the target Redis
-    stop: threading.Event
+    queues: str
+    stop_event: threading.Event
+    resume: bool
+    spark: Any = None
+    max_restarts: int = 5  # failed writes in a row before the run ends (spark.max_restarts)
+    backoff_s: float = 1.0  # the first wait after a failed write, doubled each time in a row
+    error: BaseException | None = None
+    delivered: int = 0  # offsets below this are written
+    restarts: int = 0  # failed writes retried, over the run
 
-    def __call__(self, df: Any, batch_id: int) -> None:
-        del batch_id
-        self.deliver(df.orderBy("off").toArrow().to_pylist())
+    def start(self) -> None:
+        """Start the thread; return once it has recovered what was delivered before."""
+        self._ready = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"elastream-sink-{self.spec.name}", daemon=True
+        )
+        self._thread.start()
+        self._ready.wait()
+        if self.error is not None:
+            raise SinkError(f"sink {self.spec.name!r}: {self.error}") from self.error
 
-    def deliver(self, rows: list[dict[str, Any]]) -> None:
-        """Rows with contiguous offsets `off` (and id, root, key, ts, payload) to the stream."""
-        client = redis_client(self.spec.url or "", 5.0)
-        script = client.register_script(DELIVER)
+    def open(self) -> None:
+        """This thread's store and deliverer, and the offset delivered so far (a SQLite
+        connection serves only the thread that opened it)."""
+        self.store = open_store(self.queues)
+        self.deliver = self._deliverer()
+        self.delivered = self.deliver.recover(
+            int(self.store.meta(delivered_key(self.spec.name), 0))
+        )
+        self.store.set_meta(delivered_key(self.spec.name), self.delivered)
+
+    def _deliverer(self) -> Deliverer:
+        if self.spec.kind is SinkKind.FILES:
+            return FilesDeliverer(self.spec, self.queues, self.store, self.resume, self.spark)
+        if self.spec.kind is SinkKind.REDIS:
+            return RedisDeliverer(self.spec, self.queues, self.stop_event, self.resume)
+        return ForeachDeliverer(self.spec, self.store, self.spark)
+
+    def _run(self) -> None:
+        failed = 0  # writes failed in a row
+        try:
+            self.open()
+            self._ready.set()
+            store = self.store
+            while True:
+                latest = store.latest(self.spec.name)
+                if latest <= self.delivered:
+                    if self.stop_event.is_set():
+                        break
+                    time.sleep(POLL_S)
+                    continue
+                try:
+                    self.write(store, self.delivered, min(latest, self.delivered + MAX_ROWS))
+                    failed = 0
+                except SinkColumnsError:
+                    raise
+                except (OSError, SinkError) as exc:
+                    failed = self._failed(exc, failed)
+        except BaseException as exc:  # surfaced by the engine at the next collect()
+            self.error = exc
+        finally:
+            self._ready.set()
+            if hasattr(self, "store"):
+                self.store.close()
+
+    def _failed(self, exc: BaseException, in_a_row: int) -> int:
+        """A failed write is tried again after a backoff that doubles with each failure in a
+        row; `max_restarts` in a row end the run with the last error."""
+        if in_a_row >= self.max_restarts:
+            raise exc
+        log.warning(
+            "sink %r: writing failed (%s); trying again (%d/%d)",
+            self.spec.name,
+            str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+            in_a_row + 1,
+            self.max_restarts,
+        )
+        self.restarts += 1
+        time.sleep(self.backoff_s * 2**in_a_row)
+        return in_a_row + 1
+
+    def write(self, store: TaskStore, start: int, end: int) -> None:
+        """Deliver the events at offsets [start, end) (or the range a replay must repeat) and
+        record the mark."""
+        end = self.deliver.end(start, end)
+        parts = store.read(self.spec.name, start, end)
+        batch = EventBatch.concat([p.batch for p in parts])
+        self.deliver(sink_table(batch, start, self.spec.metadata), start, end)
+        store.set_meta(delivered_key(self.spec.name), end)
+        self.delivered = end
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Stop once what is queued now is written (the caller has stopped the producers)."""
+        self.stop_event.set()
+        if hasattr(self, "_thread"):
+            self._thread.join(timeout=timeout_s)
+
+
+class Deliverer:
+    """How one sink kind writes a range; `recover` gives the delivered offset after a crash."""
+
+    def recover(self, mark: int) -> int:
+        return mark
+
+    def end(self, start: int, end: int) -> int:
+        """Where the range from `start` ends: `end`, unless a replay must repeat another."""
+        del start
+        return end
+
+    def __call__(self, table: pa.Table, start: int, end: int) -> None:
+        raise NotImplementedError
+
+
+class FilesDeliverer(Deliverer):
+    """Part files `part-START-END.EXT` in the sink's folder, each written whole under a hidden
+    name and renamed into place; the largest END there is what is delivered."""
+
+    def __init__(
+        self, spec: SinkSpec, queues: str, store: ControlTable, resume: bool, spark: Any
+    ) -> None:
+        self.spec = spec
+        self.folder = Path(spec.path or "").resolve()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.run = str(Path(queues).resolve()) if "://" not in queues else queues
+        declared = None
+        if spec.schema_:
+            declared = _declared_schema(spec, spark)
+            if spec.metadata:  # elastream's columns after the declared ones
+                declared = pa.schema([*declared, *METADATA_FIELDS])
+        self.schema = SchemaKeeper(spec, store, declared)
+        marker = self.folder / MARKER
+        if not resume or not marker.exists():
+            _write_json(marker, {"sink": spec.name, "run": self.run})
+
+    def recover(self, mark: int) -> int:
+        """Remove the hidden temporary files a crash left; the delivered offset is the largest
+        end among the part files (a rename is the commit)."""
+        for leftover in self.folder.glob(".part-*"):
+            leftover.unlink(missing_ok=True)
+        ends = [int(m.group(2)) for m in map(PART.match, os.listdir(self.folder)) if m]
+        return max([mark, *ends])
+
+    def __call__(self, table: pa.Table, start: int, end: int) -> None:
+        table = self.schema.fit(table)
+        name = f"part-{start:012d}-{end:012d}.{self.spec.format}"
+        tmp = self.folder / f".{name}.tmp"
+        _write_file(table, tmp, self.spec.format)
+        os.replace(tmp, self.folder / name)
+
+
+def _write_file(table: pa.Table, path: Path, fmt: str) -> None:
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path)
+    elif fmt == "csv":
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(table, path)
+    else:  # JSON lines
+        frame = table.to_pandas()
+        frame.to_json(path, orient="records", lines=True, date_format="iso")
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(value))
+    os.replace(tmp, path)
+
+
+def _declared_schema(spec: SinkSpec, spark: Any) -> pa.Schema:
+    """A files sink's `schema` (Spark DDL) as an Arrow schema (Spark parses it)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType
+
+    try:
+        struct = StructType.fromDDL(spec.schema_ or "")
+    except Exception as exc:  # Spark's parse error, in one line
+        first = str(exc).strip().splitlines()[0]
+        raise SinkError(f"sink {spec.name!r}: schema {spec.schema_!r}: {first}") from None
+    return to_arrow_schema(struct)
+
+
+class RedisDeliverer(Deliverer):
+    """XADD each event (its fields: the payload's columns as text, then elastream's) beyond the
+    delivered mark kept in the target Redis (`DELIVER`), a chunk per round trip; a restarting
+    server is waited for while the run lasts."""
+
+    def __init__(self, spec: SinkSpec, queues: str, stop: threading.Event, resume: bool) -> None:
+        self.spec = spec
+        self.stop = stop
+        self.mark = redis_mark(spec, queues)
+        self.client = redis_client(spec.url or "", 5.0)
+        self.script = self.client.register_script(DELIVER)
+        if not resume:  # a new run delivers from offset 0
+            self.client.delete(self.mark)
+
+    def recover(self, mark: int) -> int:
+        return int(self.client.get(self.mark) or mark)
+
+    def __call__(self, table: pa.Table, start: int, end: int) -> None:
+        import msgpack
+
+        names = table.column_names
+        columns = [_texts(table.column(n)) for n in names]
+        rows = [
+            [v for pair in zip(names, values, strict=True) for v in pair]
+            for values in zip(*columns, strict=True)
+        ]
         for k in range(0, len(rows), REDIS_CHUNK):
-            chunk = rows[k : k + REDIS_CHUNK]
-            args: list[Any] = [chunk[0]["off"]]
-            for row in chunk:
-                args += [row["id"], row["root"], row["key"], repr(row["ts"]), row["payload"]]
-            self._retry(lambda a=args: script(keys=[self.spec.stream, self.mark], args=a))
+            packed = msgpack.packb(rows[k : k + REDIS_CHUNK], use_bin_type=False)
+            args = [start + k, packed]
+            self._retry(lambda a=args: self.script(keys=[self.spec.stream, self.mark], args=a))
 
     def _retry(self, call: Callable[[], Any]) -> None:
+        import redis
+
         while True:
             try:
                 call()
@@ -171,73 +397,81 @@ class RedisWriter:
                 time.sleep(0.5)
 
 
+def _texts(column: pa.ChunkedArray) -> list[str]:
+    """A column's values as the text a Redis field holds (strings as they are, the rest JSON)."""
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        return ["" if v is None else v for v in column.to_pylist()]
+    if pa.types.is_floating(column.type):
+        return [repr(v) for v in column.to_pylist()]
+    return [json.dumps(v, default=str) for v in column.to_pylist()]
+
+
 def redis_mark(spec: SinkSpec, queues: str) -> str:
     """The key of a redis sink's delivered mark: one per stream, run store and sink."""
     return f"elastream:delivered:{spec.stream}:{queues}:{spec.name}"
 
 
+class ForeachDeliverer(Deliverer):
+    """The user's `fn(df, batch_id)`: each range's batch id and bounds are recorded before the
+    call, so a replay after a crash calls it with the same id and rows (at least once, with the
+    batch id to make the target idempotent, as Spark's foreachBatch)."""
+
+    def __init__(self, spec: SinkSpec, store: ControlTable, spark: Any) -> None:
+        self.spec = spec
+        self.store = store
+        self.spark = spark
+        self.function = load_callable(spec.function or "", f"sink {spec.name!r} function")
+        self.key = f"sink_batch:{spec.name}"
+
+    def end(self, start: int, end: int) -> int:
+        """A range recorded and not delivered is replayed whole: the same end (and id)."""
+        recorded = self.store.meta(self.key)
+        if recorded is not None and recorded["start"] == start:
+            return int(recorded["end"])
+        return end
+
+    def __call__(self, table: pa.Table, start: int, end: int) -> None:
+        recorded = self.store.meta(self.key)
+        if recorded is not None and recorded["start"] == start:
+            batch_id = int(recorded["id"])
+        else:
+            batch_id = 0 if recorded is None else int(recorded["id"]) + 1
+            self.store.set_meta(self.key, {"id": batch_id, "start": start, "end": end})
+        try:
+            self.function(self.spark.createDataFrame(table), batch_id)
+        except Exception as exc:  # the user's function: tried again with the same rows and id
+            name = self.spec.function
+            raise SinkError(f"{name} raised {type(exc).__name__}: {exc}") from exc
+
+
 @dataclass
 class Egress:
-    """Every delivering sink of a run: one query each, started before the operators' outputs
-    reach them and stopped after."""
+    """Every delivering sink of a run: a writer thread each, started before the operators'
+    outputs reach them and stopped after."""
 
     pipeline: Pipeline
     queues: str
-    checkpoints: Path
+    max_restarts: int = 5
+    backoff_s: float = 1.0
+    writers: dict[str, SinkWriter] = field(default_factory=dict)
     stop_event: threading.Event = field(default_factory=threading.Event)
-    queries: dict[str, Any] = field(default_factory=dict)
 
     @property
     def sinks(self) -> tuple[SinkSpec, ...]:
         return tuple(s for s in self.pipeline.sinks if s.delivered)
 
     def start(self, spark: Any, resume: bool) -> None:
-        if not self.sinks:
-            return
-        spark.dataSource.register(SinkDataSource)
         for spec in self.sinks:
-            if spec.kind is SinkKind.REDIS and not resume:  # a new run delivers from offset 0
-                redis_client(spec.url or "").delete(redis_mark(spec, self.queues))
-            self.queries[spec.name] = self._start_query(spark, spec)
-            first_batch(self.queries[spec.name], f"sink {spec.name!r}")
-
-    def _start_query(self, spark: Any, spec: SinkSpec) -> Any:
-        spark.sparkContext.setLocalProperty("spark.scheduler.pool", f"sink-{spec.name}")
-        frame = (
-            spark.readStream.format(SINK_SOURCE)
-            .option("db", self.queues)
-            .option("sink", spec.name)
-            .load()
-        )
-        checkpoint = str((self.checkpoints / f"sink-{spec.name}").resolve())
-        if spec.kind is SinkKind.FILES:
-            writer = files_frame(frame, spec).writeStream.format(spec.format)
-            writer = writer.option("path", str(Path(spec.path or "").resolve()))
-        elif spec.kind is SinkKind.REDIS:
-            handler = RedisWriter(spec, redis_mark(spec, self.queues), self.stop_event)
-            writer = frame.writeStream.foreachBatch(handler)
-        else:
-            function = load_callable(spec.function or "", f"sink {spec.name!r} function")
-            writer = frame.drop("off").writeStream.foreachBatch(function)
-        return (
-            writer.queryName(f"elastream-sink-{spec.name}")
-            .option("checkpointLocation", checkpoint)
-            .trigger(processingTime="1 second")
-            .start()
-        )
+            writer = SinkWriter(
+                spec, self.queues, self.stop_event, resume, spark, self.max_restarts, self.backoff_s
+            )
+            writer.start()
+            self.writers[spec.name] = writer
 
     def delivered(self, store: ControlTable, sink: str) -> int:
-        """The offset below which `sink`'s events are written: the end of its query's last
-        completed batch (Spark commits a batch's offsets to the source only when it plans the
-        next one, so the recorded mark may lag by a batch)."""
-        done = int(store.meta(delivered_key(sink), 0))
-        progress = self.queries[sink].lastProgress if sink in self.queries else None
-        if progress and progress.get("sources"):
-            end = progress["sources"][0].get("endOffset")
-            end = json.loads(end) if isinstance(end, str) else end
-            if isinstance(end, dict) and "off" in end:
-                done = max(done, int(end["off"]))
-        return done
+        """The offset below which `sink`'s events are written."""
+        writer = self.writers.get(sink)
+        return writer.delivered if writer else int(store.meta(delivered_key(sink), 0))
 
     def lag(self, store: TaskStore) -> int:
         """Sink events not yet delivered, over every delivering sink."""
@@ -252,36 +486,24 @@ class Egress:
                 times.append(store.read(spec.name, done, done + 1)[0].enq)
         return min(times, default=None)
 
-    def failed(self) -> list[tuple[str, Any]]:
-        """(sink, error) of every sink query that stopped with an error while the run lasts."""
-        if self.stop_event.is_set():
-            return []
-        failures = ((name, query.exception()) for name, query in self.queries.items())
-        return [(name, error) for name, error in failures if error is not None]
+    def check(self) -> None:
+        """Raise the first failure of a sink's writer (one that failed max_restarts times in a
+        row)."""
+        for name, writer in self.writers.items():
+            if writer.error is not None:
+                raise SinkError(f"sink {name!r} failed: {writer.error}")
 
-    def restart(self, spark: Any, name: str) -> None:
-        """Start sink `name`'s query again from its checkpoint: a replayed batch has the same
-        rows and batch id, so it is delivered once (files: the metadata log; redis: the mark)."""
-        spec = next(s for s in self.sinks if s.name == name)
-        self.queries[name] = self._start_query(spark, spec)
+    def restarts(self) -> dict[str, int]:
+        """Failed writes retried per sink, over the run."""
+        return {name: w.restarts for name, w in self.writers.items()}
 
-    def stop(self, stop_query: Callable[[Any], None]) -> None:
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Write what is queued, then stop (the operators have stopped). Once."""
         if self.stop_event.is_set():
             return
         self.stop_event.set()
-        for query in self.queries.values():
-            stop_query(query)
-
-
-def files_frame(frame: Any, spec: SinkSpec) -> Any:
-    """What a files sink writes: id, key, ts and the payload, parsed into the declared columns
-    (`schema`) or as one JSON string."""
-    if spec.schema_ is None:
-        return frame.select("id", "key", "ts", "payload")
-    from pyspark.sql import functions as F
-
-    parsed = frame.select("id", "key", "ts", F.from_json("payload", spec.schema_).alias("p"))
-    return parsed.select("id", "key", "ts", "p.*")
+        for writer in self.writers.values():
+            writer.stop(timeout_s)
 
 
 def check_sinks(pipeline: Pipeline, resume: bool) -> None:
@@ -291,16 +513,25 @@ def check_sinks(pipeline: Pipeline, resume: bool) -> None:
     for spec in pipeline.sinks:
         what = f"sink {spec.name!r}"
         if spec.kind is SinkKind.FILES:
-            check_writable(Path(spec.path or ""), what)
-            if not resume and (Path(spec.path or "") / SPARK_METADATA).exists():
+            folder = Path(spec.path or "")
+            check_writable(folder, what)
+            if not resume and _earlier_output(folder):
                 raise SinkError(
-                    f"{what}: {spec.path} holds an earlier run's output ({SPARK_METADATA}); "
-                    "remove it, or give --resume to carry that run on"
+                    f"{what}: {spec.path} holds an earlier run's output; remove it, or give "
+                    "--resume to carry that run on"
                 )
         elif spec.kind is SinkKind.REDIS:
             check_redis(spec.url or "", what)
         elif spec.kind is SinkKind.FOREACH_BATCH:
             load_callable(spec.function or "", f"{what} function")
+
+
+def _earlier_output(folder: Path) -> bool:
+    """Whether a folder holds a run's sink output (its marker, part files, or the metadata log
+    of Spark's file sink, which earlier elastream versions wrote)."""
+    if (folder / MARKER).exists() or (folder / "_spark_metadata").exists():
+        return True
+    return any(PART.match(name) for name in os.listdir(folder))
 
 
 def check_writable(folder: Path, what: str) -> None:
@@ -313,17 +544,3 @@ def check_writable(folder: Path, what: str) -> None:
         raise SinkError(f"{what}: cannot write to {folder} ({exc.strerror or exc})") from None
     if not os.access(folder, os.W_OK):
         raise SinkError(f"{what}: cannot write to {folder}")
-
-
-def first_batch(query: Any, what: str, timeout_s: float = 120.0) -> None:
-    """Wait until `query` has run its first micro-batch: each Python data source query forks a
-    helper that must connect back to the JVM within 10 s, which queries started together on a
-    loaded machine miss (docs/runtime.md)."""
-    deadline = time.time() + timeout_s
-    while query.lastProgress is None:
-        error = query.exception()
-        if error is not None:
-            raise SinkError(f"{what}: {str(error).strip().splitlines()[0]}")
-        if time.time() > deadline:
-            raise SinkError(f"{what}: its query did not start within {timeout_s:.0f} s")
-        time.sleep(0.2)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from elastream.model.events import EventColumns
+from elastream.model.batch import EventBatch
 from elastream.model.pipeline import Pipeline, SourceSpec, load_callable
 from elastream.runtime.queues import DataPath, open_store
 from elastream.workloads.trace import Trace
@@ -39,8 +39,9 @@ class Feeder:
     """A driver thread that emits, for every generator source, its share of the trace's events
     (the other kinds read the outside world: runtime/spark/ingest.py).
 
-    Each generator source's share is its declared `rate` over the sum of theirs. Event ids are
-    `<source>-<index>`, so a resumed run that regenerates an index appends nothing twice."""
+    Each generator source's share is its declared `rate` over the sum of theirs. An event's root
+    is its source's position (`Pipeline.source_roots`), so a resumed run that regenerates an index
+    appends nothing twice."""
 
     pipeline: Pipeline
     queues: str  # the queue store's address (`queues.open_store`)
@@ -98,6 +99,7 @@ class SourceStream:
 
     def __init__(self, spec: SourceSpec, pipeline: Pipeline, store: DataPath, seed: int) -> None:
         self.name = spec.name
+        self.pipeline = pipeline
         self.store = store
         self.targets = pipeline.successors(spec.name)
         self.generate = load_callable(spec.import_path or "", f"source {spec.name!r} generator")
@@ -113,12 +115,10 @@ class SourceStream:
             self.store.append(target, events, self.name, self.sent)
         self.sent = due
 
-    def columns(self, first: int, end: int, now: float) -> EventColumns:
-        """Events number `first` .. `end - 1`, made column by column (no object per event):
-        id `<source>-<index>`, the generator's key and payload, timestamp `now`."""
+    def columns(self, first: int, end: int, now: float) -> EventBatch:
+        """Events number `first` .. `end - 1` as one batch: root the source's position, the
+        generator's key and payload, timestamp `now`."""
         generate, rng = self.generate, self.rng
         drawn = [generate(index, rng) for index in range(first, end)]
-        ids = [f"{self.name}-{index}" for index in range(first, end)]
-        return EventColumns(
-            ids, [str(key) for key, _ in drawn], [now] * len(ids), [p for _, p in drawn], ids
-        )
+        roots = self.pipeline.source_roots(self.name, np.arange(first, end, dtype=np.int64))
+        return EventBatch.of(roots, [str(key) for key, _ in drawn], now, [p for _, p in drawn])

@@ -9,8 +9,6 @@ nothing twice. When a target queue holds `bound` pending events the append waits
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import json
 import os
 import threading
@@ -20,9 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import redis
 
-from elastream.model.events import EventColumns
+from elastream.model.batch import EventBatch, payload_table
 from elastream.model.pipeline import Pipeline, SourceKind, SourceSpec, load_callable
 from elastream.runtime.queues import ControlTable, TaskStore, open_store
 
@@ -44,42 +45,20 @@ class Stopped(RuntimeError):
     replays it, appending nothing twice)."""
 
 
-def plain(value: Any) -> Any:
-    """A row's value in a form msgpack and JSON keep (dates as ISO text, decimals as floats)."""
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return float(value)
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
-
-
-def row_events(
-    ids: list[str], rows: list[dict[str, Any]], key: str | None, converted: bool = False
-) -> EventColumns:
-    """Rows as events: the given ids, the key from column `key` (else the id), payload the row
-    (its values made `plain` unless `converted`), ts the ingest time."""
-    now = time.time()
-    payloads = rows if converted else [{k: plain(v) for k, v in row.items()} for row in rows]
-    keys = ids if key is None else [str(p.get(key)) for p in payloads]
-    return EventColumns(ids, list(keys), [now] * len(ids), payloads, list(ids))
-
-
-def plain_table(table: Any) -> Any:
-    """An Arrow table whose values msgpack keeps: dates, times and timestamps cast to text,
-    decimals to floats (column by column, not value by value)."""
-    import pyarrow as pa
-
-    for k, f in enumerate(table.schema):
-        kind = f.type
-        if pa.types.is_temporal(kind):
-            table = table.set_column(k, f.name, table.column(k).cast(pa.string()))
-        elif pa.types.is_decimal(kind):
-            table = table.set_column(k, f.name, table.column(k).cast(pa.float64()))
-    return table
+def source_batch(
+    pipeline: Pipeline, spec: SourceSpec, first: int, table: pa.Table, now: float | None = None
+) -> EventBatch:
+    """A source's rows, its events number `first`, `first + 1`, …, as one batch: root the
+    source's position, key the `key` column as text (else the root's digits), timestamp now;
+    the payload is the table itself (no row-by-row conversion)."""
+    roots = pipeline.source_roots(spec.name, np.arange(first, first + table.num_rows))
+    if spec.key is not None:
+        if spec.key not in table.column_names:
+            raise SourceError(f"source {spec.name!r}: key column {spec.key!r} is not in its rows")
+        keys = pc.fill_null(pc.cast(table.column(spec.key), pa.string()), "None")
+    else:
+        keys = pc.cast(pa.array(roots), pa.string())
+    return EventBatch.build(roots, keys, time.time() if now is None else now, table)
 
 
 _threads = threading.local()
@@ -101,6 +80,7 @@ class Admission:
     instead of a drop."""
 
     address: str  # the queue store's
+    pipeline: Pipeline
     source: str
     targets: tuple[str, ...]
     bound: int
@@ -115,7 +95,15 @@ class Admission:
         """Where the source goes on: the fewest events any target has from it."""
         return min(self.store.produced(t, self.source) for t in self.targets)
 
-    def append(self, first: int, events: EventColumns) -> None:
+    @property
+    def spec(self) -> SourceSpec:
+        return next(s for s in self.pipeline.sources if s.name == self.source)
+
+    def append_table(self, first: int, table: pa.Table) -> None:
+        """The rows of `table` as the source's events number first, first + 1, …"""
+        self.append(first, source_batch(self.pipeline, self.spec, first, table))
+
+    def append(self, first: int, events: EventBatch) -> None:
         """Offer events number first .. first + len - 1, in chunks that fit; the store skips
         the ones offered before."""
         done = 0
@@ -195,20 +183,19 @@ class FilesBatch:
             else pa_false(len(table))
         )
         bad = self._malformed(table, files, index, broken)
-        good = table.filter(pc.invert(broken))
-        ok_files, ok_index = files.filter(pc.invert(broken)), index.filter(pc.invert(broken))
+        good = table.filter(pc.invert(broken)) if bad else table
         good = good.drop_columns([c for c in (FILE_COL, CORRUPT) if c in good.column_names])
-        ids = pc.binary_join_element_wise(
-            f"{self.spec.name}", ok_files, pc.cast(ok_index, "string"), ":"
-        ).to_pylist()
         read = set(pc.unique(files).to_pylist())
         if self.spec.format == "parquet" and self.log is not None:
             bad += self._unreadable(batch_id, read)
         self.dead.write(batch_id, bad)
         first = batch_start(self.spec.name, batch_id, self.admission)
-        self.admission.append(first, table_events(ids, plain_table(good), self.spec.key))
+        self.admission.append_table(first, good)
         self.files_seen.update(read)
         self.rows_seen += len(table)
+        self.admission.store.set_meta(
+            files_key(self.spec.name), {"files": len(self.files_seen), "rows": self.rows_seen}
+        )
 
     def _malformed(self, table: Any, files: Any, index: Any, broken: Any) -> list[dict]:
         """The dead letters of the rows Spark could not parse (file, row in it, reason)."""
@@ -256,6 +243,18 @@ def batch_files(log: Path, batch_id: int) -> list[str]:
     return []
 
 
+def logged_files(log: Path) -> set[str]:
+    """Every file Spark's file-source log records as read (a resumed query's checkpoint)."""
+    if not log.is_dir():
+        return set()
+    names = set()
+    for path in log.iterdir():
+        if path.name.split(".")[0].isdigit():
+            lines = path.read_text().splitlines()[1:]
+            names.update(json.loads(line)["path"] for line in lines if line)
+    return names
+
+
 def pa_false(n: int) -> Any:
     import pyarrow as pa
 
@@ -287,20 +286,6 @@ def file_rows(paths: Any, base: str) -> tuple[Any, Any]:
     return names.take(pa.array(codes)), pa.array(rank)
 
 
-def table_events(ids: list[str], table: Any, key: str | None) -> EventColumns:
-    """An Arrow table's rows as events (as `row_events`), the key column cast column-wise."""
-    import pyarrow.compute as pc
-
-    now = time.time()
-    payloads = table.to_pylist()
-    if key is None:
-        keys = ids
-    else:
-        column = pc.cast(table.column(key), "string")
-        keys = pc.fill_null(column, "None").to_pylist()
-    return EventColumns(ids, list(keys), [now] * len(ids), payloads, list(ids))
-
-
 def _relative(path: str, base: str) -> str:
     """A file's name relative to the source directory (Spark gives file: URIs)."""
     local = path.removeprefix("file://").removeprefix("file:")
@@ -312,20 +297,15 @@ def _relative(path: str, base: str) -> str:
 
 @dataclass
 class SparkBatch:
-    """A spark source's foreachBatch: ids from the declared `id` column, else
-    `source:batch:row`."""
+    """A spark source's foreachBatch: the micro-batch's rows appended as Arrow, at the position
+    recorded for its batch id (a replayed batch adds nothing)."""
 
     spec: SourceSpec
     admission: Admission
 
     def __call__(self, df: Any, batch_id: int) -> None:
-        rows = plain_table(df.toArrow()).to_pylist()
-        if self.spec.id is not None:
-            ids = [f"{self.spec.name}:{row[self.spec.id]}" for row in rows]
-        else:
-            ids = [f"{self.spec.name}:{batch_id}:{k}" for k in range(len(rows))]
         first = batch_start(self.spec.name, batch_id, self.admission)
-        self.admission.append(first, row_events(ids, rows, self.spec.key, converted=True))
+        self.admission.append_table(first, df.toArrow())
 
 
 def redis_client(url: str, timeout_s: float | None = None) -> redis.Redis:
@@ -393,8 +373,8 @@ class RedisReader:
         entries = reply[0][1] if reply else []
         if not entries:
             return first, after
-        ids = [f"{self.spec.name}:{entry_id}" for entry_id, _ in entries]
-        self.admission.append(first, row_events(ids, [f for _, f in entries], self.spec.key))
+        table = payload_table([fields for _, fields in entries])
+        self.admission.append_table(first, table)
         last = entries[-1][0]
         store.set_meta(self._key, {"first": first + len(entries), "after": last})
         return first + len(entries), last
@@ -443,7 +423,9 @@ class Ingest:
 
     def _admission(self, spec: SourceSpec) -> Admission:
         targets = self.pipeline.successors(spec.name)
-        return Admission(self.queues, spec.name, targets, self.bound, self.stop_event)
+        return Admission(
+            self.queues, self.pipeline, spec.name, targets, self.bound, self.stop_event
+        )
 
     def _start_query(self, spark: Any, store: ControlTable, spec: SourceSpec) -> Any:
         """Start (or start again, from its checkpoint) a files or spark source's query; its
@@ -473,6 +455,12 @@ class Ingest:
         dead = DeadLetters(Path(spec.dead_letter or self.out / "dead-letter" / spec.name))
         log = self._checkpoint(spec) / "sources" / "0"
         handler = FilesBatch(spec, admission, dead, str(Path(spec.path or "").resolve()), log)
+        seen = admission.store.meta(files_key(spec.name))  # what a resumed run had read
+        if seen:
+            handler.files_seen.update(_relative(f, handler.base) for f in logged_files(log))
+            handler.rows_seen = round(
+                int(seen["rows"]) * len(handler.files_seen) / max(1, seen["files"])
+            )
         self.files[spec.name] = handler
         return handler
 
@@ -539,6 +527,11 @@ def _unread_files(folder: Path, handler: FilesBatch) -> int | None:
 
 
 SCHEMA_KEY = "source_schema:{}"
+
+
+def files_key(source: str) -> str:
+    """The store's meta key of the files a files source has read, and their rows."""
+    return f"files_read:{source}"
 
 
 def files_frame(spark: Any, spec: SourceSpec, store: ControlTable) -> Any:

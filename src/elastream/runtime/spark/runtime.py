@@ -116,6 +116,23 @@ class IntervalArrivals:
         return self.read[queue]
 
 
+class Phases:
+    """How long each phase of the start took (one log line: where a run's start-up goes)."""
+
+    def __init__(self) -> None:
+        self.mark = time.perf_counter()
+        self.took: list[tuple[str, float]] = []
+
+    def end(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.took.append((phase, now - self.mark))
+        self.mark = now
+
+    def __str__(self) -> str:
+        total = sum(s for _, s in self.took)
+        return f"{total:.1f} s: " + ", ".join(f"{phase} {s:.1f} s" for phase, s in self.took)
+
+
 @dataclass
 class Failing:
     """A query that failed: how many times in a row, and its last batch before the failure."""
@@ -184,14 +201,17 @@ class SparkEngine:
         self.failing: dict[str, Failing] = {}  # operators whose query failed and has not recovered
         self.leases: ExecutorHosts | None = None  # executors leased as hosts (spark.leasing)
         self.ingest: Ingest | None = None  # external sources' reading (started by start())
-        self.egress: Egress | None = None  # delivering sinks' queries (started by start())
+        self.egress: Egress | None = None  # delivering sinks' writers (started by start())
         self.t0 = time.time()  # the run's clock starts when the feeder does (start())
+        self.completed_before = 0  # source events completed by the previous interval's end
 
     # -- Engine protocol ---------------------------------------------------------------------
     def start(self) -> None:
+        phases = Phases()
         check_sources(self.pipeline)  # before Spark: one line naming an unusable source or sink
         check_sinks(self.pipeline, self.resume)
         self._prepare_store()
+        phases.end("checks and store")
         # local[n, 4]: up to 4 attempts per task, as on a cluster (plain local[n] never retries).
         spark = self.config.spark
         conf = {**ui_conf(spark.ui, spark.ui_port), **spark.conf}  # the user's settings win
@@ -208,15 +228,20 @@ class SparkEngine:
             redirect_jvm_logs(self.spark, self.out)
         send_jvm_stderr(self.spark, self.out)  # uncaught JVM stacks to spark.log, not the console
         self._log_ui()
+        phases.end("Spark session")
         if spark.leasing is not None:
             self.leases = self._adopt_hosts(spark.leasing)
         warm_python_workers(self.spark, self._slots())
+        phases.end("Python workers")
         for name in self._query_names():
             # One at a time: each query forks a Python helper that must connect back to the JVM
             # within 10 s (fixed in Spark); forked together on a loaded machine they missed it.
             self._start_query(name)
             self._await_first_batches()
+        phases.end("operator queries")
         self._start_io()
+        phases.end("sources and sinks")
+        log.info("started in %s", phases)
         resume_at = float(self.store.meta("trace_elapsed", 0.0)) if self.resume else 0.0
         self.feeder = Feeder(
             self.pipeline,
@@ -232,21 +257,26 @@ class SparkEngine:
         self.feeder.start()
 
     def _start_io(self) -> None:
-        """The delivering sinks' queries, then the external sources (runtime/spark/egress.py,
+        """The delivering sinks' writers, then the external sources (runtime/spark/egress.py,
         ingest.py)."""
         bound = min(
             self.config.queue_capacity or self.config.ingest_bound, self.config.ingest_bound
         )
-        self.egress = Egress(self.pipeline, self.queues, self.checkpoints)
+        spark = self.config.spark
+        self.egress = Egress(
+            self.pipeline, self.queues, spark.max_restarts, spark.restart_backoff_s
+        )
         self.egress.start(self.spark, self.resume)
         self.ingest = Ingest(self.pipeline, self.queues, bound, self.checkpoints, self.out)
         self.ingest.start(self.spark, self.store)
 
     def _stop_io(self, part: str) -> None:
-        """Stop the external sources' reading (`part` ingest) or the sinks' delivery (egress)."""
-        io = getattr(self, part, None)
-        if io is not None:
-            io.stop(lambda query: stop_query(self.spark, query))
+        """Stop the external sources' reading (`part` ingest) or the sinks' delivery (egress:
+        once what is queued for them is written)."""
+        if part == "ingest" and self.ingest is not None:
+            self.ingest.stop(lambda query: stop_query(self.spark, query))
+        if part == "egress" and self.egress is not None:
+            self.egress.stop()
 
     def collect(self) -> Snapshot:
         deadline = self.t_prev + self.config.interval_s
@@ -270,7 +300,7 @@ class SparkEngine:
             query_restarts=new_restarts,
             sources=sources,
             operators=ops,
-            completed=self.store.completed(t0, t1),
+            completed=self._completed_since(),
             sink_events=n_sink,
             latency_ms_mean=latency,
             latency_ms_p99=float(np.percentile(recent, 99)) if recent else None,
@@ -279,6 +309,13 @@ class SparkEngine:
             ),
             **self._host_clocks(t1 - self.t0),
         )
+
+    def _completed_since(self) -> int:
+        """Source events whose whole lineage completed since the last collect (outputs of any
+        generation and filtered events do not count on their own: docs/outputs.md)."""
+        now = self.store.lineage(self.pipeline.topological_order).completed
+        completed, self.completed_before = now - self.completed_before, now
+        return completed
 
     def _measure(
         self, t0: float, t1: float
@@ -387,7 +424,7 @@ class SparkEngine:
         return RunTotals(
             events_in=audit.events_in,
             events_out=audit.sink_events,
-            completed=audit.to_sink + audit.filtered,
+            completed=self.store.lineage(self.pipeline.topological_order).completed,
             filtered=audit.filtered,
             dropped_timeout=audit.timeout,
             dropped_overflow=audit.overflow,
@@ -574,12 +611,14 @@ class SparkEngine:
             else:
                 self._note_recovery(name, query)
             self.run_ids[name].add(str(self.queries[name].runId))
-        for part, kind in (("ingest", "source"), ("egress", "sink")):
-            io = getattr(self, part, None)
-            if io is not None:  # a failed query heals; a redis source's reader cannot
-                self._heal_io(io, kind)
-        if getattr(self, "ingest", None) is not None:
+        if self.ingest is not None:  # a failed query heals; a redis source's reader cannot
+            self._heal_io(self.ingest, "source")
             self.ingest.check()
+        if self.egress is not None:  # a sink's writer retries a failed write itself
+            self.egress.check()
+            for name, n in self.egress.restarts().items():
+                if n:
+                    self.restarts[f"sink-{name}"] = n
         self._check_feeder()
 
     def _check_feeder(self) -> None:
@@ -593,7 +632,7 @@ class SparkEngine:
         restart = partial(self._start_query, name, new_run=False)
         self._restart(name, self._query_label(name), self.queries[name], error, restart)
 
-    def _heal_io(self, io: Ingest | Egress, kind: str) -> None:
+    def _heal_io(self, io: Ingest, kind: str) -> None:
         """Restart the failed query of an external source or a delivering sink (`kind`) as an
         operator's: from its checkpoint, the same backoff, limit and count (key `kind-NAME`)."""
         for name, error in io.failed():

@@ -5,25 +5,37 @@ No Spark import here: the data source's `read()` calls `run_share`, and tests ca
 
 from __future__ import annotations
 
+import gc
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from elastream.model.events import Event, EventColumns, OutcomeKind
+import numpy as np
+
+from elastream.model.batch import EventBatch
+from elastream.model.events import Event, OutcomeKind
 from elastream.model.grouping import key_group
-from elastream.model.pipeline import Pipeline, check_state_parameter, load_callable
+from elastream.model.pipeline import Pipeline
 from elastream.model.state import KeyedState, StateWrite, Timer, encode_value
-from elastream.runtime.operators import OUT_PLACEHOLDER, Applied, OperatorContext, apply_operator
+from elastream.runtime.operators import (
+    OUT_PLACEHOLDER,
+    Applied,
+    OperatorContext,
+    apply_operator,
+    events_batch,
+    load_operator,
+)
 from elastream.runtime.queues import open_store
 from elastream.runtime.queues.base import (
     BatchPlan,
-    FailedEvent,
     ShareCommit,
     StateStore,
     TaskStore,
-    encode_payload,
+    failure_record,
 )
 from elastream.runtime.spark import watermark as wmk
 
@@ -60,14 +72,32 @@ def context_for(queues: str, op: str) -> OperatorContext:
         k: v.replace(OUT_PLACEHOLDER, out_dir) if isinstance(v, str) else v
         for k, v in spec.params.items()
     }
-    function = load_callable(spec.function, f"operator {op!r} function")
-    check_state_parameter(spec, function)
+    function = load_operator(spec)
     return OperatorContext(spec, function, params, pipeline.routes(op), store.meta("t_out"))
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a share runs: a per-event share makes an
+    object or more per event, which set off collections that scan every live object again and
+    again (half the time of a per-event hop was spent there); it runs again afterwards."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def run_share(queues: str, op: str, start: int, end: int, replica: int) -> TaskResult:
     """Process replica `replica`'s share of `op`'s planned batch [start, end), and commit it in
     one transaction; a share committed before is not processed again."""
+    with collector_paused():
+        return _run_share(queues, op, start, end, replica)
+
+
+def _run_share(queues: str, op: str, start: int, end: int, replica: int) -> TaskResult:
     if end == start:  # an empty batch
         return TaskResult(replica, 0, 0, 0, 0.0)
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -94,7 +124,7 @@ def run_timed_share(
     ctx: OperatorContext,
     plan: BatchPlan,
     replica: int,
-    queued: EventColumns,
+    queued: EventBatch,
     clocks: tuple[float, float],
 ) -> TaskResult:
     """A share of an operator with an operator-wide watermark (docs/state.md): its events
@@ -112,7 +142,8 @@ def run_timed_share(
         fired = wmk.due(timers, watermark)
         again = [t.event for t in fired]
         state = share_state(store, ctx, events, again, (previous, watermark))
-        events = EventColumns.concat([events, EventColumns.of(again)]) if again else events
+        if again:
+            events = EventBatch.concat([events, events_batch(again)])
     applied, timed_out = process(ctx, events, state, frozenset(t.event.id for t in fired))
     busy = time.perf_counter() - clocks[0]
     cpu = time.process_time() - clocks[1]
@@ -132,7 +163,7 @@ def run_timed_share(
 def share_state(
     store: StateStore,
     ctx: OperatorContext,
-    events: EventColumns,
+    events: EventBatch,
     fired: list[Event] | None = None,
     watermarks: tuple[float, float] = (-math.inf, -math.inf),
 ) -> KeyedState | None:
@@ -152,37 +183,31 @@ def share_state(
 class Processed:
     """A share after the operator: the rows it ran on and what it did with them."""
 
-    live: EventColumns
+    live: EventBatch
     applied: Applied
 
 
 def process(
     ctx: OperatorContext,
-    events: EventColumns,
+    events: EventBatch,
     state: KeyedState | None = None,
     fired: frozenset = frozenset(),
-) -> tuple[Processed, list[str]]:
+) -> tuple[Processed, np.ndarray]:
     """t_out first (an event older than t_out when its turn comes is not processed: its root
     is returned as timed out; a held event delivered again, in `fired`, is not), then the
     operator function on the rest (with `state` for a stateful operator), then the operator's
     declared service time."""
     now, t_out = time.time(), ctx.t_out
-    fresh = t_out is None or not len(events) or now - min(events.ts) <= t_out
-    stale = (
-        []
-        if fresh
-        else [
-            k for k, ts in enumerate(events.ts) if now - ts > t_out and events.ids[k] not in fired
-        ]
-    )
-    live = events
-    if stale:
-        gone = set(stale)
-        live = events.take([k for k in range(len(events)) if k not in gone])
+    stale = np.zeros(len(events), bool)
+    if t_out is not None and len(events):
+        stale = now - events.ts > t_out
+        if fired and stale.any():
+            stale &= ~np.isin(events.ids, np.fromiter(fired, np.int64, len(fired)))
+    live = events.take(np.flatnonzero(~stale)) if stale.any() else events
     applied = apply_operator(ctx, live, state, fired)
     if ctx.spec.service_time_ms and len(live):
         time.sleep(len(live) * ctx.spec.service_time_ms / 1000.0)
-    return Processed(live, applied), [events.roots[k] for k in stale]
+    return Processed(live, applied), events.roots[stale]
 
 
 def commit_of(
@@ -190,7 +215,7 @@ def commit_of(
     batch: str,
     replica: int,
     processed: Processed,
-    timed_out: list[str],
+    timed_out: np.ndarray,
     busy_s: float,
     state: KeyedState | None,
     cpu_s: float,
@@ -199,10 +224,10 @@ def commit_of(
     function failed on alone, the state writes."""
     live, applied = processed.live, processed.applied
     fates = applied.fates(live)
-    if timed_out:
+    if len(timed_out):
         fates[OutcomeKind.TIMEOUT] = timed_out
     failures = tuple(
-        FailedEvent(live.ids[k], live.roots[k], message, encode_payload(live.payloads[k]))
+        failure_record(int(live.ids[k]), int(live.roots[k]), message, live.take([k]).payloads()[0])
         for k, message in sorted(applied.errors.items())
     )
     return ShareCommit(

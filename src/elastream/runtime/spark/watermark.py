@@ -14,7 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from elastream.model.events import Event, EventColumns
+from elastream.model.batch import EventBatch, position
+from elastream.model.events import Event
 from elastream.model.grouping import group_range, key_group
 from elastream.model.pipeline import Pipeline
 from elastream.model.state import StateWrite, Timer, decode_value, encode_value
@@ -30,6 +31,7 @@ from elastream.runtime.queues.base import (
 END_OF_INPUT = "end_of_input"  # meta: the sources will append nothing more (flush: W = +inf)
 TICK_KEY = "\x00tick"  # the key of a tick event (it carries no data, only a batch to run)
 TICK_PRODUCER = "~tick:"  # + operator: the producer of its ticks (not counted as input)
+TICK_NODE = (1 << 19) - 1  # the node number of tick events' roots (no pipeline node has it)
 HISTORY = 64  # the output watermarks an operator keeps for the later ones (`Watermarks.history`)
 
 
@@ -174,7 +176,7 @@ def advance(store: TaskStore, pipeline: Pipeline, op: str) -> None:
     if spec.event_time is None and input_watermark(store, pipeline, op, end) > wm.last_in:
         producer = TICK_PRODUCER + op
         n = store.produced(op, producer)
-        tick = Event(f"{producer}:{n}", TICK_KEY, time.time(), None)
+        tick = Event(n, TICK_KEY, time.time(), None, position(TICK_NODE, n))
         store.append(op, [tick], producer, n)
 
 
@@ -186,11 +188,12 @@ def share_watermark(store: ControlTable, op: str, plan: BatchPlan) -> tuple[floa
     return float(entry[1]), float(entry[2])
 
 
-def without_ticks(events: EventColumns) -> EventColumns:
+def without_ticks(events: EventBatch) -> EventBatch:
     """The share's data events (its tick events dropped: they only made the batch run)."""
-    if TICK_KEY not in events.keys:
+    keys = events.keys
+    if TICK_KEY not in keys:
         return events
-    return events.take([k for k, key in enumerate(events.keys) if key != TICK_KEY])
+    return events.take([k for k, key in enumerate(keys) if key != TICK_KEY])
 
 
 def load_timers(
@@ -235,12 +238,12 @@ def timer_writes(
     ]
 
 
-def emitted_max(outputs: dict[str, EventColumns], time_field: str) -> float | None:
+def emitted_max(outputs: dict[str, EventBatch], time_field: str) -> float | None:
     """The largest event time (`time_field`) among a share's outputs, None if none has one."""
     times = [
         float(p[time_field])
-        for columns in outputs.values()
-        for p in columns.payloads
+        for batch in outputs.values()
+        for p in batch.payloads()
         if isinstance(p, dict) and isinstance(p.get(time_field), int | float)
     ]
     return max(times) if times else None
