@@ -60,9 +60,7 @@ def test_the_output_check_sees_missing_duplicated_extra_and_uncommitted_rows(tmp
     assert ok and verdict == "complete, once (+1 uncommitted part files)"
 
     commit(tmp_path, 1, ["part-2.parquet"])  # now committed: 9 twice, 10 not in the input
-    assert module.check_output(tmp_path, expected)[0].startswith(
-        "missing 0, extra 1, duplicated 1"
-    )
+    assert module.check_output(tmp_path, expected)[0].startswith("missing 0, extra 1, duplicated 1")
     assert module.check_output(tmp_path, np.arange(12)) == (
         "missing 1, extra 0, duplicated 1",
         False,
