@@ -32,6 +32,7 @@ import ctypes
 import json
 import os
 import resource
+import shlex
 import shutil
 import signal
 import statistics
@@ -135,20 +136,23 @@ def elastream_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "elastream.cli"]
 
 
-def elastream(function: str, vectorized: bool, max_files: int | None) -> Callable:
+def elastream(function: str, vectorized: bool, max_files: int | None,
+              extra: list[str]) -> Callable:  # fmt: skip
     def command(source: Path, case: Path) -> list[str]:
         spec = case / "pipeline.yaml"
         pipeline = elastream_pipeline(source, case / "out", function, vectorized, max_files)
         spec.write_text(yaml.safe_dump(pipeline, sort_keys=False))
         argv = [*elastream_command(), "run", str(spec), "--out", str(case / "run"), "--quiet"]
-        return [*argv, "--policy", "static", "--replicas", str(REPLICAS)]
+        return [*argv, "--policy", "static", "--replicas", str(REPLICAS), *extra]
 
     return command
 
 
-def cases(elastream_max_files: int | None) -> dict[str, Case]:
+def cases(elastream_max_files: int | None, extra: list[str]) -> dict[str, Case]:
+    """Every case by name; `extra`: more options of `elastream run`."""
     source = f"maxFilesPerTrigger {elastream_max_files or 'elastream default'}"
-    ops = f"r = {REPLICAS}, static, SQLite queues, {source}"
+    settings = " ".join(extra) or "elastream's defaults otherwise (Spark UI and metrics on)"
+    ops = f"r = {REPLICAS}, static, SQLite queues, {source}, {settings}"
     listed = [
         Case("plain-20", f"plain PySpark, 3 x mapInArrow pass-through, maxFilesPerTrigger "
              f"{PLAIN_MAX_FILES}", plain("batches", PLAIN_MAX_FILES)),
@@ -158,9 +162,9 @@ def cases(elastream_max_files: int | None) -> dict[str, Case]:
              f"(to_pylist -> fn(row) -> from_pylist), maxFilesPerTrigger {PLAIN_MAX_FILES}",
              plain("rows", PLAIN_MAX_FILES)),
         Case("elastream", f"elastream, 3 vectorized operators ({VECTORIZED_OPERATOR}), {ops}",
-             elastream(VECTORIZED_OPERATOR, True, elastream_max_files)),
+             elastream(VECTORIZED_OPERATOR, True, elastream_max_files, extra)),
         Case("elastream-per-event", f"elastream, 3 per-event operators ({PER_EVENT_OPERATOR}), "
-             f"{ops}", elastream(PER_EVENT_OPERATOR, False, elastream_max_files)),
+             f"{ops}", elastream(PER_EVENT_OPERATOR, False, elastream_max_files, extra)),
     ]  # fmt: skip
     return {case.name: case for case in listed}
 
@@ -562,13 +566,17 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--elastream-max-files", type=int, default=None,
         help="maxFilesPerTrigger of elastream's files source (default: elastream's own)",
     )  # fmt: skip
+    parser.add_argument(
+        "--elastream-args", type=shlex.split, default=[],
+        help="more options of `elastream run`: --elastream-args='--no-metrics --interval 2'",
+    )  # fmt: skip
     parser.add_argument("--timeout", type=float, default=900.0, help="s a case may take")
     parser.add_argument(
         "--stop-timeout", type=float, default=180.0,
         help="s from SIGTERM to the exit before the case's process group is killed",
     )  # fmt: skip
     args = parser.parse_args(argv)
-    known = cases(args.elastream_max_files)
+    known = cases(args.elastream_max_files, args.elastream_args)
     args.cases = args.only.split(",") if args.only else list(known)
     unknown = [name for name in args.cases if name not in known]
     if unknown:
@@ -594,7 +602,7 @@ def header(args: argparse.Namespace, source: Path, known: dict[str, Case]) -> li
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    known = cases(args.elastream_max_files)
+    known = cases(args.elastream_max_files, args.elastream_args)
     reaping = become_subreaper()
     work = args.dir or Path(tempfile.mkdtemp(prefix="plain-vs-elastream-"))
     source = work / "input"
