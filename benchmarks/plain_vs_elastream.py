@@ -206,8 +206,8 @@ def is_part_file(name: str) -> bool:
 
 class TreeSampler(threading.Thread):
     """Every SAMPLE_S: the CPU time (user + system) of every live descendant of this process,
-    kept at its last sample with the process's kind (KINDS), and the summed RSS of the tree
-    (its peak kept)."""
+    kept at its last sample with the process's kind (KINDS) then, and the summed RSS of the
+    tree (its peak kept)."""
 
     def __init__(self, driver: int) -> None:
         super().__init__(daemon=True)
@@ -225,7 +225,7 @@ class TreeSampler(threading.Thread):
                     with proc.oneshot():
                         times, key = proc.cpu_times(), (proc.pid, proc.create_time())
                         rss += proc.memory_info().rss
-                        kind = self.cpu[key][0] if key in self.cpu else self.kind(proc)
+                        kind = self.kind(proc)  # anew: spark-submit's shell execs the JVM
                 except psutil.Error:  # gone, a zombie, or not ours
                     continue
                 self.cpu[key] = (kind, times.user + times.system)
