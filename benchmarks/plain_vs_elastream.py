@@ -16,8 +16,9 @@ Each case runs until all rows are out, then its process gets SIGTERM (the driver
 waited for. Measured: first row and all rows out (rows counted from the readable Parquet part
 files every 0.25 s), the steady rate between 10 % and 90 % of the rows, CPU-seconds of the whole
 process tree (getrusage of the reaped children, this process being their subreaper so that
-orphans are reaped and counted too; and a psutil sampler of the live tree every 0.5 s), the
-tree's peak RSS, the load average before and after. Each case's output is checked complete and
+orphans are reaped and counted too; and a psutil sampler of the live tree every 0.5 s, which
+the ratios use: rusage never sees pyspark's Python workers, CPU_NOTE says why), the tree's peak
+RSS, the load average before and after. Each case's output is checked complete and
 once: its `n` values (from the files Spark's `_spark_metadata` log commits) equal the input's.
 Prints one table and the ratios; exits 1 if a case's output is wrong or its process failed.
 
