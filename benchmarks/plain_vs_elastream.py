@@ -19,7 +19,7 @@ process tree (getrusage of the reaped children, this process being their subreap
 orphans are reaped and counted too; and a psutil sampler of the live tree every 0.5 s, which
 the ratios use: rusage never sees pyspark's Python workers, CPU_NOTE says why), the tree's peak
 RSS, the load average before and after. Each case's output is checked complete and
-once: its `n` values (from the files Spark's `_spark_metadata` log commits) equal the input's.
+once: its `n` values (from the part files its sink committed) equal the input's.
 Prints one table and the ratios; exits 1 if a case's output is wrong or its process failed.
 
     flock /work/spark.lock .venv/bin/python benchmarks/plain_vs_elastream.py \
@@ -410,10 +410,14 @@ def run_case(case: Case, source: Path, folder: Path, expected: np.ndarray,
 
 
 def committed_files(out: Path) -> set[str]:
-    """The part files Spark's file sink log (`_spark_metadata`) records as added."""
-    names: set[str] = set()
+    """The part files a sink committed: those Spark's file sink log (`_spark_metadata`) records
+    as added, or, in an elastream sink folder, every visible part file (elastream writes a part
+    to a hidden `.part-*.tmp` and renames it when whole, so a visible part is a committed one)."""
     log = out / "_spark_metadata"
-    for entry in sorted(log.glob("*")) if log.is_dir() else []:
+    if not log.is_dir():
+        return {p.name for p in out.glob("part-*.parquet")} if out.is_dir() else set()
+    names: set[str] = set()
+    for entry in sorted(log.glob("*")):
         if entry.name.startswith(".") or entry.name.endswith(".crc"):
             continue
         for line in entry.read_text().splitlines()[1:]:  # the first line is the version

@@ -71,6 +71,17 @@ def test_the_output_check_sees_missing_duplicated_extra_and_uncommitted_rows(tmp
     )
 
 
+def test_an_elastream_sink_folder_commits_its_visible_parts_not_its_hidden_temporaries(tmp_path):
+    module = bench()
+    part(tmp_path, "part-0-4.parquet", [0, 1, 2, 3, 4])
+    part(tmp_path, ".part-5-9.parquet.tmp", [5, 6, 7, 8, 9])  # being written: not output yet
+    assert module.check_output(tmp_path, np.arange(5)) == ("complete, once", True)
+    assert module.check_output(tmp_path, np.arange(10)) == (
+        "missing 5, extra 0, duplicated 0",
+        False,
+    )
+
+
 def test_the_counter_skips_part_files_being_written_and_counts_them(tmp_path):
     module = bench()
     counter = module.PartCounter(tmp_path)
