@@ -10,6 +10,10 @@ from pydantic import Field, ValidationError, field_validator
 from elastream.base.settings import Settings, line_of, requirement
 
 QueueModel = Literal["per_replica", "micro_batch"]
+CpuModel = Literal["calls", "clock"]
+# Eq. C1's constant: CPU ns per interpreter call, fitted on this project's 2-core machine by
+# benchmarks/cpu_model.py (docs/simulator.md, "CPU time").
+CPU_NS_PER_CALL = 525.0
 Reconfiguration = Literal["pool", "restart", "delayed"]
 # Policies whose decisions do not depend on how many steady intervals they were shown: their
 # state holds no per-interval series (dabs, proactive: a window of rates; lagaware: Holt state
@@ -121,7 +125,22 @@ class SimSettings(Settings):
     sample_events: int = Field(
         2000, ge=1, description="events per source in the profiling pass over real events"
     )
-    measure_cpu: bool = Field(True, description="measure operator CPU time in the profiling pass")
+    measure_cpu: bool = Field(
+        True,
+        description="add the operator functions' CPU time per event, from the profiling pass, "
+        "to et_i (how: cpu_model)",
+    )
+    cpu_model: CpuModel = Field(
+        "calls",
+        description="calls: CPU time = interpreter calls per event x cpu_ns_per_call, counted in "
+        "the profiling pass (Eq. C1): the same on every run; clock: the thread CPU time "
+        "measured there, which differs a little from run to run",
+    )
+    cpu_ns_per_call: Positive = Field(
+        CPU_NS_PER_CALL,
+        description="cpu_model calls: CPU time of one interpreter call, ns (Eq. C1; fitted on "
+        "the project's machine by benchmarks/cpu_model.py)",
+    )
     seed: int | None = Field(None, description="random seed (None: the run config's seed)")
     fast_forward: bool | None = Field(
         None,
