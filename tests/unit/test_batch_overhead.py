@@ -2,19 +2,17 @@
 the calibration of the pipeline layout from a run's records."""
 
 import json
-from types import SimpleNamespace
 
 import pytest
 
-from elastream.config import make_config
-from elastream.experiments.calibrate import calibrate
+from elastream.experiments.calibrate import SparkRecord, calibrate
 from elastream.prediction.batch_overhead import (
     BatchRecord,
     OverheadModel,
     busy_queries,
     fit_overhead,
 )
-from elastream.runtime.queues.base import BatchWork, ReplicaWork
+from elastream.runtime.queues.base import BatchWork
 from elastream.runtime.sim.batch import pack
 from elastream.runtime.spark.runtime import PIPELINE_QUERY
 
@@ -100,13 +98,13 @@ def pipeline_run():
     plan = [({"x": 2, "y": 2}, 2), ({"x": 40, "y": 20}, 2), ({"x": 90}, 3), ({"y": 60}, 1)]
     plan += [({"x": 6, "y": 9}, 3), ({"x": 2}, 1), ({"x": 80, "y": 80}, 4)]
     offsets = {"x": 0, "y": 0}
-    progress, work = [], []
+    progress, batches = [], []
     for k, (events, r) in enumerate(plan):
         start = dict(offsets)
         shares = []
         for op, n in events.items():
             offsets[op] += n
-            work.append(BatchWork(op, f"{start[op]}-{offsets[op]}", 0.0, n, n // r, r))
+            batches.append(BatchWork(op, f"{start[op]}-{offsets[op]}", 0.0, n, n // r, r))
             shares += [n // r * PIPELINE_ET[op]] * r
         tasks = pack(shares)
         wall = PIPELINE_A + PIPELINE_B * (len(tasks) - 1) + max(tasks)
@@ -119,18 +117,12 @@ def pipeline_run():
             }
         )
     events = {op: sum(e.get(op, 0) for e, _ in plan) for op in PIPELINE_ET}
-    stats = {op: {0: ReplicaWork(n, n * PIPELINE_ET[op])} for op, n in events.items()}
-    store = SimpleNamespace(batch_work=lambda: work, task_stats=lambda op, t0, t1: stats[op])
-    return SimpleNamespace(
-        config=make_config(spark={"layout": "pipeline"}),
-        pipeline=SimpleNamespace(operator_names=("x", "y")),
-        queries={PIPELINE_QUERY: SimpleNamespace(recentProgress=progress)},
-        store=store,
-    )
+    work = {op: (n, n * PIPELINE_ET[op]) for op, n in events.items()}
+    return SparkRecord("pipeline", ("x", "y"), {PIPELINE_QUERY: progress}, batches, work)
 
 
 def test_calibration_of_the_pipeline_layout_recovers_its_batch_costs():
-    calibration = calibrate(pipeline_run())  # type: ignore[arg-type]
+    calibration = calibrate(pipeline_run())
     settings = calibration.settings
     assert settings.queue_model == "pipeline"
     assert settings.et_ms == pytest.approx({op: 1000 * et for op, et in PIPELINE_ET.items()})

@@ -21,20 +21,52 @@ from elastream.runtime.sim.batch import pack
 from elastream.runtime.spark.runtime import PIPELINE_QUERY, SparkEngine
 
 
-def spark_et_s(engines: Sequence[SparkEngine]) -> dict[str, float]:
+@dataclass(frozen=True)
+class SparkRecord:
+    """What calibration reads from a finished Spark run, taken from its engine (so it can be
+    kept, pickled and fitted again without Spark): its layout, its operators, every query's
+    progress reports, the store's work per (operator, batch) and per operator its shares' events
+    and busy seconds."""
+
+    layout: str
+    operators: tuple[str, ...]
+    progress: dict[str, list[dict[str, Any]]]  # query -> its progress reports (JSON)
+    batch_work: list[BatchWork]
+    work: dict[str, tuple[int, float]]  # operator -> (events, busy seconds) of all its shares
+
+    @classmethod
+    def of(cls, engine: SparkEngine) -> SparkRecord:
+        """The record of a run that ended (the engine keeps its store and queries)."""
+        ops = tuple(engine.pipeline.operator_names)
+        work = {}
+        for op in ops:
+            stats = engine.store.task_stats(op, float("-inf"), float("inf")).values()
+            work[op] = (sum(w.events for w in stats), sum(w.busy_s for w in stats))
+        return cls(
+            layout=engine.config.spark.layout,
+            operators=ops,
+            progress={
+                name: [json.loads(p.json) for p in query.recentProgress]
+                for name, query in engine.queries.items()
+            },
+            batch_work=list(engine.store.batch_work()),
+            work=work,
+        )
+
+
+def spark_et_s(runs: Sequence[SparkRecord]) -> dict[str, float]:
     """Each operator's per-event time on Spark: its shares' busy seconds over their events, over
     all the runs (what the runtime's Monitor reports as et_i, its data path included)."""
     events: dict[str, int] = {}
     busy: dict[str, float] = {}
-    for engine in engines:
-        for op in engine.pipeline.operator_names:
-            for work in engine.store.task_stats(op, float("-inf"), float("inf")).values():
-                events[op] = events.get(op, 0) + work.events
-                busy[op] = busy.get(op, 0.0) + work.busy_s
+    for run in runs:
+        for op, (n, seconds) in run.work.items():
+            events[op] = events.get(op, 0) + n
+            busy[op] = busy.get(op, 0.0) + seconds
     return {op: busy[op] / n for op, n in events.items() if n}
 
 
-def batch_records(engine: SparkEngine, et_s: Mapping[str, float]) -> list[BatchRecord]:
+def batch_records(run: SparkRecord, et_s: Mapping[str, float]) -> list[BatchRecord]:
     """Every non-empty micro-batch of the run: when it started, its wall time (Spark's
     triggerExecution), its offset commit, its tasks and the work of its slowest, the work of a
     share being its events times `et_s[op]` (the simulator's per-event time).
@@ -42,13 +74,12 @@ def batch_records(engine: SparkEngine, et_s: Mapping[str, float]) -> list[BatchR
     `operator` layout: a record per batch of each operator's query, a task per share.
     `pipeline` layout: a record per batch of the one query (op PIPELINE_QUERY), its shares packed
     into tasks as the runtime packs them (Eq. P2); a share's events are known per operator as
-    the largest and the total, so the others are taken as equal.
-    Needs the queries' progress history, kept by `spark_session`."""
-    work = {(w.op, w.batch): w for w in engine.store.batch_work()}
-    pipeline = engine.config.spark.layout == "pipeline"
+    the largest and the total, so the others are taken as equal."""
+    work = {(w.op, w.batch): w for w in run.batch_work}
+    pipeline = run.layout == "pipeline"
     records: list[BatchRecord] = []
-    for name, query in engine.queries.items():
-        for progress in query.recentProgress:
+    for name, reports in run.progress.items():
+        for progress in reports:
             ranges = _ranges(progress, name)
             parts = [work.get((op, f"{a}-{b}")) for op, (a, b) in ranges.items()]
             if not parts or None in parts:  # empty, or not a batch the store planned as one
@@ -80,9 +111,16 @@ def _ranges(progress: dict[str, Any], query: str) -> dict[str, tuple[int, int]]:
     """The batch's non-empty offset range per operator: the pipeline source's offsets name the
     operators; the operator layout's ({"off": n}) are those of the query's operator."""
     source = progress["sources"][0]
-    start, end = (json.loads(source.get(k) or "null") or {} for k in ("startOffset", "endOffset"))
+    start, end = (_offsets(source.get(k)) for k in ("startOffset", "endOffset"))
     ranges = {op: (int(start.get(op, 0)), int(b)) for op, b in end.items()}
     return {query if op == "off" else op: r for op, r in ranges.items() if r[1] > r[0]}
+
+
+def _offsets(value: str | dict[str, int] | None) -> dict[str, int]:
+    """A source's offsets in a progress report: JSON text (PySpark's objects) or parsed."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return value or {}
 
 
 def _epoch_s(stamp: str) -> float:
@@ -117,20 +155,20 @@ class Calibration:
     model: OverheadModel
 
 
-def calibrate(*engines: SparkEngine, **overrides: Any) -> Calibration:
+def calibrate(*runs: SparkRecord, **overrides: Any) -> Calibration:
     """Simulator settings for the runtime that made these runs (one layout, one pipeline): the
     micro-batch model of their layout (queue_model pipeline or micro_batch), each operator's
     per-event time as Spark measured it (`et_ms`) and the batch-cost model fitted to every
     batch of every run (Eq. P1 or O1); the trigger and batch_s come from the run configuration,
     as in the runtime. `overrides` are further settings (they win over the fitted ones)."""
-    if not engines:
+    if not runs:
         raise ValueError("calibrate: no Spark run given")
-    layouts = {engine.config.spark.layout for engine in engines}
+    layouts = {run.layout for run in runs}
     if len(layouts) > 1:
         raise ValueError(f"calibrate: runs of several spark.layouts ({sorted(layouts)}): one")
     pipeline = layouts == {"pipeline"}
-    et = spark_et_s(engines)
-    records = [rec for engine in engines for rec in batch_records(engine, et)]
+    et = spark_et_s(runs)
+    records = [rec for run in runs for rec in batch_records(run, et)]
     model = fit_overhead(records)
     fitted = overhead_settings(model, pipeline) | {"et_ms": {op: 1000 * s for op, s in et.items()}}
     values = {"queue_model": "pipeline" if pipeline else "micro_batch"} | fitted | overrides

@@ -11,7 +11,7 @@ from typing import Any
 
 from elastream.config import RunConfig, make_config
 from elastream.control.mape import RunResult
-from elastream.experiments.calibrate import Calibration, calibrate
+from elastream.experiments.calibrate import Calibration, SparkRecord, calibrate
 from elastream.experiments.compare import Agreement, compare
 from elastream.model.pipeline import Pipeline
 from elastream.runner.session import build_engine, prepare_workload, run_engine, simulate
@@ -27,7 +27,7 @@ class SparkRuns:
     """The same workload run on Spark several times."""
 
     results: list[RunResult]
-    engines: list[SparkEngine]  # kept for calibration (their stores and progress reports)
+    records: list[SparkRecord]  # what calibration reads from each run
     wall_s: list[float]
     config: RunConfig  # the last run's (they differ only in their output folders)
     trace: Trace
@@ -47,7 +47,7 @@ def run_on_spark(pipeline: Pipeline, out: Path, runs: int = 1, **config: Any) ->
     `out`/spark<k>)."""
     if runs < 1:
         raise ValueError(f"validate: runs must be at least 1, got {runs}")
-    results, engines, walls = [], [], []
+    results, records, walls = [], [], []
     for k in range(runs):
         run_config = make_config(out=out / f"spark{k + 1}", **config)
         trace = prepare_workload(run_config, pipeline)
@@ -56,8 +56,8 @@ def run_on_spark(pipeline: Pipeline, out: Path, runs: int = 1, **config: Any) ->
         started = time.monotonic()
         results.append(run_engine(engine, run_config))
         walls.append(time.monotonic() - started)
-        engines.append(engine)
-    return SparkRuns(results, engines, walls, run_config, trace)
+        records.append(SparkRecord.of(engine))
+    return SparkRuns(results, records, walls, run_config, trace)
 
 
 def simulate_runs(pipeline: Pipeline, runs: SparkRuns, settings: SimSettings) -> RunResult:
@@ -103,7 +103,7 @@ def validate(
     """Run `pipeline` on Spark `runs` times with the run settings `config`, calibrate the
     simulator from the first run and simulate the same workload."""
     spark = run_on_spark(pipeline, out, runs, **config)
-    calibration = calibrate(spark.engines[0], seed=seed)
+    calibration = calibrate(spark.records[0], seed=seed)
     sim = simulate_runs(pipeline, spark, calibration.settings)
     naive = simulate_runs(pipeline, spark, SimSettings(seed=seed))
     reference = spark.results[0]
