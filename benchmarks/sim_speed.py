@@ -49,6 +49,7 @@ CASES = (
     Case("static r=8, load_balancing", policy="static", replicas=8),
     Case("static r=3 (short at peaks)", policy="static", replicas=3),
     Case("psps, micro_batch", sim=(("queue_model", "micro_batch"),)),
+    Case("psps, pipeline", sim=(("queue_model", "pipeline"),)),
     Case("psps, restart model, td 30", sim=(("reconfiguration", "restart"),), td=30.0),
     Case("psps, et_noise 0.2", sim=(("et_noise", 0.2),)),
     Case("psps, step 0.05 s", sim=(("step_s", 0.05),)),

@@ -1,17 +1,20 @@
-"""The batch overhead model (Eq. O1): concurrency counting and the least-squares fit."""
+"""The batch overhead models (Eq. O1, P1): concurrency counting, the least-squares fit, and
+the calibration of the pipeline layout from a run's records."""
 
-from types import SimpleNamespace
+import json
 
 import pytest
 
-from elastream.config import make_config
-from elastream.experiments.calibrate import calibrate
+from elastream.experiments.calibrate import SparkRecord, calibrate
 from elastream.prediction.batch_overhead import (
     BatchRecord,
     OverheadModel,
     busy_queries,
     fit_overhead,
 )
+from elastream.runtime.queues.base import BatchWork
+from elastream.runtime.sim.batch import pack
+from elastream.runtime.spark.runtime import PIPELINE_QUERY
 
 TRUE = OverheadModel({"a": 0.15, "b": 0.25}, per_replica_s=0.04, per_busy_query_s=0.09)
 
@@ -84,9 +87,46 @@ def test_bad_input_is_named():
         TRUE.overhead_s("z", 1, 0)
 
 
-def test_calibration_refuses_a_run_of_the_layout_it_does_not_model():
-    """Eq. O1 is the `operator` layout's (a batch loop per operator); a `pipeline`-layout run
-    is refused with a message naming both, not fitted."""
-    run = SimpleNamespace(config=make_config(spark={"layout": "pipeline"}))
-    with pytest.raises(ValueError, match="'pipeline'.*'operator'"):
-        calibrate(run)  # type: ignore[arg-type]
+PIPELINE_ET = {"x": 0.010, "y": 0.030}  # s per event on Spark
+PIPELINE_A, PIPELINE_B = 0.2, 0.03  # Eq. P1's a and b
+
+
+def pipeline_run():
+    """A `pipeline`-layout Spark run as calibrate reads it: the one query's progress reports and
+    the store's shares, made by Eq. P1 from known a, b and per-event times. Per batch: events
+    per operator and replicas; the shares are equal, so their work is known exactly."""
+    plan = [({"x": 2, "y": 2}, 2), ({"x": 40, "y": 20}, 2), ({"x": 90}, 3), ({"y": 60}, 1)]
+    plan += [({"x": 6, "y": 9}, 3), ({"x": 2}, 1), ({"x": 80, "y": 80}, 4)]
+    offsets = {"x": 0, "y": 0}
+    progress, batches = [], []
+    for k, (events, r) in enumerate(plan):
+        start = dict(offsets)
+        shares = []
+        for op, n in events.items():
+            offsets[op] += n
+            batches.append(BatchWork(op, f"{start[op]}-{offsets[op]}", 0.0, n, n // r, r))
+            shares += [n // r * PIPELINE_ET[op]] * r
+        tasks = pack(shares)
+        wall = PIPELINE_A + PIPELINE_B * (len(tasks) - 1) + max(tasks)
+        source = {"startOffset": json.dumps(start), "endOffset": json.dumps(offsets)}
+        progress.append(
+            {
+                "timestamp": f"2026-11-28T10:00:{k:02d}.000Z",
+                "durationMs": {"triggerExecution": wall * 1000, "commitOffsets": 0},
+                "sources": [source],
+            }
+        )
+    events = {op: sum(e.get(op, 0) for e, _ in plan) for op in PIPELINE_ET}
+    work = {op: (n, n * PIPELINE_ET[op]) for op, n in events.items()}
+    return SparkRecord("pipeline", ("x", "y"), {PIPELINE_QUERY: progress}, batches, work)
+
+
+def test_calibration_of_the_pipeline_layout_recovers_its_batch_costs():
+    calibration = calibrate(pipeline_run())
+    settings = calibration.settings
+    assert settings.queue_model == "pipeline"
+    assert settings.et_ms == pytest.approx({op: 1000 * et for op, et in PIPELINE_ET.items()})
+    assert settings.batch_overhead_s == pytest.approx(PIPELINE_A)
+    assert settings.batch_overhead_per_replica_ms == pytest.approx(1000 * PIPELINE_B)
+    # batch 1: x's two shares of 10 ms share a task, y's of 30 ms have one each; batch 2: 4
+    assert [rec.replicas for rec in calibration.records][:2] == [3, 4]

@@ -1,56 +1,126 @@
-"""Calibrate the simulator's micro-batch model from a finished Spark run's progress reports."""
+"""Calibrate the simulator's micro-batch models from finished Spark runs: each operator's
+per-event time as Spark measured it, and the batches' fixed costs (Eq. O1 per operator query,
+Eq. P1 for the pipeline's one query) fitted to the runs' progress reports.
+
+`python -m elastream.experiments.agreement` runs the agreement workloads on Spark, fits these
+constants over their runs and writes them (docs/simulator.md, "Agreement with the Spark
+runtime")."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from elastream.prediction.batch_overhead import BatchRecord, OverheadModel, fit_overhead
+from elastream.runtime.queues.base import BatchWork
 from elastream.runtime.sim import SimSettings
-from elastream.runtime.sim.profile import profile_pipeline
-from elastream.runtime.spark.runtime import SparkEngine
-
-# The simulator's micro-batch model (an independent batch loop per operator, Eq. O1's contention
-# term between them) is the `operator` layout's; the `pipeline` layout's one batch loop for all
-# operators is not modelled (docs/simulator.md, "Agreement with the Spark runtime").
-CALIBRATED_LAYOUT = "operator"
+from elastream.runtime.sim.batch import pack
+from elastream.runtime.spark.runtime import PIPELINE_QUERY, SparkEngine
 
 
-def batch_records(engine: SparkEngine, et_s: Mapping[str, float]) -> list[BatchRecord]:
-    """Every non-empty micro-batch of every query: when it started, its wall time (Spark's
-    triggerExecution), its task count, its largest share's events times `et_s[op]` (the
-    per-event time the simulator uses) and its offset commit (after the outputs have left).
-    Needs the queries' progress history, kept by `spark_session`."""
-    work = {(w.op, w.batch): w for w in engine.store.batch_work()}
+@dataclass(frozen=True)
+class SparkRecord:
+    """What calibration reads from a finished Spark run, taken from its engine (so it can be
+    kept, pickled and fitted again without Spark): its layout, its operators, every query's
+    progress reports, the store's work per (operator, batch) and per operator its shares' events
+    and busy seconds."""
+
+    layout: str
+    operators: tuple[str, ...]
+    progress: dict[str, list[dict[str, Any]]]  # query -> its progress reports (JSON)
+    batch_work: list[BatchWork]
+    work: dict[str, tuple[int, float]]  # operator -> (events, busy seconds) of all its shares
+
+    @classmethod
+    def of(cls, engine: SparkEngine) -> SparkRecord:
+        """The record of a run that ended (the engine keeps its store and queries)."""
+        ops = tuple(engine.pipeline.operator_names)
+        work = {}
+        for op in ops:
+            stats = engine.store.task_stats(op, float("-inf"), float("inf")).values()
+            work[op] = (sum(w.events for w in stats), sum(w.busy_s for w in stats))
+        return cls(
+            layout=engine.config.spark.layout,
+            operators=ops,
+            progress={
+                name: [json.loads(p.json) for p in query.recentProgress]
+                for name, query in engine.queries.items()
+            },
+            batch_work=list(engine.store.batch_work()),
+            work=work,
+        )
+
+
+def spark_et_s(runs: Sequence[SparkRecord]) -> dict[str, float]:
+    """Each operator's per-event time on Spark: its shares' busy seconds over their events, over
+    all the runs (what the runtime's Monitor reports as et_i, its data path included)."""
+    events: dict[str, int] = {}
+    busy: dict[str, float] = {}
+    for run in runs:
+        for op, (n, seconds) in run.work.items():
+            events[op] = events.get(op, 0) + n
+            busy[op] = busy.get(op, 0.0) + seconds
+    return {op: busy[op] / n for op, n in events.items() if n}
+
+
+def batch_records(run: SparkRecord, et_s: Mapping[str, float]) -> list[BatchRecord]:
+    """Every non-empty micro-batch of the run: when it started, its wall time (Spark's
+    triggerExecution), its offset commit, its tasks and the work of its slowest, the work of a
+    share being its events times `et_s[op]` (the simulator's per-event time).
+
+    `operator` layout: a record per batch of each operator's query, a task per share.
+    `pipeline` layout: a record per batch of the one query (op PIPELINE_QUERY), its shares packed
+    into tasks as the runtime packs them (Eq. P2); a share's events are known per operator as
+    the largest and the total, so the others are taken as equal."""
+    work = {(w.op, w.batch): w for w in run.batch_work}
+    pipeline = run.layout == "pipeline"
     records: list[BatchRecord] = []
-    for name, query in engine.queries.items():
-        for progress in query.recentProgress:
-            batch = work.get((name, _batch_key(progress)))
-            if batch is None:
+    for name, reports in run.progress.items():
+        for progress in reports:
+            ranges = _ranges(progress, name)
+            parts = [work.get((op, f"{a}-{b}")) for op, (a, b) in ranges.items()]
+            if not parts or None in parts:  # empty, or not a batch the store planned as one
                 continue
+            shares = [w for part in parts if part for w in _share_work(part, et_s)]
+            tasks = pack(shares) if pipeline else shares
+            durations = progress["durationMs"]
             records.append(
                 BatchRecord(
-                    op=name,
+                    op=PIPELINE_QUERY if pipeline else name,
                     start_s=_epoch_s(progress["timestamp"]),
-                    wall_s=progress["durationMs"]["triggerExecution"] / 1000.0,
-                    work_s=batch.largest * et_s[name],
-                    replicas=batch.tasks,
-                    commit_s=progress["durationMs"].get("commitOffsets", 0) / 1000.0,
+                    wall_s=durations["triggerExecution"] / 1000.0,
+                    work_s=max(tasks),
+                    replicas=len(tasks),
+                    commit_s=durations.get("commitOffsets", 0) / 1000.0,
                 )
             )
     return records
 
 
-def _batch_key(progress: dict[str, Any]) -> str | None:
-    """The batch's name in the queue store ("start-end" offsets); None for an empty batch."""
+def _share_work(part: BatchWork, et_s: Mapping[str, float]) -> list[float]:
+    """The work of each share of an operator's part of a batch: the largest, the rest equal."""
+    et = et_s[part.op]
+    rest = (part.events - part.largest) / (part.tasks - 1) if part.tasks > 1 else 0.0
+    return [part.largest * et] + [rest * et] * (part.tasks - 1)
+
+
+def _ranges(progress: dict[str, Any], query: str) -> dict[str, tuple[int, int]]:
+    """The batch's non-empty offset range per operator: the pipeline source's offsets name the
+    operators; the operator layout's ({"off": n}) are those of the query's operator."""
     source = progress["sources"][0]
-    start, end = (json.loads(source.get(k) or "null") for k in ("startOffset", "endOffset"))
-    if not start or not end or start == end:
-        return None
-    return f"{start['off']}-{end['off']}"
+    start, end = (_offsets(source.get(k)) for k in ("startOffset", "endOffset"))
+    ranges = {op: (int(start.get(op, 0)), int(b)) for op, b in end.items()}
+    return {query if op == "off" else op: r for op, r in ranges.items() if r[1] > r[0]}
+
+
+def _offsets(value: str | dict[str, int] | None) -> dict[str, int]:
+    """A source's offsets in a progress report: JSON text (PySpark's objects) or parsed."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return value or {}
 
 
 def _epoch_s(stamp: str) -> float:
@@ -58,45 +128,48 @@ def _epoch_s(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
-def overhead_settings(model: OverheadModel) -> dict[str, Any]:
-    """The SimSettings fields of a fitted batch-overhead model (Eq. O1). Eq. O2's spread is left
-    out: measured against Spark it made the figures depend on the seed and agree no better
+def overhead_settings(model: OverheadModel, pipeline: bool) -> dict[str, Any]:
+    """The SimSettings fields of a fitted batch-cost model: Eq. P1's a and b for the pipeline
+    layout, Eq. O1's a_i, b and c for the operator layout. Eq. O2's spread is left out: measured
+    against Spark it made the figures depend on the seed and agree no better
     (docs/simulator.md); `model.cv` is there for whoever wants it (`batch_overhead_cv`)."""
+    common = {
+        "batch_overhead_per_replica_ms": 1000 * model.per_replica_s,
+        "batch_commit_share": model.commit_share,
+    }
+    if pipeline:
+        return {"batch_overhead_s": model.base_s[PIPELINE_QUERY], **common}
     return {
         "batch_overhead_ms": {op: 1000 * a for op, a in model.base_s.items()},
-        "batch_overhead_per_replica_ms": 1000 * model.per_replica_s,
         "batch_overhead_per_busy_query_ms": 1000 * model.per_busy_query_s,
-        "batch_commit_share": model.commit_share,
+        **common,
     }
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """The simulator's settings for a Spark run, with the batches and the model they came from."""
+    """The simulator's settings for Spark runs, with the batches and the model they came from."""
 
     settings: SimSettings
     records: list[BatchRecord]
     model: OverheadModel
 
 
-def calibrate(engine: SparkEngine, **overrides: Any) -> Calibration:
-    """Simulator settings for the same runtime: micro-batch queues and the batch overhead model
-    (Eq. O1) fitted to every batch of the run, against the per-event times of the simulator's
-    own profile of the pipeline; the trigger comes from the run configuration, as in the
-    runtime. `overrides` are further settings (they win over the fitted ones)."""
-    layout = engine.config.spark.layout
-    if layout != CALIBRATED_LAYOUT:
-        raise ValueError(
-            f"calibrate: the run used spark.layout {layout!r}; the simulator's micro-batch model "
-            f"is calibrated from a run in spark.layout {CALIBRATED_LAYOUT!r} (one query per "
-            "operator): run it with that layout"
-        )
-    settings = SimSettings(queue_model="micro_batch", **overrides)
-    seed = engine.config.seed if settings.seed is None else settings.seed
-    profile = profile_pipeline(engine.pipeline, settings, seed)
-    et = {name: profile.op(name).et_s for name in engine.pipeline.operator_names}
-    records = batch_records(engine, et)
+def calibrate(*runs: SparkRecord, **overrides: Any) -> Calibration:
+    """Simulator settings for the runtime that made these runs (one layout, one pipeline): the
+    micro-batch model of their layout (queue_model pipeline or micro_batch), each operator's
+    per-event time as Spark measured it (`et_ms`) and the batch-cost model fitted to every
+    batch of every run (Eq. P1 or O1); the trigger and batch_s come from the run configuration,
+    as in the runtime. `overrides` are further settings (they win over the fitted ones)."""
+    if not runs:
+        raise ValueError("calibrate: no Spark run given")
+    layouts = {run.layout for run in runs}
+    if len(layouts) > 1:
+        raise ValueError(f"calibrate: runs of several spark.layouts ({sorted(layouts)}): one")
+    pipeline = layouts == {"pipeline"}
+    et = spark_et_s(runs)
+    records = [rec for run in runs for rec in batch_records(run, et)]
     model = fit_overhead(records)
-    fitted = overhead_settings(model)
-    update = {k: v for k, v in fitted.items() if k not in overrides}
-    return Calibration(settings.model_copy(update=update), records, model)
+    fitted = overhead_settings(model, pipeline) | {"et_ms": {op: 1000 * s for op, s in et.items()}}
+    values = {"queue_model": "pipeline" if pipeline else "micro_batch"} | fitted | overrides
+    return Calibration(SimSettings(**values), records, model)

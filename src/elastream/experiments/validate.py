@@ -1,34 +1,79 @@
-"""The simulator against the Spark runtime: the same workload run on Spark twice (their spread is
-the runtime's own noise), the simulator calibrated from the first run, every figure compared."""
+"""The simulator against the Spark runtime: a workload run on Spark (repeated, their spread is the
+runtime's own noise), the simulator calibrated from a run, every figure compared."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from itertools import permutations
 from pathlib import Path
 from typing import Any
 
 from elastream.config import RunConfig, make_config
 from elastream.control.mape import RunResult
-from elastream.experiments.calibrate import CALIBRATED_LAYOUT, Calibration, calibrate
+from elastream.experiments.calibrate import Calibration, SparkRecord, calibrate
 from elastream.experiments.compare import Agreement, compare
 from elastream.model.pipeline import Pipeline
 from elastream.runner.session import build_engine, prepare_workload, run_engine, simulate
 from elastream.runtime.sim import SimSettings
+from elastream.runtime.spark.runtime import SparkEngine
+from elastream.workloads import Trace
 
 TARGET = 0.10  # issue 14: the simulator within 10 % of Spark on every figure
+
+
+@dataclass(frozen=True)
+class SparkRuns:
+    """The same workload run on Spark several times."""
+
+    results: list[RunResult]
+    records: list[SparkRecord]  # what calibration reads from each run
+    wall_s: list[float]
+    config: RunConfig  # the last run's (they differ only in their output folders)
+    trace: Trace
+
+    def spread(self) -> dict[str, float]:
+        """Per figure, the largest relative difference between two of the runs (either one
+        the reference): how far Spark is from itself on this workload."""
+        spread: dict[str, float] = {}
+        for a, b in permutations(self.results, 2):
+            for name, rel in compare(a, b).relative().items():
+                spread[name] = max(spread.get(name, 0.0), rel)
+        return spread
+
+
+def run_on_spark(pipeline: Pipeline, out: Path, runs: int = 1, **config: Any) -> SparkRuns:
+    """Run `pipeline` on Spark `runs` times with the run settings `config` (outputs under
+    `out`/spark<k>)."""
+    if runs < 1:
+        raise ValueError(f"validate: runs must be at least 1, got {runs}")
+    results, records, walls = [], [], []
+    for k in range(runs):
+        run_config = make_config(out=out / f"spark{k + 1}", **config)
+        trace = prepare_workload(run_config, pipeline)
+        engine = build_engine(pipeline, run_config, trace)
+        assert isinstance(engine, SparkEngine)
+        started = time.monotonic()
+        results.append(run_engine(engine, run_config))
+        walls.append(time.monotonic() - started)
+        records.append(SparkRecord.of(engine))
+    return SparkRuns(results, records, walls, run_config, trace)
+
+
+def simulate_runs(pipeline: Pipeline, runs: SparkRuns, settings: SimSettings) -> RunResult:
+    """The simulator on the workload of the Spark runs, with `settings`."""
+    sim_config = runs.config.model_copy(update={"engine": "sim"})
+    return simulate(pipeline, sim_config, runs.trace, settings)
 
 
 @dataclass(frozen=True)
 class Validation:
     """Spark runs of one workload, the simulator calibrated from the first, and how they agree."""
 
-    sparks: list[RunResult]
-    spark_wall_s: list[float]
+    spark: SparkRuns
     calibration: Calibration  # from Spark run 1: the simulator's settings, batches, model
     sim: RunResult
     agreement: Agreement  # the simulator against Spark run 1
-    spreads: list[Agreement]  # Spark run k + 1 against Spark run 1
     naive: Agreement  # the simulator without calibration (default settings) against run 1
 
     @property
@@ -36,18 +81,15 @@ class Validation:
         """The calibrated simulator's settings."""
         return self.calibration.settings
 
-    def tolerance(self, target: float = TARGET) -> dict[str, float]:
-        """Per figure: `target`, or Spark's own run-to-run difference if larger."""
-        spread = {
-            name: max((s.relative()[name] for s in self.spreads), default=0.0)
-            for name in self.agreement.relative()
-        }
+    @staticmethod
+    def tolerance(spread: dict[str, float], target: float = TARGET) -> dict[str, float]:
+        """Per figure: `target`, or Spark's own run-to-run spread if larger."""
         return {name: max(target, rel) for name, rel in spread.items()}
 
-    def outside(self, target: float = TARGET) -> dict[str, tuple[float, float]]:
-        """The figures where the simulator is further from Spark than the tolerance allows:
-        name -> (relative difference, tolerance)."""
-        tolerance = self.tolerance(target)
+    def outside(self, spread: dict[str, float]) -> dict[str, tuple[float, float]]:
+        """The figures where the simulator is further from Spark than the tolerance of this
+        `spread` allows: name -> (relative difference, tolerance)."""
+        tolerance = self.tolerance(spread)
         return {
             name: (rel, tolerance[name])
             for name, rel in self.agreement.relative().items()
@@ -56,35 +98,13 @@ class Validation:
 
 
 def validate(
-    pipeline: Pipeline, out: Path, runs: int = 2, seed: int = 0, **config: Any
+    pipeline: Pipeline, out: Path, runs: int = 1, seed: int = 0, **config: Any
 ) -> Validation:
-    """Run `pipeline` on Spark `runs` times with the run settings `config` (outputs under
-    `out`/spark<k>), calibrate the simulator from the first run and simulate the same
-    workload. Spark runs in the layout the simulator models (`CALIBRATED_LAYOUT`) unless
-    `config` names another (which `calibrate` then refuses)."""
-    if runs < 1:
-        raise ValueError(f"validate: runs must be at least 1, got {runs}")
-    config["spark"] = {"layout": CALIBRATED_LAYOUT, **dict(config.get("spark") or {})}
-    sparks, walls, calibration, run_config = [], [], None, None
-    for k in range(runs):
-        run_config = make_config(out=out / f"spark{k + 1}", **config)
-        trace = prepare_workload(run_config, pipeline)
-        engine = build_engine(pipeline, run_config, trace)
-        started = time.monotonic()
-        sparks.append(run_engine(engine, run_config))
-        walls.append(time.monotonic() - started)
-        calibration = calibration or calibrate(engine, seed=seed)
-    assert calibration is not None and run_config is not None
-    settings = calibration.settings
-    sim_config: RunConfig = run_config.model_copy(update={"engine": "sim"})
-    sim = simulate(pipeline, sim_config, trace, settings)
-    naive = simulate(pipeline, sim_config, trace, SimSettings(seed=seed))
-    return Validation(
-        sparks=sparks,
-        spark_wall_s=walls,
-        calibration=calibration,
-        sim=sim,
-        agreement=compare(sparks[0], sim),
-        spreads=[compare(sparks[0], other) for other in sparks[1:]],
-        naive=compare(sparks[0], naive),
-    )
+    """Run `pipeline` on Spark `runs` times with the run settings `config`, calibrate the
+    simulator from the first run and simulate the same workload."""
+    spark = run_on_spark(pipeline, out, runs, **config)
+    calibration = calibrate(spark.records[0], seed=seed)
+    sim = simulate_runs(pipeline, spark, calibration.settings)
+    naive = simulate_runs(pipeline, spark, SimSettings(seed=seed))
+    reference = spark.results[0]
+    return Validation(spark, calibration, sim, compare(reference, sim), compare(reference, naive))

@@ -1,8 +1,11 @@
-"""The micro-batch model of an operator, after the Spark runtime (spark/source.py, spark/task.py):
-one queue per operator; a micro-batch admits at most max(r, r·batch_s/et) events from its head,
-splits them among the r ready replicas by the grouping, and lasts its fixed overhead plus the
-busiest replica's work (the batch is a barrier); outputs leave when the work is done, and the
-batch ends after its offset commit (a share of the fixed overhead)."""
+"""The micro-batch models of the Spark runtime (spark/source.py, spark/pipeline_source.py,
+spark/task.py): one shared queue per operator; a micro-batch admits at most max(r, r·batch_s/et)
+events from its head, splits them among the r ready replicas by the grouping and lasts its fixed
+cost plus its slowest task's work (the batch is a barrier); outputs leave when the work is done,
+and the batch ends after its offset commit (a share of the fixed cost).
+
+`operator` layout (queue_model micro_batch): every operator runs its own batch loop, Eq. O1.
+`pipeline` layout (queue_model pipeline): one batch loop for all operators, Eq. P1 and P2."""
 
 from __future__ import annotations
 
@@ -10,50 +13,71 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+import numpy as np
 
 from elastream.model.pipeline import Grouping
-from elastream.runtime.sim.operator import Cohort, Operator, Replica
+from elastream.runtime.sim.operator import Cohort, Operator, Replica, Setup
 from elastream.runtime.sim.split import water_fill
+
+# As runtime/spark/pipeline_source.py's PACK_S: consecutive shares whose estimated work adds up
+# to at most this run in one task (tests/unit/test_sim_pipeline.py checks they are equal).
+PACK_S = 0.02
 
 
 @dataclass
 class Batch:
-    """A running micro-batch: its live cohorts, who does what, and the time it still needs."""
+    """An operator's part of a running micro-batch: its live cohorts and who does what."""
 
     pieces: list[tuple[int, int]]
     replicas: list[Replica]
     counts: list[int]
-    busy: list[float]
-    left_s: float
-    commit_s: float  # the last part of the batch, after its outputs have left
-    released: bool = False  # its outputs have left
+    busy: list[float]  # each replica's work in it, s
+
+    def share_work(self, every: bool) -> list[float]:
+        """The work of each replica's share (`every`: empty shares too, as a watermarked
+        operator's plan has one per replica; else only replicas given events)."""
+        return [b for b, c in zip(self.busy, self.counts, strict=True) if every or c]
 
 
-class BatchOperator(Operator):
-    """An operator whose replicas drain one shared queue in micro-batches."""
+class Query(Protocol):
+    """What a batch loop drives: one operator's query, or the pipeline's one query."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.queue: deque[Cohort] = deque()
-        self.batch: Batch | None = None
-        self.offset = 0  # events admitted to batches so far (the runtime's queue offset)
+    def admit(self) -> None: ...
+
+    def waiting(self) -> bool: ...
+
+    def begin(self, s: int) -> tuple[float, float]: ...
+
+    def release(self) -> None: ...
+
+    def end(self) -> None: ...
+
+
+class BatchLoop:
+    """Spark's micro-batch loop of one query, in simulated time: the processing-time trigger
+    starts a batch when data waits; the batch lasts what `begin` says; its outputs leave
+    (`release`) before the last `commit_s` of it, and the next batch may start after its `end`."""
+
+    def __init__(self, step_s: float, trigger_s: float) -> None:
+        self.step_s = step_s
+        self.trigger_s = trigger_s
         self.last_start = -math.inf  # when the latest batch started (seconds)
         self.last_end = -math.inf  # when it ended
-        self.overhead_s = self.setup.batch_overhead_by_op.get(
-            self.name, self.setup.batch_overhead_s
-        )
-        self.peers: Sequence[Operator] = ()  # the run's other operators (set by the simulator)
+        self.running = False
+        self.released = False
+        self.left_s = 0.0  # what the running batch still needs
+        self.commit_s = 0.0  # its last part, after its outputs have left
 
-    def step(self, s: int) -> None:
-        self._admit()
-        if self.down:
-            return
-        step_s = self.setup.step_s
+    def run(self, s: int, query: Query) -> None:
+        """Step s of the query: start, release and end batches as their times come."""
+        step_s = self.step_s
         time_left = step_s
         while time_left > 1e-12:
-            if self.batch is None:
-                if not self.queue:
+            if not self.running:
+                query.admit()
+                if not query.waiting():
                     return
                 now = s * step_s + (step_s - time_left)
                 wait = self._trigger_wait(now)
@@ -61,31 +85,36 @@ class BatchOperator(Operator):
                     return
                 time_left -= wait
                 self.last_start = now + wait
-                self._start_batch(s)
-            batch = self.batch
-            assert batch is not None
-            if not batch.released:
-                to_release = batch.left_s - batch.commit_s
+                self.left_s, self.commit_s = query.begin(s)
+                self.running, self.released = True, False
+            if not self.released:
+                to_release = self.left_s - self.commit_s
                 used = min(time_left, to_release)
-                batch.left_s -= used
+                self.left_s -= used
                 time_left -= used
                 if to_release - used > 1e-12:
                     return
-                self._release(batch)
-            used = min(time_left, batch.left_s)
-            batch.left_s -= used
+                query.release()
+                self.released = True
+            used = min(time_left, self.left_s)
+            self.left_s -= used
             time_left -= used
-            if batch.left_s > 1e-12:
+            if self.left_s > 1e-12:
                 return
-            self.batch = None
+            query.end()
+            self.running = False
             self.last_end = s * step_s + (step_s - time_left)
+
+    def cancel(self) -> None:
+        """A restart: the running batch is gone (its events with the queues)."""
+        self.running = False
 
     def _trigger_wait(self, now: float) -> float:
         """Seconds until Spark's processing-time trigger starts the next batch, for data waiting
         at `now`. Spark triggers at multiples of trigger_s: after a batch that started at S it
         waits for the first multiple after S, unless the batch overran it, in which case the next
         one starts as soon as it ends; an idle query checks again at every multiple."""
-        trigger = self.setup.trigger_s
+        trigger = self.trigger_s
         if trigger <= 0:
             return 0.0
         after_last = -math.inf
@@ -97,8 +126,89 @@ class BatchOperator(Operator):
             return 0.0
         return math.ceil(now / trigger - 1e-9) * trigger - now
 
-    def _admit(self) -> None:
-        """Append this step's arrivals; with q_size, what does not fit is refused (PSPS V-B)."""
+
+def fixed_cost(
+    setup: Setup, base_s: float, tasks: int, busy: int, rng: np.random.Generator
+) -> float:
+    """Eq. O1: a batch's fixed cost, the query's base cost plus b per task beyond the first plus
+    c per other query with a batch running now (they share the CPUs); with batch_overhead_cv,
+    times a random factor of mean 1 (Eq. O2)."""
+    extra = setup.batch_overhead_per_replica_s * max(0, tasks - 1)
+    mean = base_s + extra + setup.batch_overhead_per_busy_s * busy
+    cv = setup.batch_overhead_cv
+    if cv <= 0:
+        return mean
+    sigma2 = math.log1p(cv * cv)  # Eq. O2: log-normal factor of mean 1 and CV cv
+    return mean * float(rng.lognormal(-sigma2 / 2, math.sqrt(sigma2)))
+
+
+def pack(works: Sequence[float], pack_s: float = PACK_S) -> list[float]:
+    """Eq. P2: the tasks of a pipeline batch, as the runtime packs its shares (in order,
+    consecutive shares together while their work stays within `pack_s`; a larger one alone);
+    each task's work is the sum of its shares'."""
+    tasks: list[float] = []
+    for work in works:
+        if tasks and work <= pack_s and tasks[-1] + work <= pack_s:
+            tasks[-1] += work
+        else:
+            tasks.append(work)
+    return tasks
+
+
+class BatchOperator(Operator):
+    """An operator whose replicas drain one shared queue in micro-batches: of its own query
+    (`loop`, the operator layout) or of the pipeline's (`PipelineQuery`, loop None)."""
+
+    def __init__(self, *args: Any, own_loop: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.queue: deque[Cohort] = deque()
+        self.batch: Batch | None = None
+        self.offset = 0  # events admitted to batches so far (the runtime's queue offset)
+        self.base_s = self.setup.batch_overhead_by_op.get(self.name, self.setup.batch_overhead_s)
+        self.loop = BatchLoop(self.setup.step_s, self.setup.trigger_s) if own_loop else None
+        self.peers: Sequence[Operator] = ()  # the run's other operators (set by the simulator)
+        self.every_share = False  # a watermarked operator: a share per replica, empty or not
+
+    def step(self, s: int) -> None:
+        self.admit()
+        if not self.down and self.loop is not None:
+            self.loop.run(s, self)
+
+    # ------------------------------------------------------------------ its own query (Query)
+    def waiting(self) -> bool:
+        return bool(self.queue)
+
+    def begin(self, s: int) -> tuple[float, float]:
+        """Start a batch of this operator's query: its fixed cost (Eq. O1: one task per ready
+        replica, the other operators' running batches) plus its busiest replica's work."""
+        busy = sum(1 for p in self.peers if isinstance(p, BatchOperator) and p.batch is not None)
+        batch = self.take_part(s)
+        overhead = fixed_cost(self.setup, self.base_s, len(batch.replicas), busy, self.rng)
+        return overhead + max(batch.busy, default=0.0), overhead * self.setup.batch_commit_share
+
+    def release(self) -> None:
+        """The batch's work is done: its outputs leave (the query still commits its offsets
+        before the next batch may start)."""
+        batch = self.batch
+        assert batch is not None
+        n = sum(batch.counts)
+        for rep, c, b in zip(batch.replicas, batch.counts, batch.busy, strict=True):
+            rep.mu += c
+            rep.busy += b
+        self.size -= n
+        self.processed += n
+        out: dict[int, int] = {}
+        for k, c in batch.pieces:
+            out[k] = out.get(k, 0) + c
+        if out:
+            self.emit(out)
+
+    def end(self) -> None:
+        self.batch = None
+
+    # ------------------------------------------------------------------ parts of a batch
+    def admit(self) -> None:
+        """Append the arrivals; with q_size, what does not fit is refused (PSPS V-B)."""
         inbox = self.inbox
         if not inbox:
             return
@@ -117,11 +227,13 @@ class BatchOperator(Operator):
             self.dropped_overflow += refused
             self.ledger.counts.dropped_overflow += refused
 
-    def _start_batch(self, s: int) -> None:
+    def take_part(self, s: int) -> Batch:
+        """This operator's part of a batch starting in step s: at most the admission cap from
+        the head of its queue (as spark.engine.admission_cap), split among the ready replicas."""
         ready = list(self.ready)
         r = len(ready)
         et = self.measured_et or self.et
-        cap = max(r, int(r * self.setup.batch_work_s / et))  # as spark.engine.admission_cap
+        cap = max(r, int(r * self.setup.batch_work_s / et))
         start = self.offset
         pieces, expired = self._take(cap, s)
         n = sum(c for _, c in pieces)
@@ -132,31 +244,16 @@ class BatchOperator(Operator):
             rep.batches += int(c > 0)
         noise = self.noise(r) or [1.0] * r
         busy = [c * rep.cost * f for c, f, rep in zip(counts, noise, ready, strict=True)]
-        overhead = self._overhead(r)
-        commit = overhead * self.setup.batch_commit_share
-        self.batch = Batch(pieces, ready, counts, busy, overhead + max(busy, default=0.0), commit)
         self.size -= expired
         self.dropped_timeout += expired
         self.ledger.counts.dropped_timeout += expired
+        self.batch = Batch(pieces, ready, counts, busy)
+        return self.batch
 
     def replica_batches(self) -> tuple[int, ...]:
         """Per active replica, the micro-batches it served events in during t (as the Spark
         runtime's share counts)."""
         return tuple(rep.batches for rep in self.pool[: self.active])
-
-    def _overhead(self, r: int) -> float:
-        """The batch's fixed cost, Eq. O1: the operator's base cost, plus b per task beyond the
-        first, plus c per other operator with a batch running now (they share the CPUs); with
-        batch_overhead_cv, times a random factor of mean 1 (Eq. O2)."""
-        setup = self.setup
-        busy = sum(1 for p in self.peers if isinstance(p, BatchOperator) and p.batch is not None)
-        extra = setup.batch_overhead_per_replica_s * max(0, r - 1)
-        mean = self.overhead_s + extra + setup.batch_overhead_per_busy_s * busy
-        cv = setup.batch_overhead_cv
-        if cv <= 0:
-            return mean
-        sigma2 = math.log1p(cv * cv)  # Eq. O2: log-normal factor of mean 1 and CV cv
-        return mean * float(self.rng.lognormal(-sigma2 / 2, math.sqrt(sigma2)))
 
     def _take(self, cap: int, s: int) -> tuple[list[tuple[int, int]], int]:
         """Up to `cap` events from the head; those older than t_out are dropped at no cost."""
@@ -190,26 +287,63 @@ class BatchOperator(Operator):
             self.rr = start % len(ready)
         return self.dispatch(n)
 
-    def _release(self, batch: Batch) -> None:
-        """The batch's work is done: its outputs leave (the query still commits its offsets
-        for batch.commit_s before the next batch may start)."""
-        batch.released = True
-        n = sum(batch.counts)
-        for rep, c, b in zip(batch.replicas, batch.counts, batch.busy, strict=True):
-            rep.mu += c
-            rep.busy += b
-        self.size -= n
-        self.processed += n
-        out: dict[int, int] = {}
-        for k, c in batch.pieces:
-            out[k] = out.get(k, 0) + c
-        if out:
-            self.emit(out)
-
     def _hand_over(self, leaving: Sequence[Replica]) -> None:
         """Nothing to move: the queue belongs to the operator, not to a replica."""
 
     def clear(self) -> int:
         self.queue.clear()
         self.batch = None
+        if self.loop is not None:
+            self.loop.cancel()
         return super().clear()
+
+
+class PipelineQuery:
+    """The pipeline layout's one query: each batch takes every operator's part at once (so an
+    operator's outputs of batch k are admitted to its successors in batch k + 1), runs the parts'
+    shares as tasks (Eq. P2) and lasts
+
+      D = o(k) + max_j w_j  (Eq. P1)
+
+    o(k) = a + b·(k − 1) being Eq. O1 for one query of k tasks (n = 0: no other query), w_j the
+    work of task j; the runtime gives every replica a task slot (local[Σ max replicas]), so the
+    tasks run side by side."""
+
+    def __init__(self, ops: Sequence[BatchOperator], setup: Setup, rng: np.random.Generator):
+        self.ops = list(ops)  # in topological order, as the runtime lists its shares
+        self.setup = setup
+        self.rng = rng
+        self.loop = BatchLoop(setup.step_s, setup.trigger_s)
+        self.parts: list[BatchOperator] = []  # the operators in the running batch
+
+    def step(self, s: int) -> None:
+        self.loop.run(s, self)
+
+    def admit(self) -> None:
+        for op in self.ops:
+            op.admit()
+
+    def waiting(self) -> bool:
+        return any(op.queue and not op.down for op in self.ops)
+
+    def begin(self, s: int) -> tuple[float, float]:
+        self.parts = [op for op in self.ops if op.queue and not op.down]
+        works = [w for op in self.parts for w in op.take_part(s).share_work(op.every_share)]
+        tasks = pack(works) or [0.0]  # a batch whose every event expired still runs a task
+        overhead = fixed_cost(self.setup, self.setup.batch_overhead_s, len(tasks), 0, self.rng)
+        return overhead + max(tasks), overhead * self.setup.batch_commit_share
+
+    def release(self) -> None:
+        for op in self.parts:
+            if op.batch is not None:  # not cleared by a restart
+                op.release()
+
+    def end(self) -> None:
+        for op in self.parts:
+            op.end()
+        self.parts = []
+
+    def clear(self) -> None:
+        """A restart: the running batch is lost with the queues (the operators clear those)."""
+        self.loop.cancel()
+        self.parts = []

@@ -3,11 +3,14 @@ per stream, its filter and failure shares, its CPU time per event and the keys i
 
 from __future__ import annotations
 
+import cProfile
+import gc
 import math
 import random
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -54,7 +57,7 @@ class OperatorProfile:
 
     name: str
     et_s: float  # per-event execution time on a replica of speed 1
-    cpu_s: float  # measured CPU time per event (0 when not measured)
+    cpu_s: float  # CPU time per event, modelled or measured (0 when not counted)
     sample_inputs: int
     denominator: int
     channels: tuple[Channel, ...]
@@ -92,7 +95,8 @@ class _Tally:
     filtered: int = 0
     failed: int = 0
     max_outputs: int = 0
-    cpu_s: float = 0.0
+    cpu_s: float = 0.0  # thread CPU time (cpu_model clock)
+    calls: int = 0  # interpreter calls (cpu_model calls, Eq. C1)
     weight_in: float = 0.0
     error: str = ""
 
@@ -102,8 +106,52 @@ class _Tally:
         self.keys: list[str] = []
 
 
-_CACHE: dict[tuple[str, int, int, bool], dict[str, _Tally]] = {}
+_CACHE: dict[tuple[str, int, int, str], dict[str, _Tally]] = {}
 _CACHE_SIZE = 16
+
+
+class _CallMeter:
+    """Counts the interpreter calls (Python functions, and C functions called from Python) made
+    between start() and stop(): the work measure of Eq. C1, the same on every run of the same
+    code on the same events (cProfile counts them in C; its timings are not used)."""
+
+    def __init__(self, counting: bool) -> None:
+        self.profiler = cProfile.Profile(builtins=True) if counting else None
+        self.stops = 0
+
+    def start(self) -> None:
+        if self.profiler is not None:
+            self.profiler.enable()
+
+    def stop(self) -> None:
+        if self.profiler is not None:
+            self.profiler.disable()
+            self.stops += 1
+
+    def calls(self) -> int:
+        """Calls counted so far, less the profiler's own `disable` (counted once per stop)."""
+        if self.profiler is None:
+            return 0
+        return sum(entry.callcount for entry in self.profiler.getstats()) - self.stops
+
+
+@contextmanager
+def _counted(meter: _CallMeter) -> Iterator[None]:
+    """Around a counted pass: no garbage collection inside it (a collection runs finalizers at
+    moments that depend on the whole process's history, and their calls would be counted), and
+    the meter stopped after it even when an operator raised. A meter that counts nothing: as is."""
+    if meter.profiler is None:
+        yield
+        return
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        meter.profiler.disable()
+        if enabled:
+            gc.enable()
 
 
 def _params(spec: OperatorSpec, out_dir: str) -> dict[str, Any]:
@@ -131,14 +179,16 @@ def _source_events(pipeline: Pipeline, n: int, seed: int) -> dict[str, list[tupl
 
 
 def _run_operator(
-    ctx: OperatorContext, inputs: list[tuple[Event, float]], tally: _Tally
+    ctx: OperatorContext, inputs: list[tuple[Event, float]], tally: _Tally, meter: _CallMeter
 ) -> list[tuple[str, Event, float]]:
-    """Apply the function batch by batch, timing its CPU, and tally the fate of every input."""
+    """Apply the function batch by batch, timing its CPU and counting its calls (`meter`), and
+    tally the fate of every input."""
     deliveries: list[tuple[str, Event, float]] = []
     committed: dict[str, bytes] = {}  # a stateful operator's state over the sample
     for start in range(0, len(inputs), SAMPLE_BATCH):
         chunk = inputs[start : start + SAMPLE_BATCH]
         began = time.thread_time()
+        meter.start()
         state = _chunk_state(ctx, committed, [e for e, _ in chunk])
         batch = events_batch([e for e, _ in chunk])
         applied = apply_operator(ctx, batch, state)
@@ -146,6 +196,7 @@ def _run_operator(
         if state is not None:
             for write in state.writes():
                 _apply_write(committed, write.key, write.value)
+        meter.stop()
         tally.cpu_s += time.thread_time() - began
         if errors and not tally.error:
             tally.error = errors[0]
@@ -196,7 +247,11 @@ def _stream_of(ctx: OperatorContext, outputs: tuple[tuple[str, Event], ...], chi
     raise SimProfileError(f"operator {ctx.spec.name!r}: cannot tell the stream of output {child}")
 
 
-def _measure(pipeline: Pipeline, n: int, seed: int, measure_cpu: bool) -> dict[str, _Tally]:
+def _measure(pipeline: Pipeline, n: int, seed: int, cpu: str) -> dict[str, _Tally]:
+    """The sample pass. `cpu`: "calls" counts each function's interpreter calls (Eq. C1), on a
+    second pass over the same events so that what a first call does once per process (imports,
+    compiled patterns, caches) is never counted; "clock" times the thread's CPU; "none"
+    neither."""
     inbox = _source_events(pipeline, n, seed)
     tallies: dict[str, _Tally] = {}
     with tempfile.TemporaryDirectory(prefix="elastream-sim-") as out_dir:
@@ -210,13 +265,19 @@ def _measure(pipeline: Pipeline, n: int, seed: int, measure_cpu: bool) -> dict[s
             tally = tallies[name] = _Tally(inputs=len(inputs))
             tally.weight_in = sum(w for _, w in inputs)
             tally.keys = [e.key for e, _ in inputs]
-            for target, child, weight in _run_operator(ctx, inputs, tally):
+            meter = _CallMeter(counting=cpu == "calls")
+            if meter.profiler is not None:
+                _run_operator(ctx, inputs, _Tally(), _CallMeter(counting=False))  # warm-up
+            with _counted(meter):
+                deliveries = _run_operator(ctx, inputs, tally, meter)
+            for target, child, weight in deliveries:
                 inbox.setdefault(target, []).append((child, weight))
             if inputs and tally.failed == len(inputs):
                 raise SimProfileError(
                     f"operator {name!r} failed on all {len(inputs)} sample events: {tally.error}"
                 )
-            if not measure_cpu:
+            tally.calls = meter.calls()
+            if cpu != "clock":
                 tally.cpu_s = 0.0
     return tallies
 
@@ -296,7 +357,9 @@ def _operator_profile(
     spec: OperatorSpec, routes: dict[str, tuple[str, ...]], tally: _Tally, settings: SimSettings
 ) -> OperatorProfile:
     streams = tuple(routes)
-    cpu = tally.cpu_s / tally.inputs if tally.inputs else 0.0
+    # Eq. C1: CPU time per event = calls per event x cpu_ns_per_call (or the measured time)
+    work = tally.cpu_s + tally.calls * settings.cpu_ns_per_call * 1e-9
+    cpu = work / tally.inputs if tally.inputs else 0.0
     w_in = tally.weight_in / tally.inputs if tally.inputs else 1.0
     if spec.name in settings.selectivity:
         denominator, channels, unit = _override_channels(
@@ -323,12 +386,14 @@ def _operator_profile(
 
 
 def profile_pipeline(pipeline: Pipeline, settings: SimSettings, seed: int) -> PipelineProfile:
-    """Profile every operator (the sample pass is cached per pipeline, size, seed and CPU flag)."""
+    """Profile every operator (the sample pass is cached per pipeline, size, seed and CPU
+    measure)."""
     settings.check_operators(pipeline.operator_names)
-    key = (pipeline.model_dump_json(), settings.sample_events, seed, settings.measure_cpu)
+    cpu = settings.cpu_model if settings.measure_cpu else "none"
+    key = (pipeline.model_dump_json(), settings.sample_events, seed, cpu)
     tallies = _CACHE.get(key)
     if tallies is None:
-        tallies = _measure(pipeline, settings.sample_events, seed, settings.measure_cpu)
+        tallies = _measure(pipeline, settings.sample_events, seed, cpu)
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = tallies

@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from elastream.base.settings import Settings, line_of, requirement
 
-QueueModel = Literal["per_replica", "micro_batch"]
+QueueModel = Literal["per_replica", "micro_batch", "pipeline"]
+CpuModel = Literal["calls", "clock"]
+# Eq. C1's constant: CPU ns per interpreter call, fitted on this project's 2-core machine by
+# benchmarks/cpu_model.py (docs/simulator.md, "CPU time").
+CPU_NS_PER_CALL = 525.0
 Reconfiguration = Literal["pool", "restart", "delayed"]
 # Policies whose decisions do not depend on how many steady intervals they were shown: their
 # state holds no per-interval series (dabs, proactive: a window of rates; lagaware: Holt state
@@ -43,7 +47,10 @@ class SimSettings(Settings):
     queue_model: QueueModel = Field(
         "per_replica",
         description="per_replica: a queue per replica fed by the grouping (Storm, PSPS); "
-        "micro_batch: one queue per operator drained in micro-batches (the Spark runtime)",
+        "micro_batch: one queue per operator drained in micro-batches of its own query (the "
+        "Spark runtime's `operator` layout); pipeline: one queue per operator, every operator's "
+        "share in the micro-batches of one query (the Spark runtime's `pipeline` layout, its "
+        "default)",
     )
     reconfiguration: Reconfiguration = Field(
         "pool",
@@ -59,12 +66,14 @@ class SimSettings(Settings):
         "changes, s (measured on Spark: no pause beyond a stateless rescale's, docs/state.md)",
     )
     batch_overhead_s: NonNegative = Field(
-        0.0, description="micro_batch model: fixed cost of one micro-batch, s"
+        0.0,
+        description="micro-batch models: fixed cost of one micro-batch, s (Eq. O1's a; the "
+        "pipeline query's a in Eq. P1)",
     )
     batch_overhead_per_replica_ms: NonNegative = Field(
         0.0,
-        description="micro_batch model: added to a batch's fixed cost for each task (replica) "
-        "beyond the first, ms (Eq. O1 of docs/simulator.md)",
+        description="micro-batch models: added to a batch's fixed cost for each task beyond "
+        "the first, ms (Eq. O1's b; in the pipeline model per task of all operators, Eq. P1)",
     )
     batch_overhead_per_busy_query_ms: NonNegative = Field(
         0.0,
@@ -121,7 +130,22 @@ class SimSettings(Settings):
     sample_events: int = Field(
         2000, ge=1, description="events per source in the profiling pass over real events"
     )
-    measure_cpu: bool = Field(True, description="measure operator CPU time in the profiling pass")
+    measure_cpu: bool = Field(
+        True,
+        description="add the operator functions' CPU time per event, from the profiling pass, "
+        "to et_i (how: cpu_model)",
+    )
+    cpu_model: CpuModel = Field(
+        "calls",
+        description="calls: CPU time = interpreter calls per event x cpu_ns_per_call, counted in "
+        "the profiling pass (Eq. C1): the same on every run; clock: the thread CPU time "
+        "measured there, which differs a little from run to run",
+    )
+    cpu_ns_per_call: Positive = Field(
+        CPU_NS_PER_CALL,
+        description="cpu_model calls: CPU time of one interpreter call, ns (Eq. C1; fitted on "
+        "the project's machine by benchmarks/cpu_model.py)",
+    )
     seed: int | None = Field(None, description="random seed (None: the run config's seed)")
     fast_forward: bool | None = Field(
         None,
@@ -131,6 +155,19 @@ class SimSettings(Settings):
         "no source_hold). None (default): on wherever that is exact, i.e. for the policies "
         "in FAST_FORWARD_EXACT; true/false force it (docs/simulator.md)",
     )
+
+    @model_validator(mode="after")
+    def _one_query(self) -> SimSettings:
+        """The pipeline model has one query: per-query costs and contention do not apply."""
+        if self.queue_model == "pipeline":
+            for name in ("batch_overhead_ms", "batch_overhead_per_busy_query_ms"):
+                if getattr(self, name):
+                    raise ValueError(
+                        f"sim setting {name}: a cost of the operator layout's queries "
+                        "(queue_model micro_batch); the pipeline model's one query takes "
+                        "batch_overhead_s and batch_overhead_per_replica_ms (Eq. P1)"
+                    )
+        return self
 
     def fast_forward_for(self, policy: str) -> bool:
         """Whether fast-forward is on for a run of `policy`: the setting if given; by default

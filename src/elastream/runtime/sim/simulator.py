@@ -17,7 +17,7 @@ from elastream.model.metrics import RunTotals
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import Snapshot
 from elastream.placement.model import Infrastructure
-from elastream.runtime.sim.batch import BatchOperator
+from elastream.runtime.sim.batch import BatchOperator, PipelineQuery
 from elastream.runtime.sim.ledger import Counts, Ledger, Sink
 from elastream.runtime.sim.operator import Node, Operator, Setup
 from elastream.runtime.sim.placement import SimPlacement
@@ -212,6 +212,7 @@ class SimEngine:
         self.held = [0] * len(self.pipeline.sources)  # source_hold: waiting at each source
         self.ops = self._build_operators()
         self.order = [self.ops[name] for name in self.pipeline.topological_order]
+        self.query = self._pipeline_query()
         self.source_targets = self._wire()
 
     def collect(self) -> Snapshot:
@@ -330,6 +331,8 @@ class SimEngine:
             # decision taken while a restart is under way only changes what it brings back up.
             for op in self.order:
                 op.clear()
+            if self.query is not None:
+                self.query.clear()
             self.down_until = self.s + math.ceil(self.settings.restart_downtime_s / self.step_s)
         pause = math.ceil(self.settings.stateful_rescale_pause_s / self.step_s)
         for name, target in changed.items():
@@ -461,7 +464,9 @@ class SimEngine:
             if s.lb_refresh_s is None
             else max(1, round(s.lb_refresh_s / self.step_s)),
         )
-        kind = BatchOperator if s.queue_model == "micro_batch" else Operator
+        self.setup = setup
+        kind = Operator if s.queue_model == "per_replica" else BatchOperator
+        extra = {"own_loop": False} if s.queue_model == "pipeline" else {}
         ops = {
             name: kind(
                 self.pipeline.operator(name),
@@ -471,13 +476,22 @@ class SimEngine:
                 self.pipeline.predecessors(name),
                 s.replica_speed.get(name, ()),
                 self.rng,
+                **extra,
             )
             for name in self.pipeline.topological_order
         }
         for op in ops.values():
             if isinstance(op, BatchOperator):
                 op.peers = [other for other in ops.values() if other is not op]
+                op.every_share = self.pipeline.watermarked(op.name)
         return ops
+
+    def _pipeline_query(self) -> PipelineQuery | None:
+        """The pipeline layout's one query over every operator (queue_model pipeline)."""
+        if self.settings.queue_model != "pipeline":
+            return None
+        ops = [op for op in self.order if isinstance(op, BatchOperator)]
+        return PipelineQuery(ops, self.setup, self.rng)
 
     def _wire(self) -> list[tuple[str, tuple[Node, ...], float]]:
         """Connect the nodes; returns each source's targets and the weight of one copy.
@@ -535,6 +549,8 @@ class SimEngine:
                 op.start_ready(s)
             op.down = down or (s < paused.get(op.name, 0) if paused else False)
             op.step(s)
+        if self.query is not None and not down:
+            self.query.step(s)
         self.s = s + 1
 
     def _admit_held(self, s: int, limit: int) -> None:
