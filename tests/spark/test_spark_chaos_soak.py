@@ -95,7 +95,9 @@ FLAKY_SINK = f"{__name__}:flaky_sink"
 
 
 @pytest.mark.spark
-def test_a_failed_sink_query_is_restarted_and_delivers_every_event_once(tmp_path, monkeypatch):
+def test_a_failed_sink_query_is_restarted_and_delivers_every_event_once(
+    spark, tmp_path, monkeypatch
+):
     """Regression (found by the soak: a SIGKILLed plan-time helper of the sink's query ended the
     run with `sink 'out' failed`): a sink query that stops with an error is restarted from its
     checkpoint like an operator's, counted in query_restarts, and delivers every event once."""
@@ -113,7 +115,7 @@ def test_a_failed_sink_query_is_restarted_and_delivers_every_event_once(tmp_path
     config = make_config(
         interval_s=2.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None, duration=6
     )
-    engine = SparkEngine(pipeline, config, Trace(np.array([20.0] * 6)))
+    engine = SparkEngine(pipeline, config, Trace(np.array([20.0] * 6)), spark=spark)
     engine.start()
     try:
         while not engine.finished():

@@ -51,14 +51,14 @@ def assert_counts_exact(store: QueueStore, n: int) -> None:
     }
 
 
-def test_a_keyed_count_rescales_live_and_counts_every_key_exactly(tmp_path):
+def test_a_keyed_count_rescales_live_and_counts_every_key_exactly(spark, tmp_path):
     """In the default layout (`pipeline`); the `operator` layout keeps its live-change and
     kill/resume tests in tests/spark/test_spark_runtime.py."""
     pipeline = load_pipeline(PIPELINE)
     # 10 s at 10 ev/s, 24 s at 70 ev/s (count needs 3 replicas at 40 ms), 21 s at 5 ev/s.
     trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 21))
     config = make_config(interval_s=3.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None)
-    engine = SparkEngine(pipeline, config, trace)
+    engine = SparkEngine(pipeline, config, trace, spark=spark)
     result = run_mape(engine, Controller.build("psps"))
 
     replicas = [s.op("count").replicas for s in result.snapshots]
