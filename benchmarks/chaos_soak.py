@@ -63,7 +63,6 @@ SAMPLE_S = 1.0  # monitor period
 WINDOW_S = 2.0  # throughput interval of the recovery measure
 PRE_S = 10.0  # the pre-fault throughput is the sink's rate over this many seconds before it
 BACK_AT = 0.9  # recovered: an interval at this fraction of the pre-fault throughput (or caught up)
-TARGET_WAIT_S = 120.0  # a fault whose process is not there (a query restarting) waits this long
 CKPT_TMPFS_MB = 256
 MAX_DRIVER_EXITS = 30  # a driver that keeps ending by itself (a bad setting) ends the soak
 
@@ -402,8 +401,8 @@ class Soak:
     def find(self, marker: str, forked_only: bool = False) -> int | None:
         """A random process under the driver or the workers whose command line has `marker`
         (with `forked_only`: a worker forked by such a process, not the forking daemon),
-        waiting up to TARGET_WAIT_S for one to exist."""
-        deadline = time.time() + TARGET_WAIT_S
+        waiting up to --target-wait-s for one to exist."""
+        deadline = time.time() + self.args.target_wait_s
         while time.time() < deadline:
             table = process_table()
             found = [p for p in below(self.roots(), table) if marker in table[p][1]]
@@ -417,7 +416,7 @@ class Soak:
     def _kill(self, fault: Fault, marker: str, forked_only: bool = False) -> None:
         pid = self.find(marker, forked_only)
         if pid is None:
-            fault.not_run = f"no {marker} process within {TARGET_WAIT_S:.0f} s"
+            fault.not_run = f"no {marker} process within {self.args.target_wait_s:.0f} s"
             return
         fault.target = f"{marker} pid {pid}"
         fault.at = round(self.now(), 1)  # when the signal went, not when the wait began
@@ -463,7 +462,7 @@ class Soak:
         marker = "pyspark.daemon" if what == "python worker" else "CoarseGrainedExecutorBackend"
         pid = self.find(marker, forked_only=what == "python worker")
         if pid is None:
-            fault.not_run = f"no {what} within {TARGET_WAIT_S:.0f} s"
+            fault.not_run = f"no {what} within {self.args.target_wait_s:.0f} s"
             return
         self._stop_for(fault, pid, what)
 
@@ -492,7 +491,7 @@ class Soak:
         producer's entries (ids `<n>-2`, `<n>-3`, ... after the producer's last `<n>-1`)."""
         client = redis.Redis.from_url(self.redis.url, socket_timeout=5, socket_connect_timeout=2)
         written: list[str] = []
-        deadline = time.time() + TARGET_WAIT_S
+        deadline = time.time() + self.args.target_wait_s
         while len(written) < self.args.poison_events and time.time() < deadline:
             try:
                 last = client.xrevrange(IN_STREAM, count=1)[0][0].decode()
@@ -829,6 +828,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pause-s", type=float, default=40, help="SIGSTOP to SIGCONT, seconds")
     p.add_argument("--network-timeout-s", type=int, default=30,
                    help="spark.network.timeout on the cluster (below --pause-s)")  # fmt: skip
+    p.add_argument("--target-wait-s", type=float, default=120,
+                   help="a fault whose process is not there yet (a query or driver starting) "
+                   "waits this long for it, then is reported as not run")  # fmt: skip
     p.add_argument("--full-s", type=float, default=10, help="seconds the checkpoint disk is full")
     p.add_argument("--drain-s", type=float, default=300, help="seconds without sink progress "
                    "after the load before the run counts as stuck")  # fmt: skip

@@ -63,6 +63,7 @@ def test_overlapping_faults_lose_nothing_duplicate_nothing_and_keep_state_exact(
     args = ["--minutes", "1.25", "--seed", "3", "--rate-min", "5", "--rate-max", "30"]
     args += ["--period-s", "60", "--pause-s", "8", "--full-s", "4", "--drain-s", "120"]
     args += ["--out", str(tmp_path / "soak"), "--schedule", *SCHEDULE]
+    args += ["--target-wait-s", "300"]  # a resumed driver's helper, on a loaded machine
     if not required(REDIS):  # a full checkpoint disk needs root (a tmpfs): CI runs it
         args += ["--optional", "disk_full"]
     report = soak.main(args)
