@@ -82,7 +82,7 @@ def test_step_up_and_down_scales_the_bottleneck_live(spark, tmp_path, layout):
     assert sum(n for _, n in result.totals.latency_histogram_ms) == audit.sink_events
 
 
-def test_the_objective_policy_follows_a_step_on_the_point_forecast(spark, tmp_path):
+def test_the_objective_policy_follows_a_step_on_the_point_forecast(spark, tmp_path, capsys):
     """The objective policy on Spark (docs/policies.md, objective): td = 3 s ≤ (1 − m)·10 s, so
     it plans on the point forecast (O17); a step beyond enrich's pool raises enrich, the step
     down lowers it again, and every interval that delivered events is judged from the sink
@@ -95,6 +95,8 @@ def test_the_objective_policy_follows_a_step_on_the_point_forecast(spark, tmp_pa
 
     p99s = [s.latency_ms_p99 for s in result.snapshots if s.latency_ms_p99 is not None]
     met = sum(1 for p99 in p99s if p99 <= 10_000)
+    with capsys.disabled():  # the share docs/policies.md quotes, in the CI log
+        print(f"\nobjective on Spark: p99 <= 10 s met in {met} of {len(p99s)} judged intervals")
     assert (tally.met, tally.missed) == (met, len(p99s) - met), (tally.as_dict(), p99s)
     assert len(p99s) >= 10 and met >= len(p99s) - 1, p99s  # docs/policies.md: 14 of 15
     enrich = [s.op("enrich").replicas for s in result.snapshots]
