@@ -151,13 +151,14 @@ def roots(
 
 
 def failed_events(store_address: str) -> list[dict[str, str]]:
-    """The events an operator failed on, as the Redis store keeps them (docs/runtime.md, the
-    `P err:<op>` hashes: event id -> msgpack(root, message, payload)): root and reason each."""
-    prefix = parse_qs(urlsplit(store_address).query)["prefix"][0]
+    """The events an operator failed on, as the Redis store keeps them (docs/runtime.md: `P` =
+    the address's prefix and a colon; `P queues` names the queues, `P err:<queue>` maps event id
+    -> msgpack(root, message, payload)): root and reason each."""
+    p = parse_qs(urlsplit(store_address).query)["prefix"][0] + ":"
     client = redis.Redis.from_url(store_address.split("?")[0])
     failed = []
-    for key in client.scan_iter(match=f"{prefix}err:*"):
-        for value in client.hvals(key):
+    for queue in client.smembers(f"{p}queues"):
+        for value in client.hvals(f"{p}err:{queue.decode()}"):
             root, message = msgpack.unpackb(value, raw=False)[:2]
             failed.append({"root": root, "reason": message})
     return sorted(failed, key=lambda f: f["root"])
@@ -585,7 +586,7 @@ class Soak:
         of its pre-fault level (the load may have fallen meanwhile)."""
         samples = self.samples
         for fault in self.faults:
-            if fault.not_run or fault.ended is None:
+            if fault.not_run or fault.ended is None or fault.kind == "poison":  # no outage
                 continue
             before = [s for s in samples if fault.at - PRE_S <= s[0] <= fault.at]
             if len(before) < 2:
@@ -784,6 +785,7 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     for i, f in enumerate(report["faults"], 1):
         rec = "not within the run" if f["recovery_s"] is None else f"{f['recovery_s']:.1f} s"
+        rec = "—" if f["kind"] == "poison" else rec  # nothing stops: no recovery to measure
         lines.append(f"| {i} | {f['at']:.1f}–{f['ended']:.1f} s | {f['kind']} | {f['target']} | "
                      f"{'yes' if f['overlaps'] else ''} | {rec} |")  # fmt: skip
     for m in report["not_run"]:

@@ -20,13 +20,15 @@ from typing import Any
 import numpy as np
 import pytest
 from support.paths import ROOT
-from support.queues import alternate, events, make_queues, run_share
+from support.queues import alternate, events, forward, make_queues, run_share
 from support.redis_server import local_redis, require_redis_server
 from support.tools import REDIS, required
 
 from elastream.config import make_config
+from elastream.model.events import Outcome, OutcomeKind
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.queues import RedisQueueStore
+from elastream.runtime.queues.base import FailedEvent, share_commit
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads import Trace
 
@@ -228,3 +230,29 @@ def test_the_verdict_fails_on_each_finding():
     missing = {"kind": "disk_full", "at": 53.0, "why": "no tmpfs"}
     assert failing(not_run=[{**missing, "required": True}]) == ["planned faults run"]
     assert failing(not_run=[{**missing, "required": False}]) == []
+
+
+def test_the_soak_lists_each_failed_event_with_its_root_and_reason(tmp_path):
+    """The soak's reading of the Redis store's failed events (no Spark): one event of a share
+    failed, committed as a replica does; the soak lists its root and the exception's message."""
+    module = load_soak()
+    server = local_redis(tmp_path / "redis")
+    server.start()
+    address = f"{server.url}?prefix=soak-failed"
+    store = make_queues(RedisQueueStore(address))
+    try:
+        store.append("a", events(4), "src", 0)
+        plan = store.plan_batch("a", 0, 4, 1, alternate)
+        shared = store.read_share(plan, 0).events()
+        bad = shared[2]
+        outcomes = forward([e for e in shared if e is not bad], "b")
+        outcomes.append(Outcome(bad.id, bad.root, OutcomeKind.ERROR))
+        failed = [FailedEvent(bad.id, bad.root, "ValueError: poison event 0", b"")]
+        store.commit_share(share_commit("a", plan.batch, 0, outcomes, failed, 0.0))
+        assert module.failed_events(address) == [
+            {"root": bad.root, "reason": "ValueError: poison event 0"}
+        ]
+        assert store.audit().failed == 1
+    finally:
+        store.close()
+        server.stop()
