@@ -1,8 +1,12 @@
 """Chaos soak: a Redis-in, keyed-count, Redis-out pipeline on Redis queues under a seeded nemesis
 (SIGKILL of a Python worker, a plan-time helper, an executor, the driver then `--resume`; a
-redis-server restart; SIGSTOP/SIGCONT past a timeout; a full checkpoint disk), faults overlapping
-on purpose, then an audit of every event: delivered once, keyed state equal to a recount, no query
-stuck, the summary's counters equal to the audit; each fault's time to recover.
+redis-server restart; SIGSTOP/SIGCONT past a timeout; a full checkpoint disk; poison events the
+first operator fails on), faults overlapping on purpose, then a verdict on every event counted
+from the input stream alone: each produced event read in once and delivered once (a poison event:
+failed, listed with its reason), nothing at the sink that was never produced, the keyed state
+equal to a recount of the inputs' user field, no query stuck, the summary's counters equal to the
+audit, every planned fault run (or the run fails, unless the kind is --optional); how many
+instants had two or more faults active at once; each fault's time to recover.
 
 Usage (one command, seeded; writes OUT/report.json and OUT/report.md):
     nice -n 5 .venv/bin/python benchmarks/chaos_soak.py --minutes 32 --faults 55 \
@@ -27,7 +31,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
+import msgpack
 import redis
 import yaml
 
@@ -47,14 +53,17 @@ KINDS = (
     "kill_driver_resume",
     "pause",
     "disk_full",
+    "poison",
 )
+DEFAULT_KINDS = tuple(k for k in KINDS if k != "poison")  # a seeded soak injects no poison
 WEIGHTS = {"kill_driver_resume": 1, "disk_full": 1}  # the others weigh 2 (a driver kill is long)
 IN_STREAM, OUT_STREAM, KEYS = "clicks", "results", 50
+SOURCE = "s"  # the pipeline's source, whose name starts every root
+POISON = "poison"  # the input field that marks a poison event (the first operator raises on it)
 SAMPLE_S = 1.0  # monitor period
 WINDOW_S = 2.0  # throughput interval of the recovery measure
 PRE_S = 10.0  # the pre-fault throughput is the sink's rate over this many seconds before it
 BACK_AT = 0.9  # recovered: an interval at this fraction of the pre-fault throughput (or caught up)
-TARGET_WAIT_S = 120.0  # a fault whose process is not there (a query restarting) waits this long
 CKPT_TMPFS_MB = 256
 MAX_DRIVER_EXITS = 30  # a driver that keeps ending by itself (a bad setting) ends the soak
 
@@ -104,14 +113,14 @@ def _value(text: str) -> Any:
 
 @dataclass
 class Fault:
-    """One injected fault: its kind, target, when it began and ended (s since the load began),
-    and the measured time to recover."""
+    """One planned fault: its kind, target, when it began and ended (s since the load began),
+    why it did not run (if it did not), and the measured time to recover."""
 
     kind: str
     at: float
     target: str = ""
     ended: float | None = None
-    skipped: str = ""
+    not_run: str = ""
     overlaps: bool = False
     recovery_s: float | None = None
     detail: dict[str, Any] = field(default_factory=dict)
@@ -141,6 +150,50 @@ def below(roots: list[int], table: dict[int, tuple[int, str]]) -> list[int]:
     return found
 
 
+def roots(
+    inputs: list[tuple[str, dict[str, str]]], outputs: list[dict[str, str]]
+) -> tuple[list[str], list[str]]:
+    """The root of every input entry (id, fields) and of every sink entry (fields): the source's
+    k-th entry is the root of position k (`model.batch.position`), and a sink entry names its
+    root's position in `_elastream_root`. The one place that knows the format of roots."""
+    outs = [str(offset_of(int(f["_elastream_root"]))) for f in outputs]
+    return [str(k) for k in range(len(inputs))], outs
+
+
+def user_fields(entry: dict[str, str]) -> dict[str, Any]:
+    """A sink entry's user columns, each a JSON value when it is not a string."""
+    return {k: _value(v) for k, v in entry.items() if not k.startswith("_elastream_")}
+
+
+def failed_events(store_address: str) -> list[dict[str, str]]:
+    """The events an operator failed on, as the Redis store keeps them (docs/runtime.md: `P` =
+    the address's prefix and a colon; `P queues` names the queues, `P err:<queue>` maps event id
+    -> msgpack(root, message, payload)): root and reason each."""
+    p = parse_qs(urlsplit(store_address).query)["prefix"][0] + ":"
+    client = redis.Redis.from_url(store_address.split("?")[0])
+    failed = []
+    for queue in client.smembers(f"{p}queues"):
+        for value in client.hvals(f"{p}err:{queue.decode()}"):
+            root, message = msgpack.unpackb(value, raw=False)[:2]
+            failed.append({"root": str(offset_of(root)), "reason": message})
+    return sorted(failed, key=lambda f: f["root"])
+
+
+def overlaps(faults: list[Fault]) -> tuple[int, int]:
+    """Instants at which two or more faults were active at once (a fault is active from its
+    injection to the end of its action: SIGCONT, the server back, the driver relaunched, the disk
+    freed; a SIGKILL is an instant), and the most active at once. Each injection that lands while
+    another fault is active is one such instant; each such fault is marked `overlaps`."""
+    instants, most = 0, min(len(faults), 1)
+    ordered = sorted(faults, key=lambda f: f.at)
+    for i, fault in enumerate(ordered):
+        active = [g for g in ordered[:i] if g.ended is not None and g.ended >= fault.at]
+        fault.overlaps = bool(active)
+        instants += fault.overlaps
+        most = max(most, len(active) + 1)
+    return instants, most
+
+
 class Soak:
     """The pipeline's processes, the producer, the monitor and the nemesis of one soak."""
 
@@ -165,7 +218,8 @@ class Soak:
         self.driver_exits: list[tuple[int, list[str]]] = []  # drivers that ended unbidden, why
         self.resumes = 0
         self.flow_at = 0.0  # when the sink got its first event (the schedule counts from there)
-        self.unavailable: dict[str, str] = {}
+        self.unavailable: dict[str, str] = {}  # kind -> why this machine cannot run it
+        self.poisoned = 0  # poison events the nemesis appended to the input
 
     # ----- set-up -------------------------------------------------------------------------
 
@@ -187,18 +241,18 @@ class Soak:
         else:
             self.unavailable["kill_executor"] = "local master: the executor is the driver's JVM"
         if not self.tmpfs:
-            self.unavailable["disk_full"] = "no tmpfs mount for the checkpoints (needs root)"
+            self.unavailable.setdefault("disk_full", "no tmpfs for the checkpoints (needs root)")
         (self.out / "pipeline.yaml").write_text(yaml.safe_dump(self.pipeline()))
         (self.out / "settings.yaml").write_text(yaml.safe_dump(self.settings()))
 
     def _mount_tmpfs(self) -> bool:
         """A small tmpfs at the checkpoint folder, so that filling it fills no shared disk."""
-        if os.geteuid() != 0 or "disk_full" not in self.args.kinds:
+        if os.geteuid() != 0 or "disk_full" not in self.planned_kinds():
             return False
         mount = ["mount", "-t", "tmpfs", "-o", f"size={CKPT_TMPFS_MB}m", "tmpfs", str(self.ckpt)]
         done = subprocess.run(mount, capture_output=True, text=True)
         if done.returncode != 0:
-            print(f"chaos: no tmpfs ({done.stderr.strip()}): disk_full skipped", file=sys.stderr)
+            self.unavailable["disk_full"] = f"no tmpfs for the checkpoints ({done.stderr.strip()})"
             return False
         return True
 
@@ -209,7 +263,7 @@ class Soak:
             "sources": [{"name": "s", "kind": "redis", "url": url, "stream": IN_STREAM,
                          "key": "user"}],
             "operators": [
-                {"name": "ingest", "function": "elastream.examples.synthetic:passthrough",
+                {"name": "ingest", "function": "elastream.examples.synthetic:fail_marked",
                  "replicas": {"min": 1, "max": 3}},
                 {"name": "count", "function": "elastream.examples.keyed:count",
                  "grouping": "key_hash", "stateless": False, "key_groups": 16,
@@ -298,12 +352,18 @@ class Soak:
 
     # ----- nemesis ------------------------------------------------------------------------
 
-    def schedule(self) -> list[tuple[float, str]]:
-        """(time, kind) of every fault: seeded; a share of them lands during the recovery
-        from the one before (a few seconds after it)."""
+    def planned_kinds(self) -> set[str]:
+        """The fault kinds the plan asks for: --schedule's, else --kinds."""
         if self.args.schedule:
-            plan = [(float(at), kind) for at, kind in (x.split(":") for x in self.args.schedule)]
-            return [(at, kind) for at, kind in plan if kind not in self.unavailable]
+            return {x.split(":")[1] for x in self.args.schedule}
+        return set(self.args.kinds)
+
+    def schedule(self) -> list[tuple[float, str]]:
+        """(time, kind) of every fault: --schedule's (a kind this machine cannot run is planned
+        all the same, and reported as not run), else seeded over the kinds it can run; a share
+        of them lands during the recovery from the one before (a few seconds after it)."""
+        if self.args.schedule:
+            return [(float(at), kind) for at, kind in (x.split(":") for x in self.args.schedule)]
         kinds = [k for k in self.args.kinds if k not in self.unavailable]
         weights = [WEIGHTS.get(k, 2) for k in kinds]
         span = self.args.minutes * 60 - self.args.warmup_s - 30  # the last 30 s have no fault
@@ -327,9 +387,12 @@ class Soak:
                 self.watch_driver()
                 time.sleep(0.2)
             fault = Fault(kind=kind, at=round(self.now(), 1))
-            recovering = [f for f in self.faults if f.ended is None or fault.at - f.ended < 10]
-            fault.overlaps = bool(recovering)
             self.faults.append(fault)
+            if kind in self.unavailable:
+                fault.not_run = self.unavailable[kind]
+                print(f"chaos: {fault.at:7.1f} s {kind:20s} not run: {fault.not_run}",
+                      file=sys.stderr)  # fmt: skip
+                continue
             thread = threading.Thread(target=self.inject, args=(fault,), daemon=True)
             thread.start()
             threads.append(thread)
@@ -340,10 +403,10 @@ class Soak:
         try:
             action(fault)
         except ProcessLookupError:
-            fault.skipped = "the target ended before the signal"
+            fault.not_run = "the target ended before the signal"
         fault.ended = round(self.now(), 1)
-        print(f"chaos: {fault.at:7.1f} s {fault.kind:20s} {fault.target or fault.skipped}",
-              file=sys.stderr)  # fmt: skip
+        what = fault.target or f"not run: {fault.not_run}"
+        print(f"chaos: {fault.at:7.1f} s {fault.kind:20s} {what}", file=sys.stderr)
 
     def roots(self) -> list[int]:
         roots = [self.driver.pid] if self.driver is not None else []
@@ -354,8 +417,8 @@ class Soak:
     def find(self, marker: str, forked_only: bool = False) -> int | None:
         """A random process under the driver or the workers whose command line has `marker`
         (with `forked_only`: a worker forked by such a process, not the forking daemon),
-        waiting up to TARGET_WAIT_S for one to exist."""
-        deadline = time.time() + TARGET_WAIT_S
+        waiting up to --target-wait-s for one to exist."""
+        deadline = time.time() + self.args.target_wait_s
         while time.time() < deadline:
             table = process_table()
             found = [p for p in below(self.roots(), table) if marker in table[p][1]]
@@ -369,7 +432,7 @@ class Soak:
     def _kill(self, fault: Fault, marker: str, forked_only: bool = False) -> None:
         pid = self.find(marker, forked_only)
         if pid is None:
-            fault.skipped = f"no {marker} process within {TARGET_WAIT_S:.0f} s"
+            fault.not_run = f"no {marker} process within {self.args.target_wait_s:.0f} s"
             return
         fault.target = f"{marker} pid {pid}"
         fault.at = round(self.now(), 1)  # when the signal went, not when the wait began
@@ -415,7 +478,7 @@ class Soak:
         marker = "pyspark.daemon" if what == "python worker" else "CoarseGrainedExecutorBackend"
         pid = self.find(marker, forked_only=what == "python worker")
         if pid is None:
-            fault.skipped = f"no {what} within {TARGET_WAIT_S:.0f} s"
+            fault.not_run = f"no {what} within {self.args.target_wait_s:.0f} s"
             return
         self._stop_for(fault, pid, what)
 
@@ -438,6 +501,28 @@ class Soak:
                 fault.detail["fallocate"] = str(exc)
         time.sleep(self.args.full_s)
         ballast.unlink()
+
+    def _poison(self, fault: Fault) -> None:
+        """Append --poison-events entries marked POISON to the input stream, between the
+        producer's entries (ids `<n>-2`, `<n>-3`, ... after the producer's last `<n>-1`)."""
+        client = redis.Redis.from_url(self.redis.url, socket_timeout=5, socket_connect_timeout=2)
+        written: list[str] = []
+        deadline = time.time() + self.args.target_wait_s
+        while len(written) < self.args.poison_events and time.time() < deadline:
+            try:
+                last = client.xrevrange(IN_STREAM, count=1)[0][0].decode()
+                ms, seq = map(int, last.split("-"))
+                fields = {"user": POISON, POISON: str(len(written))}
+                written.append(client.xadd(IN_STREAM, fields, id=f"{ms}-{seq + 1}").decode())
+            except redis.ResponseError as exc:  # the producer wrote meanwhile: read again
+                if "equal or smaller" not in str(exc):
+                    raise
+            except (redis.ConnectionError, redis.TimeoutError, IndexError):
+                time.sleep(0.2)  # the server is away (a restart, a pause), or no entry yet
+        fault.target = f"{len(written)} poison events ({', '.join(written)})"
+        self.poisoned += len(written)
+        if len(written) < self.args.poison_events:
+            fault.not_run = f"{len(written)} of {self.args.poison_events} poison events written"
 
     # ----- the run ------------------------------------------------------------------------
 
@@ -471,7 +556,8 @@ class Soak:
             time.sleep(0.5)
         assert producer.returncode == 0, "the producer failed"
         produced = json.loads((self.out / "producer.json").read_text())
-        drained = self.drain(produced["produced"])
+        produced["produced"] += self.poisoned
+        drained = self.drain(produced["produced"] - self.poisoned)
         stopped = self.stop_driver()
         self.stop_monitor.set()
         monitor.join()
@@ -515,7 +601,7 @@ class Soak:
         of its pre-fault level (the load may have fallen meanwhile)."""
         samples = self.samples
         for fault in self.faults:
-            if fault.skipped or fault.ended is None:
+            if fault.not_run or fault.ended is None or fault.kind == "poison":  # no outage
                 continue
             before = [s for s in samples if fault.at - PRE_S <= s[0] <= fault.at]
             if len(before) < 2:
@@ -537,48 +623,61 @@ class Soak:
                     break
 
     def audit(self, produced: dict[str, int], drained: bool, stopped: dict) -> dict[str, Any]:
+        """Every event accounted for from the input stream alone: its root (`roots`), its user
+        field, its poison mark; the sink's entries matched to those roots; the store only for
+        what it must say itself (the keyed state, the failed events and their reasons, what is
+        still pending)."""
         client = redis.Redis.from_url(self.redis.url, decode_responses=True)
-        # the source's k-th entry is the root of position k (model.batch.position)
-        inputs = [str(k) for k, _ in enumerate(client.xrange(IN_STREAM))]
+        entries = client.xrange(IN_STREAM)
         outputs = [fields for _, fields in client.xrange(OUT_STREAM)]
-        for f in outputs:
-            f["root"] = str(offset_of(int(f["_elastream_root"])))
-            fields = {k: _value(v) for k, v in f.items() if not k.startswith("_elastream_")}
-            f["payload"] = json.dumps(fields)
-        roots = Counter(f["root"] for f in outputs)
-        config = make_config(out=self.out / "run", queues=self.redis.url)
-        store = RedisQueueStore(store_address(config))
-        store_audit = store.audit()
+        inputs, out_roots = roots(entries, outputs)
+        poison = {root for root, (_, f) in zip(inputs, entries, strict=True) if POISON in f}
+        at_sink = Counter(out_roots)
         known = set(inputs)
-        delivered = [f for f in outputs if f["root"] in known]
-        # keyed state: the store's counts vs a recount of the delivered events by key
-        recount = Counter(json.loads(f["payload"])["key"] for f in delivered)
+        lost = [r for r in inputs if r not in at_sink and r not in poison]
+        config = make_config(out=self.out / "run", queues=self.redis.url)
+        address = store_address(config)
+        store = RedisQueueStore(address)
+        store_audit = store.audit()
+        failed = failed_events(address)
+        # keyed state: the store's counts against a recount of the inputs' own user field
+        recount = Counter(f["user"] for r, (_, f) in zip(inputs, entries, strict=True)
+                          if r not in poison)  # fmt: skip
         stored = {key: decode_value(value) for _, key, value in store.state_items("count")}
         mismatched = sorted(k for k in set(recount) | set(stored) if recount[k] != stored.get(k))
         running = defaultdict(list)  # the running counts emitted per key must be 1..n
-        for f in delivered:
-            payload = json.loads(f["payload"])
-            running[payload["key"]].append(payload["count"])
-        bad_runs = sorted(k for k, c in running.items() if sorted(c) != list(range(1, len(c) + 1)))
+        for f, root in zip(outputs, out_roots, strict=True):
+            if root in known:
+                payload = user_fields(f)
+                running[payload["key"]].append(payload["count"])
+        bad_runs = sorted(
+            k for k in recount if sorted(running[k]) != list(range(1, recount[k] + 1))
+        )
         summary_path = self.out / "run" / "summary.json"
         summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-        lost = [i for i in inputs if i not in roots]
-        n_delivered = len(known & set(roots))
+        n_delivered = len(known & set(at_sink))
         counters = {
             "events_in": (summary.get("events_in"), len(inputs)),
             "events_out": (summary.get("events_out"), n_delivered),
         }
+        failed_roots = [f["root"] for f in failed]
         return {
             "produced": produced["produced"],
+            "poison_injected": len(poison),
             "producer_retries": produced["retries"],
             "events_in": len(inputs),
             "delivered": n_delivered,
             "sink_entries": len(outputs),
-            "duplicated": sum(n - 1 for n in roots.values() if n > 1),
-            "lost": len(lost) - store_audit.failed,
-            "failed": store_audit.failed,
+            "duplicated": sum(n - 1 for n in at_sink.values() if n > 1),
+            "lost": len(lost),
             "lost_examples": lost[:10],
-            "foreign_roots": len(set(roots) - known),
+            "failed": store_audit.failed,
+            "failed_events": failed,
+            "failed_not_poison": sorted(set(failed_roots) - poison),
+            "poison_not_failed": sorted(poison - set(failed_roots)),
+            "poison_delivered": sorted(poison & set(at_sink)),
+            "foreign_roots": len(set(at_sink) - known),
+            "foreign_examples": sorted(set(at_sink) - known)[:10],
             "state_keys": len(stored),
             "state_mismatches": len(mismatched),
             "state_mismatch_examples": {k: (recount[k], stored.get(k)) for k in mismatched[:10]},
@@ -595,8 +694,20 @@ class Soak:
             "store_audit": asdict(store_audit),
         }
 
+    def not_run(self) -> list[dict[str, Any]]:
+        """Every planned fault that did not run, and why: a kind this machine cannot run
+        (planned by --schedule, or asked by --kinds and left out of the seeded plan), or a
+        target that was not there; `required` unless its kind is --optional."""
+        missing = [{"kind": f.kind, "at": f.at, "why": f.not_run} for f in self.faults
+                   if f.not_run]  # fmt: skip
+        if not self.args.schedule:
+            missing += [{"kind": k, "at": None, "why": self.unavailable[k]}
+                        for k in self.args.kinds if k in self.unavailable]  # fmt: skip
+        return [{**m, "required": m["kind"] not in self.args.optional} for m in missing]
+
     def report(self, audit: dict[str, Any]) -> dict[str, Any]:
-        injected = [f for f in self.faults if not f.skipped]
+        injected = [f for f in self.faults if not f.not_run]
+        instants, most = overlaps(injected)
         per_kind = {}
         for kind in sorted({f.kind for f in injected}):
             rec = [f.recovery_s for f in injected if f.kind == kind and f.recovery_s is not None]
@@ -610,31 +721,54 @@ class Soak:
             "seed": self.args.seed,
             "minutes": self.args.minutes,
             "cluster": self.cluster is not None,
+            "faults_planned": len(self.faults),
             "faults_injected": len(injected),
-            "faults_overlapping": sum(1 for f in injected if f.overlaps),
-            "faults_skipped": [asdict(f) for f in self.faults if f.skipped],
+            "instants_two_or_more_active": instants,
+            "most_active_at_once": most,
+            "not_run": self.not_run(),
             "unavailable": self.unavailable,
             "per_kind": per_kind,
             "faults": [asdict(f) for f in injected],
             "audit": audit,
             "monitor_gaps_s": self.monitor_gaps,
             "samples": self.samples,  # (t, produced, delivered): the recovery can be recomputed
-            "ok": self.ok(audit),
         }
+        report["verdict"] = verdict(report)
+        report["ok"] = all(ok for _, _, ok in report["verdict"])
         (self.out / "report.json").write_text(json.dumps(report, indent=2))
         (self.out / "report.md").write_text(markdown(report))
         return report
 
-    @staticmethod
-    def ok(audit: dict[str, Any]) -> bool:
-        return (
-            audit["lost"] == audit["duplicated"] == audit["state_mismatches"] == 0
-            and audit["running_count_gaps"] == 0
-            and audit["drained"]
-            and audit["driver_stop"] == {"exit": 0, "stuck": False}
-            and audit["pending_in_store"] == 0
-            and audit["summary_matches_audit"]
-        )
+
+def verdict(report: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(check, what was measured, passed) of every check the soak is judged by."""
+    a = report["audit"]
+    poison = a["poison_injected"]
+    failed_ok = (a["failed"] == len(a["failed_events"]) == poison and not a["failed_not_poison"]
+                 and not a["poison_not_failed"] and not a["poison_delivered"])  # fmt: skip
+    required = [m for m in report["not_run"] if m["required"]]
+    missing = ", ".join(f"{m['kind']} ({m['why']})" for m in report["not_run"]) or "none"
+    return [
+        ("events read in = produced", f"{a['events_in']:,} = {a['produced']:,}",
+         a["events_in"] == a["produced"]),
+        ("lost (inputs never at the sink, poison aside)", f"{a['lost']}", a["lost"] == 0),
+        ("duplicated at the sink", f"{a['duplicated']}", a["duplicated"] == 0),
+        ("sink roots never produced", f"{a['foreign_roots']}", a["foreign_roots"] == 0),
+        ("failed = poison injected, each listed", f"{a['failed']} = {poison}", failed_ok),
+        ("keyed state = recount of the inputs' user",
+         f"{a['state_keys']} keys, {a['state_mismatches']} mismatched",
+         a["state_mismatches"] == 0 and a["state_keys"] > 0),
+        ("running counts 1..n per key", f"{a['running_count_gaps']} gaps",
+         a["running_count_gaps"] == 0),
+        ("drained, nothing pending", f"{a['drained']}, {a['pending_in_store']} pending",
+         a["drained"] and a["pending_in_store"] == 0),
+        ("driver stopped cleanly, never ended by itself",
+         f"exit {a['driver_stop']['exit']}, {len(a['driver_ended_by_itself'])} own exits",
+         a["driver_stop"] == {"exit": 0, "stuck": False} and not a["driver_ended_by_itself"]),
+        ("summary = audit", f"{a['summary_vs_audit']}", a["summary_matches_audit"]),
+        ("planned faults run", f"{report['faults_injected']} of {report['faults_planned']}, "
+         f"not run: {missing}", not required),
+    ]  # fmt: skip
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -642,12 +776,18 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"Seed {report['seed']}, {report['minutes']} min, "
         f"{'2-worker standalone cluster' if report['cluster'] else 'local master'}: "
-        f"{report['faults_injected']} faults ({report['faults_overlapping']} during the recovery "
-        "from another).",
+        f"{report['faults_injected']} faults; {report['instants_two_or_more_active']} instants "
+        f"with two or more faults active (at most {report['most_active_at_once']} at once); "
+        f"verdict: {'PASS' if report['ok'] else 'FAIL'}.",
+        "",
+        "| check | measured | verdict |",
+        "|---|---|---|",
+        *(f"| {check} | {measured} | {'ok' if ok else 'FAILED'} |"
+          for check, measured, ok in report["verdict"]),
         "",
         "| fault | count | recovered | recovery median | recovery max |",
         "|---|---|---|---|---|",
-    ]
+    ]  # fmt: skip
     for kind, k in report["per_kind"].items():
         med, top = k["recovery_median_s"], k["recovery_max_s"]
         lines.append(f"| {kind} | {k['count']} | {k['recovered']} | "
@@ -655,20 +795,20 @@ def markdown(report: dict[str, Any]) -> str:
                      f"{'—' if top is None else f'{top:.1f} s'} |")  # fmt: skip
     lines += [
         "",
-        "| events in | delivered | duplicated | lost | failed | state mismatches | drained | "
-        "summary = audit |",
-        "|---|---|---|---|---|---|---|---|",
-        f"| {a['events_in']:,} | {a['delivered']:,} | {a['duplicated']} | {a['lost']} | "
-        f"{a['failed']} | {a['state_mismatches']} | {a['drained']} | "
-        f"{a['summary_matches_audit']} |",
-        "",
-        "| # | at | kind | target | overlaps | recovery |",
+        "| # | active | kind | target | overlaps | recovery |",
         "|---|---|---|---|---|---|",
     ]
     for i, f in enumerate(report["faults"], 1):
         rec = "not within the run" if f["recovery_s"] is None else f"{f['recovery_s']:.1f} s"
-        lines.append(f"| {i} | {f['at']:.0f} s | {f['kind']} | {f['target']} | "
+        rec = "—" if f["kind"] == "poison" else rec  # nothing stops: no recovery to measure
+        lines.append(f"| {i} | {f['at']:.1f}–{f['ended']:.1f} s | {f['kind']} | {f['target']} | "
                      f"{'yes' if f['overlaps'] else ''} | {rec} |")  # fmt: skip
+    for m in report["not_run"]:
+        at = "" if m["at"] is None else f" at {m['at']:.0f} s"
+        need = "required: the run fails" if m["required"] else "optional"
+        lines.append(f"\n{m['kind']}{at}: not run: {m['why']} ({need})")
+    for f in a["failed_events"]:
+        lines.append(f"\nfailed: {f['root']}: {f['reason']}")
     return "\n".join(lines) + "\n"
 
 
@@ -681,7 +821,17 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="share of faults injected 2-6 s after the previous one")  # fmt: skip
     p.add_argument("--warmup-s", type=float, default=60, help="seconds before the first fault")
     p.add_argument("--cluster", action="store_true", help="a 2-worker standalone cluster")
-    p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS, help="fault kinds")
+    p.add_argument("--kinds", nargs="+", default=list(DEFAULT_KINDS), choices=KINDS,
+                   help="fault kinds of the seeded plan (poison: only when named)")  # fmt: skip
+    p.add_argument("--optional", nargs="+", default=[], choices=KINDS, metavar="KIND",
+                   help="kinds this machine may not run (reported as not run; any other kind "
+                   "planned and not run fails the soak)")  # fmt: skip
+    p.add_argument(
+        "--poison-events",
+        type=int,
+        default=3,
+        help="events one poison fault appends (the first operator raises on them)",
+    )
     p.add_argument(
         "--schedule",
         nargs="+",
@@ -695,6 +845,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pause-s", type=float, default=40, help="SIGSTOP to SIGCONT, seconds")
     p.add_argument("--network-timeout-s", type=int, default=30,
                    help="spark.network.timeout on the cluster (below --pause-s)")  # fmt: skip
+    p.add_argument("--target-wait-s", type=float, default=120,
+                   help="a fault whose process is not there yet (a query or driver starting) "
+                   "waits this long for it, then is reported as not run")  # fmt: skip
     p.add_argument("--full-s", type=float, default=10, help="seconds the checkpoint disk is full")
     p.add_argument("--drain-s", type=float, default=300, help="seconds without sink progress "
                    "after the load before the run counts as stuck")  # fmt: skip

@@ -7,6 +7,7 @@ billed per BTU (added, and retired by graceful decommission, through the Executo
 a driver without the secret is refused with one line; `cluster down` stops exactly what was
 started."""
 
+import dataclasses
 import itertools
 import json
 import math
@@ -22,7 +23,7 @@ import pyspark
 import pytest
 from support.paths import PIPELINES
 from support.redis_server import LocalRedis, local_redis
-from support.spark_runs import assert_conserved, descendants
+from support.spark_runs import assert_conserved, descendants, events_sent
 
 from elastream.cli import submit_script
 from elastream.config import make_config
@@ -32,7 +33,6 @@ from elastream.control.mape import run_mape
 from elastream.runner.session import slot_hosts
 from elastream.runtime.queues import RedisQueueStore
 from elastream.runtime.spark.cluster import ClusterState, free_port, read_secret, running
-from elastream.runtime.spark.feeder import TraceIntegral
 from elastream.runtime.spark.runtime import SparkEngine, store_address
 from elastream.workloads import Trace
 from elastream.workloads.resolve import generate
@@ -182,54 +182,102 @@ def test_a_pipeline_runs_live_on_the_cluster_on_redis_and_survives_an_executor_s
     audit = store.audit()
     # nothing lost, nothing twice: every event the trace sent (one source) has one fate
     trace = generate(TRACE)
-    assert summary["events_in"] == math.floor(TraceIntegral(trace)(trace.duration_s))
+    assert summary["events_in"] == events_sent(trace)
     assert_conserved(audit, summary["events_in"])
 
 
 def test_executors_are_leased_as_hosts_and_released_in_the_last_part_of_their_btu(
     cluster, tmp_path
 ):
+    """In a Python process of its own (a fresh driver JVM whatever ran before in this one: an
+    authenticated driver started in a JVM that an earlier local-mode session launched never
+    registered with the master, 25 Nov, not yet diagnosed); its /metrics scraped at the end."""
     state, _ = cluster
-    # 10 s at 10 ev/s (1 replica), 24 s at 70 ev/s (3 replicas of 40 ms: two hosts of 2 slots),
-    # then 56 s at 5 ev/s: the second host is surplus, released only in its BTU's last 3 s.
-    trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 56))
-    leasing = {"slots": 2, "btu_s": 60.0, "min_hosts": 1, "max_hosts": 2}
-    # An authenticated driver started in a JVM that an earlier local-mode session launched never
-    # registered with the master (25 Nov, not yet diagnosed): this test needs the process's first
-    # JVM, which it gets because tests/spark runs in file-name order and no in-process Spark test
-    # sorts before this file.
-    from pyspark import SparkContext
-
-    assert SparkContext._gateway is None, "run the leasing test before in-process Spark tests"
-    spark = {"master": state.master_url, "leasing": leasing, "auth_file": state.auth_file}
-    config = make_config(
-        interval_s=2.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None, spark=spark
+    done = subprocess.run(
+        [sys.executable, __file__, state.master_url, state.auth_file, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},  # tests/: support
     )
-    engine = SparkEngine(load_pipeline(WORK1), config, trace)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run = json.loads((tmp_path / "leasing.json").read_text())
+    seen, totals = run["seen"], run["totals"]
+    assert run["authenticated"] == "true"
+
+    assert totals["hosts_leased"] == 2, seen
+    assert totals["host_boot_s"] is not None and totals["host_boot_s"] > 0
+    assert max(replicas for _, replicas, _, _ in seen) >= 3, seen  # more replicas ran
+    # what ran in an interval was enacted at the end of the one before, within its hosts' slots
+    assert all(now[1] <= 2 * before[2] for before, now in itertools.pairwise(seen)), seen
+    (held,) = run["released_held_s"]
+    assert 60.0 * math.ceil(held / 60.0) - held <= 0.05 * 60.0, (held, seen)  # last 5 % of a BTU
+    assert seen[-1][2:] == [1, 1], seen  # one host left, its executor gone (decommissioned)
+    assert totals["host_btus"] >= 2 + 1 and totals["host_cost"] == totals["host_btus"]
+    # the hosts' metrics as a scrape of the run's /metrics shows them at its end
+    assert run["metrics"] == {
+        "elastream_hosts_up": seen[-1][2],
+        "elastream_host_cost": totals["host_cost"],
+        "elastream_hosts_leased_total": 2,
+    }
+
+    assert all(n == 1 for n in run["run_ids"].values()), run["run_ids"]  # no restart
+    assert totals["query_restarts"] == 0
+    audit = run["audit"]
+    assert (audit["events_in"], audit["pending"]) == (LEASING_SENT, 0), audit
+    fates = ("to_sink", "filtered", "timeout", "overflow", "failed")
+    assert sum(audit[f] for f in fates) == LEASING_SENT, audit
+    assert audit["roots_with_two_fates"] == audit["duplicate_sink_roots"] == 0, audit
+    assert run["processed_ratio"] == 1.0
+
+
+# 10 s at 10 ev/s (1 replica), 24 s at 70 ev/s (3 replicas of 40 ms: two hosts of 2 slots),
+# then 56 s at 5 ev/s: the second host is surplus, released only in its BTU's last 3 s.
+LEASING_RATES = [10.0] * 10 + [70.0] * 24 + [5.0] * 56
+LEASING_SENT = 10 * 10 + 24 * 70 + 56 * 5
+
+
+def leasing_run(master: str, auth_file: str, folder: Path) -> None:
+    """The leasing run on the cluster at `master` (run by the test above in a process of its
+    own): what the test checks, to folder/leasing.json."""
+    from support.scrape import get, parse, value
+
+    from elastream.report.endpoint import MetricsServer
+    from elastream.report.prom import RunMetrics
+
+    leasing = {"slots": 2, "btu_s": 60.0, "min_hosts": 1, "max_hosts": 2}
+    spark = {"master": master, "leasing": leasing, "auth_file": auth_file}
+    config = make_config(
+        interval_s=2.0, out=folder / "run", drain_s=60, event_timeout_s=None, spark=spark
+    )
+    pipeline = load_pipeline(WORK1)
+    engine = SparkEngine(pipeline, config, Trace(np.array(LEASING_RATES)))
     seen: list[tuple[float, int, int, int]] = []  # t, replicas, hosts up, live executors
 
     def watch(snapshot, decision):
         up = sum(1 for h in engine.hosts() if h.ready_at <= snapshot.t)
         seen.append((snapshot.t, snapshot.op("work").replicas, up, len(executor_ids(engine))))
 
-    result = run_mape(engine, Controller.build("psps"), observers=[watch], hosts=slot_hosts(config))
-    assert engine.spark.sparkContext.getConf().get("spark.authenticate") == "true"
-
-    assert result.totals.hosts_leased == 2, seen
-    assert result.totals.host_boot_s is not None and result.totals.host_boot_s > 0
-    assert max(replicas for _, replicas, _, _ in seen) >= 3, seen  # more replicas ran
-    # what ran in an interval was enacted at the end of the one before, within its hosts' slots
-    assert all(now[1] <= 2 * before[2] for before, now in itertools.pairwise(seen)), seen
-    (released,) = engine.leases.finished
-    held = released.end - released.lease_start
-    assert 60.0 * math.ceil(held / 60.0) - held <= 0.05 * 60.0, (held, seen)  # last 5 % of a BTU
-    assert seen[-1][2:] == (1, 1), seen  # one host left, its executor gone (decommissioned)
-    assert result.totals.host_btus >= 2 + 1 and result.totals.host_cost == result.totals.host_btus
-
-    assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids  # no restart
-    assert result.totals.query_restarts == 0
-    assert_conserved(engine.store.audit(), int(trace.rates.sum()))
-    assert result.summary.processed_ratio == 1.0
+    metrics = RunMetrics(pipeline)
+    with MetricsServer(metrics, "127.0.0.1", 0) as server:
+        result = run_mape(
+            engine, Controller.build("psps"), observers=[watch, metrics], hosts=slot_hosts(config)
+        )
+        metrics.finish(result.totals)
+        sample = parse(get(server.url + "/metrics")[1])
+    run = {"pipeline": pipeline.name}
+    names = ("elastream_hosts_up", "elastream_host_cost", "elastream_hosts_leased_total")
+    report = {
+        "seen": seen,
+        "totals": dataclasses.asdict(result.totals),
+        "authenticated": engine.spark.sparkContext.getConf().get("spark.authenticate"),
+        "released_held_s": [r.end - r.lease_start for r in engine.leases.finished],
+        "metrics": {name: value(sample, name, **run) for name in names},
+        "run_ids": {name: len(ids) for name, ids in engine.run_ids.items()},
+        "audit": dataclasses.asdict(engine.store.audit()),
+        "processed_ratio": result.summary.processed_ratio,
+    }
+    (folder / "leasing.json").write_text(json.dumps(report))
 
 
 def executor_ids(engine: SparkEngine) -> list[str]:
@@ -262,3 +310,7 @@ def test_cluster_down_stops_exactly_what_up_started(cluster):
     assert not Path(state_arg[1]).exists()
     assert not Path(state.auth_file).exists()  # a new secret for every cluster
     assert elastream("cluster", "down", *state_arg).returncode == 2  # said why
+
+
+if __name__ == "__main__":
+    leasing_run(sys.argv[1], sys.argv[2], Path(sys.argv[3]))

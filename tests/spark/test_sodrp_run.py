@@ -150,7 +150,7 @@ def small_debs() -> dict:
 
 
 @pytest.mark.spark
-def test_sodrp_on_spark_enacts_counts_live_and_replans_from_measured_rates(tmp_path) -> None:
+def test_sodrp_on_spark_enacts_counts_live_and_replans_from_measured_rates(spark, tmp_path) -> None:
     data = small_debs()
     pipeline_file = tmp_path / "debs.yaml"
     pipeline_file.write_text(yaml.safe_dump(data))
@@ -158,7 +158,7 @@ def test_sodrp_on_spark_enacts_counts_live_and_replans_from_measured_rates(tmp_p
     req = load_request(str(DEBS_PLAN), pipeline_file, Weights(c=1.0))
     trace = Trace(np.full(20, 100.0))
     config = make_config(interval_s=2.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None)
-    engine = SparkEngine(pipeline_from_dict(data), config, trace)
+    engine = SparkEngine(pipeline_from_dict(data), config, trace, spark=spark)
     report = SodrpReport()
     result = run_sodrp(engine, req, window_s=6.0, place=False, report=report)
     timeline = [(round(s.t, 1), s.op("route_count").replicas) for s in result.snapshots]

@@ -35,7 +35,7 @@ def scheduled(t: float) -> dict[str, int]:
 
 @needs_trips
 def test_spark_emits_the_batch_computations_updates_with_replicas_changing_live(
-    tmp_path, monkeypatch
+    spark, tmp_path, monkeypatch
 ):
     monkeypatch.setenv(debs.TRIPS_ENV, str(TRIPS.resolve()))
     pipeline = debs_pipeline(parse=2, route_count=4, partial_top10=2)
@@ -43,7 +43,7 @@ def test_spark_emits_the_batch_computations_updates_with_replicas_changing_live(
     config = make_config(
         policy="static", interval_s=1.0, out=tmp_path / "run", drain_s=120, event_timeout_s=None
     )
-    engine = SparkEngine(pipeline, config, trace)
+    engine = SparkEngine(pipeline, config, trace, spark=spark)
     seen: list[dict[str, int]] = []
     try:
         engine.start()

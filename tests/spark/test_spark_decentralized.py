@@ -34,7 +34,10 @@ def forbid_central_policies(monkeypatch) -> list[str]:
     return calls
 
 
-def test_decentralized_agents_follow_a_step_up_and_down_over_tcp(tmp_path: Path, monkeypatch):
+def test_decentralized_agents_follow_a_step_up_and_down_over_tcp(
+    spark, tmp_path: Path, monkeypatch
+):
+    """In the tests' shared SparkSession (`spark`: the engine adopts the active one)."""
     central_calls = forbid_central_policies(monkeypatch)
     tcp_steps: list[int] = []
     original_step = TcpTransport.step

@@ -88,14 +88,14 @@ def read_parquet(spark: Any, folder: Path) -> Counter:
     return Counter((r.a, r.b) for r in spark.read.parquet(str(folder)).collect())
 
 
-def test_files_to_parquet_and_rate_to_foreach_batch_with_live_replica_changes(tmp_path):
+def test_files_to_parquet_and_rate_to_foreach_batch_with_live_replica_changes(spark, tmp_path):
     good = write_inputs(tmp_path / "in")
     shutil.rmtree(BATCHES, ignore_errors=True)
     pipeline = pipeline_from_dict(files_pipeline(tmp_path, extra_source=True))
     config = make_config(
         interval_s=2.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None, duration=16
     )
-    engine = SparkEngine(pipeline, config, _trace(16))
+    engine = SparkEngine(pipeline, config, _trace(16), spark=spark)
     engine.start()
     try:
         for replicas in (3, 2, 1, 3, 2, 2, 2, 2):  # live changes, the queries never restarted
@@ -129,10 +129,10 @@ def test_files_to_parquet_and_rate_to_foreach_batch_with_live_replica_changes(tm
         engine.stop()
 
 
-def test_a_corrupt_parquet_file_goes_to_the_dead_letters_by_name(tmp_path):
+def test_a_corrupt_parquet_file_goes_to_the_dead_letters_by_name(spark, tmp_path):
     """A Parquet files source given a good file, a file that is not Parquet and a truncated
     one: the good rows are appended, each bad file is one dead letter naming it and the reason,
-    and the query goes on (the session of the test above is reused when it runs first)."""
+    and the query goes on (in the tests' shared session)."""
     import threading
 
     import pyarrow as pa
@@ -140,7 +140,6 @@ def test_a_corrupt_parquet_file_goes_to_the_dead_letters_by_name(tmp_path):
 
     from elastream.runtime.queues import open_store
     from elastream.runtime.spark.ingest import Admission, DeadLetters, FilesBatch, files_frame
-    from elastream.runtime.spark.session import spark_session
 
     folder = tmp_path / "in"
     folder.mkdir()
@@ -161,7 +160,6 @@ def test_a_corrupt_parquet_file_goes_to_the_dead_letters_by_name(tmp_path):
     spec = pipeline.sources[0]
     store = open_store(str(tmp_path / "q.db"))
     store.create_queue("op", None)
-    spark = spark_session("local[2]")
     admission = Admission(store.address, pipeline, "p", ("op",), 10**6, threading.Event())
     dead = DeadLetters(tmp_path / "dead")
     ckpt = tmp_path / "ckpt"
@@ -186,7 +184,9 @@ def test_a_corrupt_parquet_file_goes_to_the_dead_letters_by_name(tmp_path):
     assert all(d["reason"].startswith("unreadable Parquet file: ") for d in letters), letters
 
 
-def test_a_files_source_query_failed_by_a_redis_outage_restarts_in_place(tmp_path, monkeypatch):
+def test_a_files_source_query_failed_by_a_redis_outage_restarts_in_place(
+    spark, tmp_path, monkeypatch
+):
     """A files source on Redis queues, its files landing while the run goes: redis-server is
     killed while three more files land, so the source's foreachBatch fails (the driver's
     retry budget is cut to about 1 s here, instead of about 50 s, so that a short outage outlasts
@@ -203,7 +203,7 @@ def test_a_files_source_query_failed_by_a_redis_outage_restarts_in_place(tmp_pat
     pipeline = pipeline_from_dict(files_pipeline(tmp_path, extra_source=False))
     config = make_config(interval_s=2.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None,
                          duration=30, queues=server.url)  # fmt: skip
-    engine = SparkEngine(pipeline, config, _trace(30))
+    engine = SparkEngine(pipeline, config, _trace(30), spark=spark)
     engine.start()
     try:
         while engine.store.meta("trace_elapsed") is None:  # the feeder's client is made

@@ -4,7 +4,6 @@ spike with no query restarted, through a redis-server SIGKILLed and restarted mi
 conservation (the 2-worker cluster test in test_cluster.py also runs on Redis queues)."""
 
 import json
-import math
 import os
 import signal
 import time
@@ -12,11 +11,10 @@ from pathlib import Path
 
 import pytest
 from support.redis_server import local_redis
-from support.spark_runs import assert_conserved, run_cli, wait_until_counted
+from support.spark_runs import assert_conserved, events_sent, run_cli, wait_until_counted
 
 from elastream.config import make_config
 from elastream.runtime.queues import RedisQueueStore
-from elastream.runtime.spark.feeder import TraceIntegral
 from elastream.runtime.spark.runtime import store_address
 from elastream.workloads.resolve import generate
 
@@ -94,7 +92,7 @@ def test_replicas_change_live_and_a_redis_restart_mid_run_loses_nothing(tmp_path
     assert summary["processed_ratio"] == 1.0
     audit = store.audit()
     trace = generate(SPIKE)  # every event the trace sent (one source) has one fate
-    assert_conserved(audit, math.floor(TraceIntegral(trace)(trace.duration_s)))
+    assert_conserved(audit, events_sent(trace))
     assert audit.filtered == audit.events_in // 2  # drop_odd filters the odd indexes
     sink_roots = store.sink_roots("out")
     assert len(sink_roots) == len(set(sink_roots)) == audit.events_in - audit.filtered

@@ -38,18 +38,20 @@ pytestmark = pytest.mark.spark
 STEP_RATES = np.array([10.0] * 10 + [120.0] * 12 + [5.0] * 21)
 
 
-def step_engine(tmp_path: Path, **settings) -> tuple[SparkEngine, RunConfig]:
-    """The step of STEP_RATES through the filter pipeline, td = 3 s, nothing timed out."""
+def step_engine(session, tmp_path: Path, **settings) -> tuple[SparkEngine, RunConfig]:
+    """The step of STEP_RATES through the filter pipeline, td = 3 s, nothing timed out, in the
+    tests' shared SparkSession."""
     config = make_config(
         interval_s=3.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None, **settings
     )
-    return SparkEngine(load_pipeline(PIPELINE), config, Trace(STEP_RATES)), config
+    engine = SparkEngine(load_pipeline(PIPELINE), config, Trace(STEP_RATES), spark=session)
+    return engine, config
 
 
 @pytest.mark.parametrize("layout", ["operator", "pipeline"])
-def test_step_up_and_down_scales_the_bottleneck_live(tmp_path, layout):
+def test_step_up_and_down_scales_the_bottleneck_live(spark, tmp_path, layout):
     # A 20 s retention: the store forgets its older audit records as the run goes on.
-    engine, _ = step_engine(tmp_path, spark={"retention_s": 20, "layout": layout})
+    engine, _ = step_engine(spark, tmp_path, spark={"retention_s": 20, "layout": layout})
     result = run_mape(engine, Controller.build("psps"))
 
     enrich = [s.op("enrich").replicas for s in result.snapshots]
@@ -80,29 +82,35 @@ def test_step_up_and_down_scales_the_bottleneck_live(tmp_path, layout):
     assert sum(n for _, n in result.totals.latency_histogram_ms) == audit.sink_events
 
 
-def test_the_objective_policy_follows_a_step_on_the_point_forecast(tmp_path):
+def test_the_objective_policy_follows_a_step_on_the_point_forecast(spark, tmp_path, capsys):
     """The objective policy on Spark (docs/policies.md, objective): td = 3 s ≤ (1 − m)·10 s, so
     it plans on the point forecast (O17); a step beyond enrich's pool raises enrich, the step
     down lowers it again, and every interval that delivered events is judged from the sink
-    latencies the runtime measured."""
-    engine, config = step_engine(tmp_path, policy="objective", objective={"latency_p99_s": 10})
+    latencies the runtime measured: all met but at most one (the step's backlog beyond the
+    pool), recounted here from each interval's p99."""
+    objective = {"latency_p99_s": 10}
+    engine, config = step_engine(spark, tmp_path, policy="objective", objective=objective)
     tally = ObjectiveTally(Objective(latency_p99_s=10))
     result = run_mape(engine, config.controller(), observers=[tally])
 
+    p99s = [s.latency_ms_p99 for s in result.snapshots if s.latency_ms_p99 is not None]
+    met = sum(1 for p99 in p99s if p99 <= 10_000)
+    with capsys.disabled():  # the share docs/policies.md quotes, in the CI log
+        print(f"\nobjective on Spark: p99 <= 10 s met in {met} of {len(p99s)} judged intervals")
+    assert (tally.met, tally.missed) == (met, len(p99s) - met), (tally.as_dict(), p99s)
+    assert len(p99s) >= 10 and met >= len(p99s) - 1, p99s  # docs/policies.md: 14 of 15
     enrich = [s.op("enrich").replicas for s in result.snapshots]
     peak_at = int(np.argmax(enrich))
     reasons = [d.reason("enrich") for d in result.decisions]
     assert enrich[peak_at] >= 3, (enrich, reasons)  # rose with the step up
     assert min(enrich[peak_at:]) <= 2, (enrich, reasons)  # fell after the step down
     assert reasons and all("F=point" in r for r in reasons), reasons  # O17
-    delivered = sum(s.latency_ms_p99 is not None for s in result.snapshots)
-    assert delivered > 0 and tally.met + tally.missed >= delivered, (tally.as_dict(), delivered)
     assert_conserved(engine.store.audit(), int(STEP_RATES.sum()))
     assert result.totals.duplicates == 0
     assert result.summary.processed_ratio == 1.0
 
 
-def test_runs_back_to_back_in_one_session_each_start_their_queries(tmp_path):
+def test_runs_back_to_back_in_one_session_each_start_their_queries(spark, tmp_path):
     """Two short runs in one SparkSession, as the benchmarks do. With asynchronous progress
     tracking (the default), Spark 4.3's clean-up of a stopped query can fail and leave it
     registered under its name — every time here when the offsets are written on every batch
@@ -111,25 +119,20 @@ def test_runs_back_to_back_in_one_session_each_start_their_queries(tmp_path):
     "Cannot start query with name elastream-ingest")."""
     pipeline = load_pipeline(PIPELINE)
     trace = Trace(np.array([10.0] * 5))
-    spark = {"progress_interval_s": 0}
-    engines = []
-    try:
-        for i in range(2):
-            config = make_config(
-                interval_s=3.0,
-                out=tmp_path / f"run{i}",
-                drain_s=30,
-                event_timeout_s=None,
-                spark=spark,
-            )
-            engines.append(SparkEngine(pipeline, config, trace, keep_session=True))
-            result = run_mape(engines[-1], Controller.build("static"))
-            assert_conserved(engines[-1].store.audit(), 50)
-            assert result.summary.processed_ratio == 1.0
-            assert not engines[-1].spark.streams.active  # none left registered
-    finally:
-        if engines:
-            engines[-1].spark.stop()
+    settings = {"progress_interval_s": 0}
+    for i in range(2):
+        config = make_config(
+            interval_s=3.0,
+            out=tmp_path / f"run{i}",
+            drain_s=30,
+            event_timeout_s=None,
+            spark=settings,
+        )
+        engine = SparkEngine(pipeline, config, trace, spark=spark)
+        result = run_mape(engine, Controller.build("static"))
+        assert_conserved(engine.store.audit(), 50)
+        assert result.summary.processed_ratio == 1.0
+        assert not spark.streams.active  # none left registered
 
 
 def resume_delivers_once(out: Path, db: Path, *extra: str) -> SqliteQueueStore:

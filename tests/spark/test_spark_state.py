@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.paths import PIPELINES
-from support.spark_runs import outcomes_so_far, run_cli, wait_for_outcomes
+from support.spark_runs import events_sent, outcomes_so_far, run_cli, wait_for_outcomes
 
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
@@ -32,13 +32,15 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 PIPELINE = PIPELINES / "keyed_count.yaml"
 
 
-def assert_counts_exact(store: QueueStore) -> None:
-    """Every key's state equals the events of that key sent in; every running count the
-    operator emitted appears once per key: 1, 2, …, n (no update lost, none applied twice)."""
+def assert_counts_exact(store: QueueStore, n: int) -> None:
+    """The `n` events the trace sent (counted by the test) all reached the sink once; every key's
+    state equals the events of that key sent in (the source's key of each index); every running
+    count the operator emitted appears once per key: 1, 2, …, n (no update lost, none applied
+    twice)."""
     audit = store.audit()
-    assert audit.events_in > 0 and audit.pending == 0, audit
-    assert audit.to_sink == audit.events_in and audit.duplicate_sink_roots == 0, audit
-    sent = Counter(key_of(i) for i in range(audit.events_in))
+    assert (audit.events_in, audit.to_sink, audit.pending) == (n, n, 0), audit
+    assert audit.duplicate_sink_roots == 0, audit
+    sent = Counter(key_of(i) for i in range(n))
     state = {key: decode_value(value) for _, key, value in store.state_items("count")}
     assert state == dict(sent)
     emitted: dict[str, list[int]] = defaultdict(list)
@@ -49,28 +51,30 @@ def assert_counts_exact(store: QueueStore) -> None:
     }
 
 
-def test_a_keyed_count_rescales_live_and_counts_every_key_exactly(tmp_path):
+def test_a_keyed_count_rescales_live_and_counts_every_key_exactly(spark, tmp_path):
     """In the default layout (`pipeline`); the `operator` layout keeps its live-change and
     kill/resume tests in tests/spark/test_spark_runtime.py."""
     pipeline = load_pipeline(PIPELINE)
     # 10 s at 10 ev/s, 24 s at 70 ev/s (count needs 3 replicas at 40 ms), 21 s at 5 ev/s.
     trace = Trace(np.array([10.0] * 10 + [70.0] * 24 + [5.0] * 21))
     config = make_config(interval_s=3.0, out=tmp_path / "run", drain_s=60, event_timeout_s=None)
-    engine = SparkEngine(pipeline, config, trace)
+    engine = SparkEngine(pipeline, config, trace, spark=spark)
     result = run_mape(engine, Controller.build("psps"))
 
     replicas = [s.op("count").replicas for s in result.snapshots]
     changes = sum(1 for a, b in pairwise(replicas) if a != b)
     assert changes >= 2 and max(replicas) >= 2, replicas  # up with the step, down after it
     assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids  # no restart
-    assert engine.store.audit().events_in == int(trace.rates.sum())
-    assert_counts_exact(engine.store)
+    assert_counts_exact(engine.store, events_sent(trace))
+
+
+# 10 ev/s, then 60 ev/s (count needs 3 replicas), then 10 ev/s: 8 s each
+KEYED_TRACE = "twolevel:low=1,high=6,unit=10,hold=8,duration=24"
+KEYED_SENT = 8 * 10 + 8 * 60 + 8 * 10
 
 
 def run_keyed(out: Path, *extra: str) -> subprocess.Popen:
-    # 10 ev/s, then 60 ev/s (count needs 3 replicas), then 10 ev/s: 8 s each
-    trace = "twolevel:low=1,high=6,unit=10,hold=8,duration=24"
-    return run_cli(out, *extra, pipeline=PIPELINE, trace=trace)
+    return run_cli(out, *extra, pipeline=PIPELINE, trace=KEYED_TRACE)
 
 
 def test_a_killed_keyed_count_resumes_and_counts_every_key_exactly(tmp_path):
@@ -89,7 +93,7 @@ def test_a_killed_keyed_count_resumes_and_counts_every_key_exactly(tmp_path):
     output, _ = second.communicate(timeout=600)
     assert second.returncode == 0, output
     store = SqliteQueueStore(db)
-    assert killed_at < store.audit().events_in
-    assert_counts_exact(store)
+    assert killed_at < KEYED_SENT
+    assert_counts_exact(store, KEYED_SENT)
     shares = store.task_stats("count", 0.0, time.time() + 1)
     assert max(shares) >= 1, shares  # the count ran on more than one replica

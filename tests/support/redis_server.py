@@ -1,29 +1,21 @@
-"""The tests' redis-server (`LocalRedis`: free port, own folder, AOF with `appendfsync always`),
-skipped without the binary, except under CI where that is a failure."""
+"""The tests' redis-server (`LocalRedis`: free port, own folder, AOF with `appendfsync always`) and
+its TLS files, skipped without redis-server or openssl, except under CI where that is a failure
+(support.tools)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from elastream.runtime.queues.redis_server import SERVER, LocalRedis, TlsFiles
+from support.tools import REDIS, require_tool
 
 __all__ = ["LocalRedis", "local_redis", "require_redis_server", "tls_files"]
 
 
 def require_redis_server() -> None:
-    """Skip without redis-server, except under CI (CI=true, or ELASTREAM_REQUIRE_REDIS=1 as
-    .ci/run sets), where that is a failure."""
-    if shutil.which(SERVER) is None:
-        message = f"{SERVER} is not on PATH (Debian package redis-server; .ci/run installs it)"
-        required = os.environ.get("ELASTREAM_REQUIRE_REDIS") == "1"
-        if required or os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    """Skip without redis-server, except where CI requires it (support.tools)."""
+    require_tool((SERVER,), REDIS, "redis-server")
 
 
 def local_redis(
@@ -36,8 +28,7 @@ def local_redis(
 
 def tls_files(folder: Path) -> TlsFiles:
     """A throw-away CA and a server certificate for 127.0.0.1 signed by it (openssl)."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
+    openssl = require_tool(("openssl",), REDIS, "openssl")  # the TLS tests are Redis tests
     folder.mkdir(parents=True, exist_ok=True)
     ca, ca_key = folder / "ca.crt", folder / "ca.key"
     cert, key, csr = folder / "server.crt", folder / "server.key", folder / "server.csr"
@@ -52,5 +43,5 @@ def tls_files(folder: Path) -> TlsFiles:
          "-extfile", san, "-out", cert],
     ]  # fmt: skip
     for step in steps:
-        subprocess.run(["openssl", *map(str, step)], check=True, capture_output=True)
+        subprocess.run([openssl, *map(str, step)], check=True, capture_output=True)
     return TlsFiles(cert, key, ca)

@@ -10,6 +10,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 Sample = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -69,35 +70,112 @@ def value(sample: Sample, name: str, **labels: str) -> float:
     return sample[(name, tuple(sorted(labels.items())))]
 
 
+# Every family /metrics serves (docs/deploy.md §Metrics), each with where the run's output files
+# hold its value: the one list to update when a family is added or renamed (a family served and
+# not listed here fails `assert_metrics_match_outputs`, as does one listed and not served).
+Row = dict[str, str]
+RUN_COUNTERS = {  # family -> intervals.csv column, summed over the intervals
+    "elastream_source_events_total": "input",
+    "elastream_events_completed_total": "completed",
+    "elastream_sink_events_total": "sink_events",
+}
+SUMMARY_COUNTERS = {  # family -> summary.json field
+    "elastream_intervals_total": "intervals",
+    "elastream_reconfigurations_total": "reconfigurations",
+    "elastream_events_failed_total": "events_failed",
+    "elastream_events_dropped_restart_total": "events_dropped_restart",
+    "elastream_query_restarts_total": "query_restarts",
+    "elastream_hosts_leased_total": "hosts_leased",
+}
+RUN_GAUGES = {  # family -> its value from the last row of intervals.csv
+    "elastream_run_finished": lambda row: 1,
+    "elastream_source_rate_events_per_second": lambda row: int(row["input"]) / float(row["td"]),
+    "elastream_hosts_up": lambda row: int(row["hosts_up"]),
+    "elastream_host_cost": lambda row: float(row["host_cost"]),
+}
+SOURCE_BACKLOG = "elastream_source_backlog_events"  # per source; their sum: source_backlog
+RUN_HISTOGRAMS = {"elastream_latency_seconds": "latency_ms_mean"}  # one observation per interval
+OPERATOR_COUNTERS = {  # family -> summary.json's per-operator field
+    "elastream_operator_events_received_total": "received",
+    "elastream_operator_events_processed_total": "processed",
+    "elastream_operator_events_emitted_total": "emitted",
+    "elastream_operator_events_failed_total": "failed",
+}
+OPERATOR_DROPPED = "elastream_operator_events_dropped_total"  # reason: summary's dropped_REASON
+OPERATOR_GAUGES = {  # family -> its value from the operator's last row of timeseries.csv (and td)
+    "elastream_operator_queue_events": lambda row, td: int(row["queue"]),
+    "elastream_operator_replicas_active": lambda row, td: int(row["replicas"]),
+    "elastream_operator_replicas_pool": lambda row, td: int(row["max_replicas"]),
+    "elastream_operator_replicas_target": lambda row, td: int(row["target"]),
+    # PSPS Eq. 5 over the active replicas: processed × et / (r × td)
+    "elastream_operator_busy_ratio": lambda row, td: (
+        int(row["processed"]) * float(row["et_ms"]) / 1000 / (int(row["replicas"]) * td)
+    ),
+}
+OPERATOR_HISTOGRAMS = {"elastream_operator_service_time_seconds": "et_ms"}  # per interval
+FAMILIES = {
+    *RUN_COUNTERS, *SUMMARY_COUNTERS, *RUN_GAUGES, SOURCE_BACKLOG, *RUN_HISTOGRAMS,
+    *OPERATOR_COUNTERS, OPERATOR_DROPPED, *OPERATOR_GAUGES, *OPERATOR_HISTOGRAMS,
+}  # fmt: skip
+HISTOGRAM_SAMPLES = ("_bucket", "_count", "_sum")
+
+
+def families(sample: Sample) -> set[str]:
+    """The families of a scrape, named as FAMILIES names them (a counter by its _total sample,
+    a histogram by its family name; the _created samples left out)."""
+    names = {name for name, _ in sample if not name.endswith("_created")}
+    histograms = {n.rsplit("_", 1)[0] for n in names if n.endswith(HISTOGRAM_SAMPLES)}
+    return histograms | {n for n in names if not n.endswith(HISTOGRAM_SAMPLES)}
+
+
+def assert_histogram(sample: Sample, name: str, seconds: list[float], **labels: str) -> None:
+    """A histogram of `seconds`, one observation each: its count, sum and every bucket."""
+    assert value(sample, f"{name}_count", **labels) == len(seconds), name
+    assert value(sample, f"{name}_sum", **labels) == pytest.approx(sum(seconds), rel=1e-9), name
+    buckets = [dict(k)["le"] for n, k in sample if n == f"{name}_bucket" and _has(k, labels)]
+    assert len(buckets) > 1, name
+    for le in buckets:
+        got = value(sample, f"{name}_bucket", **labels, le=le)
+        assert got == sum(1 for s in seconds if s <= float(le)), (name, le)
+
+
+def _has(key: tuple[tuple[str, str], ...], labels: dict[str, str]) -> bool:
+    return labels.items() <= dict(key).items()
+
+
 def assert_metrics_match_outputs(sample: Sample, out: Path, pipeline: str) -> None:
-    """The last scrape against summary.json, intervals.csv and timeseries.csv: counts exact."""
+    """A scrape at the run's end against summary.json, intervals.csv and timeseries.csv: every
+    family of FAMILIES, counters exact, the last interval's gauges, each histogram's
+    observations recounted from the files."""
     summary = json.loads((out / "summary.json").read_text())
     intervals = list(csv.DictReader((out / "intervals.csv").open()))
     series = list(csv.DictReader((out / "timeseries.csv").open()))
+    td = {row["t"]: float(row["td"]) for row in intervals}
+    external = {SOURCE_BACKLOG}  # samples only for a source outside the engine (files, redis)
+    assert families(sample) | external == FAMILIES | external
     run = {"pipeline": pipeline}
-    assert value(sample, "elastream_run_finished", **run) == 1
-    for column, metric in (
-        ("input", "elastream_source_events_total"),
-        ("completed", "elastream_events_completed_total"),
-        ("sink_events", "elastream_sink_events_total"),
-    ):
+    for metric, column in RUN_COUNTERS.items():
         assert value(sample, metric, **run) == sum(int(r[column]) for r in intervals), metric
-    assert value(sample, "elastream_intervals_total", **run) == summary["intervals"]
-    assert value(sample, "elastream_reconfigurations_total", **run) == summary["reconfigurations"]
-    assert value(sample, "elastream_events_failed_total", **run) == summary["events_failed"]
-    restart_drops = value(sample, "elastream_events_dropped_restart_total", **run)
-    assert restart_drops == summary["events_dropped_restart"]
-    assert value(sample, "elastream_query_restarts_total", **run) == summary["query_restarts"]
-    assert value(sample, "elastream_hosts_leased_total", **run) == summary["hosts_leased"]
+    for metric, field in SUMMARY_COUNTERS.items():
+        assert value(sample, metric, **run) == summary[field], metric
+    for metric, expected in RUN_GAUGES.items():
+        assert value(sample, metric, **run) == pytest.approx(expected(intervals[-1])), metric
+    backlogs = [v for (n, _), v in sample.items() if n == SOURCE_BACKLOG]
+    assert sum(backlogs) == int(intervals[-1]["source_backlog"])
+    for metric, column in RUN_HISTOGRAMS.items():
+        seconds = [float(r[column]) / 1000 for r in intervals if r[column]]
+        assert_histogram(sample, metric, seconds, **run)
     for name, row in summary["operators"].items():
         op = {"pipeline": pipeline, "operator": name}
-        for field in ("received", "processed", "emitted", "failed"):
-            assert value(sample, f"elastream_operator_events_{field}_total", **op) == row[field]
+        for metric, field in OPERATOR_COUNTERS.items():
+            assert value(sample, metric, **op) == row[field], (metric, name)
         for reason in ("timeout", "overflow"):
-            got = value(sample, "elastream_operator_events_dropped_total", **op, reason=reason)
+            got = value(sample, OPERATOR_DROPPED, **op, reason=reason)
             assert got == row[f"dropped_{reason}"], (name, reason)
-        last = [r for r in series if r["operator"] == name][-1]
-        assert value(sample, "elastream_operator_queue_events", **op) == int(last["queue"])
-        assert value(sample, "elastream_operator_replicas_active", **op) == int(last["replicas"])
-        assert value(sample, "elastream_operator_replicas_pool", **op) == row["max_replicas"]
-        assert value(sample, "elastream_operator_replicas_target", **op) == int(last["target"])
+        rows = [r for r in series if r["operator"] == name]
+        for metric, expected in OPERATOR_GAUGES.items():
+            got = value(sample, metric, **op)
+            assert got == pytest.approx(expected(rows[-1], td[rows[-1]["t"]])), (metric, name)
+        for metric, column in OPERATOR_HISTOGRAMS.items():
+            seconds = [float(r[column]) / 1000 for r in rows if r[column]]
+            assert_histogram(sample, metric, seconds, **op)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import subprocess
 import sys
@@ -12,6 +13,15 @@ from pathlib import Path
 from support.paths import PIPELINES
 
 PIPELINE = PIPELINES / "filter3.yaml"
+
+
+def events_sent(trace) -> int:
+    """The events a step-wise trace sends over its length: Σ rate × step, counted here (not by
+    the feeder's TraceIntegral, which drives the generator); a whole number by construction of
+    the tests' traces."""
+    total = math.fsum(trace.rates) * trace.step_s
+    assert abs(total - round(total)) < 1e-9, total
+    return round(total)
 
 
 def assert_conserved(audit, events_in):

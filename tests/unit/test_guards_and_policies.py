@@ -46,6 +46,50 @@ def test_scale_down_delay_after_scale_up():
     assert decide(2, current=6, t=25.0, state=state, scale_down_delay_s=20)[0].as_dict() == {"A": 2}
 
 
+def test_each_guard_window_ends_where_it_says():
+    """The boundaries, each exactly hit (found by scripts/mutation_check.py): a recommendation
+    `stabilization_s` old is out of the window; a scale-down `scale_down_delay_s` after the
+    scale-up goes ahead (and the delay counts from the scale-up's time, not from 0); a change of
+    exactly `dead_band` of the current replicas is made."""
+    _, state = decide(6, current=4, t=100.0, stabilization_s=30)
+    assert decide(2, current=6, t=129.0, state=state, stabilization_s=30)[0].as_dict() == {"A": 6}
+    assert decide(2, current=6, t=130.0, state=state, stabilization_s=30)[0].as_dict() == {"A": 2}
+    _, state = decide(6, current=4, t=100.0, scale_down_delay_s=20)
+    for t, expected in ((110.0, 6), (120.0, 2)):
+        down = decide(2, current=6, t=t, state=state, scale_down_delay_s=20)
+        assert down[0].as_dict() == {"A": expected}, t
+    assert decide(5, current=4, dead_band=0.25)[0].as_dict() == {"A": 5}  # |5 - 4| / 4 = 0.25
+    assert decide(3, current=4, dead_band=0.25)[0].as_dict() == {"A": 3}
+
+
+def test_the_scale_down_delay_counts_from_the_last_change_up_not_a_kept_target():
+    """A decision that keeps the replicas (target = current) is no scale-up: the delay still
+    counts from the last real one."""
+    _, state = decide(6, current=4, t=0.0, scale_down_delay_s=20)
+    _, state = decide(6, current=6, t=15.0, state=state, scale_down_delay_s=20)
+    assert decide(2, current=6, t=25.0, state=state, scale_down_delay_s=20)[0].as_dict() == {"A": 2}
+
+
+def test_a_stateful_operators_interval_counts_from_its_last_change():
+    """`stateful_interval_s` after a change at t = 100: held at 110 and 129, made at 130."""
+
+    def guard(target, current, t, state):
+        snap = snapshot(replace(stats("A", replicas=current, pool=(1, 8)), stateful=True), t=t)
+        config = GuardConfig(stateful_interval_s=30)
+        return apply_guards(snap, Decision.of({"A": target}), state, config)
+
+    _, state = guard(6, 4, 100.0, GuardState())
+    for t, expected in ((110.0, 6), (129.0, 6), (130.0, 2)):
+        assert guard(2, 6, t, state)[0].as_dict() == {"A": expected}, t
+
+
+def test_an_operator_with_no_active_replica_is_raised_into_its_pool():
+    """0 active replicas (none started yet): the dead band, relative to the current count, does
+    not apply (no division by zero); the target is clamped into the pool as always."""
+    assert decide(3, current=0, dead_band=0.5)[0].as_dict() == {"A": 3}
+    assert decide(0, current=0, dead_band=0.5)[0].as_dict() == {"A": 1}
+
+
 def test_static_policy():
     c = Controller.build("static", {"replicas": 3})
     snap = snapshot(stats("A", replicas=1), stats("B", replicas=5))

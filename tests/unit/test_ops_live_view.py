@@ -3,32 +3,26 @@ updates when a new interval arrives, and shows the values the metrics endpoint g
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 
 import pytest
 from support.builders import snapshot, stats
 from support.scrape import get, parse, value
 from support.sim import SIM_PIPELINE as PIPELINE
+from support.tools import BROWSER, require_tool
 
 from elastream.control.policy import Decision
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.report.endpoint import MetricsServer
 from elastream.report.prom import RunMetrics
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
 
 def dump_dom(url: str, t: float) -> str:
     """The page's DOM after its scripts ran and showed interval `t` (virtual time: one poll of
     /state and more; three tries on a loaded machine)."""
-    if CHROMIUM is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("chromium is not installed (Debian package chromium)")
-        pytest.skip("chromium is not installed")
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+    chromium = require_tool(("chromium", "chromium-browser"), BROWSER, "chromium")
+    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
            "--virtual-time-budget=3000", "--dump-dom", url]  # fmt: skip
     for _ in range(3):
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)

@@ -47,9 +47,14 @@ def test_a_scrape_at_the_end_equals_the_runs_outputs(tmp_path):
     port = free_port()
     settings = {"metrics": {"port": port, "linger_s": 2.0}}
     with Scraper(f"http://127.0.0.1:{port}/metrics", every_s=0.2) as scraper:
-        assert simulate(tmp_path, settings=settings) == 0
+        # no drain: the last interval, whose gauges the scrape shows, has input (a source rate)
+        assert simulate(tmp_path, "--drain", "0", settings=settings) == 0
     assert scraper.scrapes, f"no scrape succeeded ({scraper.refused} refused)"
-    assert_metrics_match_outputs(scraper.scrapes[-1], tmp_path / "out", PIPELINE["name"])
+    last = scraper.scrapes[-1]
+    assert_metrics_match_outputs(last, tmp_path / "out", PIPELINE["name"])
+    run = {"pipeline": PIPELINE["name"]}
+    assert value(last, "elastream_source_rate_events_per_second", **run) > 0
+    assert value(last, "elastream_latency_seconds_count", **run) > 0
 
 
 def test_port_zero_serves_nothing_and_the_flag_wins_over_the_file(tmp_path, caplog):

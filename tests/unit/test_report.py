@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
-import shutil
 import subprocess
 from dataclasses import fields, replace
 from html.parser import HTMLParser
@@ -17,6 +15,7 @@ from matplotlib.image import imread
 from rich.console import Console
 from support.builders import linear_pipeline, snapshot, stats
 from support.paths import ROOT
+from support.tools import BROWSER, require_tool
 
 from elastream.control.controller import Controller
 from elastream.control.mape import RunResult, run_mape
@@ -370,11 +369,7 @@ class ProbeParser(HTMLParser):
 
 
 def test_report_loads_in_a_headless_browser(written, tmp_path):
-    browser = next((b for b in BROWSERS if shutil.which(b)), None)
-    if browser is None:
-        if os.environ.get("ELASTREAM_REQUIRE_BROWSER"):
-            pytest.fail(f"ELASTREAM_REQUIRE_BROWSER is set but none of {BROWSERS} is installed")
-        pytest.skip(f"no headless browser installed (looked for {', '.join(BROWSERS)})")
+    browser = require_tool(BROWSERS, BROWSER, "chromium")
     page = (written[1] / "report.html").read_text()
     probed = tmp_path / "probe.html"
     probed.write_text(page.replace("<head>", "<head>" + PROBE, 1))

@@ -101,3 +101,21 @@ def test_config_describe_prints_every_option_with_its_meaning(capsys):
         assert option in out
     assert "MAPE interval, s" in out
     assert "FieldInfo" not in out and "Annotated" not in out  # readable types only
+
+
+def test_config_prints_what_its_flag_asks_for(capsys):
+    """`--describe` prints the settings and not the policy list, `--policies` the list and not
+    the settings; with neither (or both) argparse says the one it needs."""
+    assert main(["config", "--policies"]) == 0
+    out = capsys.readouterr().out
+    listed = {line.split(":")[0] for line in out.splitlines()}  # the README's table of policies
+    assert listed == {"psps", "objective", "ds2", "lagaware", "proactive", "threshold", "dabs",
+                      "static", "decentralized"}  # fmt: skip
+    assert "interval_s" not in out
+    assert main(["config", "--describe"]) == 0
+    assert "\npsps: " not in capsys.readouterr().out
+    for flags in ([], ["--describe", "--policies"]):
+        with pytest.raises(SystemExit) as caught:
+            main(["config", *flags])
+        assert caught.value.code == 2
+        assert "--describe" in capsys.readouterr().err

@@ -14,10 +14,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "config", help="describe every setting (run settings file, simulator, policy options)"
     )
-    parser.add_argument(
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument(
         "--describe", action="store_true", help="print every option, its default and meaning"
     )
-    parser.add_argument("--policies", action="store_true", help="list the registered policies")
+    what.add_argument("--policies", action="store_true", help="list the registered policies")
     parser.set_defaults(handler=handle)
 
 
@@ -47,10 +48,10 @@ def print_options(heading: str, options: list[Option]) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if args.policies:
+    if args.describe:
+        for heading, options in sections():
+            print_options(heading, options)
+    else:  # --policies (argparse requires one of the two)
         for name in POLICIES.names():
             print(f"{name}: {POLICIES.get(name).summary}")
-        return 0
-    for heading, options in sections():
-        print_options(heading, options)
     return 0

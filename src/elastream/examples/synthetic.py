@@ -45,6 +45,15 @@ def checksum(events: list[Event]) -> Iterable[Emit]:
     return out
 
 
+def fail_marked(events: list[Event]) -> Iterable[Emit]:
+    """A pass-through that raises on every event whose payload has a `poison` field (the chaos
+    soak's poison events): those events fail alone (kept in the error log), the others go on."""
+    for e in events:
+        if "poison" in e.payload:
+            raise ValueError(f"poison event {e.payload['poison']}")
+    return [e.emit(e.payload) for e in events]
+
+
 def fail_some(events: list[Event]) -> Iterable[Emit]:
     """A pass-through that raises on every event whose index ends in 3 (a tenth of them):
     those events fail alone (kept in the error log), the others go on."""
