@@ -24,13 +24,11 @@ from elastream.experiments.bench.scenario import BenchError, BenchFile, RunSpec,
 from elastream.experiments.bench.tables import render_tables, update_markdown
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "bench",
-        help="run scenarios x policies x parameter grids on the simulator",
-        description="Run every (scenario, policy, grid point) of SCENARIOS.yaml on the simulator, "
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Run every (scenario, policy, grid point) of SCENARIOS.yaml on the simulator, "
         "in parallel processes, and write results.csv, intervals.csv and report.html to --out. "
-        "Format of the file: docs/policies.md#benchmarks.",
+        "Format of the file: docs/policies.md#benchmarks."
     )
     parser.add_argument("scenarios", type=Path, metavar="SCENARIOS.yaml")
     parser.add_argument(

@@ -19,9 +19,8 @@ from elastream.config import ConfigError, RunConfig
 from elastream.runtime.sim.settings import SimSettingsError
 
 
-def add_parser(sub: argparse._SubParsersAction, name: str, help: str) -> argparse.ArgumentParser:
-    """`run`'s parser under `name` (`simulate` is the same command with --engine sim)."""
-    parser = sub.add_parser(name, help=help, description=help)
+def register(parser: argparse.ArgumentParser) -> None:
+    """`run`'s options (`simulate` is the same command with --engine sim)."""
     add_run_options(parser)
     parser.add_argument(
         "--resume",
@@ -31,11 +30,6 @@ def add_parser(sub: argparse._SubParsersAction, name: str, help: str) -> argpars
     )
     add_sodrp_options(parser)
     parser.set_defaults(handler=handle)
-    return parser
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    add_parser(sub, "run", "run a pipeline, scaling each operator live (Spark, or --engine sim)")
 
 
 def sim_settings_from_args(args: argparse.Namespace) -> Any:

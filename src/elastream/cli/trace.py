@@ -15,13 +15,11 @@ from elastream.workloads.scaling import apply_scaling, human_duration
 SMOOTH_ABOVE = 2000  # samples: beyond this the plot adds a moving average over the raw rates
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "trace",
-        help="statistics and a plot of a workload trace",
-        description="Print statistics of a trace file or generator spec (e.g. "
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Print statistics of a trace file or generator spec (e.g. "
         "'spike:peak=300,onset=60') and plot it. Scaling order: slice (in original trace "
-        "time), then peak rescale, then time compression.",
+        "time), then peak rescale, then time compression."
     )
     parser.add_argument("spec", metavar="PATH-or-GENERATOR", help="trace file or generator spec")
     parser.add_argument("--peak-rate", type=float, help="rescale so the maximum is X events/s")
