@@ -141,7 +141,7 @@ def run_engine(
         return run_mape(
             engine,
             controller,
-            dry_run=config.dry_run,
+            recommend_only=config.recommend_only,
             observers=observers,
             keep_snapshots=config.keep_snapshots if keep_snapshots is None else keep_snapshots,
             hosts=slot_hosts(config),
