@@ -60,10 +60,12 @@ def open_series(
     *,
     recent_s: float | None = None,
     archive_s: float = 3600.0,
+    append: bool = False,
 ) -> SeriesWriter:
     """The observer that writes timeseries.csv and intervals.csv into `out_dir` as a run goes
     (each interval judged against the run's latency `objective`, if any; rows older than
-    `recent_s` merged into rows of `archive_s`: report/archive.py)."""
+    `recent_s` merged into rows of `archive_s`: report/archive.py; `append`: after the rows a
+    resumed run's earlier part wrote)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = output_paths(out_dir)
@@ -75,6 +77,7 @@ def open_series(
         recent_s=recent_s,
         archive_s=archive_s,
         objective=objective,
+        append=append,
     )
 
 
