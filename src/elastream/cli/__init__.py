@@ -17,6 +17,7 @@ from elastream.cli._logging import FORMATS, LEVELS, configure_logging
 # Every command and its one-line help; the module `elastream.cli.COMMAND` adds its options.
 COMMANDS = {
     "bench": "run scenarios x policies x parameter grids on the simulator",
+    "check": "check a pipeline and its settings as `run` would, and say what would run",
     "cluster": "start or stop a Spark standalone cluster here",
     "config": "describe every setting (run settings file, simulator, policy options)",
     "demo": "run the tweet-analysis example on Spark (a few minutes)",

@@ -14,7 +14,7 @@ from pydantic.fields import FieldInfo
 from elastream.base.settings import SettingsError, default_text, read_settings
 from elastream.cli._renamed import add_gone_option, add_old_option
 from elastream.config import ConfigError, RunConfig, make_config
-from elastream.config.files import load_pipeline
+from elastream.config.files import load_pipeline, make_importable
 from elastream.config.run import DRY_RUN_GONE
 from elastream.control.policies import POLICIES
 from elastream.model.metrics import PAPER_METRICS, Summary
@@ -195,6 +195,7 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
 
 def load_run_inputs(args: argparse.Namespace, **overrides: Any) -> tuple[Pipeline, RunConfig]:
     pipeline = load_pipeline(args.pipeline)
+    make_importable(pipeline)
     pipeline.check_imports()
     return pipeline, config_from_args(args, **overrides)
 

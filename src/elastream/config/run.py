@@ -341,7 +341,8 @@ class RunConfig(Settings):
         for op in data["operators"]:
             pool = op["replicas"]
             pool["initial"] = max(pool["min"], min(pool["max"], r))
-        return pipeline_from_dict(data, f"{pipeline.name} starting at {r} replicas")
+        starting = pipeline_from_dict(data, f"{pipeline.name} starting at {r} replicas")
+        return starting.read_from(pipeline.folder)
 
     @property
     def history_retention_s(self) -> float | None:

@@ -51,6 +51,16 @@ class GracefulStop(Protocol):
 
 
 @runtime_checkable
+class Preflight(Protocol):
+    """Checks before it starts what it can (e.g. Java, the sources and sinks, the functions),
+    so that a run that cannot work fails in one line having created nothing: the run session
+    calls `check` before it opens any output, endpoint or queue. It says what it checked, a
+    line each (`elastream check` prints them)."""
+
+    def check(self) -> list[str]: ...
+
+
+@runtime_checkable
 class MessageTransport(Protocol):
     """Offers the decentralized policy's agents a message transport: the name it is registered
     under in `decentral.transport.TRANSPORTS` (TCP in the Spark driver, memory in the
@@ -59,7 +69,14 @@ class MessageTransport(Protocol):
     message_transport: str
 
 
-FEATURES: tuple[type, ...] = (FastForward, Hosts, LeasedHosts, GracefulStop, MessageTransport)
+FEATURES: tuple[type, ...] = (
+    FastForward,
+    Hosts,
+    LeasedHosts,
+    GracefulStop,
+    Preflight,
+    MessageTransport,
+)
 
 F = TypeVar("F")
 

@@ -27,7 +27,7 @@ from pyspark.sql.types import StructType
 from elastream.model.pipeline import Pipeline, SinkKind, SinkSpec, load_callable
 from elastream.runtime.queues import ControlTable, DataPath, TaskStore
 from elastream.runtime.queues.base import BatchPlan
-from elastream.runtime.spark.ingest import check_redis, redis_client
+from elastream.runtime.spark.ingest import check_creatable, check_redis, redis_client
 from elastream.runtime.spark.task import store_for
 
 SINK_SOURCE = "elastream_sink"
@@ -284,15 +284,19 @@ def files_frame(frame: Any, spec: SinkSpec) -> Any:
     return parsed.select("id", "key", "ts", "p.*")
 
 
-def check_sinks(pipeline: Pipeline, resume: bool) -> None:
-    """Start-up checks, before Spark starts: a files sink's directory is writable (and, for a new
-    run, holds no earlier run's output), a redis sink's server answers, a foreach_batch function
-    imports. One line naming the culprit."""
+def check_sinks(pipeline: Pipeline, resume: bool) -> list[Path]:
+    """Start-up checks, before Spark starts, creating nothing: a files sink's directory is
+    writable, or can be created (the run creates it), and for a new run holds no earlier run's
+    output; a redis sink's server answers; a foreach_batch function imports. One line naming
+    the culprit. Returns the directories to create."""
+    to_create = []
     for spec in pipeline.sinks:
         what = f"sink {spec.name!r}"
         if spec.kind is SinkKind.FILES:
-            check_writable(Path(spec.path or ""), what)
-            if not resume and (Path(spec.path or "") / SPARK_METADATA).exists():
+            folder = Path(spec.path or "")
+            if check_writable(folder, what):
+                to_create.append(folder)
+            if not resume and (folder / SPARK_METADATA).exists():
                 raise SinkError(
                     f"{what}: {spec.path} holds an earlier run's output ({SPARK_METADATA}); "
                     "remove it, or give --resume to carry that run on"
@@ -301,18 +305,23 @@ def check_sinks(pipeline: Pipeline, resume: bool) -> None:
             check_redis(spec.url or "", what)
         elif spec.kind is SinkKind.FOREACH_BATCH:
             load_callable(spec.function or "", f"{what} function")
+    return to_create
 
 
-def check_writable(folder: Path, what: str) -> None:
-    """Create `folder` if needed and write a file there; SinkError in one line if impossible."""
+def check_writable(folder: Path, what: str) -> bool:
+    """A file can be written in `folder` (False), or `folder` is absent and can be created
+    (True: to be created); SinkError in one line otherwise."""
+    if not folder.exists():
+        check_creatable(folder, what, SinkError)
+        return True
     try:
-        folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".elastream-check-"):
             pass
     except OSError as exc:
         raise SinkError(f"{what}: cannot write to {folder} ({exc.strerror or exc})") from None
     if not os.access(folder, os.W_OK):
         raise SinkError(f"{what}: cannot write to {folder}")
+    return False
 
 
 def first_batch(query: Any, what: str, timeout_s: float = 120.0) -> None:
