@@ -14,6 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
+import _src  # noqa: F401  (src/ on the path: reproductions is not installed)
 import numpy as np
 
 from elastream.leasing.hosts import HostType

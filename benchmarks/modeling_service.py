@@ -11,6 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import _src  # noqa: F401  (src/ on the path: reproductions is not installed)
 import httpx
 import numpy as np
 

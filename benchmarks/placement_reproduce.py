@@ -20,6 +20,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+import _src  # noqa: F401  (src/ on the path: reproductions is not installed)
 import matplotlib.pyplot as plt
 
 from elastream.placement.compact_ilp import CompactIlp

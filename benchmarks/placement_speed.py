@@ -20,6 +20,8 @@ import os
 import statistics
 import time
 
+import _src  # noqa: F401  (src/ on the path: reproductions is not installed)
+
 from elastream.placement.compact_ilp import CompactIlp
 from elastream.placement.generator import random_instance
 from elastream.placement.heuristic import Heuristic

@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import _src  # noqa: F401  (src/ on the path: reproductions is not installed)
+
 from elastream.cli.demo import demo_pipeline_path
 from elastream.config import make_config
 from elastream.config.files import load_pipeline

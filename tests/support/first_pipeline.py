@@ -59,17 +59,20 @@ def input_words(folder: Path) -> collections.Counter:
     return words
 
 
-def output_words(folder: Path) -> collections.Counter:
-    """Rows per word in `folder/results`, read with pandas (the `word` column; from a payload
-    written as JSON text when the sink declares no columns)."""
+def sink_column(results: Path, field: str) -> list:
+    """The values of payload field `field` in the Parquet files of a files sink, read with
+    pandas: its column, or, when the sink declares no columns, from the payload's JSON text."""
     import pandas as pd
 
-    frame = pd.read_parquet(folder / "results")
-    if "word" in frame.columns:
-        words = frame["word"]
-    else:
-        words = frame["payload"].map(lambda text: json.loads(text)["word"])
-    return collections.Counter(words)
+    frame = pd.read_parquet(results)
+    if field in frame.columns:
+        return list(frame[field])
+    return [json.loads(text)[field] for text in frame["payload"]]
+
+
+def output_words(folder: Path) -> collections.Counter:
+    """Rows per word in `folder/results`."""
+    return collections.Counter(sink_column(folder / "results", "word"))
 
 
 def verify(folder: Path) -> str:

@@ -33,19 +33,21 @@ def test_a_killed_run_keeps_the_rows_written_so_far(tmp_path):
     script = textwrap.dedent(
         f"""
         import os, signal, time
-        from support.builders import linear_pipeline
+        from support.builders import linear_pipeline, snapshot, stats
+        from elastream.control.policy import Decision
         from elastream.model.pipeline import pipeline_from_dict
         from elastream.report import open_series
-        from test_series_resume import feed
         series = open_series(pipeline_from_dict(linear_pipeline(2)), {str(tmp_path)!r})
-        for k in range(3):  # an interval longer than the flush period, as a run's are
+        for k in range(1, 4):  # intervals longer than the flush period, as a run's are
             time.sleep({FLUSH_S + 0.2})
-            feed(series, k, 1, 5.0)
+            ops = [stats(o, replicas=1, received=k, processed=k) for o in ("op1", "op2")]
+            snap = snapshot(*ops, t=5.0 * k, td=5.0, sources={{"src": k}}, completed=k)
+            series(snap, Decision.of({{"op1": 1, "op2": 1}}))
         os.kill(os.getpid(), signal.SIGKILL)
         """
     )
-    here = Path(__file__).resolve().parent  # this module and, above it, support/
-    paths = [str(here), str(here.parent), os.environ.get("PYTHONPATH", "")]
+    tests = Path(__file__).resolve().parents[1]  # support/ is there
+    paths = [str(tests), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     done = subprocess.run([sys.executable, "-c", script], env=env, timeout=60, check=False)
     assert done.returncode == -9  # killed, nothing closed

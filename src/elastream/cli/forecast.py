@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from elastream.base.extras import require
 from elastream.cli._renamed import add_old_option
 from elastream.prediction.backtest import BacktestResult, backtest, origins_for, skill
 from elastream.prediction.forecasting import BASELINES, FORECASTERS, FitCache, Series
@@ -136,7 +137,7 @@ def scores(results: dict[str, BacktestResult]) -> dict[str, dict[str, float]]:
 
 
 def plot(series: Series, results: dict[str, BacktestResult], title: str, out: Path) -> None:
-    import matplotlib
+    matplotlib = require("matplotlib", extra="plots", feature="the forecasts' plot (or --no-plot)")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from elastream.base.extras import require
 from elastream.cli._renamed import add_old_option
 from elastream.workloads import FORMATS, LoadInfo, Trace, resolve_trace_info
 from elastream.workloads.scaling import apply_scaling, human_duration
@@ -80,7 +81,7 @@ def _time_axis(trace: Trace) -> tuple[np.ndarray, str]:
 
 def plot_trace(trace: Trace, out: Path, scaling: list[str]) -> Path:
     """A rate-over-time panel with median/p99 lines, and the rate distribution beside it."""
-    import matplotlib
+    matplotlib = require("matplotlib", extra="plots", feature="the trace's plot (or --no-plot)")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import redis
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
@@ -161,6 +160,8 @@ class RedisWriter:
             self._retry(lambda a=args: script(keys=[self.spec.stream, self.mark], args=a))
 
     def _retry(self, call: Callable[[], Any]) -> None:
+        import redis
+
         while True:
             try:
                 call()

@@ -18,13 +18,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import redis
-
+from elastream.base.extras import require
 from elastream.model.events import EventColumns
 from elastream.model.pipeline import Pipeline, SourceKind, SourceSpec, load_callable
 from elastream.runtime.queues import ControlTable, TaskStore, open_store
+
+if TYPE_CHECKING:  # redis is an extra: imported where a redis source or sink needs it
+    import redis
 
 CORRUPT = "_corrupt_record"  # Spark's column for a row its CSV/JSON reader could not parse
 FILE_COL = "_elastream_file"
@@ -330,13 +332,17 @@ class SparkBatch:
 
 def redis_client(url: str, timeout_s: float | None = None) -> redis.Redis:
     """A client of the Redis server at `url` (decoded strings)."""
+    import redis
+
     return redis.Redis.from_url(
         url, decode_responses=True, socket_connect_timeout=timeout_s, socket_timeout=timeout_s
     )
 
 
 def check_redis(url: str, what: str) -> None:
-    """Fail at once, in one line naming `what`, when the Redis server at `url` does not answer."""
+    """Fail at once, in one line naming `what`, when the Redis server at `url` does not answer
+    (or the redis extra is not installed)."""
+    redis = require("redis", extra="redis", feature=what)
     try:
         redis_client(url, REDIS_CONNECT_S).ping()
     except (redis.RedisError, OSError, ValueError) as exc:
@@ -373,6 +379,8 @@ class RedisReader:
         return f"redis_source:{self.spec.name}"
 
     def _run(self) -> None:
+        import redis
+
         store = self.admission.store
         client = redis_client(self.spec.url or "", 5.0)
         recorded = store.meta(self._key) or {"first": 0, "after": "0-0"}
@@ -403,6 +411,8 @@ class RedisReader:
         """Entries added to the stream and not appended yet, now: XINFO `entries-added` minus
         the source's position in its targets (measured by the caller's thread, so that it is
         current while the reader waits for room). The last value when Redis does not answer."""
+        import redis
+
         if self._probe is None:
             self._probe = redis_client(self.spec.url or "", REDIS_CONNECT_S)
         try:
