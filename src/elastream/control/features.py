@@ -45,9 +45,12 @@ class LeasedHosts(Hosts, Protocol):
 
 @runtime_checkable
 class GracefulStop(Protocol):
-    """Stops on request (SIGINT, SIGTERM): its sources stop reading, its queues drain."""
+    """Stops on request (SIGINT, SIGTERM): its sources stop reading, its queues drain; or at
+    once (a second signal), losing nothing committed: a resumed run carries on."""
 
     def request_stop(self) -> None: ...
+
+    def abort(self) -> None: ...
 
 
 @runtime_checkable

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -182,6 +184,7 @@ class SparkEngine:
         self.keep_session = keep_session or spark is not None  # never stop the caller's
         self.given_session = spark  # a SparkSession to run in (the Python API's spark=)
         self.stop_requested = threading.Event()  # request_stop(): SIGINT, SIGTERM
+        self.aborted = False  # abort(): a second signal; the JVM is gone
         self.stopping_since: float | None = None  # when the sources stopped on request
         self.queries: dict[str, Any] = {}
         self.queries_stopped = False  # every query stopped for good (_stop_queries)
@@ -404,6 +407,23 @@ class SparkEngine:
         reading, then the queues drain within `drain_s` and the run ends as a finished one."""
         self.stop_requested.set()
 
+    def abort(self) -> None:
+        """Stop at once (a second SIGINT or SIGTERM; safe from a signal handler): the driver JVM
+        this run launched is killed with its Python workers (its session: they die with it);
+        what they committed stays (the store's transactions, Spark's checkpoints), so `--resume`
+        carries on. `stop` then ends the driver's own threads only. A caller's session is left
+        running: its run stops as `stop` stops it."""
+        if self.keep_session:
+            return
+        jvm = getattr(SparkContext._gateway, "proc", None)  # launched here (runtime/spark/session)
+        if jvm is None or jvm.poll() is not None:
+            return
+        try:
+            os.killpg(jvm.pid, signal.SIGKILL)  # the JVM leads a session of its own
+        except ProcessLookupError:  # not a group of its own: leave it to `stop`
+            return
+        self.aborted = True
+
     def _stop_pending(self) -> bool:
         """A stop was requested and the sources have not been stopped yet."""
         return self.stop_requested.is_set() and self.stopping_since is None
@@ -445,6 +465,13 @@ class SparkEngine:
         }
 
     def stop(self) -> None:
+        if self.aborted:  # the JVM is gone: end the driver's threads, ask nothing of Spark
+            for io in (self.ingest, self.egress):
+                if io is not None:
+                    io.stop(lambda query: None)
+            if hasattr(self, "feeder"):
+                self.feeder.stop()
+            return
         self._stop_io("ingest")
         if hasattr(self, "feeder"):
             self.feeder.stop()
