@@ -9,13 +9,15 @@ import argparse
 import os
 import pickle
 import resource
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
-import _src  # noqa: F401  (src/ on the path: reproductions is not installed)
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproductions: not installed
 
 from elastream.leasing.hosts import HostType
 from reproductions.btu.config import SimSettings

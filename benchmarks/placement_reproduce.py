@@ -14,14 +14,16 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
-import _src  # noqa: F401  (src/ on the path: reproductions is not installed)
 import matplotlib.pyplot as plt
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproductions: not installed
 
 from elastream.placement.compact_ilp import CompactIlp
 from elastream.placement.evaluator import QoS, evaluate

@@ -1,45 +1,10 @@
-"""The one stop path's Python side, without Spark (tests/spark/test_first_hour.py runs it on
-Spark, the signals sent to a real run's process group): the first SIGINT or SIGTERM asks for
-a graceful stop, a second aborts and raises KeyboardInterrupt (exit 130 on the command line),
-and PySpark's SIGINT handler does not replace ours."""
+"""PySpark's SIGINT handler does not replace a graceful stop's (the handlers themselves:
+tests/unit/test_python_api.py; on Spark, the signals sent to a real run's process group:
+tests/spark/test_first_hour.py)."""
 
 from __future__ import annotations
 
-import os
 import signal
-
-import pytest
-
-from elastream.control.features import GracefulStop
-from elastream.runtime.signals import stop_on_signals
-
-
-class Stoppable:
-    """An engine that only records the stop requests it gets."""
-
-    features = frozenset({GracefulStop})
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    def request_stop(self) -> None:
-        self.calls.append("request_stop")
-
-    def abort(self) -> None:
-        self.calls.append("abort")
-
-
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_the_first_signal_asks_to_stop_and_a_second_aborts(sig, capsys):
-    engine = Stoppable()
-    before = signal.getsignal(sig)
-    with pytest.raises(KeyboardInterrupt, match="received twice"), stop_on_signals(engine, 60):
-        os.kill(os.getpid(), sig)
-        assert engine.calls == ["request_stop"]
-        assert f"{sig.name} received" in capsys.readouterr().err
-        os.kill(os.getpid(), sig)
-    assert engine.calls == ["request_stop", "abort"]
-    assert signal.getsignal(sig) is before  # put back after the run
 
 
 def test_a_spark_context_made_here_keeps_our_sigint_handler():
