@@ -114,6 +114,18 @@ def test_a_signal_to_the_process_group_drains_and_writes_the_report(tmp_path, si
     assert sorted(sink_column(folder / "results", "n")) == input_rows(folder)  # each once
 
 
+def committed_column(results: Path, field: str) -> list:
+    """Payload field `field` of the rows a files sink committed, read with Spark: a run killed
+    at once may leave a part file it never committed, which Spark's reader skips (its metadata
+    log) and pandas cannot read (that the files sink leaves none is another item of issue 38)."""
+    from elastream.runtime.spark.session import spark_session
+
+    frame = spark_session("local[1]").read.parquet(str(results)).toPandas()
+    if field in frame.columns:
+        return list(frame[field])
+    return [json.loads(text)[field] for text in frame["payload"]]
+
+
 def test_a_second_sigint_stops_at_once_and_resume_completes_the_run(tmp_path):
     folder = slow_folder(tmp_path)
     run = slow_run(folder)
@@ -131,6 +143,6 @@ def test_a_second_sigint_stops_at_once_and_resume_completes_the_run(tmp_path):
     again = slow_run(folder, "--resume", "--duration", "5")
     output, _ = again.communicate(timeout=600)
     assert again.returncode == 0, output
-    assert sorted(sink_column(folder / "results", "n")) == input_rows(folder)  # each once
+    assert sorted(committed_column(folder / "results", "n")) == input_rows(folder)  # each once
     resumed = list(csv.DictReader((folder / "runs" / "slow" / "timeseries.csv").open()))
     assert resumed[: len(written)] == written and len(resumed) > len(written)  # appended
