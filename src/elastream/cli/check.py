@@ -105,13 +105,13 @@ def setting_lines(config: RunConfig, resume: bool) -> list[str]:
     if config.unbounded:
         until = "until stopped (Ctrl-C or SIGTERM: the queues drain, the report is written)"
     else:
-        until = (
-            f"for {config.duration or config.trace} s" if config.duration else "to its trace's end"
-        )
+        until = f"for {config.duration:g} s" if config.duration else "to its trace's end"
     mode = ", decisions reported but never enacted" if config.recommend_only else ""
-    queues = config.queues or f"{config.out}/queues.db"
-    return [
+    lines = [
         f"run {where}, {until}{', resuming' if resume else ''}",
         f"policy {config.policy} every {config.interval_s:g} s{mode}",
-        f"outputs in {config.out}, queues in {redact_text(str(queues))}",
     ]
+    queues = config.queues or f"{config.out}/queues.db"
+    if config.engine == "spark":
+        return [*lines, f"outputs in {config.out}, queues in {redact_text(str(queues))}"]
+    return [*lines, f"outputs in {config.out}"]
