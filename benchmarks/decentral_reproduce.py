@@ -7,6 +7,7 @@ Writes small PNGs and prints the numbers discussed in docs/reproduction/decentra
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +16,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproductions: not installed
 
 from elastream.decentral.agent import AgentConfig
 from elastream.decentral.decision import DecisionConfig

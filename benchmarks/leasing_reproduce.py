@@ -11,12 +11,15 @@ import argparse
 import os
 import pickle
 import resource
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproductions: not installed
 
 from elastream.leasing.hosts import HostType
 from elastream.workloads import resolve_trace_info

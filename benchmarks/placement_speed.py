@@ -18,7 +18,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproductions: not installed
 
 from elastream.placement.compact_ilp import CompactIlp
 from elastream.placement.generator import random_instance

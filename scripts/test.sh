@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up, then lint, build the docs and run every test (what CI runs); meanwhile the wheel is
-# built and installed in a fresh venv and its simulator demo run (wheel_check.sh).
+# built and installed in a fresh venv, and its simulator demo and the README's first pipeline run
+# from it (wheel_check.sh, done before the Spark tests start).
 #   bash scripts/test.sh          everything (unit, Spark, Redis and browser tests, the wheel)
 #   bash scripts/test.sh --fast   lint and the tests that need no Spark (a few minutes)
 # Extra arguments go to pytest (one run, in one process).
@@ -25,17 +26,21 @@ wheel_log=$(mktemp)
 bash scripts/wheel_check.sh >"$wheel_log" 2>&1 &
 wheel_pid=$!
 status=0
+wheel_done() {  # the wheel check runs Spark too: it ends before the Spark tests start
+  if ! wait "$wheel_pid"; then
+    echo "wheel check failed:" >&2
+    cat "$wheel_log" >&2
+    status=1
+  fi
+  grep -E "^(elastream |wheel )" "$wheel_log" || true
+  rm -f "$wheel_log"
+}
 if [ $# -gt 0 ]; then
+  wheel_done
   "${pytest[@]}" --durations=25 "$@" || status=$?
 else  # the tests without Spark on both cores; then the Spark tests one at a time (each uses both)
   "${pytest[@]}" -n 2 --durations=10 -m "not spark" || status=$?
+  wheel_done
   "${pytest[@]}" --durations=30 -m spark || status=$?
 fi
-if ! wait "$wheel_pid"; then
-  echo "wheel check failed:" >&2
-  cat "$wheel_log" >&2
-  status=1
-fi
-grep -E "^(elastream |wheel )" "$wheel_log" || true
-rm -f "$wheel_log"
 exit "$status"

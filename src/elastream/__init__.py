@@ -10,6 +10,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+__version__ = "0.1.0"  # the package's version (pyproject.toml reads it from here)
+
 _EXPORTS = {
     "PipelineBuilder": "elastream.model.builder",
     "Pipeline": "elastream.model.pipeline",

@@ -10,7 +10,7 @@ from typing import Any
 
 from elastream.base.settings import SettingsError, read_settings
 from elastream.config import ConfigError, RunConfig, make_config
-from elastream.config.files import load_pipeline
+from elastream.config.files import load_pipeline, make_importable
 from elastream.control.mape import RunResult
 from elastream.model.builder import PipelineBuilder
 from elastream.model.metrics import RunTotals, Summary
@@ -34,16 +34,16 @@ class Finished:
 
 
 def as_pipeline(pipeline: PipelineLike) -> Pipeline:
-    """A Pipeline from a built one, a builder (built and import-checked) or a YAML file."""
+    """A Pipeline from a built one, a builder (built and import-checked) or a YAML file, its
+    folder and the working directory on the import path (`make_importable`)."""
     if isinstance(pipeline, PipelineBuilder):
-        return pipeline.build()
+        pipeline = pipeline.build(check_imports=False)
+    elif isinstance(pipeline, str | Path):
+        pipeline = load_pipeline(pipeline)
     if isinstance(pipeline, Pipeline):
+        make_importable(pipeline)
         pipeline.check_imports()
         return pipeline
-    if isinstance(pipeline, str | Path):
-        loaded = load_pipeline(pipeline)
-        loaded.check_imports()
-        return loaded
     raise TypeError(f"expected a Pipeline, a PipelineBuilder or a YAML path, got {pipeline!r}")
 
 

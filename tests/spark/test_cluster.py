@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pyspark
 import pytest
+from support.first_pipeline import setup, verify
 from support.paths import PIPELINES
 from support.redis_server import LocalRedis, local_redis
 from support.spark_runs import assert_conserved, descendants, events_sent
@@ -300,6 +301,21 @@ def test_a_driver_without_the_secret_is_refused_with_one_line(cluster, tmp_path)
     assert "could not register with the Spark master" in lines[0], lines
     assert state.master_url in lines[0] and "without a secret" in lines[0], lines
     assert read_secret(Path(state.auth_file)) not in run.stderr + run.stdout
+
+
+def test_the_readme_pipeline_runs_on_the_cluster_from_a_new_folder(cluster, tmp_path):
+    """The README's first pipeline, run by the console script from its own folder: its `myapp`
+    reaches the executors' Python workers (whose working directory is their worker's, not this
+    folder) in the zip the driver ships, as --py-files."""
+    state, _ = cluster
+    setup(tmp_path)
+    (tmp_path / "run.yaml").write_text(json.dumps({"spark": {"auth_file": state.auth_file}}))
+    cmd = [str(Path(sys.executable).parent / "elastream"), "run", "pipeline.yaml"]
+    cmd += ["--out", "runs/words", "--duration", "15", "--master", state.master_url]
+    cmd += ["--config", "run.yaml", "--quiet", "--no-metrics"]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    verify(tmp_path)  # pandas.read_parquet(results/): one row per word of the input
 
 
 def test_cluster_down_stops_exactly_what_up_started(cluster):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.spark_runs import kill_run
 
 from elastream.config import make_config
 from elastream.control.policy import Decision
@@ -274,7 +274,7 @@ def test_a_killed_files_run_resumes_with_every_row_once(tmp_path):
     while not list((tmp_path / "out").glob("*.parquet")):
         assert first.poll() is None and time.time() < deadline, first.stdout.read()
         time.sleep(0.5)
-    os.killpg(first.pid, signal.SIGKILL)
+    kill_run(first)  # the driver, its JVM and Python workers at once
     first.wait(timeout=30)
     second = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=400)
     assert second.returncode == 0, second.stdout + second.stderr
@@ -335,7 +335,7 @@ def test_redis_in_redis_out_exactly_once_across_kill_resume_and_server_restart(t
         while client.xlen("results") < 100:
             assert first.poll() is None and time.time() < deadline, first.stdout.read()
             time.sleep(0.5)
-        os.killpg(first.pid, signal.SIGKILL)
+        kill_run(first)  # the driver, its JVM and Python workers at once
         first.wait(timeout=30)
         server.kill()  # the server dies with the producer writing, and comes back from its AOF
         server.start()

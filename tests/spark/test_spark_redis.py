@@ -4,14 +4,19 @@ spike with no query restarted, through a redis-server SIGKILLed and restarted mi
 conservation (the 2-worker cluster test in test_cluster.py also runs on Redis queues)."""
 
 import json
-import os
 import signal
 import time
 from pathlib import Path
 
 import pytest
 from support.redis_server import local_redis
-from support.spark_runs import assert_conserved, events_sent, run_cli, wait_until_counted
+from support.spark_runs import (
+    assert_conserved,
+    events_sent,
+    kill_run,
+    run_cli,
+    wait_until_counted,
+)
 
 from elastream.config import make_config
 from elastream.runtime.queues import RedisQueueStore
@@ -60,7 +65,7 @@ def test_a_killed_run_on_redis_resumes_exactly_once(tmp_path, server):
     store = run_store(out, server.url)
     first = run_cli(out, "--queues", server.url, "--config", str(settings))
     wait_until_counted(first, lambda: emitted(store), 150)
-    os.killpg(first.pid, signal.SIGKILL)  # the driver, its JVM and Python workers at once
+    kill_run(first)  # the driver, its JVM and Python workers at once
     first.wait(timeout=30)
     killed_at = emitted(store)
     assert 0 < killed_at < 800

@@ -14,6 +14,7 @@ from support.spark_runs import (
     PIPELINE,
     assert_conserved,
     descendants,
+    kill_run,
     outcomes_so_far,
     run_cli,
     wait_for_outcomes,
@@ -186,7 +187,7 @@ def test_a_killed_helper_then_a_killed_run_lose_nothing_and_deliver_once(tmp_pat
     assert len(helpers) == (1 if layout == "pipeline" else 3), helpers  # one per query
     os.kill(helpers[0], signal.SIGKILL)
     wait_for_outcomes(first, db, 300)  # went on after the helper's query restarted
-    os.killpg(first.pid, signal.SIGKILL)  # the driver, its JVM and Python workers at once
+    kill_run(first)  # the driver, its JVM and Python workers at once
     first.wait(timeout=30)
     restarted = ["".join(m) for m in RESTARTED.findall(first.stdout.read())]
     assert len(restarted) == 1, restarted  # "... restarting it from its checkpoint"

@@ -4,8 +4,6 @@ the whole run and `--resume`."""
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
 import subprocess
 import time
@@ -16,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.paths import PIPELINES
-from support.spark_runs import events_sent, outcomes_so_far, run_cli, wait_for_outcomes
+from support.spark_runs import events_sent, kill_run, outcomes_so_far, run_cli, wait_for_outcomes
 
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
@@ -82,7 +80,7 @@ def test_a_killed_keyed_count_resumes_and_counts_every_key_exactly(tmp_path):
     db = out / "queues.db"
     first = run_keyed(out)
     wait_for_outcomes(first, db, 200, op="count")  # into the step up
-    os.killpg(first.pid, signal.SIGKILL)  # the driver, its JVM and Python workers at once
+    kill_run(first)  # the driver, its JVM and Python workers at once
     first.wait(timeout=30)
     killed_at = outcomes_so_far(db, op="count")
     with sqlite3.connect(db, timeout=30) as conn:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -92,3 +95,12 @@ def descendants(pid: int, marker: str) -> list[int]:
             if marker in args:
                 found.append(child)
     return found
+
+
+def kill_run(run: subprocess.Popen) -> None:
+    """SIGKILL a run's driver, its JVM and the JVM's Python workers at once, as a machine's crash
+    would: the JVM runs in a session of its own (a signal to the driver's group leaves it to the
+    graceful stop), so every process below the driver is killed by its pid."""
+    for pid in [run.pid, *descendants(run.pid, "")]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

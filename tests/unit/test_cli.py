@@ -4,6 +4,7 @@ import pytest
 
 from elastream.cli import main
 from elastream.cli.demo import demo_pipeline_path
+from elastream.config.files import load_pipeline
 
 
 def simulate_demo(tmp_path, *flags):
@@ -138,3 +139,29 @@ def test_run_engine_sim_is_simulate_and_simulator_options_need_it(tmp_path, caps
     assert "--sim-step: simulator options, for --engine sim only" in capsys.readouterr().err
     assert main(["simulate", pipeline, "--resume", "--duration", "4"]) == 2
     assert "--resume continues a Spark run" in capsys.readouterr().err
+
+
+def test_dry_run_is_gone_naming_recommend_only_and_check(tmp_path, capsys):
+    with pytest.raises(SystemExit) as done:
+        simulate_demo(tmp_path, "--dry-run")
+    assert done.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--recommend-only" in err[0] and "elastream check" in err[0], err
+    settings = tmp_path / "settings.yaml"
+    settings.write_text("dry_run: true\n")
+    assert simulate_demo(tmp_path, "--config", str(settings)) == 2
+    err = capsys.readouterr().err
+    assert "recommend_only" in err and "elastream check" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_recommend_only_runs_the_pipeline_and_never_enacts(tmp_path):
+    import pandas as pd
+
+    assert simulate_demo(tmp_path, "--recommend-only", "--duration", "60", "--interval", "2") == 0
+    series = pd.read_csv(tmp_path / "o" / "timeseries.csv")
+    starts = {op.name: op.replicas.start for op in load_pipeline(demo_pipeline_path()).operators}
+    for name, rows in series.groupby("operator"):
+        assert set(rows["replicas"]) == {starts[name]}, name  # never enacted
+    assert (series["target"] != series["replicas"]).any()  # though decided
+    assert series["processed"].sum() > 0

@@ -73,10 +73,10 @@ def test_the_start_up_checks_name_the_source_or_sink(tmp_path: Path) -> None:
     pipeline = pipeline_from_dict(spec)
     with pytest.raises(SourceError, match=r"^source 'trips': .*/no does not exist \(declare"):
         check_sources(pipeline)
-    spec["sources"][0]["schema"] = "a STRING"  # files will arrive: the directory is created
-    check_sources(pipeline_from_dict(spec))
-    assert (tmp_path / "no").is_dir()
-    with pytest.raises(SinkError, match=r"^sink 'out': cannot write to /proc/elastream-out"):
+    spec["sources"][0]["schema"] = "a STRING"  # files will arrive: the run creates the directory
+    assert check_sources(pipeline_from_dict(spec)) == [tmp_path / "no"]
+    assert not (tmp_path / "no").exists()  # the checks create nothing
+    with pytest.raises(SinkError, match=r"^sink 'out': cannot create /proc/elastream-out"):
         check_sinks(pipeline, resume=False)
 
 

@@ -53,9 +53,9 @@ def test_threshold_decisions_are_enacted_each_interval():
     assert engine.stopped and result.summary.reconfigurations == 4
 
 
-def test_dry_run_decides_but_never_enacts():
+def test_recommend_only_decides_but_never_enacts():
     engine = ScriptedEngine([300, 300, 60])
-    result = run_mape(engine, Controller.build("threshold"), dry_run=True)
+    result = run_mape(engine, Controller.build("threshold"), recommend_only=True)
     assert engine.enacted == []
     assert [d.as_dict()["op1"] for d in result.decisions] == [3, 3, 2]
 

@@ -73,3 +73,59 @@ def test_plan_json_keeps_the_solvers_banner_off_stdout():
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert isinstance(json.loads(done.stdout), dict)  # stdout is the JSON and nothing else
+
+
+EXTRAS_MODULES = ("redis", "matplotlib", "fastapi", "uvicorn", "highspy", "statsmodels")
+
+
+def test_the_core_imports_the_spark_run_path_without_any_extra():
+    """A bare install (no extras) runs a pipeline on Spark over SQLite: nothing on that path
+    imports an extra's package at module level."""
+    blocked = "; ".join(f"sys.modules[{m!r}] = None" for m in EXTRAS_MODULES)
+    code = (
+        f"import sys; {blocked}\n"
+        "import elastream.cli.run, elastream.cli.check, elastream.runner.session\n"
+        "import elastream.runtime.spark.runtime, elastream.report.files\n"
+        "print('imported')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "imported", done.stderr
+
+
+def test_a_redis_source_without_redis_names_the_redis_extra(monkeypatch):
+    from elastream.model.pipeline import pipeline_from_dict
+    from elastream.runtime.spark.ingest import check_sources
+
+    monkeypatch.setitem(sys.modules, "redis", None)
+    pipeline = pipeline_from_dict(
+        {
+            "sources": [{"name": "clicks", "kind": "redis", "url": "redis://x/0", "stream": "c"}],
+            "operators": [{"name": "o", "function": "elastream.examples.synthetic:passthrough"}],
+            "sinks": [{"name": "k"}],
+            "streams": [{"from": "clicks", "to": "o"}, {"from": "o", "to": "k"}],
+        }
+    )
+    with pytest.raises(MissingExtraError, match=r"^source 'clicks' needs .*'elastream\[redis\]'$"):
+        check_sources(pipeline)
+
+
+def test_a_run_without_matplotlib_writes_its_report_without_figures_saying_why(
+    tmp_path, monkeypatch, caplog
+):
+    import elastream
+    from elastream.cli.demo import demo_pipeline_path
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    done = elastream.simulate(demo_pipeline_path(), duration=10, out=tmp_path / "o")
+    report = done.outputs["report"].read_text()
+    assert "<img" not in report and "summary" in report.lower()
+    said = [r.getMessage() for r in caplog.records if "elastream[plots]" in r.getMessage()]
+    assert len(said) == 1 and "\n" not in said[0], said
+
+
+def test_a_trace_plot_without_matplotlib_names_the_plots_extra(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    code = main(["trace", "constant:rate=5,duration=60", "--plot", str(tmp_path / "t.png")])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'elastream[plots]'" in err[0], err

@@ -147,13 +147,16 @@ def test_the_feeder_holds_the_last_rate_for_ever_in_an_unbounded_run():
 def test_the_first_signal_asks_for_a_graceful_stop_a_second_stops_at_once():
     asked = []
     engine = SimpleNamespace(
-        features=frozenset({GracefulStop}), request_stop=lambda: asked.append(True)
+        features=frozenset({GracefulStop}),
+        request_stop=lambda: asked.append("stop"),
+        abort=lambda: asked.append("abort"),
     )
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt, match="twice"), stop_on_signals(engine, 5.0):
         os.kill(os.getpid(), signal.SIGTERM)
-        assert asked == [True]
+        assert asked == ["stop"]
         os.kill(os.getpid(), signal.SIGINT)
+    assert asked == ["stop", "abort"]  # the second stops at once
     assert signal.getsignal(signal.SIGTERM) is before  # restored
     with stop_on_signals(SimpleNamespace(features=frozenset()), 5.0):  # cannot stop early
         assert signal.getsignal(signal.SIGTERM) is before

@@ -193,10 +193,10 @@ def test_delayed_replicas_serve_only_after_their_start_delay():
     assert snapshots[5].operators[0].replica_processed[1] > 0
 
 
-def test_dry_run_decides_but_never_enacts():
+def test_recommend_only_decides_but_never_enacts():
     result = simulate(
         one_operator(),
-        config(policy="psps", replicas=None, dry_run=True, drain_s=5),
+        config(policy="psps", replicas=None, recommend_only=True, drain_s=5),
         constant(300, 30),
         EXACT,
     )

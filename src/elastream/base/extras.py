@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-EXTRAS = ("redis", "service", "placement", "forecast", "metrics", "all")
+EXTRAS = ("redis", "service", "placement", "forecast", "plots", "metrics", "all")
 
 
 class MissingExtraError(RuntimeError):

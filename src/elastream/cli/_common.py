@@ -12,9 +12,10 @@ from typing import Any
 from pydantic.fields import FieldInfo
 
 from elastream.base.settings import SettingsError, default_text, read_settings
-from elastream.cli._renamed import add_old_option
+from elastream.cli._renamed import add_gone_option, add_old_option
 from elastream.config import ConfigError, RunConfig, make_config
-from elastream.config.files import load_pipeline
+from elastream.config.files import load_pipeline, make_importable
+from elastream.config.run import DRY_RUN_GONE
 from elastream.control.policies import POLICIES
 from elastream.model.metrics import PAPER_METRICS, Summary
 from elastream.model.pipeline import Pipeline
@@ -140,10 +141,13 @@ def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -
 
 
 def add_old_options(parser: argparse.ArgumentParser) -> None:
-    """The old spellings of the renamed run options."""
+    """The old spellings of the renamed run options, and the one that was removed."""
     add_old_option(parser, "--td", "--interval", "interval_s", type=float)
     add_old_option(parser, "--t-out", "--event-timeout", "event_timeout_s", type=optional(float))
     add_old_option(parser, "--q-size", "--queue-capacity", "queue_capacity", type=optional(int))
+    add_gone_option(
+        parser, "--dry-run", DRY_RUN_GONE.format(old="--dry-run", new="--recommend-only")
+    )
 
 
 def default_history() -> Path:
@@ -191,6 +195,7 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
 
 def load_run_inputs(args: argparse.Namespace, **overrides: Any) -> tuple[Pipeline, RunConfig]:
     pipeline = load_pipeline(args.pipeline)
+    make_importable(pipeline)
     pipeline.check_imports()
     return pipeline, config_from_args(args, **overrides)
 

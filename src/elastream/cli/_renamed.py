@@ -22,6 +22,24 @@ class _OldOption(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
+class _GoneOption(argparse.Action):
+    """An option that no longer exists: its use ends the command with one line saying why."""
+
+    def __init__(self, *args: Any, message: str, **kwargs: Any) -> None:
+        super().__init__(*args, nargs=0, **kwargs)
+        self.message = message
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        parser.exit(2, f"{parser.prog}: error: {self.message}\n")
+
+
+def add_gone_option(parser: Any, old: str, message: str) -> None:
+    """An option that was removed, hidden from --help: using it fails with `message`."""
+    parser.add_argument(
+        old, action=_GoneOption, message=message, default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+
+
 def add_old_option(parser: Any, old: str, new: str, dest: str, **kwargs: Any) -> None:
     """A renamed option's old spelling, hidden from --help, accepted for one release."""
     parser.add_argument(

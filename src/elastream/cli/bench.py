@@ -10,6 +10,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from elastream.base.extras import require
 from elastream.cli._renamed import add_old_option
 from elastream.experiments.bench.outputs import (
     REPORT_FILE,
@@ -18,19 +19,16 @@ from elastream.experiments.bench.outputs import (
     read_timeseries,
     write_results,
 )
-from elastream.experiments.bench.report import render_report
 from elastream.experiments.bench.runner import DEFAULT_JOBS, SIM_BACKEND, Backend, run_matrix
 from elastream.experiments.bench.scenario import BenchError, BenchFile, RunSpec, load_bench
 from elastream.experiments.bench.tables import render_tables, update_markdown
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "bench",
-        help="run scenarios x policies x parameter grids on the simulator",
-        description="Run every (scenario, policy, grid point) of SCENARIOS.yaml on the simulator, "
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Run every (scenario, policy, grid point) of SCENARIOS.yaml on the simulator, "
         "in parallel processes, and write results.csv, intervals.csv and report.html to --out. "
-        "Format of the file: docs/policies.md#benchmarks.",
+        "Format of the file: docs/policies.md#benchmarks."
     )
     parser.add_argument("scenarios", type=Path, metavar="SCENARIOS.yaml")
     parser.add_argument(
@@ -105,6 +103,9 @@ def print_summary(results: pd.DataFrame, console: Console) -> None:
 
 
 def write_report(out: Path, results: pd.DataFrame, source: Path) -> Path:
+    require("matplotlib", extra="plots", feature="the bench's report.html")
+    from elastream.experiments.bench.report import render_report
+
     html = render_report(
         results,
         read_timeseries(out),

@@ -9,8 +9,7 @@ from elastream.cli import submit_script
 from elastream.runtime.spark.cluster import DEFAULT_STATE
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("cluster", help="start or stop a Spark standalone cluster here")
+def register(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     up = actions.add_parser("up", help="start a master and N workers; print the master URL")
     up.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")

@@ -10,10 +10,7 @@ from elastream.control.policies import POLICIES
 from elastream.runtime.sim.settings import SimSettings
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "config", help="describe every setting (run settings file, simulator, policy options)"
-    )
+def register(parser: argparse.ArgumentParser) -> None:
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument(
         "--describe", action="store_true", help="print every option, its default and meaning"

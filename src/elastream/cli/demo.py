@@ -20,8 +20,7 @@ def demo_pipeline_path() -> Path:
     return Path(str(resources.files("elastream") / "examples" / DEMO_PIPELINE))
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("demo", help="run the tweet-analysis example on Spark (a few minutes)")
+def register(parser: argparse.ArgumentParser) -> None:
     add_run_options(parser, pipeline=False)
     parser.set_defaults(handler=handle)
 

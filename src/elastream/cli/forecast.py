@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from elastream.base.extras import require
 from elastream.cli._renamed import add_old_option
 from elastream.prediction.backtest import BacktestResult, backtest, origins_for, skill
 from elastream.prediction.forecasting import BASELINES, FORECASTERS, FitCache, Series
@@ -19,14 +20,12 @@ MAX_HISTORY_S = 14 * DAY_S  # the default fit window: 2/3 of the trace, at most 
 HORIZON_STEPS = 12  # the default horizon: 1 h or 12 steps, at most a tenth of the trace
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "forecast",
-        help="backtest traffic forecasters on a trace (MASE, skill, sMAPE, 90 % coverage)",
-        description="Rolling-origin backtest: at each origin fit on the previous --fit-window "
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Rolling-origin backtest: at each origin fit on the previous --fit-window "
         "seconds and forecast --horizon seconds; prints MASE, the skill against the naive "
         "forecast (1 - MASE/MASE_naive), sMAPE and the coverage of the 90% interval per model "
-        "and plots the forecasts. The naive and seasonal-naive baselines are always included.",
+        "and plots the forecasts. The naive and seasonal-naive baselines are always included."
     )
     parser.add_argument("trace", help="trace file (path or name under --data-dir)")
     parser.add_argument(
@@ -144,7 +143,7 @@ def scores(results: dict[str, BacktestResult]) -> dict[str, dict[str, float]]:
 
 
 def plot(series: Series, results: dict[str, BacktestResult], title: str, out: Path) -> None:
-    import matplotlib
+    matplotlib = require("matplotlib", extra="plots", feature="the forecasts' plot (or --no-plot)")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -18,10 +18,7 @@ from elastream.placement.model import METRICS, PlacementError, Weights
 SOLVER_CHOICES = ("exact", "compact", "heuristic", "brute")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "plan", help="choose replicas per operator and a node for each (ODRP on HiGHS)"
-    )
+def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("pipeline", type=Path, nargs="?", help="pipeline YAML file (topology)")
     parser.add_argument(
         "--infra",

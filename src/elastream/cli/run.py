@@ -19,9 +19,8 @@ from elastream.config import ConfigError, RunConfig
 from elastream.runtime.sim.settings import SimSettingsError
 
 
-def add_parser(sub: argparse._SubParsersAction, name: str, help: str) -> argparse.ArgumentParser:
-    """`run`'s parser under `name` (`simulate` is the same command with --engine sim)."""
-    parser = sub.add_parser(name, help=help, description=help)
+def register(parser: argparse.ArgumentParser) -> None:
+    """`run`'s options (`simulate` is the same command with --engine sim)."""
     add_run_options(parser)
     parser.add_argument(
         "--resume",
@@ -31,11 +30,6 @@ def add_parser(sub: argparse._SubParsersAction, name: str, help: str) -> argpars
     )
     add_sodrp_options(parser)
     parser.set_defaults(handler=handle)
-    return parser
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    add_parser(sub, "run", "run a pipeline, scaling each operator live (Spark, or --engine sim)")
 
 
 def sim_settings_from_args(args: argparse.Namespace) -> Any:
@@ -63,14 +57,20 @@ def check_engine_options(args: argparse.Namespace, config: RunConfig) -> None:
         raise ConfigError("--resume continues a Spark run: it needs --engine spark")
 
 
+def with_end(config: RunConfig) -> RunConfig:
+    """A Spark run given neither a duration nor a trace lasts until it is stopped."""
+    if config.engine == "spark" and config.duration is None and config.trace is None:
+        return config.model_copy(update={"until_stopped": True})
+    return config
+
+
 def handle(args: argparse.Namespace) -> int:
     from elastream.runner.session import run_session
 
     pipeline, config = load_run_inputs(args)
     check_engine_options(args, config)
+    config = with_end(config)
     on_spark = config.engine == "spark"
-    if on_spark and config.duration is None and config.trace is None:  # no end: until stopped
-        config = config.model_copy(update={"until_stopped": True})
     sim = None if on_spark else sim_settings_from_args(args)
     runner, report = sodrp_runner(args, place=not on_spark)  # Spark cannot pin replicas
     result, paths = run_session(

@@ -11,11 +11,7 @@ from elastream.cli._common import default_history
 from elastream.cli._renamed import add_old_option
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "serve",
-        help="start the modelling REST service (OpenAPI at /openapi.json, docs at /docs)",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from elastream.cli.run import add_parser
+from elastream.cli import run
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = add_parser(sub, "simulate", "alias of `run --engine sim`: the run on the simulator")
+def register(parser: argparse.ArgumentParser) -> None:
+    run.register(parser)
     parser.set_defaults(engine="sim")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from elastream.base.extras import require
 from elastream.cli._renamed import add_old_option
 from elastream.workloads import FORMATS, LoadInfo, Trace, resolve_trace_info
 from elastream.workloads.scaling import apply_scaling, human_duration
@@ -15,13 +16,11 @@ from elastream.workloads.scaling import apply_scaling, human_duration
 SMOOTH_ABOVE = 2000  # samples: beyond this the plot adds a moving average over the raw rates
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "trace",
-        help="statistics and a plot of a workload trace",
-        description="Print statistics of a trace file or generator spec (e.g. "
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Print statistics of a trace file or generator spec (e.g. "
         "'spike:peak=300,onset=60') and plot it. Scaling order: slice (in original trace "
-        "time), then peak rescale, then time compression.",
+        "time), then peak rescale, then time compression."
     )
     parser.add_argument("spec", metavar="PATH-or-GENERATOR", help="trace file or generator spec")
     parser.add_argument("--peak-rate", type=float, help="rescale so the maximum is X events/s")
@@ -82,7 +81,7 @@ def _time_axis(trace: Trace) -> tuple[np.ndarray, str]:
 
 def plot_trace(trace: Trace, out: Path, scaling: list[str]) -> Path:
     """A rate-over-time panel with median/p99 lines, and the rate distribution beside it."""
-    import matplotlib
+    matplotlib = require("matplotlib", extra="plots", feature="the trace's plot (or --no-plot)")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

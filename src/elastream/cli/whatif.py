@@ -10,12 +10,10 @@ from elastream.cli._common import default_history
 from elastream.service.schemas import ForecastSpec, PredictionRequest, PredictionResult
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "whatif",
-        help="predict throughput, backpressure, CPU and latency at a proposed parallelism",
-        description="Fit the Caladrius models from the metrics history and predict the "
-        "pipeline at --parallelism and --rate (or at the forecast's peak upper bound).",
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Fit the Caladrius models from the metrics history and predict the "
+        "pipeline at --parallelism and --rate (or at the forecast's peak upper bound)."
     )
     parser.add_argument(
         "graph", type=Path, help="pipeline YAML, or a graph YAML (name, components, edges)"

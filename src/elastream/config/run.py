@@ -20,6 +20,13 @@ from elastream.model.pipeline import Pipeline, pipeline_from_dict
 REDIS_SCHEMES = ("redis://", "rediss://")  # rediss: TLS
 
 
+# `dry_run` ran the whole pipeline without enacting a decision, which its name did not say.
+DRY_RUN_GONE = (
+    "{old} is now {new}: the whole pipeline runs and its replica decisions are reported, never "
+    "enacted; to check a pipeline without running it: elastream check PIPELINE"
+)
+
+
 class ConfigError(ValueError):
     """A broken configuration; the message names the setting."""
 
@@ -236,7 +243,12 @@ class RunConfig(Settings):
         "ones, so a run lasting days keeps history.sqlite bounded (about 10 MB a day for three "
         "operators at td = 5 s); None: keep everything",
     )
-    dry_run: bool = Field(False, description="decide and report, never enact")
+    recommend_only: bool = Field(
+        False,
+        description="decide and report the replicas every interval, never enact them: the "
+        "pipeline runs in full at its starting replicas (Flink's autoscaler calls this scaling "
+        "disabled); to check a pipeline without running it: elastream check",
+    )
     keep_snapshots: int | None = Field(
         50_000,
         ge=0,
@@ -275,6 +287,13 @@ class RunConfig(Settings):
     metrics: MetricsSettings = Field(
         default_factory=MetricsSettings, description="the run's Prometheus endpoint (ops)"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_dry_run(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "dry_run" in data:
+            raise ValueError(DRY_RUN_GONE.format(old="dry_run", new="recommend_only"))
+        return data
 
     @field_validator("queues")
     @classmethod
@@ -322,7 +341,8 @@ class RunConfig(Settings):
         for op in data["operators"]:
             pool = op["replicas"]
             pool["initial"] = max(pool["min"], min(pool["max"], r))
-        return pipeline_from_dict(data, f"{pipeline.name} starting at {r} replicas")
+        starting = pipeline_from_dict(data, f"{pipeline.name} starting at {r} replicas")
+        return starting.read_from(pipeline.folder)
 
     @property
     def history_retention_s(self) -> float | None:

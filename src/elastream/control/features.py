@@ -45,9 +45,22 @@ class LeasedHosts(Hosts, Protocol):
 
 @runtime_checkable
 class GracefulStop(Protocol):
-    """Stops on request (SIGINT, SIGTERM): its sources stop reading, its queues drain."""
+    """Stops on request (SIGINT, SIGTERM): its sources stop reading, its queues drain; or at
+    once (a second signal), losing nothing committed: a resumed run carries on."""
 
     def request_stop(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+@runtime_checkable
+class Preflight(Protocol):
+    """Checks before it starts what it can (e.g. Java, the sources and sinks, the functions),
+    so that a run that cannot work fails in one line having created nothing: the run session
+    calls `check` before it opens any output, endpoint or queue. It says what it checked, a
+    line each (`elastream check` prints them)."""
+
+    def check(self) -> list[str]: ...
 
 
 @runtime_checkable
@@ -59,7 +72,14 @@ class MessageTransport(Protocol):
     message_transport: str
 
 
-FEATURES: tuple[type, ...] = (FastForward, Hosts, LeasedHosts, GracefulStop, MessageTransport)
+FEATURES: tuple[type, ...] = (
+    FastForward,
+    Hosts,
+    LeasedHosts,
+    GracefulStop,
+    Preflight,
+    MessageTransport,
+)
 
 F = TypeVar("F")
 

@@ -84,15 +84,15 @@ def run_mape(
     engine: Engine,
     controller: Controller,
     *,
-    dry_run: bool = False,
+    recommend_only: bool = False,
     observers: Sequence[Observer] = (),
     keep_snapshots: int | None = None,
     hosts: SlotHosts | None = None,
 ) -> RunResult:
     """Monitor, Analyze/Plan (the guarded policy), Execute, every interval until the run ends.
 
-    With `dry_run` the decisions are made and reported but never enacted. The summary comes from
-    running aggregates; at most `keep_snapshots` snapshots are kept (None: all of them). An
+    With `recommend_only` the decisions are made and reported but never enacted. The summary comes
+    from running aggregates; at most `keep_snapshots` snapshots are kept (None: all of them). An
     engine that can fast-forward skips the steady stretches after a decision that changes
     nothing (see `steady_stretch`). With `hosts`, the engine's replicas run on leased hosts: each
     decision becomes a plan that leases and releases them, capped at the slots that are up."""
@@ -115,7 +115,7 @@ def run_mape(
         while not engine.finished():
             snapshot = engine.collect()
             decision, state = controller.decide(snapshot, state)
-            if not dry_run:
+            if not recommend_only:
                 plan = Plan(decision)
                 if hosts is not None and leased is not None:
                     plan = hosts.plan(decision, leased.hosts(), snapshot.t, floors)

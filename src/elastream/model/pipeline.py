@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import sys
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from elastream.base.dag import kahn_order
 from elastream.base.settings import Settings, accept_old_names, line_of
@@ -349,6 +359,18 @@ class Pipeline(Settings):
         "V-A.3: r_over); default the sum of the pools. Set it when the pools are larger than "
         "the static over-provisioning, so that a policy may go above it (PSPS Fig. 8)",
     )
+    _folder: Path | None = PrivateAttr(None)
+
+    @property
+    def folder(self) -> Path | None:
+        """The folder of the file the pipeline was read from (None: built in code); its Python
+        modules are importable wherever the pipeline runs (config/files.py, `app_folders`)."""
+        return self._folder
+
+    def read_from(self, folder: Path | None) -> Pipeline:
+        """This pipeline, noting `folder` as the one its file is in; returns it."""
+        self._folder = folder
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -512,7 +534,12 @@ def load_callable(path: str, what: str = "callable") -> Callable[..., Any]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise TopologyError(f"{what}: cannot import module {module_name!r} ({exc})") from exc
+        searched = ""
+        if isinstance(exc, ModuleNotFoundError) and f"{module_name}.".startswith(f"{exc.name}."):
+            searched = f"; searched: {', '.join(search_path())}"
+        raise TopologyError(
+            f"{what}: cannot import module {module_name!r} ({exc}){searched}"
+        ) from exc
     target: Any = module
     for part in attr.split("."):
         if not hasattr(target, part):
@@ -521,6 +548,11 @@ def load_callable(path: str, what: str = "callable") -> Callable[..., Any]:
     if not callable(target):
         raise TopologyError(f"{what}: {path!r} is not callable")
     return target
+
+
+def search_path() -> list[str]:
+    """The folders and archives an import looks in now (sys.path's entries that exist)."""
+    return [os.path.abspath(p) for p in sys.path if os.path.exists(p or ".")]
 
 
 def check_state_parameter(spec: OperatorSpec, function: Callable[..., Any]) -> None:

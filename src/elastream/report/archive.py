@@ -95,7 +95,8 @@ class SeriesArchive:
     Every block is folded into its archive window of `width_s` as it is written, and where each
     window's rows begin in the files is noted. Once the full-resolution rows span more than
     (1 + SLACK) · recent_s plus one archive width (`due`), both files are rewritten (`compact`):
-    the archive rows, then the finished windows older than `recent_s` merged into archive rows,
+    the rows before `start` (an earlier run's, which a resumed run appends to) as they are, the
+    archive rows, then the finished windows older than `recent_s` merged into archive rows,
     then the bytes of the full-resolution rows after them, copied as they are. Each interval is
     in exactly one row of each file at any time. Past `max_rows` archive rows, neighbours merge
     in pairs (the width doubles). Memory: the archive rows and a row per window of the last
@@ -107,6 +108,7 @@ class SeriesArchive:
         recent_s: float,
         width_s: float,
         max_rows: int = MAX_ROWS,
+        start: Offsets | None = None,
     ) -> None:
         if recent_s <= 0 or width_s <= 0 or max_rows < 2:
             raise ValueError(
@@ -114,6 +116,7 @@ class SeriesArchive:
                 f"max_rows {max_rows} at least 2"
             )
         self.paths = paths  # intervals.csv, timeseries.csv
+        self.start = start  # where this run's rows begin (None: after the header)
         self.recent_s = recent_s
         self.base_s = width_s  # the width blocks are folded at as they come
         self.width_s = width_s  # the archive rows' width (doubles when they merge)
@@ -166,18 +169,22 @@ class SeriesArchive:
         return True
 
     def _rewrite(self, cut: Offsets) -> Offsets:
-        """Each file as: its header, the archive rows, its bytes from `cut` on; returns how far
-        those bytes moved in each file."""
+        """Each file as: its header and its rows before `start`, the archive rows, its bytes
+        from `cut` on; returns how far those bytes moved in each file."""
         intervals = [interval for interval, _ in self.archive]
         operators = [row for _, rows in self.archive for row in rows]
         shift = []
-        for path, rows, start in zip(self.paths, (intervals, operators), cut, strict=True):
+        begins = self.start or (None, None)
+        for path, rows, start, begin in zip(
+            self.paths, (intervals, operators), cut, begins, strict=True
+        ):
             tmp = path.with_name(path.name + ".tmp")
             with path.open("rb") as old, tmp.open("wb") as new:
                 header = old.readline()
+                before = b"" if begin is None else old.read(begin - len(header))
                 text = io.StringIO(newline="")
                 csv.DictWriter(text, next(csv.reader([header.decode()]))).writerows(rows)
-                new.write(header + text.getvalue().encode())
+                new.write(header + before + text.getvalue().encode())
                 shift.append(new.tell() - start)
                 old.seek(start)
                 shutil.copyfileobj(old, new)

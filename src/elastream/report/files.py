@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from elastream.base.extras import MissingExtraError, require
 from elastream.control.mape import RunResult
 from elastream.model.metrics import PAPER_METRICS
 from elastream.model.objective import Objective
 from elastream.model.pipeline import Pipeline
 from elastream.report.html import render_page
-from elastream.report.plots import all_plots
 from elastream.report.series import (
     INTERVAL_COLUMNS,
     TIMESERIES_COLUMNS,
@@ -60,10 +61,12 @@ def open_series(
     *,
     recent_s: float | None = None,
     archive_s: float = 3600.0,
+    append: bool = False,
 ) -> SeriesWriter:
     """The observer that writes timeseries.csv and intervals.csv into `out_dir` as a run goes
     (each interval judged against the run's latency `objective`, if any; rows older than
-    `recent_s` merged into rows of `archive_s`: report/archive.py)."""
+    `recent_s` merged into rows of `archive_s`: report/archive.py; `append`: after the rows a
+    resumed run's earlier part wrote)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = output_paths(out_dir)
@@ -75,6 +78,7 @@ def open_series(
         recent_s=recent_s,
         archive_s=archive_s,
         objective=objective,
+        append=append,
     )
 
 
@@ -117,9 +121,21 @@ def write_outputs(
         objective=series.objective_summary(),
     )
     paths["summary"].write_text(json.dumps(document, indent=2, allow_nan=False) + "\n")
-    plots = all_plots(series.plot_items(), pipeline, result.summary)
+    plots = report_plots(series, pipeline, result)
     paths["report"].write_text(render_page(document, plots), encoding="utf-8")
     return paths
+
+
+def report_plots(series: SeriesWriter, pipeline: Pipeline, result: RunResult) -> list:
+    """The report's figures, or none (said in one line) without matplotlib (an extra)."""
+    try:
+        require("matplotlib", extra="plots", feature="report.html's figures")
+    except MissingExtraError as exc:
+        logging.getLogger(__name__).warning("%s; the report has no figures", exc)
+        return []
+    from elastream.report.plots import all_plots
+
+    return all_plots(series.plot_items(), pipeline, result.summary)
 
 
 def _existing(out_dir: Path | str, name: str) -> Path:

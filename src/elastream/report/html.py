@@ -5,11 +5,13 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elastream.model.metrics import RUN_METRICS, Metric
 from elastream.report import formatting as fmt
-from elastream.report.plots import Plot
+
+if TYPE_CHECKING:  # the figures need matplotlib, an extra: imported only to draw them
+    from elastream.report.plots import Plot
 
 Formatter = Callable[[Any], str]
 

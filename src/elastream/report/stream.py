@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -30,6 +31,7 @@ from elastream.report.series import (
 __all__ = ["PlotPoints", "SeriesWriter", "resample", "weighted_mean"]
 
 PLOT_POINTS = 1500  # a report plot shows at most twice this many points
+FLUSH_S = 1.0  # the files are flushed at least this often while rows come: a killed run keeps them
 
 
 class PlotPoints:
@@ -105,6 +107,8 @@ class SeriesWriter:
     interval. With `recent_s` only the rows of the last `recent_s` (at most a tenth more, plus
     one archive row) stay at that resolution: older ones are merged into archive rows of
     `archive_s` (report/archive.py), so that the files stay bounded however long the run.
+    Rows reach the files within FLUSH_S (a killed run keeps its history); with `append` (a
+    resumed run) they follow the rows already there.
     Memory stays bounded: one window of rows, the archive, one row of totals per operator, the
     plot points."""
 
@@ -120,6 +124,7 @@ class SeriesWriter:
         archive_rows: int | None = None,
         plot_points: int = PLOT_POINTS,
         objective: Objective | None = None,
+        append: bool = False,
     ) -> None:
         self.pipeline = pipeline
         self.objective = objective
@@ -133,11 +138,14 @@ class SeriesWriter:
         self.seen = 0
         self.files: list[IO[str]] = []
         self.paths = (intervals_path, timeseries_path)
-        self._open_files("w")
+        resumed = append and all(path.is_file() and path.stat().st_size for path in self.paths)
+        self._open_files("a" if resumed else "w")
+        self.flushed_at = time.monotonic()
         self.archive: SeriesArchive | None = None
         if recent_s is not None:
             limit: dict[str, Any] = {} if archive_rows is None else {"max_rows": archive_rows}
-            self.archive = SeriesArchive(self.paths, recent_s, archive_s, **limit)
+            start = {"start": self._offsets()}  # rows of an earlier run before: kept as they are
+            self.archive = SeriesArchive(self.paths, recent_s, archive_s, **limit, **start)
 
     def _open_files(self, mode: str) -> None:
         """Open both files (`w`: new, with their headers; `a`: to append after a rewrite)."""
@@ -214,6 +222,10 @@ class SeriesWriter:
             self._close_files()  # flushed: the archive reads them back
             self.archive.compact(interval["t"])
             self._open_files("a")
+        elif time.monotonic() - self.flushed_at >= FLUSH_S:
+            for fh in self.files:
+                fh.flush()
+            self.flushed_at = time.monotonic()
 
     def operator_rows(self) -> dict[str, Row]:
         """Whole-run figures per operator (summary.json's `operators`)."""

@@ -14,7 +14,7 @@ from typing import Any
 from elastream.base.registry import Registry
 from elastream.base.secrets import redact
 from elastream.config import RunConfig
-from elastream.control.features import MessageTransport, feature
+from elastream.control.features import MessageTransport, Preflight, feature
 from elastream.control.hosting import SlotHosts
 from elastream.control.mape import Engine, Observer, RunResult, run_mape
 from elastream.control.policies import POLICIES
@@ -141,7 +141,7 @@ def run_engine(
         return run_mape(
             engine,
             controller,
-            dry_run=config.dry_run,
+            recommend_only=config.recommend_only,
             observers=observers,
             keep_snapshots=config.keep_snapshots if keep_snapshots is None else keep_snapshots,
             hosts=slot_hosts(config),
@@ -211,15 +211,20 @@ def run_session(
     """A run as the CLI does it: the live table while it runs, then the output directory and
     the run's rows in the metrics history. `runner` drives the engine instead of the policy's
     MAPE loop (S-ODRP: runner/sodrp.py); `spark` is the caller's SparkSession (the
-    Python API), kept running. SIGINT or SIGTERM stops a Spark run gracefully."""
+    Python API), kept running. SIGINT or SIGTERM stops a Spark run gracefully. What the engine
+    can check before it starts is checked before anything is opened or written."""
     workload = prepare_workload(config, pipeline)
+    config.check_objective(pipeline)
+    engine = build_engine(pipeline, config, workload, sim=sim, resume=resume, spark=spark)
+    preflight = feature(engine, Preflight)
+    if preflight is not None:
+        preflight.check()
     started = config.starting_pipeline(pipeline)
     run_id = f"{Path(config.out).name}-{time.strftime('%Y%m%dT%H%M%S')}"
     own_cpu = config.engine == "spark" and config.spark.local  # all its processes below this one
     history = HistoryRecorder(
         run_id, pipeline.name, config.history_path(), own_cpu, config.history_retention_s
     )
-    config.check_objective(pipeline)
     series = open_series(
         started,
         Path(config.out),
@@ -227,13 +232,13 @@ def run_session(
         config.objective,
         recent_s=config.series_recent_s,
         archive_s=config.series_archive_s,
+        append=resume,  # a resumed run carries its series on
     )
     with (
         serve_metrics(config, started) as metrics,
         LiveTable(started, quiet=quiet, title=title, objective=config.objective) as live,
         series,
     ):
-        engine = build_engine(pipeline, config, workload, sim=sim, resume=resume, spark=spark)
         observers: list[Observer] = [live, history, series, *ops_observers(metrics)]
         with stop_on_signals(engine, config.drain_s):
             if runner is None:

@@ -18,20 +18,21 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 def stop_on_signals(engine: object, drain_s: float) -> Iterator[None]:
     """While the block runs, the first SIGINT or SIGTERM calls `engine.request_stop()` (the
     sources stop reading, the queues drain within `drain_s`, the outputs are written, exit 0);
-    a second raises KeyboardInterrupt (the run stops at once; `--resume` still carries on).
+    a second calls `engine.abort()` and raises KeyboardInterrupt (the run stops at once; `--resume`
+    still carries on; the command line exits 130).
     Nothing is installed for an engine without the `GracefulStop` feature (the simulator ends by
     itself) or outside the main thread (Python delivers signals there only)."""
     stoppable = feature(engine, GracefulStop)
     if stoppable is None or threading.current_thread() is not threading.main_thread():
         yield
         return
-    request_stop = stoppable.request_stop
     received: list[int] = []
 
     def handle(signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         received.append(signum)
         if len(received) > 1:
+            stoppable.abort()
             raise KeyboardInterrupt(f"{name} received twice: stopping at once")
         print(
             f"elastream: {name} received: the sources stop reading and the queues drain (up to "
@@ -39,7 +40,7 @@ def stop_on_signals(engine: object, drain_s: float) -> Iterator[None]:
             file=sys.stderr,
             flush=True,
         )
-        request_stop()
+        stoppable.request_stop()
 
     previous = {sig: signal.signal(sig, handle) for sig in SIGNALS}
     try:

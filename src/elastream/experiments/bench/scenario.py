@@ -72,7 +72,7 @@ ELSEWHERE = {
     "guards": "at the scenario level or in a policies[] entry (guards: {...})",
     "engine": "nowhere: bench always runs the simulator",
     "out": "nowhere: bench writes every run under --out",
-    "dry_run": "nowhere: a benchmark run always enacts",
+    "recommend_only": "nowhere: a benchmark run always enacts",
     "spark": "nowhere: bench runs the simulator",
 }
 

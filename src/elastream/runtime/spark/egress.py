@@ -32,7 +32,7 @@ import pyarrow as pa
 from elastream.model.batch import BLOB, KEY, PREFIX, ROOT, TS, VALUE, EventBatch, unpack
 from elastream.model.pipeline import Pipeline, SinkKind, SinkSpec, load_callable
 from elastream.runtime.queues import ControlTable, TaskStore, open_store
-from elastream.runtime.spark.ingest import check_redis, redis_client
+from elastream.runtime.spark.ingest import check_creatable, check_redis, redis_client
 
 MAX_ROWS = 100_000  # events per delivered range at most
 POLL_S = 0.05  # how often an idle writer looks for new events, s
@@ -506,16 +506,19 @@ class Egress:
             writer.stop(timeout_s)
 
 
-def check_sinks(pipeline: Pipeline, resume: bool) -> None:
-    """Start-up checks, before Spark starts: a files sink's directory is writable (and, for a new
-    run, holds no earlier run's output), a redis sink's server answers, a foreach_batch function
-    imports. One line naming the culprit."""
+def check_sinks(pipeline: Pipeline, resume: bool) -> list[Path]:
+    """Start-up checks, before Spark starts, creating nothing: a files sink's directory is
+    writable, or can be created (the run creates it), and for a new run holds no earlier run's
+    output; a redis sink's server answers; a foreach_batch function imports. One line naming
+    the culprit. Returns the directories to create."""
+    to_create = []
     for spec in pipeline.sinks:
         what = f"sink {spec.name!r}"
         if spec.kind is SinkKind.FILES:
             folder = Path(spec.path or "")
-            check_writable(folder, what)
-            if not resume and _earlier_output(folder):
+            if check_writable(folder, what):
+                to_create.append(folder)
+            elif not resume and _earlier_output(folder):
                 raise SinkError(
                     f"{what}: {spec.path} holds an earlier run's output; remove it, or give "
                     "--resume to carry that run on"
@@ -524,6 +527,7 @@ def check_sinks(pipeline: Pipeline, resume: bool) -> None:
             check_redis(spec.url or "", what)
         elif spec.kind is SinkKind.FOREACH_BATCH:
             load_callable(spec.function or "", f"{what} function")
+    return to_create
 
 
 def _earlier_output(folder: Path) -> bool:
@@ -534,13 +538,17 @@ def _earlier_output(folder: Path) -> bool:
     return any(PART.match(name) for name in os.listdir(folder))
 
 
-def check_writable(folder: Path, what: str) -> None:
-    """Create `folder` if needed and write a file there; SinkError in one line if impossible."""
+def check_writable(folder: Path, what: str) -> bool:
+    """A file can be written in `folder` (False), or `folder` is absent and can be created
+    (True: to be created); SinkError in one line otherwise."""
+    if not folder.exists():
+        check_creatable(folder, what, SinkError)
+        return True
     try:
-        folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".elastream-check-"):
             pass
     except OSError as exc:
         raise SinkError(f"{what}: cannot write to {folder} ({exc.strerror or exc})") from None
     if not os.access(folder, os.W_OK):
         raise SinkError(f"{what}: cannot write to {folder}")
+    return False

@@ -16,16 +16,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import redis
 
+from elastream.base.extras import require
 from elastream.model.batch import EventBatch, payload_table
 from elastream.model.pipeline import Pipeline, SourceKind, SourceSpec, load_callable
 from elastream.runtime.queues import ControlTable, TaskStore, open_store
+
+if TYPE_CHECKING:  # redis is an extra: imported where a redis source or sink needs it
+    import redis
 
 CORRUPT = "_corrupt_record"  # Spark's column for a row its CSV/JSON reader could not parse
 FILE_COL = "_elastream_file"
@@ -310,13 +313,17 @@ class SparkBatch:
 
 def redis_client(url: str, timeout_s: float | None = None) -> redis.Redis:
     """A client of the Redis server at `url` (decoded strings)."""
+    import redis
+
     return redis.Redis.from_url(
         url, decode_responses=True, socket_connect_timeout=timeout_s, socket_timeout=timeout_s
     )
 
 
 def check_redis(url: str, what: str) -> None:
-    """Fail at once, in one line naming `what`, when the Redis server at `url` does not answer."""
+    """Fail at once, in one line naming `what`, when the Redis server at `url` does not answer
+    (or the redis extra is not installed)."""
+    redis = require("redis", extra="redis", feature=what)
     try:
         redis_client(url, REDIS_CONNECT_S).ping()
     except (redis.RedisError, OSError, ValueError) as exc:
@@ -353,6 +360,8 @@ class RedisReader:
         return f"redis_source:{self.spec.name}"
 
     def _run(self) -> None:
+        import redis
+
         store = self.admission.store
         client = redis_client(self.spec.url or "", 5.0)
         recorded = store.meta(self._key) or {"first": 0, "after": "0-0"}
@@ -383,6 +392,8 @@ class RedisReader:
         """Entries added to the stream and not appended yet, now: XINFO `entries-added` minus
         the source's position in its targets (measured by the caller's thread, so that it is
         current while the reader waits for room). The last value when Redis does not answer."""
+        import redis
+
         if self._probe is None:
             self._probe = redis_client(self.spec.url or "", REDIS_CONNECT_S)
         try:
@@ -566,29 +577,61 @@ def infer_schema(spark: Any, spec: SourceSpec, options: dict[str, str]) -> str:
     return inferred.schema.toDDL()
 
 
-def check_sources(pipeline: Pipeline) -> None:
-    """Start-up checks, before Spark starts: a files source's directory is there (created when
-    the source declares its schema: files will arrive), a redis source's server answers, a spark
-    source's function imports. One line naming the culprit."""
+def check_sources(pipeline: Pipeline, resume: bool = False) -> list[Path]:
+    """Start-up checks, before Spark starts, creating nothing: a files source's directory is
+    there and readable, with a file to infer its schema from when it declares none (a resumed
+    run has the schema it recorded), or, when it declares its schema, can be created (files
+    will arrive: the run creates it); a redis source's server answers; a spark source's
+    function imports. One line naming the culprit. Returns the directories to create."""
+    to_create = []
     for spec in pipeline.sources:
         what = f"source {spec.name!r}"
         if spec.kind is SourceKind.FILES:
-            check_directory(Path(spec.path or ""), spec.schema_ is not None, what)
+            folder = Path(spec.path or "")
+            if check_directory(folder, spec.schema_ is not None, what):
+                to_create.append(folder)
+            elif spec.schema_ is None and not resume:
+                check_data_file(folder, what)
         if spec.kind is SourceKind.REDIS:
             check_redis(spec.url or "", what)
         if spec.kind is SourceKind.SPARK:
             load_callable(spec.function or "", f"{what} function")
+    return to_create
 
 
-def check_directory(folder: Path, create: bool, what: str) -> None:
-    """A files source's directory: there, or created if `create`; SourceError in one line."""
+def check_directory(folder: Path, create: bool, what: str) -> bool:
+    """A files source's directory: there and readable (False), or absent and, if `create`,
+    creatable (True: to be created); SourceError in one line otherwise."""
     if folder.is_dir():
-        return
+        if not os.access(folder, os.R_OK | os.X_OK):
+            raise SourceError(f"{what}: cannot read {folder} (permission denied)")
+        return False
     if folder.exists() or not create:
         reason = "is not a directory" if folder.exists() else "does not exist"
         hint = "" if folder.exists() else " (declare `schema` to have it created)"
         raise SourceError(f"{what}: {folder} {reason}{hint}")
+    check_creatable(folder, what, SourceError)
+    return True
+
+
+def check_creatable(folder: Path, what: str, error: type[RuntimeError]) -> None:
+    """`folder` can be created: tried, and what was made removed again (deepest first)."""
+    made = [p for p in [folder, *folder.absolute().parents] if not p.exists()]
     try:
         folder.mkdir(parents=True)
     except OSError as exc:
-        raise SourceError(f"{what}: cannot create {folder} ({exc.strerror or exc})") from None
+        raise error(f"{what}: cannot create {folder} ({exc.strerror or exc})") from None
+    finally:
+        for path in made:
+            if path.is_dir():
+                path.rmdir()
+
+
+def check_data_file(folder: Path, what: str) -> None:
+    """A files source without a declared schema needs a file to infer it from (Spark reads no
+    file whose name starts with `_` or `.`)."""
+    if not any(p.is_file() and not p.name.startswith(("_", ".")) for p in folder.iterdir()):
+        raise SourceError(
+            f"{what}: no `schema` given and no file in {folder} to infer it from (declare "
+            "`schema`, or put a file there first)"
+        )

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -20,8 +22,15 @@ from pyspark import SparkContext
 
 from elastream.base.auth import is_loopback
 from elastream.config import RunConfig
+from elastream.config.files import app_folders
 from elastream.config.run import LeasingSettings
-from elastream.control.features import GracefulStop, Hosts, LeasedHosts, MessageTransport
+from elastream.control.features import (
+    GracefulStop,
+    Hosts,
+    LeasedHosts,
+    MessageTransport,
+    Preflight,
+)
 from elastream.control.plan import Lease, Placement
 from elastream.control.policy import Decision
 from elastream.leasing.hosts import Host, HostType
@@ -47,6 +56,7 @@ from elastream.runtime.spark.executors import Executors
 from elastream.runtime.spark.feeder import Feeder
 from elastream.runtime.spark.hosts import ExecutorHosts
 from elastream.runtime.spark.ingest import Ingest, check_sources
+from elastream.runtime.spark.java import check_java
 from elastream.runtime.spark.logs import (
     LOG_FILE,
     jvm_log_conf,
@@ -54,6 +64,7 @@ from elastream.runtime.spark.logs import (
     send_jvm_stderr,
 )
 from elastream.runtime.spark.pipeline_source import PIPELINE_SOURCE_NAME
+from elastream.runtime.spark.pyfiles import app_archive
 from elastream.runtime.spark.session import (
     EXECUTORS_PROMETHEUS_PATH,
     PROMETHEUS_PATH,
@@ -167,7 +178,7 @@ def _last_batch(query: Any) -> int:
 class SparkEngine:
     """Implements the Engine protocol on a real (local or standalone) Spark cluster."""
 
-    features = frozenset({Hosts, LeasedHosts, GracefulStop, MessageTransport})
+    features = frozenset({Hosts, LeasedHosts, GracefulStop, MessageTransport, Preflight})
     # the decentralized policy's agents live in the driver and talk over TCP (docs/decentralized.md)
     message_transport = tcp_transport.NAME
 
@@ -190,6 +201,7 @@ class SparkEngine:
         self.keep_session = keep_session or spark is not None  # never stop the caller's
         self.given_session = spark  # a SparkSession to run in (the Python API's spark=)
         self.stop_requested = threading.Event()  # request_stop(): SIGINT, SIGTERM
+        self.aborted = False  # abort(): a second signal; the JVM is gone
         self.stopping_since: float | None = None  # when the sources stopped on request
         self.queries: dict[str, Any] = {}
         self.queries_stopped = False  # every query stopped for good (_stop_queries)
@@ -202,14 +214,37 @@ class SparkEngine:
         self.leases: ExecutorHosts | None = None  # executors leased as hosts (spark.leasing)
         self.ingest: Ingest | None = None  # external sources' reading (started by start())
         self.egress: Egress | None = None  # delivering sinks' writers (started by start())
+        self.to_create: list[Path] | None = None  # folders the checks found missing (check())
         self.t0 = time.time()  # the run's clock starts when the feeder does (start())
         self.completed_before = 0  # source events completed by the previous interval's end
 
     # -- Engine protocol ---------------------------------------------------------------------
+    def check(self) -> list[str]:
+        """Preflight: what can be checked before Spark starts — Java (unless a JVM runs
+        already), the sources, the sinks, the functions, the store a resumed run needs — one
+        line naming the first problem; nothing is created. Returns what it checked."""
+        jvm = self._jvm_running() or launched_by_spark_submit()
+        done = ["Java: the JVM running already" if jvm else check_java()]
+        self.pipeline.check_imports()
+        done.append("every function and generator imports")
+        sources = check_sources(self.pipeline, self.resume)
+        sinks = check_sinks(self.pipeline, self.resume)
+        done.append("the sources are readable and the sinks writable")
+        done += [f"{folder} is created when the run starts" for folder in [*sources, *sinks]]
+        if self.resume and not store_exists(self.queues):
+            raise RuntimeFailure(f"nothing to resume: no queue store at {self.queues}")
+        self.to_create = [*sources, *sinks]
+        return done
+
+    def _jvm_running(self) -> bool:
+        return self.given_session is not None or SparkContext._active_spark_context is not None
+
     def start(self) -> None:
         phases = Phases()
-        check_sources(self.pipeline)  # before Spark: one line naming an unusable source or sink
-        check_sinks(self.pipeline, self.resume)
+        if self.to_create is None:  # not checked yet (the run session checks first)
+            self.check()
+        for folder in self.to_create or []:
+            folder.mkdir(parents=True, exist_ok=True)
         self._prepare_store()
         phases.end("checks and store")
         # local[n, 4]: up to 4 attempts per task, as on a cluster (plain local[n] never retries).
@@ -409,6 +444,23 @@ class SparkEngine:
         reading, then the queues drain within `drain_s` and the run ends as a finished one."""
         self.stop_requested.set()
 
+    def abort(self) -> None:
+        """Stop at once (a second SIGINT or SIGTERM; safe from a signal handler): the driver JVM
+        this run launched is killed with its Python workers (its session: they die with it);
+        what they committed stays (the store's transactions, Spark's checkpoints), so `--resume`
+        carries on. `stop` then ends the driver's own threads only. A caller's session is left
+        running: its run stops as `stop` stops it."""
+        if self.keep_session:
+            return
+        jvm = getattr(SparkContext._gateway, "proc", None)  # launched here (runtime/spark/session)
+        if jvm is None or jvm.poll() is not None:
+            return
+        try:
+            os.killpg(jvm.pid, signal.SIGKILL)  # the JVM leads a session of its own
+        except ProcessLookupError:  # not a group of its own: leave it to `stop`
+            return
+        self.aborted = True
+
     def _stop_pending(self) -> bool:
         """A stop was requested and the sources have not been stopped yet."""
         return self.stop_requested.is_set() and self.stopping_since is None
@@ -450,6 +502,13 @@ class SparkEngine:
         }
 
     def stop(self) -> None:
+        if self.aborted:  # the JVM is gone: end the driver's threads, ask nothing of Spark
+            for io in (self.ingest, self.egress):
+                if io is not None:
+                    io.stop(lambda query: None)
+            if hasattr(self, "feeder"):
+                self.feeder.stop()
+            return
         self._stop_io("ingest")
         if hasattr(self, "feeder"):
             self.feeder.stop()
@@ -509,8 +568,6 @@ class SparkEngine:
         return max(2, self.pipeline.r_over)
 
     def _prepare_store(self) -> None:
-        if self.resume and not store_exists(self.queues):
-            raise RuntimeFailure(f"nothing to resume: no queue store at {self.queues}")
         if not self.resume:
             shutil.rmtree(self.checkpoints, ignore_errors=True)
             reset_store(self.queues)
@@ -759,9 +816,13 @@ class SparkEngine:
     def _session(self, master: str | None, conf: dict[str, str]) -> Any:
         """The caller's SparkSession (kept running at the end), else the one `spark_session`
         makes or reuses: a session that was already running is the caller's too. A JVM launched
-        here writes its standard error to spark.log (a failed start is raised with its lines)."""
+        here writes its standard error to spark.log (a failed start is raised with its lines).
+        The pipeline's own modules (its folder's and the working directory's) are shipped to
+        the Python workers (runtime/spark/pyfiles.py)."""
+        archive = app_archive(app_folders(self.pipeline))
+        py_files = [] if archive is None else [archive]
         if self.given_session is not None:
-            return adopt_session(self.given_session)
+            return adopt_session(self.given_session, py_files)
         if SparkContext._active_spark_context is not None:
             self.keep_session = True
         auth_file = self._auth_file()
@@ -772,6 +833,7 @@ class SparkEngine:
                 auth_file=auth_file,
                 ui_host=self.config.spark.ui_host,
                 jvm_stderr=self.out / LOG_FILE,  # the JVM's start-up lines to spark.log
+                py_files=py_files,
             )
         except Py4JJavaError as exc:
             if not (self.config.spark.standalone and STOPPED_CONTEXT in str(exc)):

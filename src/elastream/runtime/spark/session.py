@@ -8,9 +8,11 @@ import contextlib
 import logging
 import os
 import shlex
+import signal
+import threading
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from elastream.runtime.spark.cluster import read_secret
 from elastream.runtime.spark.pipeline_source import PipelineDataSource
 from elastream.runtime.spark.source import QueueDataSource
 
-_registered: set[int] = set()
+_registered: dict[int, tuple[str, ...]] = {}  # session -> the Python files its sources ship
 RAW_LOCAL_FS = "org.apache.hadoop.fs.local.RawLocalFs"
 PROMETHEUS_PATH = "/metrics/prometheus"  # the driver's metrics (PrometheusServlet)
 EXECUTORS_PROMETHEUS_PATH = "/metrics/executors/prometheus"  # every executor's, from the UI
@@ -62,14 +64,18 @@ def spark_session(
     auth_file: Path | None = None,
     ui_host: str = "127.0.0.1",
     jvm_stderr: Path | None = None,
+    py_files: Sequence[Path] = (),
 ) -> SparkSession:
     """A session with FAIR scheduling (one pool per query), Python worker reuse and the
     `elastream_queue` and `elastream_pipeline` sources registered; `conf` is applied last (it
     may override ours; the UI is off unless `conf` has `ui_conf(True)`). An existing active
     session is reused as it is. `auth_file` holds the cluster's shared secret; `ui_host` is
     the address the UI binds (the driver JVM's SPARK_LOCAL_IP unless set). `master` None: the
-    one spark-submit was given. `jvm_stderr`: a driver JVM launched here writes its standard
-    error to that file (appended), not to the console (`launch_quietly`)."""
+    one spark-submit was given. A driver JVM launched here runs in a session of its own, so a
+    signal to this process's group (Ctrl-C, systemd's stop) leaves it and its Python workers
+    to the graceful stop, and writes its standard error to `jvm_stderr` (appended; None: the
+    console). `py_files` (zip or .py) are shipped to every Python worker (`adopt_session`).
+    Python's SIGINT handler stays the one installed before (PySpark's would replace it)."""
     warnings.filterwarnings("ignore", category=FutureWarning)
     logging.getLogger("py4j").setLevel(logging.ERROR)
     os.environ.setdefault("PYSPARK_PYTHON", _python())
@@ -95,38 +101,63 @@ def spark_session(
     if auth_file is not None and not launching:  # given to a running JVM: never on a command line
         options["spark.authenticate"] = "true"
         options["spark.authenticate.secret"] = read_secret(auth_file)
-    with _jvm_launch(auth_file if launching else None, ui_host if launching else None):
-        if launching and jvm_stderr is not None:
+    with (
+        _jvm_launch(auth_file if launching else None, ui_host if launching else None),
+        _sigint_kept(),
+    ):
+        if launching:
             launch_quietly(options, jvm_stderr)
-        return adopt_session(SparkSession.builder.config(map=options).getOrCreate())
+        session = SparkSession.builder.config(map=options).getOrCreate()
+    return adopt_session(session, py_files)
 
 
 class JvmLaunchError(RuntimeError):
     """The driver JVM did not start; the message holds what it wrote to its standard error."""
 
 
-def launch_quietly(options: Mapping[str, str], stderr_path: Path) -> None:
-    """Launch the driver JVM with its standard error appended to `stderr_path` and make the
-    SparkContext of `options` on it (a session builder's getOrCreate then adopts it). What
-    the JVM prints there before any logging is configured — the Java launcher's "Using incubator
-    modules" warning, Spark's "Setting default log level" note — stays off the console; a JVM
-    that exits at once raises JvmLaunchError with the lines it wrote (e.g. a bad Java option)."""
+def launch_quietly(options: Mapping[str, str], stderr_path: Path | None) -> None:
+    """Launch the driver JVM in a session of its own (a signal to the driver's process group
+    does not reach it, nor the Python workers it forks: the driver stops them) with its
+    standard error appended to `stderr_path` (None: the console), and make the SparkContext of
+    `options` on it (a session builder's getOrCreate then adopts it). What the JVM prints
+    there before any logging is configured — the Java launcher's "Using incubator modules"
+    warning, Spark's "Setting default log level" note — stays off the console; a JVM that
+    exits at once raises JvmLaunchError with the lines it wrote (e.g. a bad Java option). The
+    JVM ends with the driver all the same: it exits when its standard input closes."""
     from pyspark import SparkConf
     from pyspark.errors import PySparkRuntimeError
     from pyspark.java_gateway import launch_gateway
 
     conf = SparkConf().setAll(list(options.items()))
-    stderr_path.parent.mkdir(parents=True, exist_ok=True)
-    with stderr_path.open("ab") as sink:
-        start = sink.tell()
+    with contextlib.ExitStack() as stack:
+        popen: dict[str, Any] = {"start_new_session": True}
+        if stderr_path is not None:
+            stderr_path.parent.mkdir(parents=True, exist_ok=True)
+            popen["stderr"] = stack.enter_context(stderr_path.open("ab"))
+        start = popen["stderr"].tell() if "stderr" in popen else 0
         try:
-            gateway = launch_gateway(conf, popen_kwargs={"stderr": sink})
+            gateway = launch_gateway(conf, popen_kwargs=popen)
         except PySparkRuntimeError as exc:
-            said = _tail(stderr_path, start)
+            said = _tail(stderr_path, start) if stderr_path is not None else "(see above)"
             raise JvmLaunchError(
                 f"the Spark driver JVM did not start ({exc.getErrorClass()}); it said: {said}"
             ) from None
     SparkContext(conf=conf, gateway=gateway)
+
+
+@contextlib.contextmanager
+def _sigint_kept() -> Iterator[None]:
+    """SIGINT's handler as it was before the body: a SparkContext made in the main thread
+    installs its own (cancel every job, raise KeyboardInterrupt), which would replace a graceful
+    stop's (runtime/signals.py)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def _tail(path: Path, start: int, lines: int = 20) -> str:
@@ -162,15 +193,23 @@ def _jvm_launch(auth_file: Path | None, ui_host: str | None) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def adopt_session(spark: SparkSession) -> SparkSession:
-    """A running session made ready for the runtime: quiet logs, the `elastream_queue` source
-    registered (once). Its static settings stay as they are: FAIR scheduling and Python worker
-    reuse make replica changes cheap, so a caller's session should have them (docs/python.md)."""
-    spark.sparkContext.setLogLevel("ERROR")
-    if id(spark) not in _registered:
+def adopt_session(spark: SparkSession, py_files: Sequence[Path] = ()) -> SparkSession:
+    """A running session made ready for the runtime: quiet logs, `py_files` shipped to its
+    Python workers (`SparkContext.addPyFile`, as spark-submit's --py-files), the
+    `elastream_queue` and `elastream_pipeline` sources registered (again when the files shipped
+    changed: a source takes the files shipped when it is registered). Its static settings stay
+    as they are: FAIR scheduling and Python worker reuse make replica changes cheap, so a
+    caller's session should have them (docs/python.md)."""
+    sc = spark.sparkContext
+    sc.setLogLevel("ERROR")
+    for path in py_files:
+        if path.name not in (sc._python_includes or []):
+            sc.addPyFile(str(path))
+    shipped = tuple(sc._python_includes or ())
+    if _registered.get(id(spark)) != shipped:
         spark.dataSource.register(QueueDataSource)
         spark.dataSource.register(PipelineDataSource)
-        _registered.add(id(spark))
+        _registered[id(spark)] = shipped
     return spark
 
 
