@@ -1,15 +1,24 @@
 """The audit's arithmetic (`build_audit`, which both queue stores end their audits with) on
-hand-made fates: sink events, duplicates, roots with two fates, expired counts added back."""
+hand-made fates: sink events, duplicates, roots with two fates, expired counts added back. Roots
+are source positions (int64), as the stores keep them; a, b, c, d name four of them."""
+
+import numpy as np
 
 from elastream.runtime.queues.base import ExpiredCounts, build_audit
+
+a, b, c, d = 11, 12, 13, 14
+
+
+def roots(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
 
 
 def test_a_clean_run_adds_up():
     audit = build_audit(
         events_in=5,
         pending=1,
-        sink_roots=["a", "b"],
-        fates={"filtered": {"c"}, "timeout": {"d"}, "overflow": set(), "failed": set()},
+        sink_roots=roots(a, b),
+        fates={"filtered": roots(c), "timeout": roots(d), "overflow": roots(), "failed": roots()},
         expired=ExpiredCounts(),
     )
     assert (audit.to_sink, audit.filtered, audit.timeout, audit.overflow, audit.failed) == (
@@ -25,8 +34,8 @@ def test_a_root_at_the_sink_twice_and_a_root_with_two_fates_are_counted():
     audit = build_audit(
         events_in=3,
         pending=0,
-        sink_roots=["a", "a", "b"],
-        fates={"filtered": {"b"}, "timeout": {"c"}, "overflow": set(), "failed": {"c"}},
+        sink_roots=roots(a, a, b),
+        fates={"filtered": roots(b), "timeout": roots(c), "overflow": roots(), "failed": roots(c)},
         expired=ExpiredCounts(),
     )
     assert (audit.sink_events, audit.to_sink, audit.duplicate_sink_roots) == (3, 2, 1)
@@ -38,8 +47,8 @@ def test_what_expiry_forgot_is_added_back():
     audit = build_audit(
         events_in=30,
         pending=0,
-        sink_roots=["a"],
-        fates={"filtered": {"b"}, "timeout": set(), "overflow": set(), "failed": {"c"}},
+        sink_roots=roots(a),
+        fates={"filtered": roots(b), "timeout": roots(), "overflow": roots(), "failed": roots(c)},
         expired=expired,
     )
     assert (audit.to_sink, audit.sink_events, audit.filtered) == (11, 12, 5)

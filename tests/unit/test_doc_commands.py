@@ -67,9 +67,9 @@ WAYS: dict[str, tuple[str, tuple[str, ...] | str]] = {
     ),
     "benchmarks/modeling_backtests.py": ("parse", "every real trace, minutes even at 1 origin"),
     "benchmarks/spark_objective.py": ("parse", "Spark: two runs of the demo trace"),
+    "benchmarks/objective_table.py": ("parse", "every policy on 8 day-long traces at two bounds"),
     "benchmarks/spark_policies.py": ("parse", "Spark: three policies on the demo trace"),
     "benchmarks/sim_speed.py": ("parse", "an hour of a 10-operator pipeline per case"),
-    "benchmarks/validate_sim.py": ("parse", "Spark: repeated runs beside the simulator"),
     "benchmarks/psps_reproduce.py": ("parse", "43 simulated runs (7 min), no smaller form"),
     "benchmarks/placement_speed.py": ("parse", "repeated solves of a 55,813-variable ILP"),
     "benchmarks/decentral_reproduce.py": ("parse", "the paper's four runs, no smaller form"),
@@ -79,7 +79,6 @@ WAYS: dict[str, tuple[str, tuple[str, ...] | str]] = {
     "benchmarks/executor_leasing.py": ("parse", "Spark on a standalone cluster"),
     "benchmarks/caladrius_gatsby.py": ("parse", "Spark: word-count runs, 25 min"),
     "benchmarks/state_rescale.py": ("parse", "Spark: rescales at 10^4 and 10^6 keys"),
-    "elastream bench": ("parse", "12 simulated trace x bound cases of a day and more"),
     "elastream demo": ("parse", "Spark: the 180 s demo trace, about 4 min"),
 }
 
