@@ -114,7 +114,7 @@ def run(out: Path, variant: Variant, splitter: int, async_progress: bool = True)
     history.unlink(missing_ok=True)
     cmd = [
         sys.executable, "-m", "elastream.cli", "run", str(folder / "pipeline.yaml"),
-        "--policy", "static", "--trace", str(trace), "--interval", str(TD_S),
+        "--policy", "static", "--trace", str(trace), "--interval-s", str(TD_S),
         "--config", str(settings),
         "--history", str(history), "--out", str(folder / "run"), "--quiet",
     ]  # fmt: skip

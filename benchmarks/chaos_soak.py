@@ -242,7 +242,7 @@ class Soak:
 
     def start_driver(self, resume: bool) -> None:
         cmd = [sys.executable, "-m", "elastream.cli", "run", str(self.out / "pipeline.yaml"),
-               "--out", str(self.out / "run"), "--queues", self.redis.url, "--interval", "2",
+               "--out", str(self.out / "run"), "--queues", self.redis.url, "--interval-s", "2",
                "--quiet", "--no-metrics", "--config", str(self.out / "settings.yaml"),
                "--seed", str(self.args.seed)]  # fmt: skip
         if resume:
@@ -472,7 +472,7 @@ class Soak:
 
     def drain(self, produced: int) -> bool:
         """Wait until the sink has as many entries as were produced (or no progress for
-        `--drain` seconds): False if the pipeline stalled with events missing."""
+        `--drain-s` seconds): False if the pipeline stalled with events missing."""
         last, since = -1, time.time()
         while time.time() - since < self.args.drain_s:
             self.watch_driver()

@@ -113,15 +113,15 @@ def run(base: Path, files: list[list[str]], pace: list[tuple[float, float]], arg
     (base / "in").mkdir(parents=True, exist_ok=True)  # the source's directory must exist
     cmd = [sys.executable, "-m", "elastream.cli", "run", str(pipeline), "--out", str(base / "run")]
     cmd += [
-        "--interval",
-        str(args.interval),
-        "--event-timeout",
+        "--interval-s",
+        str(args.interval_s),
+        "--event-timeout-s",
         "none",
         "--queue-capacity",
         "none",
         "--quiet",
     ]
-    cmd += ["--duration", str(args.duration), "--drain", "300"]
+    cmd += ["--duration", str(args.duration), "--drain-s", "300"]
     log = (base / "run.log").open("w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     began = time.monotonic()
@@ -157,7 +157,7 @@ def main() -> int:
     )
     parser.add_argument("--run", action="store_true", help="run elastream on it and compare")
     parser.add_argument(
-        "--interval", type=float, default=3.0, help="elastream's control interval, s"
+        "--interval-s", type=float, default=3.0, help="elastream's control interval, s"
     )
     parser.add_argument("--duration", type=float, default=150.0, help="elastream's run, s")
     parser.add_argument("--lead", type=float, default=20.0, help="s before the first file")

@@ -37,7 +37,7 @@ def run(master: str, out: Path, leasing: dict | None) -> dict:
     spark = {"master": master, **({"leasing": leasing} if leasing else {})}
     settings.write_text(json.dumps({"spark": spark}))
     done = elastream(
-        "run", str(PIPELINE), "--trace", TRACE, "--interval", "2", "--event-timeout", "none",
+        "run", str(PIPELINE), "--trace", TRACE, "--interval-s", "2", "--event-timeout-s", "none",
         "--config", str(settings), "--out", str(out), "--quiet",
     )  # fmt: skip
     if done.returncode != 0:

@@ -56,10 +56,10 @@ def run_one(label: str, settings: dict[str, Any], args: argparse.Namespace) -> d
     objective = Objective(latency_p99_s=args.objective_s)
     config = make_config(
         trace=f"demo:duration={args.duration:g},peak={args.peak_rate:g}",
-        interval_s=args.interval,
+        interval_s=args.interval_s,
         event_timeout_s=None,
         queue_capacity=None,
-        drain_s=args.drain,
+        drain_s=args.drain_s,
         objective=objective.model_dump(),
         out=args.out / label.replace(" ", "_").replace("=", ""),
         **settings,
@@ -118,9 +118,9 @@ def main() -> None:
     )
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--peak-rate", type=float, default=100.0)
-    parser.add_argument("--interval", type=float, default=5.0)
+    parser.add_argument("--interval-s", type=float, default=5.0)
     parser.add_argument("--only", action="append", help="run only this label (repeatable)")
-    parser.add_argument("--drain", type=float, default=60.0)
+    parser.add_argument("--drain-s", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="objective-")))
     args = parser.parse_args()
     pipeline = load_pipeline(demo_pipeline_path())

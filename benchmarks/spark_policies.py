@@ -44,9 +44,9 @@ def policy_runs(pipeline: Pipeline, args: argparse.Namespace) -> dict[str, dict]
     for label, settings in runs.items():
         config = make_config(
             trace=f"demo:duration={args.duration:g},peak={args.peak_rate:g}",
-            interval_s=args.interval,
+            interval_s=args.interval_s,
             out=args.out / label.replace(" ", "_").replace("=", ""),
-            drain_s=args.drain,
+            drain_s=args.drain_s,
             **settings,
         )
         trace = prepare_workload(config, pipeline)
@@ -99,8 +99,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--peak-rate", type=float, default=100.0)
-    parser.add_argument("--interval", type=float, default=5.0)
-    parser.add_argument("--drain", type=float, default=60.0)
+    parser.add_argument("--interval-s", type=float, default=5.0)
+    parser.add_argument("--drain-s", type=float, default=60.0)
     parser.add_argument("--overhead-events", type=int, default=3000)
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="bench-")))
     parser.add_argument(

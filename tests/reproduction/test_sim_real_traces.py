@@ -37,7 +37,7 @@ def test_simulate_runs_on_every_real_trace(tmp_path, name, time_scale):
         str(time_scale),
         "--duration",
         "300",
-        "--interval",
+        "--interval-s",
         "5",
         "--quiet",
     ]

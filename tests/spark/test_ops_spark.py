@@ -102,8 +102,8 @@ def test_a_spark_run_scraped_with_a_redis_password(tmp_path):
     pipeline_file = tmp_path / "filter3.yaml"
     pipeline_file.write_text(yaml.safe_dump(pipeline))
     cmd = [sys.executable, "-m", "elastream.cli", "run", str(pipeline_file),
-           "--trace", "constant:rate=20,duration=16", "--interval", "2", "--drain", "60",
-           "--event-timeout", "none", "--out", str(out), "--config", str(settings),
+           "--trace", "constant:rate=20,duration=16", "--interval-s", "2", "--drain-s", "60",
+           "--event-timeout-s", "none", "--out", str(out), "--config", str(settings),
            "--queues", redis.url + "?prefix=ops"]  # fmt: skip
     env = {**os.environ, "ELASTREAM_METRICS_TOKEN": TOKEN}
     try:

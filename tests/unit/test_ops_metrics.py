@@ -37,9 +37,8 @@ def simulate(tmp_path, *flags: str, settings: dict | None = None) -> int:
     pipeline.write_text(yaml.safe_dump(PIPELINE))
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump(settings or {}))
-    base = (
-        f"--duration 30 --interval 2 --policy threshold --quiet --drain 5 --out {tmp_path / 'out'}"
-    )
+    base = "--duration 30 --interval-s 2 --policy threshold --quiet --drain-s 5"
+    base += f" --out {tmp_path / 'out'}"
     return main(["simulate", str(pipeline), "--config", str(config), *base.split(), *flags])
 
 

@@ -258,9 +258,9 @@ def test_the_simulate_command_takes_fast_forward_and_a_series_resolution(tmp_pat
     pipeline = tmp_path / "p.yaml"
     pipeline.write_text(yaml.safe_dump(PIPELINE))
     out = tmp_path / "out"
-    flags = "--duration 120 --interval 2 --policy psps --quiet --drain 0 --sample-events 50"
+    flags = "--duration 120 --interval-s 2 --policy psps --quiet --drain-s 0 --sim-sample-events 50"
     args = ["simulate", str(pipeline), "--out", str(out), *flags.split()]
-    assert main([*args, "--fast-forward", "--series-resolution", "30"]) == 0
+    assert main([*args, "--sim-fast-forward", "--series-resolution-s", "30"]) == 0
     intervals = load_intervals(out)
     assert list(intervals["t"]) == [30.0, 60.0, 90.0, 120.0]
     assert intervals["input"].sum() == 150 * 120

@@ -28,7 +28,10 @@ class GuardConfig(Settings):
         None, ge=1, description="at most this many replicas removed per decision (None: no limit)"
     )
     dead_band: float = Field(
-        0.0, ge=0, lt=1, description="ignore changes smaller than this fraction of the current r"
+        0.0,
+        ge=0,
+        lt=1,
+        description="ignore changes smaller than this fraction of the current replicas",
     )
     stabilization_s: float = Field(
         0.0, ge=0, description="scale down only to the largest recommendation of this window, s"

@@ -199,7 +199,7 @@ class SparkEngine:
             if not spark.standalone:
                 raise RuntimeFailure(
                     "spark.leasing leases executors of a standalone cluster: give "
-                    "--master spark://HOST:PORT (elastream cluster up starts one)"
+                    "--spark-master spark://HOST:PORT (elastream cluster up starts one)"
                 )
             conf.setdefault("spark.decommission.enabled", "true")  # graceful release
         conf = jvm_log_conf(self.out, conf)  # Spark's log lines to spark.log in the run directory
