@@ -17,7 +17,7 @@ pytestmark = pytest.mark.spark
 PIPELINE = ROOT / "benchmarks" / "pipelines" / "validate3.yaml"
 TRACE = "spike:peak=90,magnitude=6,onset=10,ramp=5,hold=25,decay=5,duration=60"
 BOUNDS = {
-    "saved_resources": 0.05,
+    "replica_seconds_saved_ratio": 0.05,
     "processed_ratio": 0.01,
     "latency_ms_mean": 0.4,
     "latency_ms_p99": 0.4,

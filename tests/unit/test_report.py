@@ -170,7 +170,7 @@ def test_summary_json_per_operator_aggregates(written):
         util = [expected_utilization(s, name) for s in result.snapshots]
         assert agg["utilization_mean"] == pytest.approx(sum(util) / len(util))
     # op1's et is unknown in one interval: the mean is over the known ones only.
-    assert ops["op1"]["et_ms_mean"] == pytest.approx(4.0)
+    assert ops["op1"]["service_ms_mean"] == pytest.approx(4.0)
 
 
 def test_settings_that_are_not_json_data_are_named(tmp_path):
@@ -184,7 +184,7 @@ def test_settings_that_are_not_json_data_are_named(tmp_path):
 def test_timeseries_header_starts_with_the_documented_columns(written):
     header = (written[1] / "timeseries.csv").read_text().splitlines()[0]
     assert header.startswith(
-        "t,operator,received,processed,queue,replicas,et_ms,utilization,"
+        "t,operator,received,processed,queue,replicas,service_ms,utilization,"
         "target,dropped_timeout,dropped_overflow,emitted"
     )
 
@@ -213,9 +213,9 @@ def test_timeseries_one_row_per_interval_and_operator_with_the_snapshot_values(w
             assert row.target == decision.as_dict()[o.name]
             assert row.utilization == pytest.approx(expected_utilization(snap, o.name))
             if o.et_s is None:
-                assert pd_isna(row.et_ms)
+                assert pd_isna(row.service_ms)
             else:
-                assert row.et_ms == pytest.approx(o.et_s * 1000)
+                assert row.service_ms == pytest.approx(o.et_s * 1000)
 
 
 def pd_isna(value) -> bool:
@@ -225,7 +225,7 @@ def pd_isna(value) -> bool:
 def test_unknown_et_is_a_blank_cell(written):
     lines = (written[1] / "timeseries.csv").read_text().splitlines()
     op1_interval_4 = next(line for line in lines if line.startswith(f"{4 * TD},op1,"))
-    assert op1_interval_4.split(",")[TIMESERIES_COLUMNS.index("et_ms")] == ""
+    assert op1_interval_4.split(",")[TIMESERIES_COLUMNS.index("service_ms")] == ""
 
 
 def test_intervals_csv_rates_and_latency(written):
@@ -321,7 +321,7 @@ def test_report_shows_every_summary_metric_and_the_run(written):
     assert set(page.metrics) == {f.name for f in fields(Summary)}
     for name, value in result.summary.as_dict().items():
         assert page.metrics[name] == ("" if value is None else repr(value))
-    assert f"{result.summary.saved_resources * 100:.1f}%" in text
+    assert f"{result.summary.replica_seconds_saved_ratio * 100:.1f}%" in text
     assert f"{result.summary.throughput_degradation * 100:.1f}%" in text
     assert "<title>Run &lt;A&amp;B&gt;</title>" in text
     assert "policy <b>psps</b>" in text

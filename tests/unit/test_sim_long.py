@@ -52,14 +52,16 @@ def test_running_summary_equals_the_summary_of_every_snapshot(policy):
     result = simulate(filter_split_pipeline(), cfg, wavy(), EXACT)
     assert len(result.snapshots) > 40
     assert result.summary.reconfigurations > 0 or policy == "static"  # the aggregates all move
-    assert result.summary == summarize(result.snapshots, result.totals, result.summary.r_over)
+    provisioned = result.summary.overprovisioned_replicas
+    assert result.summary == summarize(result.snapshots, result.totals, provisioned)
 
 
 def test_running_summary_counts_a_fast_forwarded_stretch_once_per_interval():
     cfg = config(policy="psps", replicas=None, interval_s=5.0)
     result = simulate(one_operator(service_ms=10.0), cfg, steady_buckets(), EXACT)
     assert any(s.intervals > 1 for s in result.snapshots)
-    assert result.summary == summarize(result.snapshots, result.totals, result.summary.r_over)
+    provisioned = result.summary.overprovisioned_replicas
+    assert result.summary == summarize(result.snapshots, result.totals, provisioned)
     assert result.summary.intervals == sum(s.intervals for s in result.snapshots)
 
 
@@ -186,10 +188,11 @@ def test_series_at_a_resolution_keep_the_totals_of_the_per_interval_series(tmp_p
     assert not result.snapshots_kept  # the session streams its series to disk
     fine_i, coarse_i = pd.read_csv(fine["intervals"]), pd.read_csv(coarse["intervals"])
     assert len(coarse_i) == int(np.ceil(fine_i["t"].max() / 20.0))
-    for column in ("td", "input", "completed", "sink_events"):
+    for column in ("interval_s", "input", "completed", "sink_events"):
         assert coarse_i[column].sum() == pytest.approx(fine_i[column].sum()), column
-    mean_replicas = (fine_i["replicas_total"] * fine_i["td"]).sum() / fine_i["td"].sum()
-    coarse_mean = (coarse_i["replicas_total"] * coarse_i["td"]).sum() / coarse_i["td"].sum()
+    fine_s, coarse_s = fine_i["interval_s"], coarse_i["interval_s"]
+    mean_replicas = (fine_i["replicas_total"] * fine_s).sum() / fine_s.sum()
+    coarse_mean = (coarse_i["replicas_total"] * coarse_s).sum() / coarse_s.sum()
     assert coarse_mean == pytest.approx(mean_replicas)
     fine_t, coarse_t = pd.read_csv(fine["timeseries"]), pd.read_csv(coarse["timeseries"])
     for column in ("received", "processed", "emitted"):

@@ -93,7 +93,7 @@ def print_summary(results: pd.DataFrame, console: Console) -> None:
             table.add_row(str(row["run_id"]), f"[red]failed: {row['error']}")
             continue
         cells = [
-            f"{row['saved_resources']:.4f}",
+            f"{row['replica_seconds_saved_ratio']:.4f}",
             f"{row['throughput_degradation']:.4f}",
             f"{row['processed_ratio']:.4f}",
             f"{row['latency_ms_mean']:.1f}",

@@ -34,7 +34,7 @@ OPERATOR_COLUMNS: tuple[tuple[str, str, Formatter], ...] = (
     ("dropped_overflow", "dropped overflow", fmt.count),
     ("queue_max", "queue max", fmt.count),
     ("utilization_mean", "utilization", fmt.pct),
-    ("et_ms_mean", "et (ms)", lambda v: fmt.number(v, 2)),
+    ("service_ms_mean", "service time (ms)", lambda v: fmt.number(v, 2)),
 )
 
 CSS = """

@@ -14,7 +14,7 @@ from elastream.model.objective import Objective, ObjectiveTally, judge
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats, Snapshot
 from elastream.report import formatting as fmt
-from elastream.report.series import et_ms, per_second, utilization
+from elastream.report.series import per_second, service_ms, utilization
 
 
 class LiveTable:
@@ -143,7 +143,7 @@ class LiveTable:
             fmt.count(o.queue),
             f"{o.replicas}/{o.max_replicas}",
             change,
-            fmt.number(et_ms(o), 1),
+            fmt.number(service_ms(o), 1),
             fmt.pct(utilization(o, td), 0),
             Text(reason),
         ]
