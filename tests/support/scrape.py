@@ -38,9 +38,12 @@ def get(url: str, token: str | None = None, timeout: float = 5.0) -> tuple[int, 
 class Scraper:
     """Scrapes `url` until stopped; `scrapes` holds every successful one, in order."""
 
-    def __init__(self, url: str, every_s: float = 0.5, token: str | None = None) -> None:
-        self.url, self.every_s, self.token = url, every_s, token
+    def __init__(
+        self, url: str, every_s: float = 0.5, token: str | None = None, raw: bool = False
+    ) -> None:
+        self.url, self.every_s, self.token, self.raw = url, every_s, token, raw
         self.scrapes: list[Sample] = []
+        self.texts: list[str] = []  # every scrape's text too, with `raw`
         self.refused = 0  # connection refused: not up yet, or gone
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -54,6 +57,8 @@ class Scraper:
             else:
                 assert status == 200, (status, body)
                 self.scrapes.append(parse(body))
+                if self.raw:
+                    self.texts.append(body)
             self._stop.wait(self.every_s)
 
     def __enter__(self) -> Scraper:
@@ -69,6 +74,13 @@ def value(sample: Sample, name: str, **labels: str) -> float:
     return sample[(name, tuple(sorted(labels.items())))]
 
 
+def total(sample: Sample, name: str, **labels: str) -> float:
+    """The sum of `name` over every series whose labels include `labels` (e.g. every source's
+    events of one pipeline)."""
+    wanted = set(labels.items())
+    return sum(v for (n, ls), v in sample.items() if n == name and wanted <= set(ls))
+
+
 def assert_metrics_match_outputs(sample: Sample, out: Path, pipeline: str) -> None:
     """The last scrape against summary.json, intervals.csv and timeseries.csv: counts exact."""
     summary = json.loads((out / "summary.json").read_text())
@@ -81,7 +93,9 @@ def assert_metrics_match_outputs(sample: Sample, out: Path, pipeline: str) -> No
         ("completed", "elastream_events_completed_total"),
         ("sink_events", "elastream_sink_events_total"),
     ):
-        assert value(sample, metric, **run) == sum(int(r[column]) for r in intervals), metric
+        assert total(sample, metric, **run) == sum(int(r[column]) for r in intervals), metric
+    counted = total(sample, "elastream_event_latency_seconds_count", **run)
+    assert counted == sum(int(r["sink_events"]) for r in intervals)
     assert value(sample, "elastream_intervals_total", **run) == summary["intervals"]
     assert value(sample, "elastream_reconfigurations_total", **run) == summary["reconfigurations"]
     assert value(sample, "elastream_events_failed_total", **run) == summary["events_failed"]

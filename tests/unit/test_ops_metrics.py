@@ -12,6 +12,7 @@ import socket
 from dataclasses import replace
 
 import numpy as np
+import pytest
 import yaml
 from support.builders import snapshot, stats
 from support.scrape import Scraper, assert_metrics_match_outputs, parse, value
@@ -49,6 +50,86 @@ def test_a_scrape_at_the_end_equals_the_runs_outputs(tmp_path):
         assert simulate(tmp_path, settings=settings) == 0
     assert scraper.scrapes, f"no scrape succeeded ({scraper.refused} refused)"
     assert_metrics_match_outputs(scraper.scrapes[-1], tmp_path / "out", PIPELINE["name"])
+
+
+# Every family a run serves, with its type: Prometheus' conventions (a unit in the name,
+# `_total` on counters, no `_created` series). Written out here, not derived from the code.
+FAMILIES = {
+    "elastream_operator_events_received_total": "counter",
+    "elastream_operator_events_processed_total": "counter",
+    "elastream_operator_events_emitted_total": "counter",
+    "elastream_operator_events_failed_total": "counter",
+    "elastream_operator_events_dropped_total": "counter",
+    "elastream_operator_queue_events": "gauge",
+    "elastream_operator_replicas_active": "gauge",
+    "elastream_operator_replicas_pool": "gauge",
+    "elastream_operator_replicas_target": "gauge",
+    "elastream_operator_busy_ratio": "gauge",
+    "elastream_operator_service_time_seconds": "histogram",
+    "elastream_source_events_total": "counter",
+    "elastream_source_rate_events_per_second": "gauge",
+    "elastream_source_backlog_events": "gauge",
+    "elastream_events_completed_total": "counter",
+    "elastream_sink_events_total": "counter",
+    "elastream_event_latency_seconds": "histogram",
+    "elastream_interval_latency_p99_seconds": "gauge",
+    "elastream_objective_latency_seconds": "gauge",
+    "elastream_objective_met": "gauge",
+    "elastream_intervals_total": "counter",
+    "elastream_reconfigurations_total": "counter",
+    "elastream_hosts_up": "gauge",
+    "elastream_host_cost_price_units": "gauge",
+    "elastream_events_failed_total": "counter",
+    "elastream_events_dropped_restart_total": "counter",
+    "elastream_query_restarts_total": "counter",
+    "elastream_hosts_leased_total": "counter",
+    "elastream_run_finished": "gauge",
+}
+
+
+def families(text: str) -> dict[str, str]:
+    """name -> type of every `# TYPE` line of an exposition."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            out[name] = kind
+    return out
+
+
+def test_a_scraped_run_serves_each_family_of_the_list_and_no_created_series(tmp_path):
+    """A real simulated run with an objective, scraped over HTTP at its end: exactly the
+    families above; per-event latencies (one histogram count per sink event), the source
+    and the sink as labels, the objective's gauges."""
+    port = free_port()
+    settings = {"metrics": {"port": port, "linger_s": 2.0}}
+    with Scraper(f"http://127.0.0.1:{port}/metrics", every_s=0.2, raw=True) as scraper:
+        assert simulate(tmp_path, "--objective-latency-p99-s", "0.5", settings=settings) == 0
+    text = scraper.texts[-1]
+    assert families(text) == FAMILIES
+    assert "_created" not in text
+    sample = parse(text)
+    intervals = list(csv.DictReader((tmp_path / "out" / "intervals.csv").open()))
+    sink = {"pipeline": "one", "sink": "sink"}
+    assert value(sample, "elastream_sink_events_total", **sink) == sum(
+        int(r["sink_events"]) for r in intervals
+    )
+    assert value(sample, "elastream_source_events_total", pipeline="one", source="src") == sum(
+        int(r["input"]) for r in intervals
+    )
+    run = {"pipeline": "one"}
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    count = value(sample, "elastream_event_latency_seconds_count", **run)
+    assert count == summary["events_out"] > len(intervals)  # per event, not per interval
+    mean_s = value(sample, "elastream_event_latency_seconds_sum", **run) / count
+    assert mean_s == pytest.approx(summary["latency_ms_mean"] / 1000, abs=0.001)  # 1-ms bins
+    bound = {"pipeline": "one", "statistic": "p99"}
+    assert value(sample, "elastream_objective_latency_seconds", **bound) == 0.5
+    last = intervals[-1]
+    assert value(sample, "elastream_objective_met", **run) == float(last["objective_met"] or 1)
+    p99 = value(sample, "elastream_interval_latency_p99_seconds", **run)
+    judged = [r for r in intervals if r["latency_ms_p99"]]
+    assert p99 == pytest.approx(float(judged[-1]["latency_ms_p99"]) / 1000)
 
 
 def test_port_zero_serves_nothing_and_the_flag_wins_over_the_file(tmp_path, caplog):

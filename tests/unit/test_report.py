@@ -431,7 +431,7 @@ def test_live_table_prints_one_line_per_interval_when_not_a_terminal():
     lines = buf.getvalue().splitlines()
     assert len(lines) == len(PLAN)
     assert lines[1].startswith(f"t={2 * TD:.1f} s")
-    assert "op2 r=2/4->3 q=40" in lines[1]
+    assert "op2 replicas 2/4->3 queue 40" in lines[1]
 
 
 def test_live_table_shows_leased_hosts_with_their_btu_clocks_and_the_cost():
@@ -473,7 +473,7 @@ def test_live_table_shows_brackets_literally():
     live(make_snapshot(0), decision)  # the console is not a terminal: one line, no markup
     text = console.export_text()
     assert "[bold]λ̂=3[/]" in text and "[x] · t=" in text
-    assert "op2 r=1/4->2" in text
+    assert "op2 replicas 1/4->2" in text
 
 
 def test_live_table_quiet_prints_nothing():
@@ -522,7 +522,7 @@ def test_live_table_as_mape_observer_on_a_terminal(tmp_path):
     last = result.snapshots[-1]
     assert f"t={last.t:.1f} s" in out
     # The redrawn table (headings, box lines), not the compact lines of a non-terminal.
-    assert "replay" in out and "proc ev/s" in out and "│ op2" in out
+    assert "replay" in out and "processed ev/s" in out and "│ op2" in out
     assert "op2 r=" not in out
     paths = write_outputs(result, PIPELINE, tmp_path, title="replay", settings={"policy": "psps"})
     assert len(load_timeseries(tmp_path)) == len(PLAN) * 2

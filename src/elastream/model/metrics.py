@@ -601,6 +601,18 @@ def latency_histogram(
     return tuple(sorted(counts.items()))
 
 
+def latency_histogram_of(
+    counts_s: dict[float, int], resolution_ms: float = 1.0
+) -> tuple[tuple[float, int], ...]:
+    """Latencies in seconds with their counts, folded in `resolution_ms` bins (bin upper edge
+    in ms, count), as latency_histogram does for single latencies in ms."""
+    bins: dict[float, int] = {}
+    for latency_s, n in counts_s.items():
+        edge = math.ceil(latency_s * 1000.0 / resolution_ms) * resolution_ms
+        bins[edge] = bins.get(edge, 0) + n
+    return tuple(sorted(bins.items()))
+
+
 def histogram_quantile(histogram: Sequence[tuple[float, int]], q: float) -> float | None:
     """The nearest-rank q-quantile of (value, count) pairs sorted by value (None if empty)."""
     total = sum(n for _, n in histogram)

@@ -83,14 +83,15 @@ class LiveTable:
         )
 
     def objective_text(self, snapshot: Snapshot) -> str:
-        """'  objective p99 ≤ 2 s: met (97.5% of intervals)', or '' without an objective."""
+        """'  objective p99 ≤ 2 s: met (met in 97.5% of intervals)', or '' without an
+        objective."""
         if self.tally is None:
             return ""
         objective = self.tally.objective
         verdict = judge(snapshot, objective).met
         word = "not judged" if verdict is None else "met" if verdict else "MISSED"
         share = self.tally.met_share
-        so_far = "" if share is None else f" ({fmt.pct(share, 1)} of intervals)"
+        so_far = "" if share is None else f" (met in {fmt.pct(share, 1)} of intervals)"
         return f"  objective {objective.statistic} ≤ {objective.bound_s:g} s: {word}{so_far}"
 
     @staticmethod
@@ -116,9 +117,10 @@ class LiveTable:
             expand=False,
         )
         table.add_column("operator", no_wrap=True)
-        for heading in ("in ev/s", "proc ev/s", "queue", "replicas", "target", "et ms", "util"):
-            table.add_column(heading, justify="right", no_wrap=True)
-        table.add_column("reason", style="dim", no_wrap=True, overflow="ellipsis", max_width=36)
+        headings = ("in ev/s", "processed ev/s", "queue", "replicas", "target", "service ms")
+        for heading in (*headings, "busy"):
+            table.add_column(heading, justify="right", no_wrap=True, min_width=len(heading))
+        table.add_column("reason", style="dim", no_wrap=True, overflow="ellipsis", max_width=60)
         targets = decision.as_dict()
         for o in self._ordered(snapshot):
             reason = decision.reason(o.name)
@@ -152,8 +154,8 @@ class LiveTable:
         """One compact line for one interval (non-terminal output)."""
         targets = decision.as_dict()
         parts = [
-            f"{o.name} r={o.replicas}/{o.max_replicas}->{targets.get(o.name, fmt.MISSING)} "
-            f"q={o.queue} U={fmt.pct(utilization(o, snapshot.td), 0)}"
+            f"{o.name} replicas {o.replicas}/{o.max_replicas}->{targets.get(o.name, fmt.MISSING)}"
+            f" queue {o.queue:,} busy {fmt.pct(utilization(o, snapshot.td), 0)}"
             for o in self._ordered(snapshot)
         ]
         hosts = self.hosts(snapshot)

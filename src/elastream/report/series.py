@@ -224,10 +224,19 @@ def summary_document(
         "pipeline": pipeline.name,
         "policy": settings.get("policy"),
         **jsonable(result.summary.as_dict()),
-        "objective": jsonable(objective),
+        "objective": jsonable(objective and run_objective(objective, result.summary.as_dict())),
         "operators": jsonable(operators),
         "settings": jsonable(settings, "settings"),
     }
+
+
+def run_objective(block: Row, summary: Row) -> Row:
+    """The objective block with the whole run's verdict: `measured_s`, the run's latency
+    statistic over every sink event, and `met` (None when no event reached a sink)."""
+    ms = summary.get(f"latency_ms_{block['statistic']}")
+    measured = None if ms is None else ms / 1000.0
+    met = None if measured is None else measured <= block["bound_s"]
+    return {**block, "measured_s": measured, "met": met}
 
 
 # what a merged point keeps of an operator's stats

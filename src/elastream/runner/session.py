@@ -234,7 +234,12 @@ def run_session(
         series,
     ):
         engine = build_engine(pipeline, config, workload, sim=sim, resume=resume, spark=spark)
-        observers: list[Observer] = [live, history, series, *ops_observers(metrics)]
+        observers: list[Observer] = [
+            live,
+            history,
+            series,
+            *ops_observers(metrics, config.objective),
+        ]
         with stop_on_signals(engine, config.drain_s):
             if runner is None:
                 result = run_engine(engine, config, observers, keep_snapshots=0)

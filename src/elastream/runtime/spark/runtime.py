@@ -261,6 +261,10 @@ class SparkEngine:
         ops, sources = self._measure(t0, t1)
         n_sink, latency = self.store.sink_latency(t0, t1)
         recent = self.store.sink_latencies_ms_between(t0, t1)
+        sinks = tuple(
+            (sink, sum(self.store.arrivals(sink, t0, t1).values()))
+            for sink in self.pipeline.sink_names
+        )
         self._expire(t1)
         restarts = sum(self.restarts.values())
         new_restarts, self.restarts_seen = restarts - self.restarts_seen, restarts
@@ -274,6 +278,8 @@ class SparkEngine:
             sink_events=n_sink,
             latency_ms_mean=latency,
             latency_ms_p99=float(np.percentile(recent, 99)) if recent else None,
+            sinks=sinks,
+            sink_latency_ms=latency_histogram(recent),
             source_backlog=tuple(
                 (name, n) for name, n in self.ingest.backlog().items() if n is not None
             ),
