@@ -174,3 +174,21 @@ def test_run_engine_sim_is_simulate_and_simulator_options_need_it(tmp_path, caps
     assert "--sim-step-s: simulator options, for --engine sim only" in capsys.readouterr().err
     assert main(["simulate", pipeline, "--resume", "--duration", "4"]) == 2
     assert "--resume continues a Spark run" in capsys.readouterr().err
+
+
+def test_engine_sim_on_a_files_pipeline_is_one_line_naming_the_source(tmp_path, capsys):
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(
+        "name: words\n"
+        f"sources: [{{name: lines, kind: files, path: {tmp_path / 'in'}, format: json, "
+        "schema: 'text STRING'}]\n"
+        "operators: [{name: split, function: 'elastream.examples.synthetic:passthrough'}]\n"
+        "sinks: [{name: out}]\n"
+        "streams: [{from: lines, to: split}, {from: split, to: out}]\n"
+    )
+    out = tmp_path / "run"
+    assert main(["run", str(pipeline), "--engine", "sim", "--out", str(out), "--quiet"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert error[-1].startswith("elastream run: error: --engine sim simulates generator sources")
+    assert "'lines' (files)" in error[-1] and "--engine spark" in error[-1]
+    assert not out.exists()

@@ -153,3 +153,15 @@ def test_the_first_signal_asks_for_a_graceful_stop_a_second_stops_at_once():
     assert signal.getsignal(signal.SIGTERM) is before  # restored
     with stop_on_signals(SimpleNamespace(features=frozenset()), 5.0):  # cannot stop early
         assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_run_says_and_returns_where_its_metrics_and_live_view_are_served(tmp_path, capsys):
+    finished = elastream.simulate(filter2(), duration=10, out=tmp_path / "a")
+    said = capsys.readouterr().err
+    assert finished.metrics_url is not None and finished.live_url is not None
+    assert finished.metrics_url == finished.live_url + "metrics"
+    assert finished.live_url.startswith("http://127.0.0.1:")
+    assert f"metrics {finished.metrics_url}  live view {finished.live_url}" in said
+    quiet = elastream.simulate(filter2(), duration=10, out=tmp_path / "b", metrics={"port": 0})
+    assert (quiet.metrics_url, quiet.live_url) == (None, None)
+    assert "live view" not in capsys.readouterr().err

@@ -7,7 +7,7 @@ import errno
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from elastream.base.extras import MissingExtraError
@@ -53,9 +53,12 @@ def bind(metrics: RunMetrics, settings: MetricsSettings) -> MetricsServer:
 
 
 @contextmanager
-def serve_metrics(config: RunConfig, pipeline: Pipeline) -> Iterator[RunMetrics | None]:
+def serve_metrics(
+    config: RunConfig, pipeline: Pipeline, on_serving: Callable[[str], None] | None = None
+) -> Iterator[RunMetrics | None]:
     """The run's metrics, served at http://HOST:PORT/metrics while the body runs (None when
-    switched off with port 0, or by default when prometheus_client is not installed)."""
+    switched off with port 0, or by default when prometheus_client is not installed);
+    `on_serving` is called with the endpoint's base URL once it listens."""
     settings = config.metrics
     if settings.port == 0:
         yield None
@@ -70,6 +73,8 @@ def serve_metrics(config: RunConfig, pipeline: Pipeline) -> Iterator[RunMetrics 
         return
     with bind(metrics, settings) as server:
         log.info("metrics: %s/metrics  live view: %s/", server.url, server.url)
+        if on_serving is not None:
+            on_serving(server.url)
         yield metrics
         if settings.linger_s > 0:
             log.info("metrics: serving %g s more for a last scrape", settings.linger_s)

@@ -60,11 +60,25 @@ def _sim(
 ) -> Engine:
     from elastream.runtime.sim.simulator import SimEngine
 
+    check_simulable(pipeline)
     if spark is not None:
         raise ValueError("the simulator runs no Spark: spark= is for the Spark engine")
     if resume:
         raise ValueError("the simulator has nothing to resume: --resume is for Spark runs")
     return SimEngine(pipeline, config, trace, sim or SimSettings())
+
+
+def check_simulable(pipeline: Pipeline) -> None:
+    """The simulator generates its sources' events from their rates: a source that reads
+    real data (files, redis, spark) is refused, in one line naming it."""
+    external = [s for s in pipeline.sources if s.external]
+    if external:
+        named = ", ".join(f"{s.name!r} ({s.kind.value})" for s in external)
+        raise ValueError(
+            f"--engine sim simulates generator sources only; {pipeline.name!r} reads real data "
+            f"from {named}: run it on Spark (--engine spark), or give the simulator a copy "
+            f"whose sources are generators with the rates to simulate"
+        )
 
 
 ENGINES: Registry[EngineFactory] = Registry("engine")
@@ -207,11 +221,13 @@ def run_session(
     resume: bool = False,
     runner: SessionRunner | None = None,
     spark: Any = None,
+    on_serving: Callable[[str], None] | None = None,
 ) -> tuple[RunResult, dict[str, Path]]:
     """A run as the CLI does it: the live table while it runs, then the output directory and
     the run's rows in the metrics history. `runner` drives the engine instead of the policy's
     MAPE loop (S-ODRP: runner/sodrp.py); `spark` is the caller's SparkSession (the
-    Python API), kept running. SIGINT or SIGTERM stops a Spark run gracefully."""
+    Python API), kept running; `on_serving` gets the metrics endpoint's base URL (the live
+    view) once it listens. SIGINT or SIGTERM stops a Spark run gracefully."""
     workload = prepare_workload(config, pipeline)
     started = config.starting_pipeline(pipeline)
     run_id = f"{Path(config.out).name}-{time.strftime('%Y%m%dT%H%M%S')}"
@@ -220,6 +236,8 @@ def run_session(
         run_id, pipeline.name, config.history_path(), own_cpu, config.history_retention_s
     )
     config.check_objective(pipeline)
+    if config.engine == "sim":
+        check_simulable(pipeline)
     series = open_series(
         started,
         Path(config.out),
@@ -229,7 +247,7 @@ def run_session(
         archive_s=config.series_archive_s,
     )
     with (
-        serve_metrics(config, started) as metrics,
+        serve_metrics(config, started, on_serving) as metrics,
         LiveTable(started, quiet=quiet, title=title, objective=config.objective) as live,
         series,
     ):
