@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import fields, replace
@@ -538,3 +539,18 @@ def test_docs_define_every_field_and_column(written):
     names = {*summary, *summary["operators"]["op1"], *TIMESERIES_COLUMNS, *INTERVAL_COLUMNS}
     undocumented = sorted(n for n in names if f"`{n}`" not in docs)
     assert undocumented == []
+
+
+def test_the_glossary_puts_each_papers_symbol_beside_its_plain_name():
+    """Every output whose name replaced a paper's symbol is in docs/glossary.md, on one row
+    with that symbol; and the report's own words carry no symbol."""
+    from elastream.model.metrics import INTERVAL_SERIES, OPERATOR_SERIES, RUN_METRICS
+
+    glossary = (ROOT / "docs" / "glossary.md").read_text().splitlines()
+    for metric in (*RUN_METRICS, *OPERATOR_SERIES, *INTERVAL_SERIES):
+        if metric.symbol:
+            symbol = metric.symbol.replace("|", "\\|")
+            rows = [r for r in glossary if r.startswith(f"| `{metric.name}` |")]
+            assert rows and symbol in rows[0], metric.name
+        words = f"{metric.label} {metric.short} {metric.definition}"
+        assert not re.search(r"[\u0370-\u03ff]|Σ|PSPS|\btd\b|t_out|q_size|r_over", words), words

@@ -130,6 +130,7 @@ RUN_METRICS: tuple[Metric, ...] = (
         "events older than the event timeout (event_timeout_s) when their turn came",
         "exact end-of-run count",
         "lower",
+        symbol="t_out expirations (PSPS V-B)",
     ),
     Metric(
         "events_dropped_overflow",
