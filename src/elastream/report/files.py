@@ -117,7 +117,7 @@ def write_outputs(
         objective=series.objective_summary(),
     )
     paths["summary"].write_text(json.dumps(document, indent=2, allow_nan=False) + "\n")
-    plots = all_plots(series.plot_items(), pipeline, result.summary)
+    plots = all_plots(series.plot_items(), pipeline, result.summary, series.objective)
     paths["report"].write_text(render_page(document, plots), encoding="utf-8")
     return paths
 
