@@ -189,6 +189,8 @@ def test_engine_sim_on_a_files_pipeline_is_one_line_naming_the_source(tmp_path, 
     out = tmp_path / "run"
     assert main(["run", str(pipeline), "--engine", "sim", "--out", str(out), "--quiet"]) == 2
     error = capsys.readouterr().err.strip().splitlines()
-    assert error[-1].startswith("elastream run: error: --engine sim simulates generator sources")
-    assert "'lines' (files)" in error[-1] and "--engine spark" in error[-1]
+    assert error == [
+        "elastream run: error: source 'lines' is of kind 'files': the simulator runs generator "
+        "sources only (a files source runs on Spark: --engine spark)"
+    ]
     assert not out.exists()

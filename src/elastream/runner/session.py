@@ -60,25 +60,12 @@ def _sim(
 ) -> Engine:
     from elastream.runtime.sim.simulator import SimEngine
 
-    check_simulable(pipeline)
+    pipeline.require_generators("simulator")
     if spark is not None:
         raise ValueError("the simulator runs no Spark: spark= is for the Spark engine")
     if resume:
         raise ValueError("the simulator has nothing to resume: --resume is for Spark runs")
     return SimEngine(pipeline, config, trace, sim or SimSettings())
-
-
-def check_simulable(pipeline: Pipeline) -> None:
-    """The simulator generates its sources' events from their rates: a source that reads
-    real data (files, redis, spark) is refused, in one line naming it."""
-    external = [s for s in pipeline.sources if s.external]
-    if external:
-        named = ", ".join(f"{s.name!r} ({s.kind.value})" for s in external)
-        raise ValueError(
-            f"--engine sim simulates generator sources only; {pipeline.name!r} reads real data "
-            f"from {named}: run it on Spark (--engine spark), or give the simulator a copy "
-            f"whose sources are generators with the rates to simulate"
-        )
 
 
 ENGINES: Registry[EngineFactory] = Registry("engine")
@@ -237,7 +224,7 @@ def run_session(
     )
     config.check_objective(pipeline)
     if config.engine == "sim":
-        check_simulable(pipeline)
+        pipeline.require_generators("simulator")
     series = open_series(
         started,
         Path(config.out),
