@@ -16,6 +16,7 @@ from elastream.model.metrics import RunTotals, replica_changes
 from elastream.model.objective import Objective, judge
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats, Snapshot
+from elastream.report.liveview import Change, graph_of, live_state
 from elastream.report.series import utilization
 
 KEEP_POINTS = 300  # intervals the live view charts
@@ -101,7 +102,8 @@ class RunMetrics:
         self.host_ids: set[str] = set()  # every leased host seen so far
         self.counted = dict.fromkeys(RUN_COUNTERS, 0)  # the run-level counters' values
         self.last_decision: Decision | None = None
-        self.decisions: deque[tuple[float, str, int, int, str]] = deque(maxlen=KEEP_DECISIONS)
+        self.decisions: deque[Change] = deque(maxlen=KEEP_DECISIONS)
+        self.graph = graph_of(pipeline)
         # the intervals the live view charts (its points are built when it asks)
         self.recent: deque[tuple[Snapshot, Decision]] = deque(maxlen=KEEP_POINTS)
         self._pending: list[tuple[Snapshot, Decision]] = []  # taken in, not folded in yet
@@ -270,9 +272,8 @@ class RunMetrics:
                 fold.add(o, snapshot.td, target)
                 failed += o.failed
                 if target is not None and target != o.replicas:
-                    self.decisions.append(
-                        (snapshot.t, o.name, o.replicas, target, decision.reason(o.name))
-                    )
+                    why, detail = decision.reason(o.name), decision.detail(o.name)
+                    self.decisions.append((snapshot.t, o.name, o.replicas, target, why, detail))
             dropped_restart += snapshot.dropped_restart
             restarts += snapshot.query_restarts
             backlog.update(snapshot.source_backlog)
@@ -377,53 +378,13 @@ class RunMetrics:
     def content_type() -> str:
         return str(prometheus().CONTENT_TYPE_LATEST)
 
-    @staticmethod
-    def _point(snap: Snapshot, decision: Decision) -> dict[str, Any]:
-        """One interval as the live view shows it."""
-        targets = decision.as_dict()
-        return {
-            "t": snap.t,
-            "input_rate": snap.lambda_g / snap.td if snap.td else 0.0,
-            "latency_ms_mean": snap.latency_ms_mean,
-            "hosts": [
-                {"id": h.host_id, "up": h.up, "btus": h.btus, "btu_left_s": h.btu_left_s}
-                for h in snap.hosts
-            ],
-            "host_cost": snap.host_cost,
-            "operators": [
-                {
-                    "name": o.name,
-                    "rate": o.processed / snap.td if snap.td else 0.0,
-                    "queue": o.queue,
-                    "replicas": o.replicas,
-                    "pool": o.max_replicas,
-                    "target": targets.get(o.name),
-                    "service_ms": None if o.et_s is None else o.et_s * 1000,
-                    "busy": utilization(o, snap.td),
-                    "reason": decision.reason(o.name),
-                }
-                for o in snap.operators
-            ],
-        }
-
     def state(self) -> dict[str, Any]:
-        """The live view's JSON: the latest interval, the recent ones (`series`, oldest first)
-        and the recent decisions that changed a replica count."""
+        """The live view's JSON (report/liveview.py): the graph, the latest interval, the
+        recent ones and the recent decisions that changed a replica count."""
         self.flush()
         with self._lock:
-            recent = [self._point(snapshot, decision) for snapshot, decision in self.recent]
-        latest = recent[-1] if recent else {"t": None, "operators": [], "hosts": []}
-        return {
-            "pipeline": self.pipeline,
-            **latest,
-            "series": [
-                {"t": p["t"], "operators": {o["name"]: o for o in p["operators"]}} for p in recent
-            ],
-            "decisions": [
-                {"t": t, "operator": op, "from": a, "to": b, "reason": why}
-                for t, op, a, b, why in self.decisions
-            ],
-        }
+            recent, changes = list(self.recent), list(self.decisions)
+        return live_state(self.pipeline, self.graph, self.objective, recent, changes)
 
 
 def add_counts(total: dict[str, int], counts: tuple[tuple[str, int], ...]) -> None:

@@ -77,8 +77,9 @@ class Ledger:
         return (None if p99 is None else p99 * 1000.0), bins
 
     def interval_sink_counts(self) -> tuple[tuple[str, int], ...]:
-        """Events each sink received since the last call (which starts the next count)."""
-        counts, self.interval_sinks = self.interval_sinks, {}
+        """Events each sink received since the last call (which starts the next count), every
+        sink listed."""
+        counts, self.interval_sinks = self.interval_sinks, dict.fromkeys(self.interval_sinks, 0)
         return tuple(counts.items())
 
     def latency_ms_p99(self) -> float | None:
@@ -94,6 +95,7 @@ class Sink:
     def __init__(self, name: str, ledger: Ledger) -> None:
         self.name = name
         self.ledger = ledger
+        ledger.interval_sinks.setdefault(name, 0)
 
     def receive(
         self, sender: str, cohorts: dict[int, int], weight: float, service_s: float
