@@ -56,6 +56,7 @@ from elastream.prediction.validation import (
     relative_error,
     validate,
 )
+from elastream.report.progress import add_quiet, steps
 
 APP = Path(__file__).parents[1] / "src" / "elastream" / "examples" / "wordcount.yaml"
 COUNTER_P, TD_S = 4, 4
@@ -495,12 +496,14 @@ def main() -> None:
         action="store_true",
         help="spark.async_progress false in every run (Spark's synchronous progress logs)",
     )
+    add_quiet(parser)
     args = parser.parse_args()
     chosen = list(VARIANTS) if args.variant == "both" else [args.variant]
     for name in chosen:
         variant = VARIANTS[name]
         folders = {}
-        for p in (variant.fit_p, *variant.test_ps):
+        runs = (variant.fit_p, *variant.test_ps)
+        for p in steps(runs, f"{variant.name}: parallelism", quiet=args.quiet):
             folder = args.out / variant.name / f"p{p}"
             done = args.reuse and (folder / "history.sqlite").exists()
             folders[p] = folder if done else run(args.out, variant, p, not args.sync_progress)

@@ -33,6 +33,7 @@ import yaml
 
 from elastream.config import make_config
 from elastream.model.state import decode_value
+from elastream.report.progress import add_quiet, clock
 from elastream.runtime.queues import RedisQueueStore
 from elastream.runtime.queues.redis_server import LocalRedis
 from elastream.runtime.spark.cluster import ClusterState
@@ -685,13 +686,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--drain-s", type=float, default=300, help="seconds without sink progress "
                    "after the load before the run counts as stuck")  # fmt: skip
     p.add_argument("--out", help="output folder (default: a new temporary one)")
+    add_quiet(p)
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse(argv)
     print(f"uptime before: {os.getloadavg()}", file=sys.stderr)
-    report = Soak(args).run()
+    with clock(args.minutes * 60, "chaos soak (the load)", quiet=args.quiet):
+        report = Soak(args).run()
     print(f"uptime after: {os.getloadavg()}", file=sys.stderr)
     print(markdown(report))
     print(json.dumps({k: v for k, v in report["audit"].items() if k != "store_audit"}, indent=1))

@@ -26,6 +26,7 @@ import yaml
 
 from elastream.examples.debs import DEFAULT_TRIPS
 from elastream.examples.debs_batch import batch_top10
+from elastream.report.progress import add_quiet, clock
 
 EXAMPLE = Path(__file__).parents[1] / "src" / "elastream" / "examples" / "debs_files.yaml"
 PACE = "20:40,30:160,0:40"  # seconds:trips per second, ...; 0 s = until the trips run out
@@ -161,10 +162,12 @@ def main() -> int:
     )
     parser.add_argument("--duration", type=float, default=150.0, help="elastream's run, s")
     parser.add_argument("--lead", type=float, default=20.0, help="s before the first file")
+    add_quiet(parser)
     args = parser.parse_args()
     files = split(Path(args.trips), args.rows, args.per_file)
     if args.run:
-        return run(args.dir, files, phases(args.pace), args)
+        with clock(args.duration, "debs files run", quiet=args.quiet):
+            return run(args.dir, files, phases(args.pace), args)
     drop(files, args.dir, phases(args.pace))
     print(f"dropped {len(files)} files into {args.dir}")
     return 0

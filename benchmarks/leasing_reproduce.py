@@ -10,6 +10,7 @@ import os
 import pickle
 import resource
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -17,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from elastream.leasing.hosts import HostType
+from elastream.report.progress import ProgressBar, add_quiet
 from reproductions.btu.config import SimSettings
 from reproductions.btu.experiment import (
     BTUS,
@@ -475,6 +477,7 @@ def main() -> None:
     )
     ap.add_argument("--save", type=Path, help="also pickle the grid here (to re-render)")
     ap.add_argument("--load", type=Path, help="render a grid pickled by --save (no runs)")
+    add_quiet(ap)
     args = ap.parse_args()
     if args.workers < 1:
         ap.error(f"--workers must be at least 1, got {args.workers}")
@@ -483,7 +486,7 @@ def main() -> None:
     if args.load is not None:
         grid, timing = pickle.loads(args.load.read_bytes())
     else:
-        grid, timing = _run(args.seeds, approaches, base, args.workers)
+        grid, timing = _run(args.seeds, approaches, base, args.workers, args.quiet)
     if args.save is not None:
         args.save.write_bytes(pickle.dumps((grid, timing)))
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -495,16 +498,34 @@ def main() -> None:
 
 
 def _run(
-    seeds: int, approaches: tuple[str, ...], base: SimSettings, workers: int
+    seeds: int, approaches: tuple[str, ...], base: SimSettings, workers: int, quiet: bool
 ) -> tuple[dict[Key, Cell], Timing]:
     load = os.getloadavg()[0]
     start, cpu = time.perf_counter(), _cpu_seconds()
     if workers == 1:
-        grid = run_grid(range(1, seeds + 1), approaches=approaches, base=base)
+        grid = run_grid(
+            range(1, seeds + 1), approaches=approaches, base=base, mapper=counted(map, quiet)
+        )
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            grid = run_grid(range(1, seeds + 1), approaches=approaches, base=base, mapper=pool.map)
+            mapper = counted(pool.map, quiet)
+            grid = run_grid(range(1, seeds + 1), approaches=approaches, base=base, mapper=mapper)
     return grid, Timing(time.perf_counter() - start, workers, load, _cpu_seconds() - cpu)
+
+
+def counted(mapper: Callable, quiet: bool) -> Callable:
+    """`mapper` (map, a pool's map) with a progress bar of the runs it has finished."""
+
+    def mapped(fn: Callable, tasks: Iterable) -> list:
+        tasks = list(tasks)
+        out = []
+        with ProgressBar(len(tasks), "seeded runs", quiet=quiet) as bar:
+            for result in mapper(fn, tasks):
+                out.append(result)
+                bar.advance(1)
+        return out
+
+    return mapped
 
 
 def _cpu_seconds() -> float:

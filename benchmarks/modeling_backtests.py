@@ -20,6 +20,7 @@ from elastream.cli.forecast import (
     run_backtests,
     scores,
 )
+from elastream.report.progress import add_quiet, steps
 
 DAY, HOUR = 86_400.0, 3_600.0
 # trace file: (resampling step s, history s, horizon s); any other trace of the folder is
@@ -51,13 +52,14 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
     parser.add_argument("--out", type=Path, default=Path("runs/modeling-backtests"))
     parser.add_argument("--origins", type=int, default=10)
+    add_quiet(parser)
     args = parser.parse_args()
     models = backtest_models(None)
     print("| trace | step | history | horizon | model | MASE | skill | sMAPE % | coverage 90 % |")
     print("|---|---|---|---|---|---|---|---|---|")
     folder = args.data_dir / "traces"
     names = [*SETTINGS, *sorted(p.name for p in folder.glob("*.*") if _is_trace(p.name))]
-    for name in dict.fromkeys(names):
+    for name in steps(dict.fromkeys(names), "backtests", quiet=args.quiet):
         started = time.process_time()
         step_s = SETTINGS[name][0] if name in SETTINGS else None
         series, title = load_series(str(folder / name), None, step_s)

@@ -15,6 +15,8 @@ import httpx
 import numpy as np
 
 from elastream.history import HistoryStore
+from elastream.report.progress import add_quiet
+from elastream.report.progress import steps as steps_of
 from elastream.service.app import create_app
 from elastream.service.operations import Modeller
 from elastream.service.planners import PLANNERS
@@ -37,6 +39,7 @@ def main() -> None:
     parser.add_argument("--days", type=float, default=2.0)
     parser.add_argument("--interval-s", type=float, default=60.0)
     parser.add_argument("--requests", type=int, default=20)
+    add_quiet(parser)
     args = parser.parse_args()
     steps = int(args.days * 86400 / args.interval_s)
     t = np.arange(steps) * args.interval_s
@@ -53,7 +56,7 @@ def main() -> None:
         with BackgroundServer(app) as srv, httpx.Client(base_url=srv.url, timeout=60) as client:
             base = {"pipeline": "wordcount", "graph": WORDCOUNT_GRAPH}
             cold, cached = [], []
-            for k in range(args.requests):
+            for k in steps_of(range(args.requests), "prediction jobs", quiet=args.quiet):
                 body = {**base, "parallelism": {"splitter": 2 + k % 6}, "source_rate": 100.0 + k}
                 cold.append(timed_job(client, "/predictions", body)[0])
                 cached.append(timed_job(client, "/predictions", body)[0])

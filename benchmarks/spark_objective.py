@@ -27,6 +27,7 @@ from elastream.control.policies.objective import measured_batch_s
 from elastream.control.policy import Decision
 from elastream.model.objective import Objective, ObjectiveTally, judge
 from elastream.model.snapshot import Snapshot
+from elastream.report.progress import add_quiet, steps
 from elastream.runner.session import prepare_workload, run_engine
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.runtime.spark.session import spark_session
@@ -122,11 +123,15 @@ def main() -> None:
     parser.add_argument("--only", action="append", help="run only this label (repeatable)")
     parser.add_argument("--drain-s", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="objective-")))
+    add_quiet(parser)
     args = parser.parse_args()
     pipeline = load_pipeline(demo_pipeline_path())
     spark_session(f"local[{pipeline.r_over}]")
     chosen = {k: v for k, v in runs(args).items() if not args.only or k in args.only}
-    results = {label: run_one(label, s, args) for label, s in chosen.items()}
+    results = {
+        label: run_one(label, chosen[label], args)
+        for label in steps(chosen, "policy runs", quiet=args.quiet)
+    }
     print(f"\n{'p99 <= ' + format(args.objective_s, 'g') + ' s':<20}", end="")
     print("".join(f"{label:>14}" for label in results))
     for column in COLUMNS:

@@ -19,6 +19,7 @@ from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.model.metrics import PAPER_METRICS
 from elastream.model.pipeline import Pipeline
+from elastream.report.progress import add_quiet, steps
 from elastream.runner.session import prepare_workload, run_engine
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.runtime.spark.session import spark_session
@@ -41,7 +42,8 @@ def policy_runs(pipeline: Pipeline, args: argparse.Namespace) -> dict[str, dict]
         f"static r={pool}": {"policy": "static", "replicas": pool},
     }
     results = {}
-    for label, settings in runs.items():
+    for label in steps(runs, "policy runs", quiet=args.quiet):
+        settings = runs[label]
         config = make_config(
             trace=f"demo:duration={args.duration:g},peak={args.peak_rate:g}",
             interval_s=args.interval_s,
@@ -106,6 +108,7 @@ def main() -> None:
     parser.add_argument(
         "--overhead-only", action="store_true", help="skip the policy runs: per-event overhead only"
     )
+    add_quiet(parser)
     args = parser.parse_args()
     pipeline = load_pipeline(demo_pipeline_path())
     spark_session(f"local[{pipeline.r_over}]")

@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from elastream.report.progress import add_quiet, clock
 from elastream.runtime.queues import SqliteQueueStore
 
 PIPELINE = """\
@@ -137,13 +138,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--minutes", type=float, default=3.0, help="flow before the SIGTERM")
     parser.add_argument("--drain-s", type=float, default=0.0, help="--drain-s of the stopped run")
     parser.add_argument("--out", type=Path, default=None, help="output directory (a temp one)")
+    add_quiet(parser)
     args = parser.parse_args(argv)
     root = args.out or Path(tempfile.mkdtemp(prefix="elastream-unbounded-"))
     root.mkdir(parents=True, exist_ok=True)
     pipeline = root / "filter3.yaml"
     pipeline.write_text(PIPELINE)
     out = root / "run"
-    first = stopped_run(pipeline, out, args.minutes, args.drain_s)
+    with clock(args.minutes * 60, "run until SIGTERM", quiet=args.quiet):
+        first = stopped_run(pipeline, out, args.minutes, args.drain_s)
     print("stopped run:", json.dumps(first, indent=2))
     second = resumed_run(pipeline, out, first)
     print("resumed run:", json.dumps(second, indent=2))

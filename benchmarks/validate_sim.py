@@ -19,6 +19,7 @@ from pathlib import Path
 
 from elastream.config.files import load_pipeline
 from elastream.experiments.validate import TARGET, validate
+from elastream.report.progress import add_quiet, clock
 
 PIPELINE = Path(__file__).parent / "pipelines" / "validate3.yaml"
 TEST_TRACE = "spike:peak=90,magnitude=6,onset=10,ramp=5,hold=25,decay=5,duration=60"
@@ -29,18 +30,21 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="Spark runs (their spread = noise)")
     parser.add_argument("--trace", default=TEST_TRACE, help="workload (default: the CI test's)")
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="validate-")))
+    add_quiet(parser)
     args = parser.parse_args()
     pipeline = load_pipeline(PIPELINE)
     started = time.monotonic()
-    v = validate(
-        pipeline,
-        args.out,
-        args.repeat,
-        trace=args.trace,
-        interval_s=3.0,
-        drain_s=60,
-        event_timeout_s=None,
-    )
+    # the measured length of the whole validation: about 4 minutes per Spark run
+    with clock(240.0 * (args.repeat + 1), "Spark runs and the simulator", quiet=args.quiet):
+        v = validate(
+            pipeline,
+            args.out,
+            args.repeat,
+            trace=args.trace,
+            interval_s=3.0,
+            drain_s=60,
+            event_timeout_s=None,
+        )
     s = v.settings
     total = time.monotonic() - started
     print(f"Spark run wall times: {', '.join(f'{w:.0f} s' for w in v.spark_wall_s)}", end="")

@@ -554,3 +554,13 @@ def test_the_glossary_puts_each_papers_symbol_beside_its_plain_name():
             assert rows and symbol in rows[0], metric.name
         words = f"{metric.label} {metric.short} {metric.definition}"
         assert not re.search(r"[\u0370-\u03ff]|Σ|PSPS|\btd\b|t_out|q_size|r_over", words), words
+
+
+def test_the_live_table_says_how_far_the_run_is_and_the_time_left():
+    """A run of 600 s of its own time: after the first interval at t = 60 s and another at
+    t = 180 s 6 wall seconds later, 420 s are left at 20 run-seconds per wall second: 21 s."""
+    live = LiveTable(PIPELINE, length_s=600.0)
+    assert live.progress(replace(make_snapshot(0), t=60.0), now=100.0) == "60 of 600 s (10%)"
+    text = live.progress(replace(make_snapshot(0), t=180.0), now=106.0)
+    assert text == "180 of 600 s (30%), about 21 s left"
+    assert LiveTable(PIPELINE).progress(make_snapshot(0)) == ""  # until stopped: no end

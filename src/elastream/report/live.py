@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from types import TracebackType
 
 from rich.console import Console
@@ -33,6 +34,7 @@ class LiveTable:
         title: str | None = None,
         refresh_per_second: float = 4.0,
         objective: Objective | None = None,
+        length_s: float | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.tally = ObjectiveTally(objective) if objective is not None else None
@@ -40,7 +42,10 @@ class LiveTable:
         self.quiet = quiet
         self.title = title or pipeline.name
         self.refresh_per_second = refresh_per_second
+        self.length_s = length_s  # the run's length in its own time (None: until stopped)
         self._live: Live | None = None
+        self._started: float | None = None  # wall clock at the first interval
+        self._first_t = 0.0  # the run's time at the first interval
 
     def __enter__(self) -> LiveTable:
         if not self.quiet and self.console.is_terminal:
@@ -107,12 +112,29 @@ class LiveTable:
         ]
         return f"hosts: {'; '.join(clocks)} · cost so far {snapshot.host_cost:,.2f}"
 
+    def progress(self, snapshot: Snapshot, now: float | None = None) -> str:
+        """'180 of 600 s (30%), about 42 s left': the run's time against its length, and the
+        wall time left at the pace so far ('' for a run without an end)."""
+        if not self.length_s:
+            return ""
+        now = time.monotonic() if now is None else now
+        if self._started is None:
+            self._started, self._first_t = now, snapshot.t
+        done = min(snapshot.t / self.length_s, 1.0)
+        text = f"{snapshot.t:,.0f} of {self.length_s:,.0f} s ({fmt.pct(done, 0)})"
+        ran = snapshot.t - self._first_t
+        if ran > 0 and done < 1:
+            left = (now - self._started) / ran * (self.length_s - snapshot.t)
+            text += f", about {left:,.0f} s left"
+        return text
+
     def render(self, snapshot: Snapshot, decision: Decision) -> Table:
         """The full table for one interval."""
+        caption = " · ".join(t for t in (self.progress(snapshot), self.hosts(snapshot)) if t)
         table = Table(
             title=Text(f"{self.title} · {self.header(snapshot)}", style="bold"),
             title_justify="left",
-            caption=self.hosts(snapshot) or None,
+            caption=caption or None,
             caption_justify="left",
             expand=False,
         )

@@ -235,7 +235,13 @@ def run_session(
     )
     with (
         serve_metrics(config, started, on_serving) as metrics,
-        LiveTable(started, quiet=quiet, title=title, objective=config.objective) as live,
+        LiveTable(
+            started,
+            quiet=quiet,
+            title=title,
+            objective=config.objective,
+            length_s=None if config.unbounded else workload.duration_s,
+        ) as live,
         series,
     ):
         engine = build_engine(pipeline, config, workload, sim=sim, resume=resume, spark=spark)

@@ -25,6 +25,7 @@ import redis
 from elastream.model.events import EventColumns
 from elastream.model.pipeline import Pipeline, SourceKind, SourceSpec, load_callable
 from elastream.runtime.queues import ControlTable, TaskStore, open_store
+from elastream.runtime.spark.backlog import query_backlog
 
 CORRUPT = "_corrupt_record"  # Spark's column for a row its CSV/JSON reader could not parse
 FILE_COL = "_elastream_file"
@@ -511,7 +512,7 @@ class Ingest:
             elif spec.kind is SourceKind.REDIS:
                 out[spec.name] = self.readers[spec.name].measure_lag()
             elif spec.external:
-                out[spec.name] = None
+                out[spec.name] = query_backlog(self.queries[spec.name].lastProgress)
         return out
 
     def stop(self, stop_query: Callable[[Any], None]) -> None:
