@@ -336,6 +336,7 @@ def test_command_runs_writes_and_rewrites_markdown(tmp_path):
         from_results=False,
         history=None,
         no_history=False,
+        quiet=True,
     )
     assert bench_command.run(args, backend=FAKE) == 0
     assert (tmp_path / "out" / "report.html").is_file()
