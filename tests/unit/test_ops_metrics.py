@@ -253,3 +253,32 @@ def test_intervals_folded_in_batches_give_the_metrics_of_one_interval_at_a_time(
     assert without_created(batched) == without_created(each)
     assert batched.state() == each.state()
     assert len(batched.state()["decisions"]) > 1
+
+
+def test_a_missed_objective_at_the_pools_maximum_is_one_warning_line(caplog):
+    """Missed for three intervals in a row with the waiting operator at its pool's maximum: one
+    WARNING naming the bound, the measurement, the time and the operator; not again while it
+    lasts; not at all while the operator could still scale."""
+    from elastream.model.objective import Objective
+    from elastream.runner.observability import ObjectiveWatch
+
+    def interval(t: float, replicas: int, p99_ms: float) -> object:
+        op = stats("op", replicas=replicas, pool=(1, 3), received=100, processed=60, queue=80)
+        return replace(snapshot(op, t=t, td=5.0), latency_ms_p99=p99_ms)
+
+    caplog.set_level("WARNING", logger="elastream.objective")
+    watch = ObjectiveWatch(Objective(latency_p99_s=2.0))
+    for k in range(4):  # below the maximum: the policy may still scale
+        watch(interval(5.0 * (k + 1), 2, 3000.0), Decision.of({"op": 3}))
+    assert caplog.records == []
+    for k in range(5):  # at the maximum, missed: warned at the third interval, once
+        watch(interval(25.0 + 5.0 * k, 3, 3500.0), Decision.of({"op": 3}))
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        "latency objective p99 <= 2 s missed for 15 s (measured 3.50 s) while op ran at the "
+        "maximum replicas of its pool: raise replicas.max there, or the objective"
+    ]
+    watch(interval(60.0, 3, 1000.0), Decision.of({"op": 3}))  # met: a new stretch may warn again
+    for k in range(3):
+        watch(interval(65.0 + 5.0 * k, 3, 2500.0), Decision.of({"op": 3}))
+    assert len(caplog.records) == 2
