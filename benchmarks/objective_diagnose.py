@@ -78,7 +78,7 @@ class Shadow:
             print(
                 f"t={snapshot.t:5.0f} x={source_rates(snapshot)} p99={p99} "
                 f"ran={snapshot.replicas()} "
-                f"-> {self.wanted} {decided.reason(first)} "
+                f"-> {self.wanted} {decided.detail(first)} "
                 f"q={[o.queue for o in snapshot.operators]}"
             )
         self.last, self.last_state, self.missed_before = snapshot, self.state, missed

@@ -81,10 +81,10 @@ def run_one(label: str, settings: dict[str, Any], args: argparse.Namespace) -> d
                 "batch_s": measured_batch_s(snapshot),
                 "met": judge(snapshot, objective).met,
                 "decided": None if decision is None else decision.as_dict(),
-                "reason": None if decision is None else decision.reason(first),
+                "reason": None if decision is None else decision.detail(first),
                 "reasons": {}
                 if decision is None
-                else {o.name: decision.reason(o.name) for o in snapshot.operators},
+                else {o.name: decision.detail(o.name) for o in snapshot.operators},
             }
         )
 
