@@ -23,6 +23,7 @@ from elastream.config import make_config
 from elastream.control.policy import Decision
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.model.snapshot import Snapshot
+from elastream.report.progress import add_quiet, clock
 from elastream.runner.session import run_pipeline
 from elastream.runtime.queues import open_store
 from elastream.runtime.queues.redis_server import LocalRedis
@@ -260,6 +261,7 @@ def main() -> None:
     parser.add_argument("--warm-s", type=float, default=15.0)
     parser.add_argument("--after-s", type=float, default=100.0)
     parser.add_argument("--td", type=float, default=5.0)
+    add_quiet(parser)
     args = parser.parse_args()
     scenario = Scenario(
         low=args.low,
@@ -269,7 +271,8 @@ def main() -> None:
         after_s=args.after_s,
         td=args.td,
     )
-    with tempfile.TemporaryDirectory() as tmp:
+    length = args.warm_s + args.overload_s + args.after_s
+    with tempfile.TemporaryDirectory() as tmp, clock(length, "backpressure", quiet=args.quiet):
         outcome = run(Path(tmp), scenario)
         log = Path(tmp) / "run" / "spark.log"
         print(f"spark.log {log.stat().st_size if log.exists() else 'absent'} bytes")

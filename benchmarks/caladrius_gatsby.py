@@ -56,6 +56,7 @@ from elastream.prediction.validation import (
     relative_error,
     validate,
 )
+from elastream.report.progress import add_quiet, steps
 
 APP = Path(__file__).parents[1] / "src" / "elastream" / "examples" / "wordcount.yaml"
 COUNTER_P, TD_S = 4, 4
@@ -114,7 +115,7 @@ def run(out: Path, variant: Variant, splitter: int, async_progress: bool = True)
     history.unlink(missing_ok=True)
     cmd = [
         sys.executable, "-m", "elastream.cli", "run", str(folder / "pipeline.yaml"),
-        "--policy", "static", "--trace", str(trace), "--interval", str(TD_S),
+        "--policy", "static", "--trace", str(trace), "--interval-s", str(TD_S),
         "--config", str(settings),
         "--history", str(history), "--out", str(folder / "run"), "--quiet",
     ]  # fmt: skip
@@ -495,12 +496,14 @@ def main() -> None:
         action="store_true",
         help="spark.async_progress false in every run (Spark's synchronous progress logs)",
     )
+    add_quiet(parser)
     args = parser.parse_args()
     chosen = list(VARIANTS) if args.variant == "both" else [args.variant]
     for name in chosen:
         variant = VARIANTS[name]
         folders = {}
-        for p in (variant.fit_p, *variant.test_ps):
+        runs = (variant.fit_p, *variant.test_ps)
+        for p in steps(runs, f"{variant.name}: parallelism", quiet=args.quiet):
             folder = args.out / variant.name / f"p{p}"
             done = args.reuse and (folder / "history.sqlite").exists()
             folders[p] = folder if done else run(args.out, variant, p, not args.sync_progress)

@@ -40,6 +40,7 @@ import yaml
 from elastream.config import make_config
 from elastream.model.batch import offset_of
 from elastream.model.state import decode_value
+from elastream.report.progress import add_quiet, clock
 from elastream.runtime.queues import RedisQueueStore
 from elastream.runtime.queues.redis_server import LocalRedis
 from elastream.runtime.spark.cluster import ClusterState
@@ -305,7 +306,7 @@ class Soak:
 
     def start_driver(self, resume: bool) -> None:
         cmd = [sys.executable, "-m", "elastream.cli", "run", str(self.out / "pipeline.yaml"),
-               "--out", str(self.out / "run"), "--queues", self.redis.url, "--interval", "2",
+               "--out", str(self.out / "run"), "--queues", self.redis.url, "--interval-s", "2",
                "--quiet", "--no-metrics", "--config", str(self.out / "settings.yaml"),
                "--seed", str(self.args.seed)]  # fmt: skip
         if resume:
@@ -567,7 +568,7 @@ class Soak:
 
     def drain(self, produced: int) -> bool:
         """Wait until the sink has as many entries as were produced (or no progress for
-        `--drain` seconds): False if the pipeline stalled with events missing."""
+        `--drain-s` seconds): False if the pipeline stalled with events missing."""
         last, since = -1, time.time()
         while time.time() - since < self.args.drain_s:
             self.watch_driver()
@@ -852,13 +853,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--drain-s", type=float, default=300, help="seconds without sink progress "
                    "after the load before the run counts as stuck")  # fmt: skip
     p.add_argument("--out", help="output folder (default: a new temporary one)")
+    add_quiet(p)
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse(argv)
     print(f"uptime before: {os.getloadavg()}", file=sys.stderr)
-    report = Soak(args).run()
+    with clock(args.minutes * 60, "chaos soak (the load)", quiet=args.quiet):
+        report = Soak(args).run()
     print(f"uptime after: {os.getloadavg()}", file=sys.stderr)
     print(markdown(report))
     print(json.dumps({k: v for k, v in report["audit"].items() if k != "store_audit"}, indent=1))

@@ -26,6 +26,7 @@ import yaml
 
 from elastream.examples.debs import DEFAULT_TRIPS
 from elastream.examples.debs_batch import batch_top10
+from elastream.report.progress import add_quiet, clock
 
 EXAMPLE = Path(__file__).parents[1] / "src" / "elastream" / "examples" / "debs_files.yaml"
 PACE = "20:40,30:160,0:40"  # seconds:trips per second, ...; 0 s = until the trips run out
@@ -113,15 +114,15 @@ def run(base: Path, files: list[list[str]], pace: list[tuple[float, float]], arg
     (base / "in").mkdir(parents=True, exist_ok=True)  # the source's directory must exist
     cmd = [sys.executable, "-m", "elastream.cli", "run", str(pipeline), "--out", str(base / "run")]
     cmd += [
-        "--interval",
-        str(args.interval),
-        "--event-timeout",
+        "--interval-s",
+        str(args.interval_s),
+        "--event-timeout-s",
         "none",
         "--queue-capacity",
         "none",
         "--quiet",
     ]
-    cmd += ["--duration", str(args.duration), "--drain", "300"]
+    cmd += ["--duration", str(args.duration), "--drain-s", "300"]
     log = (base / "run.log").open("w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     began = time.monotonic()
@@ -157,14 +158,16 @@ def main() -> int:
     )
     parser.add_argument("--run", action="store_true", help="run elastream on it and compare")
     parser.add_argument(
-        "--interval", type=float, default=3.0, help="elastream's control interval, s"
+        "--interval-s", type=float, default=3.0, help="elastream's control interval, s"
     )
     parser.add_argument("--duration", type=float, default=150.0, help="elastream's run, s")
     parser.add_argument("--lead", type=float, default=20.0, help="s before the first file")
+    add_quiet(parser)
     args = parser.parse_args()
     files = split(Path(args.trips), args.rows, args.per_file)
     if args.run:
-        return run(args.dir, files, phases(args.pace), args)
+        with clock(args.duration, "debs files run", quiet=args.quiet):
+            return run(args.dir, files, phases(args.pace), args)
     drop(files, args.dir, phases(args.pace))
     print(f"dropped {len(files)} files into {args.dir}")
     return 0

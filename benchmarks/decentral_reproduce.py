@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproduc
 
 from elastream.decentral.agent import AgentConfig
 from elastream.decentral.decision import DecisionConfig
+from elastream.report.progress import ProgressBar, add_quiet
 from reproductions.decentralized.sim import SimConfig, SimResult, run
 
 LOCAL_OP = 2  # the operator of Fig. 4 (the middle one: predecessors and successors)
@@ -148,13 +149,27 @@ def summary(r: SimResult) -> list[float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("docs/reproduction/decentralized"))
+    add_quiet(ap)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    base = run(config(0))
-    fig3_4(base, args.out)
-    fig5(run(config(0, "damped 5")), base, args.out)
-    f6 = fig6(args.out)
+    bar = ProgressBar(3 + len(RULES) * len(SEEDS), "decentralized runs", quiet=args.quiet)
+    with bar:
+        bar.update(0, "seed 0")
+        base = run(config(0))
+        fig3_4(base, args.out)
+        bar.advance(1, "seed 0, damped 5")
+        fig5(run(config(0, "damped 5")), base, args.out)
+        bar.advance(1, "fig. 6")
+        f6 = fig6(args.out)
+        bar.advance(1, "overshoot")
+        overshoot = {}
+        for rule in RULES:
+            runs = []
+            for s in SEEDS:
+                runs.append(summary(run(config(s, rule))))
+                bar.advance(1, f"{rule}, seed {s}")
+            overshoot[rule] = np.array(runs).mean(0)
 
     total, nodes = base.load.sum(1), base.instances.sum(1)
     local = base.messages[:, LOCAL_OP]
@@ -189,8 +204,7 @@ def main() -> None:
     print(f"\n== overshoot, {len(SEEDS)} seeds x 5 operators x 200 steps (mean over seeds)")
     head = ("rule", "acc mean", "excess", "acc p95", "acc max", ">1.5", "thr", "messages")
     print("{:<22} {:>9} {:>7} {:>8} {:>8} {:>6} {:>6} {:>9}".format(*head))
-    for rule in RULES:
-        rows = np.array([summary(run(config(s, rule))) for s in SEEDS]).mean(0)
+    for rule, rows in overshoot.items():
         print("{:<22} {:9.3f} {:7.3f} {:8.2f} {:8.2f} {:6.3f} {:6.3f} {:9.0f}".format(rule, *rows))
     print(f"\nfigures in {args.out}, {time.perf_counter() - t0:.1f} s")
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from elastream.leasing.hosts import billed_btus
+from elastream.report.progress import add_quiet, steps
 
 PIPELINE = Path(__file__).parents[1] / "tests" / "pipelines" / "work1.yaml"
 # 10 ev/s, a step to 70 ev/s (3 replicas of 40 ms) at 10 s for 24 s, then 10 ev/s up to 150 s
@@ -37,7 +38,7 @@ def run(master: str, out: Path, leasing: dict | None) -> dict:
     spark = {"master": master, **({"leasing": leasing} if leasing else {})}
     settings.write_text(json.dumps({"spark": spark}))
     done = elastream(
-        "run", str(PIPELINE), "--trace", TRACE, "--interval", "2", "--event-timeout", "none",
+        "run", str(PIPELINE), "--trace", TRACE, "--interval-s", "2", "--event-timeout-s", "none",
         "--config", str(settings), "--out", str(out), "--quiet",
     )  # fmt: skip
     if done.returncode != 0:
@@ -65,6 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--btu", type=float, default=60.0, help="BTU length, s")
     parser.add_argument("--out", type=Path, default=Path("runs/leasing"))
+    add_quiet(parser)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     state = ("--state", str(args.out / "cluster.json"))
@@ -74,8 +76,10 @@ def main() -> None:
     master = json.loads((args.out / "cluster.json").read_text())["master_url"]
     try:
         leasing = {"slots": 2, "btu_s": args.btu, "min_hosts": 1, "max_hosts": 2}
-        leased = run(master, args.out / "leased", leasing)
-        fixed = run(master, args.out / "fixed", None)
+        cases = {"leased": leasing, "fixed": None}
+        done = {name: run(master, args.out / name, cases[name])
+                for name in steps(cases, "leasing runs", quiet=args.quiet)}  # fmt: skip
+        leased, fixed = done["leased"], done["fixed"]
     finally:
         elastream("cluster", "down", *state)
     # Without leasing the cluster's 2 executors are held for the whole run: what they would cost.

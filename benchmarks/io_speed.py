@@ -28,6 +28,7 @@ from typing import Any
 
 from elastream.config import make_config
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
+from elastream.report.progress import ProgressBar, add_quiet
 from elastream.runtime.queues import open_store
 from elastream.runtime.spark.feeder import SourceStream
 from elastream.runtime.spark.ingest import Admission, DeadLetters, FilesBatch, files_frame
@@ -181,11 +182,15 @@ def main() -> None:
     parser.add_argument("--max-files", type=int, default=8)
     parser.add_argument("--formats", default="json,csv,parquet")
     parser.add_argument("--pass-events", type=int, default=200_000)
+    add_quiet(parser)
     args = parser.parse_args()
     print(f"load average before: {load()}", flush=True)
     rates: dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    formats = args.formats.split(",")
+    bar = ProgressBar(3 + len(formats), "io speed", quiet=args.quiet)
+    with tempfile.TemporaryDirectory() as tmp, bar:
         work = Path(tmp)
+        bar.update(0, "generator feeder")
         rates["generator feeder"] = feeder_rate(work, args.events)
         # the pass-through first: its engine starts the session as a run does (local[n] sized
         # to the replicas); the files source's ingest runs reuse it
@@ -203,15 +208,18 @@ def main() -> None:
             "3 ops, files -> files": ("files", files_source, parquet_sink),
         }
         for name, (slug, source, sink) in pairs.items():
+            bar.advance(1, name)
             pipeline = passthrough_pipeline(source, sink)
             rate = passthrough_rate(pipeline, n, work / f"pass-{slug}", 10**5)
             rates[name] = rate
             print(f"{name} {rate:,.0f} events/s", flush=True)
         spark = spark_session("local[2]")
-        for fmt in args.formats.split(","):
+        for fmt in formats:
+            bar.advance(1, f"files source ({fmt})")
             rate = files_rate(work, spark, args.events, args.files, fmt, args.max_files)
             rates[f"files source ({fmt})"] = rate
             print(f"files source ({fmt}) {rate:,.0f} events/s", flush=True)
+        bar.advance(1, "done")
     print(f"load average after: {load()}")
     for name, rate in rates.items():
         target = " (target >= 50,000)" if name.startswith("files source") else ""

@@ -44,6 +44,7 @@ from throughput import (
 
 from elastream.config import make_config
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
+from elastream.report.progress import add_quiet, steps
 from elastream.runner.session import run_engine
 from elastream.runtime.queues.redis_server import LocalRedis
 from elastream.runtime.spark.runtime import SparkEngine
@@ -236,7 +237,7 @@ def _variant_label(variant: dict) -> str:
 
 def latency(args: argparse.Namespace, out: Path) -> None:
     """Per-hop latency at 10 events/s, 3 operators, each layout, r = 1 and r = 2."""
-    for replicas in args.replicas:
+    for replicas in steps(args.replicas, "replicas", quiet=args.quiet):
         print(f"3 pass-through operators at 10 events/s, r = {replicas}:", flush=True)
         for layout in args.layouts:
             for variant in args.spark:
@@ -260,7 +261,7 @@ def ladder(args: argparse.Namespace, out: Path) -> None:
     try:
         if server is not None:
             server.start()
-        for backend in args.backends:
+        for backend in steps(args.backends, "backends", quiet=args.quiet):
             queues, _ = addresses(backend, out, server)
             for kind in args.kinds:
                 for layout in args.layouts:
@@ -296,7 +297,7 @@ def climb(
 def scale(args: argparse.Namespace, out: Path) -> None:
     """3, 10 and 20 operators (r = 1): per-hop latency and driver-side RSS at 10 events/s, then
     the sustained rate at args.rates (first failing rung ends the climb)."""
-    for n in args.operators:
+    for n in steps(args.operators, "operators", quiet=args.quiet):
         print(f"{n} pass-through operators, r = 1:", flush=True)
         for layout in args.layouts:
             pipeline = chain_pipeline(n, "columns", 1)
@@ -312,7 +313,7 @@ def scale(args: argparse.Namespace, out: Path) -> None:
 def demo(args: argparse.Namespace, out: Path) -> None:
     """The tweet demo (`elastream demo`: psps, the demo trace to 100 events/s over 180 s) in
     each layout: mean and p99 end-to-end latency, processed ratio, wall time."""
-    for layout in args.layouts:
+    for layout in steps(args.layouts, "layouts", quiet=args.quiet):
         folder = out / f"demo-{layout}"
         folder.mkdir(parents=True, exist_ok=True)
         settings = folder / "run.yaml"
@@ -369,6 +370,7 @@ def main() -> None:
     parser.add_argument("--operators", type=_ints, default=(3, 10, 20))
     parser.add_argument("--scale-rates", type=_rates, default=(), help="scale: rates to climb")
     parser.add_argument("--out", type=Path, default=None, help="work directory (default: temp)")
+    add_quiet(parser)
     args = parser.parse_args()
     args.spark = args.spark or [{}]
     args.variant = args.spark[0]  # the settings of the run going on (latency: each in turn)

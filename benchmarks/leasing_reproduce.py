@@ -13,6 +13,7 @@ import pickle
 import resource
 import sys
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -22,6 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproductions: not installed
 
 from elastream.leasing.hosts import HostType
+from elastream.report.progress import ProgressBar, add_quiet
 from elastream.workloads import resolve_trace_info
 from reproductions.btu.config import SimSettings
 from reproductions.btu.experiment import (
@@ -583,6 +585,7 @@ def main() -> None:
     ap.add_argument(
         "--load", type=Path, help="render the grids pickled by --save (a part missing is run)"
     )
+    add_quiet(ap)
     args = ap.parse_args()
     if args.workers < 1:
         ap.error(f"--workers must be at least 1, got {args.workers}")
@@ -591,7 +594,7 @@ def main() -> None:
     if "paper" not in saved:
         base = SimSettings(duration_s=args.minutes * 60.0)
         saved["paper"] = _timed(
-            args.workers, lambda mapper: run_grid(
+            args.workers, args.quiet, lambda mapper: run_grid(
                 range(1, args.seeds + 1), approaches=approaches, base=base, mapper=mapper
             )
         )  # fmt: skip
@@ -600,7 +603,7 @@ def main() -> None:
         loads = trace_loads(args.data_dir)
         base = SimSettings(duration_s=TRACE_HOURS * 3600.0)
         saved["traces"] = _timed(
-            args.workers, lambda mapper: run_trace_grid(
+            args.workers, args.quiet, lambda mapper: run_trace_grid(
                 loads, range(1, args.trace_seeds + 1), FLEETS, base, mapper=mapper
             )
         )  # fmt: skip
@@ -621,16 +624,32 @@ def _save(path: Path | None, saved: dict) -> None:
         path.write_bytes(pickle.dumps(saved))
 
 
-def _timed(workers: int, run) -> tuple[dict[Key, Cell], Timing]:
-    """Run a grid with `run(mapper)` in `workers` processes; the grid and how long it took."""
+def _timed(workers: int, quiet: bool, run) -> tuple[dict[Key, Cell], Timing]:
+    """Run a grid with `run(mapper)` in `workers` processes (a progress bar of the runs done
+    unless `quiet`); the grid and how long it took."""
     load = os.getloadavg()[0]
     start, cpu = time.perf_counter(), _cpu_seconds()
     if workers == 1:
-        grid = run(map)
+        grid = run(counted(map, quiet))
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            grid = run(pool.map)
+            grid = run(counted(pool.map, quiet))
     return grid, Timing(time.perf_counter() - start, workers, load, _cpu_seconds() - cpu)
+
+
+def counted(mapper: Callable, quiet: bool) -> Callable:
+    """`mapper` (map, a pool's map) with a progress bar of the runs it has finished."""
+
+    def mapped(fn: Callable, tasks: Iterable) -> list:
+        tasks = list(tasks)
+        out = []
+        with ProgressBar(len(tasks), "seeded runs", quiet=quiet) as bar:
+            for result in mapper(fn, tasks):
+                out.append(result)
+                bar.advance(1)
+        return out
+
+    return mapped
 
 
 def _cpu_seconds() -> float:

@@ -24,6 +24,7 @@ from pathlib import Path
 from throughput import passthrough_pipeline
 
 from elastream.config import make_config
+from elastream.report.progress import add_quiet, clock
 from elastream.runner.session import run_engine
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads.generators import constant
@@ -154,6 +155,7 @@ def main() -> None:
     parser.add_argument("--retention", type=float, default=600.0, help="spark.retention_s")
     parser.add_argument("--every", type=float, default=30.0, help="seconds between samples")
     parser.add_argument("--out", type=Path, default=None)
+    add_quiet(parser)
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="long-run-"))
     config = make_config(
@@ -175,7 +177,8 @@ def main() -> None:
     )
     print(f"{args.rate:.0f} ev/s for {args.minutes:.0f} min, retention {args.retention:.0f} s")
     thread.start()
-    result = run_engine(engine, config)
+    with clock(args.minutes * 60, "long run", quiet=args.quiet):
+        result = run_engine(engine, config)
     stop.set()
     thread.join()
     s = result.summary

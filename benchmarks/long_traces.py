@@ -31,6 +31,7 @@ import numpy as np
 
 from elastream.config import RunConfig
 from elastream.config.files import load_pipeline
+from elastream.report.progress import add_quiet, steps
 from elastream.runner.session import run_session
 from elastream.runtime.sim import SimSettings, profile_pipeline
 from elastream.workloads import resolve_trace
@@ -148,6 +149,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None, help="keep the outputs in this folder")
     parser.add_argument("--case", help="run only this case")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    add_quiet(parser)
     args = parser.parse_args()
     if args.child:
         child(args)
@@ -160,9 +162,8 @@ def main() -> None:
         f"{'target':>16} "
         f"{'outputs MB':>10} {'history MB':>10} {'intervals':>9} {'processed':>9}"
     )
-    for case in CASES:
-        if args.case and case.name != args.case:
-            continue
+    chosen = [case for case in CASES if not args.case or case.name == args.case]
+    for case in steps(chosen, "long traces", quiet=args.quiet):
         command = [sys.executable, __file__, "--child", "--case", case.name, *sys.argv[1:]]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:

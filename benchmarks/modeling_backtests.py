@@ -17,6 +17,7 @@ from pathlib import Path
 
 from elastream.cli.forecast import load_series, run_backtests
 from elastream.prediction.forecasting import FitCache
+from elastream.report.progress import add_quiet, steps
 
 DAY, HOUR, MIN = 86_400.0, 3_600.0, 60.0
 MODELS = [
@@ -72,11 +73,13 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
     parser.add_argument("--origins", type=int, default=6)
     parser.add_argument("--doc", type=Path, default=Path("docs/modeling.md"))
+    add_quiet(parser)
     args = parser.parse_args()
     load, started, wall = os.getloadavg()[0], time.process_time(), time.perf_counter()
     head = ["trace", "step", "fit window", "horizon", *COLUMNS, "auto's picks", "auto ≤ naive"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name, (step, *windows) in TRACES.items():
+    for name in steps(TRACES, "traces", quiet=args.quiet):
+        step, *windows = TRACES[name]
         for window in windows:
             lines.append(row(name, step, window, args.origins, args.data_dir))
             print(lines[-1], flush=True)

@@ -1,6 +1,6 @@
 """Latency of the modelling service's jobs on a synthetic word-count history (printed only).
 
-Usage: python benchmarks/modeling_service.py [--days 2] [--interval 60] [--requests 20]
+Usage: python benchmarks/modeling_service.py [--days 2] [--interval-s 60] [--requests 20]
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproductions: not installed
 
 from elastream.history import HistoryStore
+from elastream.report.progress import add_quiet
+from elastream.report.progress import steps as steps_of
 from elastream.service.app import create_app
 from elastream.service.operations import Modeller
 from elastream.service.planners import PLANNERS
@@ -38,17 +40,18 @@ def timed_job(client: httpx.Client, path: str, body: dict) -> tuple[float, dict]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--days", type=float, default=2.0)
-    parser.add_argument("--interval", type=float, default=60.0)
+    parser.add_argument("--interval-s", type=float, default=60.0)
     parser.add_argument("--requests", type=int, default=20)
+    add_quiet(parser)
     args = parser.parse_args()
-    steps = int(args.days * 86400 / args.interval)
-    t = np.arange(steps) * args.interval
+    steps = int(args.days * 86400 / args.interval_s)
+    t = np.arange(steps) * args.interval_s
     rates = 300 + 250 * np.sin(2 * np.pi * t / 86400)
     with tempfile.TemporaryDirectory() as tmp:
         store = HistoryStore(Path(tmp) / "history.db")
         par = {"spout": 1, "splitter": 3, "counter": 4}
         started = time.perf_counter()
-        rows = wordcount_history("r1", rates, par, interval_s=args.interval)
+        rows = wordcount_history("r1", rates, par, interval_s=args.interval_s)
         store.record(rows)
         print(f"history: {len(rows)} rows ({steps} intervals) recorded in "
               f"{time.perf_counter() - started:.2f} s")  # fmt: skip
@@ -56,7 +59,7 @@ def main() -> None:
         with BackgroundServer(app) as srv, httpx.Client(base_url=srv.url, timeout=60) as client:
             base = {"pipeline": "wordcount", "graph": WORDCOUNT_GRAPH}
             cold, cached = [], []
-            for k in range(args.requests):
+            for k in steps_of(range(args.requests), "prediction jobs", quiet=args.quiet):
                 body = {**base, "parallelism": {"splitter": 2 + k % 6}, "source_rate": 100.0 + k}
                 cold.append(timed_job(client, "/predictions", body)[0])
                 cached.append(timed_job(client, "/predictions", body)[0])

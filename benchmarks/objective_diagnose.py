@@ -42,6 +42,7 @@ from elastream.control.policy import POLICIES, Decision
 from elastream.experiments.bench.runner import SIM_BACKEND, build_config, raw_trace, with_grouping
 from elastream.experiments.bench.scenario import RunSpec, load_bench
 from elastream.model.snapshot import Snapshot
+from elastream.report.progress import add_quiet, steps
 
 HERE = Path(__file__).parent
 
@@ -78,7 +79,7 @@ class Shadow:
             print(
                 f"t={snapshot.t:5.0f} x={source_rates(snapshot)} p99={p99} "
                 f"ran={snapshot.replicas()} "
-                f"-> {self.wanted} {decided.reason(first)} "
+                f"-> {self.wanted} {decided.detail(first)} "
                 f"q={[o.queue for o in snapshot.operators]}"
             )
         self.last, self.last_state, self.missed_before = snapshot, self.state, missed
@@ -169,11 +170,12 @@ def main() -> None:
     parser.add_argument("-v", "--verbose", action="store_true")
     parser.add_argument("--label", default="objective-1s", help="the objective policy's run")
     parser.add_argument("--set", action="append", default=[], help="options.X=V or guards.X=V")
+    add_quiet(parser)
     args = parser.parse_args()
     overrides = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}
     _, specs = load_bench(HERE / "objective.yaml", args.data_dir)
     scenarios = args.only or list(dict.fromkeys(s.scenario for s in specs))
-    for scenario in scenarios:
+    for scenario in steps(scenarios, "scenarios", quiet=args.quiet):
         run(scenario, args.data_dir, args.verbose, overrides, args.label)
 
 

@@ -32,6 +32,7 @@ from elastream.placement.instance import Instance, build_instance
 from elastream.placement.model import InfeasibleError, PlanRequest, Weights
 from elastream.placement.paper_ilp import PaperIlp
 from elastream.placement.solution import Solution, Solver
+from elastream.report.progress import ProgressBar, add_quiet
 from reproductions.odrp.debs import (
     PAPER_TABLE3,
     SERVICE_RATES,
@@ -382,13 +383,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10, help="draws of the network delays")
     parser.add_argument("--exact", action="store_true", help="also time the paper's ILP")
+    add_quiet(parser)
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     load = os.getloadavg()[0]
-    body = table3(max(1, args.seeds // 2))
-    fig6, qos, extra = figures(args.seeds, args.exact)
-    plots(qos, extra)
+    with ProgressBar(3, "ODRP reproduction", quiet=args.quiet) as bar:
+        bar.update(0, "Table 3")
+        body = table3(max(1, args.seeds // 2))
+        bar.advance(1, "Figs. 6-7")
+        fig6, qos, extra = figures(args.seeds, args.exact)
+        bar.advance(1, "plots")
+        plots(qos, extra)
+        bar.advance(1, "done")
     doc = [
         "# ODRP reproduction (Cardellini et al., optimal operator replication and placement)",
         "",

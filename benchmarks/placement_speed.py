@@ -31,6 +31,7 @@ from elastream.placement.instance import Instance, build_instance
 from elastream.placement.model import PlanRequest, Weights
 from elastream.placement.paper_ilp import PaperIlp, paper_variable_count
 from elastream.placement.solution import Solution, Solver
+from elastream.report.progress import add_quiet, steps
 from reproductions.odrp.debs import (
     SERVICE_RATES,
     STREAMS,
@@ -158,11 +159,16 @@ def main() -> None:
     parser.add_argument("--exact", action="store_true", help="also solve the paper's ILP")
     parser.add_argument("--candidates", type=int, default=6, help="candidate nodes per operator")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated instance")
+    add_quiet(parser)
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
-    paper_instance(args.runs, args.exact)
-    large_instance(args.runs, args.candidates, args.seed)
-    unrestricted(args.runs, args.seed)
+    parts = {
+        "the paper's instance": lambda: paper_instance(args.runs, args.exact),
+        "100 nodes": lambda: large_instance(args.runs, args.candidates, args.seed),
+        "unrestricted": lambda: unrestricted(args.runs, args.seed),
+    }
+    for name in steps(parts, "placement timings", quiet=args.quiet):
+        parts[name]()
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
 
 

@@ -33,6 +33,7 @@ from elastream.experiments.bench.report import render_report
 from elastream.experiments.bench.runner import SIM_BACKEND, run_matrix
 from elastream.experiments.bench.scenario import load_bench
 from elastream.experiments.bench.tables import render_tables, select_run, update_markdown
+from elastream.report.progress import add_quiet
 from elastream.workloads import covid_selection, resolve_trace
 from elastream.workloads.covid import COVID_START_UTC
 
@@ -60,10 +61,10 @@ DEGRADATION_RUNS = {
 }
 
 
-def run_bench(out: Path, jobs: int, console: Console) -> pd.DataFrame:
+def run_bench(out: Path, jobs: int, console: Console, quiet: bool = False) -> pd.DataFrame:
     _, specs = load_bench(BENCH)
     console.print(f"{len(specs)} runs, {jobs} at a time -> {out}")
-    records = run_matrix(specs, SIM_BACKEND, jobs=jobs, console=console)
+    records = run_matrix(specs, SIM_BACKEND, jobs=jobs, console=console, quiet=quiet)
     results, _ = write_results(records, out)
     return results
 
@@ -232,11 +233,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "psps")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--from-results", action="store_true")
+    add_quiet(parser)
     args = parser.parse_args(argv)
     console = Console()
     bench, _ = load_bench(BENCH)
     results = (
-        read_results(args.out) if args.from_results else run_bench(args.out, args.jobs, console)
+        read_results(args.out)
+        if args.from_results
+        else run_bench(args.out, args.jobs, console, args.quiet)
     )
     results["error"] = results["error"].fillna("")
     failed = results[results["error"] != ""]

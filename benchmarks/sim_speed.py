@@ -21,6 +21,7 @@ import numpy as np
 
 from elastream.config import RunConfig
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
+from elastream.report.progress import add_quiet, steps
 from elastream.runner.session import simulate
 from elastream.runtime.sim import SimSettings, profile_pipeline
 from elastream.workloads import Trace, TraceError, resolve_trace
@@ -124,6 +125,7 @@ def main() -> None:
     parser.add_argument("--operators", type=int, default=10)
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="only the first two cases")
+    add_quiet(parser)
     args = parser.parse_args()
     trace = workload(args.hours, args.peak_rate, args.data_dir)
     st = trace.stats()
@@ -136,7 +138,7 @@ def main() -> None:
         f"{'case':<28} {'wall s':>6} {'cpu s':>6} {'sim/wall':>8} {'r mean':>6} "
         f"{'proc.':>7} {'lat ms':>9} {'p99 ms':>9}"
     )
-    for case in CASES[:2] if args.quick else CASES:
+    for case in steps(CASES[:2] if args.quick else CASES, "cases", quiet=args.quiet):
         run_case(case, args.operators, trace)
 
 

@@ -21,6 +21,7 @@ from statistics import mean
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from elastream.config.run import SparkSettings
+from elastream.report.progress import add_quiet, steps
 from elastream.runtime.spark.session import spark_session, stop_query, warm_python_workers
 
 PHASES = ("triggerExecution", "addBatch", "latestOffset", "queryPlanning", "walCommit")
@@ -87,10 +88,11 @@ def batch_phases(n_queries: int, seconds: float, work: Path) -> dict[str, float]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=45.0, help="how long each case runs")
+    add_quiet(parser)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="elastream-floor-"))
     try:
-        for n in (1, 3):
+        for n in steps((1, 3), "queries at once", quiet=args.quiet):
             phases = batch_phases(n, args.seconds, work)
             shown = ", ".join(f"{k} {v:.3f}" for k, v in phases.items())
             print(f"{n} trivial Python-source quer{'y' if n == 1 else 'ies'} at once: {shown} s")

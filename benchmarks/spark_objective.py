@@ -27,6 +27,7 @@ from elastream.control.policies.objective import measured_batch_s
 from elastream.control.policy import Decision
 from elastream.model.objective import Objective, ObjectiveTally, judge
 from elastream.model.snapshot import Snapshot
+from elastream.report.progress import add_quiet, steps
 from elastream.runner.session import prepare_workload, run_engine
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.runtime.spark.session import spark_session
@@ -56,10 +57,10 @@ def run_one(label: str, settings: dict[str, Any], args: argparse.Namespace) -> d
     objective = Objective(latency_p99_s=args.objective_s)
     config = make_config(
         trace=f"demo:duration={args.duration:g},peak={args.peak_rate:g}",
-        interval_s=args.interval,
+        interval_s=args.interval_s,
         event_timeout_s=None,
         queue_capacity=None,
-        drain_s=args.drain,
+        drain_s=args.drain_s,
         objective=objective.model_dump(),
         out=args.out / label.replace(" ", "_").replace("=", ""),
         **settings,
@@ -80,10 +81,10 @@ def run_one(label: str, settings: dict[str, Any], args: argparse.Namespace) -> d
                 "batch_s": measured_batch_s(snapshot),
                 "met": judge(snapshot, objective).met,
                 "decided": None if decision is None else decision.as_dict(),
-                "reason": None if decision is None else decision.reason(first),
+                "reason": None if decision is None else decision.detail(first),
                 "reasons": {}
                 if decision is None
-                else {o.name: decision.reason(o.name) for o in snapshot.operators},
+                else {o.name: decision.detail(o.name) for o in snapshot.operators},
             }
         )
 
@@ -120,15 +121,19 @@ def main() -> None:
     )
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--peak-rate", type=float, default=100.0)
-    parser.add_argument("--interval", type=float, default=5.0)
+    parser.add_argument("--interval-s", type=float, default=5.0)
     parser.add_argument("--only", action="append", help="run only this label (repeatable)")
-    parser.add_argument("--drain", type=float, default=60.0)
+    parser.add_argument("--drain-s", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="objective-")))
+    add_quiet(parser)
     args = parser.parse_args()
     pipeline = load_pipeline(demo_pipeline_path())
     spark_session(f"local[{pipeline.r_over}]")
     chosen = {k: v for k, v in runs(args).items() if not args.only or k in args.only}
-    results = {label: run_one(label, s, args) for label, s in chosen.items()}
+    results = {
+        label: run_one(label, chosen[label], args)
+        for label in steps(chosen, "policy runs", quiet=args.quiet)
+    }
     print(f"\n{'p99 <= ' + format(args.objective_s, 'g') + ' s':<20}", end="")
     print("".join(f"{label:>14}" for label in results))
     for column in COLUMNS:

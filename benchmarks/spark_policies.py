@@ -22,6 +22,7 @@ from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.model.metrics import PAPER_METRICS
 from elastream.model.pipeline import Pipeline
+from elastream.report.progress import add_quiet, steps
 from elastream.runner.session import prepare_workload, run_engine
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.runtime.spark.session import spark_session
@@ -44,12 +45,13 @@ def policy_runs(pipeline: Pipeline, args: argparse.Namespace) -> dict[str, dict]
         f"static r={pool}": {"policy": "static", "replicas": pool},
     }
     results = {}
-    for label, settings in runs.items():
+    for label in steps(runs, "policy runs", quiet=args.quiet):
+        settings = runs[label]
         config = make_config(
             trace=f"demo:duration={args.duration:g},peak={args.peak_rate:g}",
-            interval_s=args.interval,
+            interval_s=args.interval_s,
             out=args.out / label.replace(" ", "_").replace("=", ""),
-            drain_s=args.drain,
+            drain_s=args.drain_s,
             **settings,
         )
         trace = prepare_workload(config, pipeline)
@@ -102,13 +104,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--peak-rate", type=float, default=100.0)
-    parser.add_argument("--interval", type=float, default=5.0)
-    parser.add_argument("--drain", type=float, default=60.0)
+    parser.add_argument("--interval-s", type=float, default=5.0)
+    parser.add_argument("--drain-s", type=float, default=60.0)
     parser.add_argument("--overhead-events", type=int, default=3000)
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="bench-")))
     parser.add_argument(
         "--overhead-only", action="store_true", help="skip the policy runs: per-event overhead only"
     )
+    add_quiet(parser)
     args = parser.parse_args()
     pipeline = load_pipeline(demo_pipeline_path())
     spark_session(f"local[{pipeline.r_over}]")

@@ -28,6 +28,7 @@ from elastream.examples.keyed import key_of
 from elastream.model.grouping import key_group
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.model.state import StateWrite, decode_value, encode_value
+from elastream.report.progress import add_quiet, steps
 from elastream.runtime.queues.base import QueueStore, share_commit
 from elastream.runtime.queues.sqlite import SqliteQueueStore
 from elastream.runtime.spark.runtime import SparkEngine
@@ -212,10 +213,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=REPEAT, help="runs of every case")
     parser.add_argument("--reads-only", action="store_true", help="only the state read costs")
     parser.add_argument("--out", type=Path, default=None, help="work folder (default: a temp one)")
+    add_quiet(parser)
     args = parser.parse_args()
     base = args.out or Path(tempfile.mkdtemp(prefix="state_rescale_"))
     if not args.reads_only:
-        spark_cases(args.rate, args.repeat, base)
+        spark_cases(args.rate, args.repeat, base, args.quiet)
     print("a new owner's first state read, 200 keys (SQLite, fresh connection, then again):")
     for keys in sorted({c.keys for c in CASES if c.keys}):
         shutil.rmtree(base / f"reads-{keys}", ignore_errors=True)
@@ -223,14 +225,15 @@ def main() -> None:
         print(f"  {keys:>9,} keys in state: cold {cold:6.1f} ms, warm {warm:6.1f} ms")
 
 
-def spark_cases(rate: float, repeat: int, base: Path) -> None:
+def spark_cases(rate: float, repeat: int, base: Path, quiet: bool = False) -> None:
     print(f"rate {rate:.0f} ev/s, r: 2 -> 4 at 15 s -> 1 at 30 s of load; {GROUPS} key groups")
     header = (
         f"{'case':<20} {'change':<7} {'steady batch':>12} {'first after':>11} {'excess':>8} "
         f"{'delayed':>8} {'added latency':>14} {'latency before':>15}"
     )
     print(header)
-    for run, case in ((run, case) for run in range(repeat) for case in CASES):
+    cases = [(run, case) for run in range(repeat) for case in CASES]
+    for run, case in steps(cases, "rescale cases", quiet=quiet, label=False):
         out = base / f"{case.name.replace(' ', '_').replace(',', '')}-{run}"
         shutil.rmtree(out, ignore_errors=True)
         result = run_case(case, rate, out)

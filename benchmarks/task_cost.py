@@ -29,6 +29,7 @@ import pyarrow as pa
 from layouts import _children
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
+from elastream.report.progress import add_quiet, steps
 from elastream.runtime.spark.session import spark_session, stop_query, ui_conf, warm_python_workers
 
 PHASES = (
@@ -232,6 +233,7 @@ def main():
     ap.add_argument("--conf", action="append", default=[])
     ap.add_argument("--sqlconf", action="append", default=[])
     ap.add_argument("--times", action="store_true")
+    add_quiet(ap)
     a = ap.parse_args()
     conf = dict(c.split("=", 1) for c in a.conf)
     if a.ui:
@@ -250,27 +252,25 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="elastream-task-cost-"))
     print(f"load {os.getloadavg()}", flush=True)
     try:
-        for kind in a.kinds.split(","):
-            for p in map(int, a.parts.split(",")):
-                r = run(
-                    spark,
-                    kind,
-                    p,
-                    a.seconds,
-                    a.trigger,
-                    work,
-                    arrow=a.arrow,
-                    asyncp=not a.sync,
-                    ui=a.ui,
-                )
-                print(
-                    kind,
-                    p,
-                    json.dumps(
-                        {k: (round(v, 1) if isinstance(v, float) else v) for k, v in r.items()}
-                    ),
-                    flush=True,
-                )
+        cases = [(kind, int(p)) for kind in a.kinds.split(",") for p in a.parts.split(",")]
+        for kind, p in steps(cases, "cases", quiet=a.quiet):
+            r = run(
+                spark,
+                kind,
+                p,
+                a.seconds,
+                a.trigger,
+                work,
+                arrow=a.arrow,
+                asyncp=not a.sync,
+                ui=a.ui,
+            )
+            print(
+                kind,
+                p,
+                json.dumps({k: (round(v, 1) if isinstance(v, float) else v) for k, v in r.items()}),
+                flush=True,
+            )
     finally:
         print(f"load {os.getloadavg()}", flush=True)
         spark.stop()

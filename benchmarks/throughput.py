@@ -32,6 +32,7 @@ from elastream.config import make_config
 from elastream.model.batch import EventBatch
 from elastream.model.events import Event, Outcome, OutcomeKind
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
+from elastream.report.progress import add_quiet, steps
 from elastream.runner.session import run_engine
 from elastream.runtime.queues import QueueStore, open_store, reset_store
 from elastream.runtime.queues.base import share_commit
@@ -407,6 +408,7 @@ def main() -> None:
     )
     parser.add_argument("--plain-only", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--batches", type=int, default=40, help=argparse.SUPPRESS)
+    add_quiet(parser)
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="elastream-throughput-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -427,7 +429,10 @@ def main() -> None:
         if server is not None:
             server.start()
             print(f"redis-server {server.url} (AOF, appendfsync {server.appendfsync})")
-        best = {b: bench_backend(b, args, out, server) for b in args.backends}
+        best = {
+            b: bench_backend(b, args, out, server)
+            for b in steps(args.backends, "queue backends", quiet=args.quiet)
+        }
     finally:
         if server is not None:
             server.stop()

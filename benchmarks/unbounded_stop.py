@@ -6,7 +6,7 @@ the summary), and does `--resume` deliver the rest, nothing twice?
 pools of 1-4) with neither --duration nor --trace, on the embedded store; SIGTERM to the driver
 after `--minutes`; the queue store's audit against summary.json; then `--resume --duration 5`
 until drained. Prints figures (no asserts), with the load average. Usage:
-    .venv/bin/python benchmarks/unbounded_stop.py [--minutes 3] [--drain 0] [--out DIR]
+    .venv/bin/python benchmarks/unbounded_stop.py [--minutes 3] [--drain-s 0] [--out DIR]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from elastream.report.progress import add_quiet, clock
 from elastream.runtime.queues import SqliteQueueStore
 
 PIPELINE = """\
@@ -47,7 +48,7 @@ OUTPUTS = ("summary.json", "timeseries.csv", "intervals.csv", "report.html")
 
 def run(pipeline: Path, out: Path, *extra: str) -> subprocess.Popen:
     """`elastream run` in its own process group (the signal goes to the driver only)."""
-    cmd = [sys.executable, "-m", "elastream.cli", "run", str(pipeline), "--interval", "3"]
+    cmd = [sys.executable, "-m", "elastream.cli", "run", str(pipeline), "--interval-s", "3"]
     cmd += ["--out", str(out), "--quiet", *extra]
     return subprocess.Popen(
         cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -66,7 +67,7 @@ def size_mb(path: Path) -> float:
 def stopped_run(pipeline: Path, out: Path, minutes: float, drain: float) -> dict:
     """The unbounded run, SIGTERMed after `minutes` of flow; its figures."""
     began, load_before = time.time(), load()
-    first = run(pipeline, out, "--drain", str(drain))
+    first = run(pipeline, out, "--drain-s", str(drain))
     db = out / "queues.db"
     while not (db.exists() and SqliteQueueStore(db).audit().to_sink > 0):
         if first.poll() is not None:
@@ -109,7 +110,7 @@ def stopped_run(pipeline: Path, out: Path, minutes: float, drain: float) -> dict
 def resumed_run(pipeline: Path, out: Path, before: dict) -> dict:
     """`--resume --duration 5`: the queued events delivered, nothing twice."""
     began = time.time()
-    again = run(pipeline, out, "--resume", "--duration", "5", "--drain", "300")
+    again = run(pipeline, out, "--resume", "--duration", "5", "--drain-s", "300")
     output, _ = again.communicate(timeout=900)
     store = SqliteQueueStore(out / "queues.db")
     audit = store.audit()
@@ -135,15 +136,17 @@ def resumed_run(pipeline: Path, out: Path, before: dict) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=3.0, help="flow before the SIGTERM")
-    parser.add_argument("--drain", type=float, default=0.0, help="--drain of the stopped run")
+    parser.add_argument("--drain-s", type=float, default=0.0, help="--drain-s of the stopped run")
     parser.add_argument("--out", type=Path, default=None, help="output directory (a temp one)")
+    add_quiet(parser)
     args = parser.parse_args(argv)
     root = args.out or Path(tempfile.mkdtemp(prefix="elastream-unbounded-"))
     root.mkdir(parents=True, exist_ok=True)
     pipeline = root / "filter3.yaml"
     pipeline.write_text(PIPELINE)
     out = root / "run"
-    first = stopped_run(pipeline, out, args.minutes, args.drain)
+    with clock(args.minutes * 60, "run until SIGTERM", quiet=args.quiet):
+        first = stopped_run(pipeline, out, args.minutes, args.drain_s)
     print("stopped run:", json.dumps(first, indent=2))
     second = resumed_run(pipeline, out, first)
     print("resumed run:", json.dumps(second, indent=2))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +26,33 @@ SettingsLike = RunConfig | Mapping[str, Any] | str | Path | None
 @dataclass(frozen=True)
 class Finished:
     """A finished run: its summary and exact totals (as in summary.json), the files written
-    (kind -> path) and the full result (`snapshots` are not kept: they went to the files)."""
+    (kind -> path), the full result (`snapshots` are not kept: they went to the files) and
+    where its metrics and live view were served (None: not served)."""
 
     summary: Summary
     totals: RunTotals
     outputs: dict[str, Path]
     result: RunResult
+    metrics_url: str | None = None
+    live_url: str | None = None
+
+
+class Served:
+    """Receives the metrics endpoint's URL when a run starts serving it, and says where, on
+    standard error: a notebook shows it while the run goes (the port may be a free one)."""
+
+    def __init__(self) -> None:
+        self.base: str | None = None
+
+    def __call__(self, base: str) -> None:
+        self.base = base
+        print(f"elastream: metrics {base}/metrics  live view {base}/", file=sys.stderr)
+
+    def finished(self, result: RunResult, outputs: dict[str, Path]) -> Finished:
+        metrics, live = (
+            (None, None) if self.base is None else (f"{self.base}/metrics", f"{self.base}/")
+        )
+        return Finished(result.summary, result.totals, outputs, result, metrics, live)
 
 
 def as_pipeline(pipeline: PipelineLike) -> Pipeline:
@@ -82,8 +104,11 @@ def run(
         config = config.model_copy(update={"until_stopped": True})
     built = as_pipeline(pipeline)
     title = f"{built.name} on Spark"
-    result, paths = run_session(built, config, title=title, quiet=quiet, resume=resume, spark=spark)
-    return Finished(result.summary, result.totals, paths, result)
+    served = Served()
+    result, paths = run_session(
+        built, config, title=title, quiet=quiet, resume=resume, spark=spark, on_serving=served
+    )
+    return served.finished(result, paths)
 
 
 def simulate(
@@ -100,8 +125,11 @@ def simulate(
     built = as_pipeline(pipeline)
     sim_settings = SimSettings.model_validate(sim) if isinstance(sim, Mapping) else sim
     title = f"{built.name} simulated"
-    result, paths = run_session(built, config, title=title, quiet=quiet, sim=sim_settings)
-    return Finished(result.summary, result.totals, paths, result)
+    served = Served()
+    result, paths = run_session(
+        built, config, title=title, quiet=quiet, sim=sim_settings, on_serving=served
+    )
+    return served.finished(result, paths)
 
 
 def _settings(given: SettingsLike, overrides: dict[str, Any], engine: str) -> RunConfig:

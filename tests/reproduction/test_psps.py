@@ -73,7 +73,7 @@ def test_guards_pass_table_ii_replicas_through_a_large_pool():
     controller = Controller.build("psps")
     decision, _ = controller.decide(table_ii(), controller.initial_state())
     assert decision.as_dict() == {"O1": 2, "O2": 3, "O3": 9}  # Table II (b)
-    assert "λ̂=83" in decision.reason("O3")
+    assert "λ̂=83" in decision.detail("O3")
     assert psps.POLICY.name == "psps"
 
 

@@ -73,7 +73,8 @@ def test_declared_r_over_is_the_saved_resources_base_and_pools_may_exceed_it():
     pipeline = one_operator(pool=(1, 6)).model_validate({**spec, "overprovisioned_replicas": 4})
     assert pipeline.r_over == 4 and pipeline.pool_total == 6
     result = simulate(pipeline, config(replicas=6, drain_s=5), constant(50, 30), EXACT)
-    assert result.summary.r_over == 4
-    assert result.summary.saved_resources == pytest.approx(1 - 6 / 4)  # above r_over: negative
+    assert result.summary.overprovisioned_replicas == 4
+    saved = result.summary.replica_seconds_saved_ratio
+    assert saved == pytest.approx(1 - 6 / 4)  # above r_over: negative
     with pytest.raises(ValueError, match="overprovisioned_replicas"):
         one_operator().model_validate({**spec, "overprovisioned_replicas": 0})

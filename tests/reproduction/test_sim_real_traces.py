@@ -37,7 +37,7 @@ def test_simulate_runs_on_every_real_trace(tmp_path, name, time_scale):
         str(time_scale),
         "--duration",
         "300",
-        "--interval",
+        "--interval-s",
         "5",
         "--quiet",
     ]
@@ -46,4 +46,4 @@ def test_simulate_runs_on_every_real_trace(tmp_path, name, time_scale):
         assert (out / produced).stat().st_size > 0
     summary = load_summary(out)
     assert summary["events_in"] > 0
-    assert 0.0 <= summary["saved_resources"] <= 1.0
+    assert 0.0 <= summary["replica_seconds_saved_ratio"] <= 1.0

@@ -91,7 +91,7 @@ def submit_to(state: ClusterState, out: Path, trace: str, *extra: str) -> subpro
     spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     cmd = [
         str(spark_submit), "--master", state.master_url, "--properties-file", state.auth_file,
-        str(submit_script()), "run", str(PIPELINE), "--trace", trace, "--interval", "3",
+        str(submit_script()), "run", str(PIPELINE), "--trace", trace, "--interval-s", "3",
         "--out", str(out), "--quiet", *extra,
     ]  # fmt: skip
     python = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
@@ -149,7 +149,7 @@ def test_a_pipeline_runs_live_on_the_cluster_on_redis_and_survives_an_executor_s
         state,
         out,
         TRACE,
-        "--event-timeout",
+        "--event-timeout-s",
         "none",
         "--config",
         str(settings),
@@ -291,7 +291,7 @@ def test_a_driver_without_the_secret_is_refused_with_one_line(cluster, tmp_path)
     after about a minute, and the run says so in one line naming the master (no traceback)."""
     state, _ = cluster
     run = elastream(
-        "run", str(PIPELINE), "--master", state.master_url, "--out", str(tmp_path / "run"),
+        "run", str(PIPELINE), "--spark-master", state.master_url, "--out", str(tmp_path / "run"),
         "--trace", "constant:rate=10,duration=5", "--quiet", "--no-metrics",
         timeout=300,
     )  # fmt: skip

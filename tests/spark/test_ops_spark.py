@@ -20,7 +20,7 @@ import pytest
 import yaml
 from support.paths import PIPELINES
 from support.redis_server import local_redis
-from support.scrape import Scraper, assert_metrics_match_outputs, get, value
+from support.scrape import Scraper, assert_metrics_match_outputs, get, total, value
 
 from elastream.runtime.queues.redis_server import free_port
 
@@ -102,8 +102,8 @@ def test_a_spark_run_scraped_with_a_redis_password(tmp_path):
     pipeline_file = tmp_path / "filter3.yaml"
     pipeline_file.write_text(yaml.safe_dump(pipeline))
     cmd = [sys.executable, "-m", "elastream.cli", "run", str(pipeline_file),
-           "--trace", "constant:rate=20,duration=16", "--interval", "2", "--drain", "60",
-           "--event-timeout", "none", "--out", str(out), "--config", str(settings),
+           "--trace", "constant:rate=20,duration=16", "--interval-s", "2", "--drain-s", "60",
+           "--event-timeout-s", "none", "--out", str(out), "--config", str(settings),
            "--queues", redis.url + "?prefix=ops"]  # fmt: skip
     env = {**os.environ, "ELASTREAM_METRICS_TOKEN": TOKEN}
     try:
@@ -120,8 +120,8 @@ def test_a_spark_run_scraped_with_a_redis_password(tmp_path):
     during = [s for s in scraper.scrapes if value(s, "elastream_run_finished", **run_label) == 0]
     assert len(during) >= 3, f"{len(during)} scrapes during the run"
     run_key = (("pipeline", "filter3"),)
-    key = ("elastream_source_events_total", run_key)
-    seen = [s.get(key, 0.0) for s in during]  # absent before the first interval
+    # every source's events, 0 before the first interval
+    seen = [total(s, "elastream_source_events_total", **run_label) for s in during]
     assert seen == sorted(seen) and seen[-1] > seen[0]  # scraped while it went
     failed_key = ("elastream_operator_events_failed_total", (("operator", "ingest"), *run_key))
     assert any(s.get(failed_key, 0) > 0 for s in during)  # failures counted while it went

@@ -185,7 +185,8 @@ def test_sodrp_on_spark_enacts_counts_live_and_replans_from_measured_rates(spark
 def test_simulate_placement_command_writes_both_plans(tmp_path, capsys) -> None:
     out = tmp_path / "out"
     args = ["simulate", str(DEBS), "--infra", str(DEBS_PLAN), "--quiet", "--out", str(out)]
-    args += ["--trace", "constant:rate=150,duration=30", "--interval", "2", "--replan-window", "8"]
+    args += ["--trace", "constant:rate=150,duration=30", "--interval-s", "2"]
+    args += ["--replan-window", "8"]
     assert main(args) == 0
     data = json.loads((out / "sodrp.json").read_text())
     assert data["placed"] and data["replanned_at_s"] == pytest.approx(8.0)

@@ -37,7 +37,7 @@ def test_files_in_parquet_out_equal_the_batch_computation_with_replicas_followin
     cmd = [sys.executable, str(ROOT / "benchmarks/debs_files.py"), "--run", "--dir", str(tmp_path)]
     cmd += ["--trips", str(TRIPS), "--rows", str(rows), "--pace", "8:40,12:160,0:40"]
     # the last file lands about 70 s after the start; the run ends 60 s after Spark's start-up
-    cmd += ["--interval", "2", "--duration", "60", "--lead", "15"]
+    cmd += ["--interval-s", "2", "--duration", "60", "--lead", "15"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     print(done.stdout, done.stderr[-3000:])
     got = script().read_updates(tmp_path / "top10")

@@ -261,7 +261,7 @@ def test_a_killed_files_run_resumes_with_every_row_once(tmp_path):
     cmd += [
         "--duration",
         "25",
-        "--interval",
+        "--interval-s",
         "2",
         "--quiet",
         "--policy",
@@ -327,7 +327,7 @@ def test_redis_in_redis_out_exactly_once_across_kill_resume_and_server_restart(t
     )  # fmt: skip
     producer = subprocess.Popen([sys.executable, "-c", REDIS_PRODUCER, server.url, "2000"])
     cmd = [sys.executable, "-m", "elastream.cli", "run", str(spec), "--out", str(tmp_path / "run")]
-    cmd += ["--duration", "50", "--interval", "2", "--quiet"]
+    cmd += ["--duration", "50", "--interval-s", "2", "--quiet"]
     client = redis_lib.Redis.from_url(server.url, decode_responses=True)
     try:
         first = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE, text=True)

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.spark
 
 def run_until_stopped(out: Path, *extra: str) -> subprocess.Popen:
     """`elastream run` with neither --duration nor --trace: the sources' rates, for ever."""
-    cmd = [sys.executable, "-m", "elastream.cli", "run", str(PIPELINE), "--interval", "3"]
+    cmd = [sys.executable, "-m", "elastream.cli", "run", str(PIPELINE), "--interval-s", "3"]
     cmd += ["--out", str(out), "--quiet", *extra]
     return subprocess.Popen(
         cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -35,7 +35,7 @@ def test_sigterm_stops_an_unbounded_run_gracefully_and_resume_delivers_the_rest(
     out = tmp_path / "run"
     db = out / "queues.db"
     # no drain: the stop leaves events queued (enrich needs 40 ms each), for --resume to deliver
-    run = run_until_stopped(out, "--drain", "0")
+    run = run_until_stopped(out, "--drain-s", "0")
     wait_for_outcomes(run, db, 40)  # Spark is up and events flow
     time.sleep(FLOW_S)
     assert run.poll() is None  # no end of its own
@@ -55,7 +55,7 @@ def test_sigterm_stops_an_unbounded_run_gracefully_and_resume_delivers_the_rest(
     assert summary["events_queued"] == stopped.pending
     assert summary["events_out"] + summary["events_filtered"] == delivered
 
-    again = run_until_stopped(out, "--resume", "--duration", "5", "--drain", "120")
+    again = run_until_stopped(out, "--resume", "--duration", "5", "--drain-s", "120")
     output, _ = again.communicate(timeout=300)
     assert again.returncode == 0, output
     store = SqliteQueueStore(db)

@@ -102,7 +102,7 @@ def test_the_objective_policy_follows_a_step_on_the_point_forecast(spark, tmp_pa
     assert len(p99s) >= 10 and met >= len(p99s) - 1, p99s  # docs/policies.md: 14 of 15
     enrich = [s.op("enrich").replicas for s in result.snapshots]
     peak_at = int(np.argmax(enrich))
-    reasons = [d.reason("enrich") for d in result.decisions]
+    reasons = [d.detail("enrich") for d in result.decisions]
     assert enrich[peak_at] >= 3, (enrich, reasons)  # rose with the step up
     assert min(enrich[peak_at:]) <= 2, (enrich, reasons)  # fell after the step down
     assert reasons and all("F=point" in r for r in reasons), reasons  # O17

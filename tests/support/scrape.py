@@ -39,9 +39,12 @@ def get(url: str, token: str | None = None, timeout: float = 5.0) -> tuple[int, 
 class Scraper:
     """Scrapes `url` until stopped; `scrapes` holds every successful one, in order."""
 
-    def __init__(self, url: str, every_s: float = 0.5, token: str | None = None) -> None:
-        self.url, self.every_s, self.token = url, every_s, token
+    def __init__(
+        self, url: str, every_s: float = 0.5, token: str | None = None, raw: bool = False
+    ) -> None:
+        self.url, self.every_s, self.token, self.raw = url, every_s, token, raw
         self.scrapes: list[Sample] = []
+        self.texts: list[str] = []  # every scrape's text too, with `raw`
         self.refused = 0  # connection refused: not up yet, or gone
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -55,6 +58,8 @@ class Scraper:
             else:
                 assert status == 200, (status, body)
                 self.scrapes.append(parse(body))
+                if self.raw:
+                    self.texts.append(body)
             self._stop.wait(self.every_s)
 
     def __enter__(self) -> Scraper:
@@ -74,7 +79,7 @@ def value(sample: Sample, name: str, **labels: str) -> float:
 # hold its value: the one list to update when a family is added or renamed (a family served and
 # not listed here fails `assert_metrics_match_outputs`, as does one listed and not served).
 Row = dict[str, str]
-RUN_COUNTERS = {  # family -> intervals.csv column, summed over the intervals
+RUN_COUNTERS = {  # family -> intervals.csv column, summed over the intervals (and sources, sinks)
     "elastream_source_events_total": "input",
     "elastream_events_completed_total": "completed",
     "elastream_sink_events_total": "sink_events",
@@ -87,14 +92,16 @@ SUMMARY_COUNTERS = {  # family -> summary.json field
     "elastream_query_restarts_total": "query_restarts",
     "elastream_hosts_leased_total": "hosts_leased",
 }
-RUN_GAUGES = {  # family -> its value from the last row of intervals.csv
+RUN_GAUGES = {  # family -> its value from the last row of intervals.csv (summed over sources)
     "elastream_run_finished": lambda row: 1,
     "elastream_source_rate_events_per_second": lambda row: int(row["input"]) / float(row["td"]),
     "elastream_hosts_up": lambda row: int(row["hosts_up"]),
-    "elastream_host_cost": lambda row: float(row["host_cost"]),
+    "elastream_host_cost_price_units": lambda row: float(row["host_cost"]),
 }
+INTERVAL_P99 = "elastream_interval_latency_p99_seconds"  # the last interval's p99, when it had one
+OBJECTIVE = {"elastream_objective_latency_seconds", "elastream_objective_met"}  # with an objective
 SOURCE_BACKLOG = "elastream_source_backlog_events"  # per source; their sum: source_backlog
-RUN_HISTOGRAMS = {"elastream_latency_seconds": "latency_ms_mean"}  # one observation per interval
+EVENT_LATENCY = "elastream_event_latency_seconds"  # one observation per sink event
 OPERATOR_COUNTERS = {  # family -> summary.json's per-operator field
     "elastream_operator_events_received_total": "received",
     "elastream_operator_events_processed_total": "processed",
@@ -114,7 +121,7 @@ OPERATOR_GAUGES = {  # family -> its value from the operator's last row of times
 }
 OPERATOR_HISTOGRAMS = {"elastream_operator_service_time_seconds": "et_ms"}  # per interval
 FAMILIES = {
-    *RUN_COUNTERS, *SUMMARY_COUNTERS, *RUN_GAUGES, SOURCE_BACKLOG, *RUN_HISTOGRAMS,
+    *RUN_COUNTERS, *SUMMARY_COUNTERS, *RUN_GAUGES, SOURCE_BACKLOG, INTERVAL_P99, EVENT_LATENCY,
     *OPERATOR_COUNTERS, OPERATOR_DROPPED, *OPERATOR_GAUGES, *OPERATOR_HISTOGRAMS,
 }  # fmt: skip
 HISTOGRAM_SAMPLES = ("_bucket", "_count", "_sum")
@@ -143,6 +150,13 @@ def _has(key: tuple[tuple[str, str], ...], labels: dict[str, str]) -> bool:
     return labels.items() <= dict(key).items()
 
 
+def total(sample: Sample, name: str, **labels: str) -> float:
+    """The sum of `name` over every series whose labels include `labels` (e.g. every source's
+    events of one pipeline)."""
+    wanted = set(labels.items())
+    return sum(v for (n, ls), v in sample.items() if n == name and wanted <= set(ls))
+
+
 def assert_metrics_match_outputs(sample: Sample, out: Path, pipeline: str) -> None:
     """A scrape at the run's end against summary.json, intervals.csv and timeseries.csv: every
     family of FAMILIES, counters exact, the last interval's gauges, each histogram's
@@ -151,20 +165,24 @@ def assert_metrics_match_outputs(sample: Sample, out: Path, pipeline: str) -> No
     intervals = list(csv.DictReader((out / "intervals.csv").open()))
     series = list(csv.DictReader((out / "timeseries.csv").open()))
     td = {row["t"]: float(row["td"]) for row in intervals}
-    external = {SOURCE_BACKLOG}  # samples only for a source outside the engine (files, redis)
+    # samples only for a source outside the engine (files, redis), or a run with an objective
+    external = {SOURCE_BACKLOG, INTERVAL_P99, *OBJECTIVE}
     assert families(sample) | external == FAMILIES | external
     run = {"pipeline": pipeline}
     for metric, column in RUN_COUNTERS.items():
-        assert value(sample, metric, **run) == sum(int(r[column]) for r in intervals), metric
+        assert total(sample, metric, **run) == sum(int(r[column]) for r in intervals), metric
     for metric, field in SUMMARY_COUNTERS.items():
         assert value(sample, metric, **run) == summary[field], metric
     for metric, expected in RUN_GAUGES.items():
-        assert value(sample, metric, **run) == pytest.approx(expected(intervals[-1])), metric
+        assert total(sample, metric, **run) == pytest.approx(expected(intervals[-1])), metric
     backlogs = [v for (n, _), v in sample.items() if n == SOURCE_BACKLOG]
     assert sum(backlogs) == int(intervals[-1]["source_backlog"])
-    for metric, column in RUN_HISTOGRAMS.items():
-        seconds = [float(r[column]) / 1000 for r in intervals if r[column]]
-        assert_histogram(sample, metric, seconds, **run)
+    counted = total(sample, f"{EVENT_LATENCY}_count", **run)
+    assert counted == sum(int(r["sink_events"]) for r in intervals)
+    judged = [r for r in intervals if r["latency_ms_p99"]]
+    if judged:
+        p99 = value(sample, INTERVAL_P99, **run)
+        assert p99 == pytest.approx(float(judged[-1]["latency_ms_p99"]) / 1000)
     for name, row in summary["operators"].items():
         op = {"pipeline": pipeline, "operator": name}
         for metric, field in OPERATOR_COUNTERS.items():

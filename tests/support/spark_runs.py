@@ -44,7 +44,7 @@ def run_cli(
 ) -> subprocess.Popen:
     """`elastream run` in its own process group (a test can SIGKILL all of it at once)."""
     cmd = [sys.executable, "-m", "elastream.cli", "run", str(pipeline), "--trace", trace]
-    cmd += ["--interval", "3", "--out", str(out), "--quiet", "--event-timeout", "600", *extra]
+    cmd += ["--interval-s", "3", "--out", str(out), "--quiet", "--event-timeout-s", "600", *extra]
     return subprocess.Popen(
         cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

@@ -261,7 +261,8 @@ def test_rows_carry_identity_metrics_and_sla(records, tmp_path):
     storm4 = results[results["run_id"] == "steps/storm[interval_s=5,replicas=4]"].iloc[0]
     # r = 1 serves 10/s against 20-60/s: it falls behind; r = 4 (40/s per operator) mostly keeps up.
     assert storm1["processed_ratio"] < storm4["processed_ratio"] <= 1.0
-    assert storm1["saved_resources"] == pytest.approx(1 - 2 / 16)  # 2 replicas of a pool of 16
+    saved = storm1["replica_seconds_saved_ratio"]
+    assert saved == pytest.approx(1 - 2 / 16)  # 2 replicas of a pool of 16
     assert storm1["sla_5x"] < storm4["sla_5x"]
     # With r = 4 the low-load intervals complete within 2 × 100 ms < 250 ms, the rest queue.
     assert storm1["slo_ms"] == 250.0
@@ -304,7 +305,7 @@ def test_paper_tables_rewrite_only_their_blocks(records, tmp_path):
     assert "old" not in text
     psps = results[results["run_id"] == "steps/psps[interval_s=5]"].iloc[0]
     row = next(line for line in text.splitlines() if line.startswith("| PSPS"))
-    assert f"{psps['saved_resources']:.4f}" in row and "| 0.5000 |" in row
+    assert f"{psps['replica_seconds_saved_ratio']:.4f}" in row and "| 0.5000 |" in row
     doc.write_text("no markers\n")
     with pytest.raises(BenchError, match="no '<!-- bench-table: ID -->' block for T1"):
         update_markdown(doc, render_tables(bench.tables, results))
@@ -335,6 +336,7 @@ def test_command_runs_writes_and_rewrites_markdown(tmp_path):
         from_results=False,
         history=None,
         no_history=False,
+        quiet=True,
     )
     assert bench_command.run(args, backend=FAKE) == 0
     assert (tmp_path / "out" / "report.html").is_file()
@@ -403,7 +405,7 @@ def test_tables_without_paper_figures_show_ours_with_extra_columns(records, tmp_
     head = table.splitlines()[0]
     assert "paper" not in head and "p99 (ms)" in head and "SLA 5×" in head
     storm = results[results["run_id"] == "steps/storm[interval_s=10,replicas=4]"].iloc[0]
-    assert f"| r = 4 | {storm['saved_resources']:.4f} |" in table
+    assert f"| r = 4 | {storm['replica_seconds_saved_ratio']:.4f} |" in table
 
 
 def test_static_runs_start_at_their_r_and_grouping_overrides_stateless_operators(tmp_path):

@@ -90,7 +90,7 @@ def test_the_policy_scales_from_replica_loads_reports_messages_and_releases_its_
         replicas = decision.as_dict()["op"]
         now_sent = controller.messages(state)
         seen.append((replicas, now_sent - sent))
-        assert decision.reason("op").endswith(f"; {now_sent - sent} msgs"), decision.reasons
+        assert decision.detail("op").endswith(f"; {now_sent - sent} msgs"), decision.details
         sent = now_sent
     assert max(r for r, _ in seen) == 4 and seen[-1][0] == 1, seen
     assert seen[0][1] > 0 and sum(m for _, m in seen) == state.policy.swarm.messages_sent()

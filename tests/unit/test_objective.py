@@ -259,7 +259,7 @@ def test_decide_explains_long_batches_by_the_batch_time_not_by_a_burst():
         decision, state = decide(batched, state, config)
     assert not state.bursts and state.spreads == (1.0, 1.0)  # O15 instead of O8
     assert decision.as_dict() == {"op": 1}
-    assert "D=" in decision.reason("op") and "β=1.00" in decision.reason("op")
+    assert "D=" in decision.detail("op") and "β=1.00" in decision.detail("op")
     plain_state = ObjectiveState()
     for _ in range(3):
         _, plain_state = decide(snap, plain_state, config)
@@ -432,7 +432,7 @@ def test_decide_sizes_for_the_measured_true_rate_and_the_bound():
     snap = one_op_snapshot(replicas=1, emitted=200, processed=200, busy_s=5.0)
     decision, _ = decide(snap, ObjectiveState(), config)
     assert decision.as_dict() == {"op": 2}
-    assert "ρ=40.0/s" in decision.reason("op")
+    assert "ρ=40.0/s" in decision.detail("op")
     relaxed = ObjectiveConfig(objective=Objective(latency_p99_s=0.25), margin=0.0)
     assert decide(snap, ObjectiveState(), relaxed)[0].as_dict() == {"op": 1}
 
@@ -632,10 +632,10 @@ def test_bursts_and_batch_spreads_are_kept_over_their_own_windows():
     )
     decision, after = decide(snap, state, config)
     assert after.bursts == (1.0,) * 5
-    assert "β=1.00" in decision.reason("op")
+    assert "β=1.00" in decision.detail("op")
     kept = decide(snap, state, config.model_copy(update={"burst_window": 10}))
     assert kept[1].bursts == (3.0, *(1.0,) * 5)
-    assert "β=3.00" in kept[0].reason("op")
+    assert "β=3.00" in kept[0].detail("op")
     op = dataclasses.replace(snap.operators[0], replica_batches=(10,))
     batched = dataclasses.replace(snap, operators=(op,))
     spreads = (2.0, *(1.0,) * 8)
@@ -709,8 +709,8 @@ def test_the_live_table_shows_the_verdict_and_the_share_so_far():
     live = LiveTable(pipeline, console=Console(file=io.StringIO(), width=300), objective=P99_2S)
     snap = one_op_snapshot(replicas=1, emitted=10, processed=10, busy_s=0.1, p99_ms=100.0)
     live(snap, Decision.of({"op": 1}))
-    assert "objective p99 ≤ 2 s: met (100.0% of intervals)" in live.header(snap)
+    assert "objective p99 ≤ 2 s: met (met in 100.0% of intervals)" in live.header(snap)
     late = one_op_snapshot(replicas=1, emitted=10, processed=10, busy_s=0.1, p99_ms=2500.0)
     live(late, Decision.of({"op": 1}))
-    assert "objective p99 ≤ 2 s: MISSED (50.0% of intervals)" in live.header(late)
+    assert "objective p99 ≤ 2 s: MISSED (met in 50.0% of intervals)" in live.header(late)
     assert "objective" not in LiveTable(pipeline).header(late)

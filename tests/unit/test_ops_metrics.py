@@ -12,6 +12,7 @@ import socket
 from dataclasses import replace
 
 import numpy as np
+import pytest
 import yaml
 from support.builders import snapshot, stats
 from support.scrape import Scraper, assert_metrics_match_outputs, parse, value
@@ -37,9 +38,8 @@ def simulate(tmp_path, *flags: str, settings: dict | None = None) -> int:
     pipeline.write_text(yaml.safe_dump(PIPELINE))
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump(settings or {}))
-    base = (
-        f"--duration 30 --interval 2 --policy threshold --quiet --drain 5 --out {tmp_path / 'out'}"
-    )
+    base = "--duration 30 --interval-s 2 --policy threshold --quiet --drain-s 5"
+    base += f" --out {tmp_path / 'out'}"
     return main(["simulate", str(pipeline), "--config", str(config), *base.split(), *flags])
 
 
@@ -55,6 +55,86 @@ def test_a_scrape_at_the_end_equals_the_runs_outputs(tmp_path):
     run = {"pipeline": PIPELINE["name"]}
     assert value(last, "elastream_source_rate_events_per_second", **run) > 0
     assert value(last, "elastream_latency_seconds_count", **run) > 0
+
+
+# Every family a run serves, with its type: Prometheus' conventions (a unit in the name,
+# `_total` on counters, no `_created` series). Written out here, not derived from the code.
+FAMILIES = {
+    "elastream_operator_events_received_total": "counter",
+    "elastream_operator_events_processed_total": "counter",
+    "elastream_operator_events_emitted_total": "counter",
+    "elastream_operator_events_failed_total": "counter",
+    "elastream_operator_events_dropped_total": "counter",
+    "elastream_operator_queue_events": "gauge",
+    "elastream_operator_replicas_active": "gauge",
+    "elastream_operator_replicas_pool": "gauge",
+    "elastream_operator_replicas_target": "gauge",
+    "elastream_operator_busy_ratio": "gauge",
+    "elastream_operator_service_time_seconds": "histogram",
+    "elastream_source_events_total": "counter",
+    "elastream_source_rate_events_per_second": "gauge",
+    "elastream_source_backlog_events": "gauge",
+    "elastream_events_completed_total": "counter",
+    "elastream_sink_events_total": "counter",
+    "elastream_event_latency_seconds": "histogram",
+    "elastream_interval_latency_p99_seconds": "gauge",
+    "elastream_objective_latency_seconds": "gauge",
+    "elastream_objective_met": "gauge",
+    "elastream_intervals_total": "counter",
+    "elastream_reconfigurations_total": "counter",
+    "elastream_hosts_up": "gauge",
+    "elastream_host_cost_price_units": "gauge",
+    "elastream_events_failed_total": "counter",
+    "elastream_events_dropped_restart_total": "counter",
+    "elastream_query_restarts_total": "counter",
+    "elastream_hosts_leased_total": "counter",
+    "elastream_run_finished": "gauge",
+}
+
+
+def families(text: str) -> dict[str, str]:
+    """name -> type of every `# TYPE` line of an exposition."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            out[name] = kind
+    return out
+
+
+def test_a_scraped_run_serves_each_family_of_the_list_and_no_created_series(tmp_path):
+    """A real simulated run with an objective, scraped over HTTP at its end: exactly the
+    families above; per-event latencies (one histogram count per sink event), the source
+    and the sink as labels, the objective's gauges."""
+    port = free_port()
+    settings = {"metrics": {"port": port, "linger_s": 2.0}}
+    with Scraper(f"http://127.0.0.1:{port}/metrics", every_s=0.2, raw=True) as scraper:
+        assert simulate(tmp_path, "--objective-latency-p99-s", "0.5", settings=settings) == 0
+    text = scraper.texts[-1]
+    assert families(text) == FAMILIES
+    assert "_created" not in text
+    sample = parse(text)
+    intervals = list(csv.DictReader((tmp_path / "out" / "intervals.csv").open()))
+    sink = {"pipeline": "one", "sink": "sink"}
+    assert value(sample, "elastream_sink_events_total", **sink) == sum(
+        int(r["sink_events"]) for r in intervals
+    )
+    assert value(sample, "elastream_source_events_total", pipeline="one", source="src") == sum(
+        int(r["input"]) for r in intervals
+    )
+    run = {"pipeline": "one"}
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    count = value(sample, "elastream_event_latency_seconds_count", **run)
+    assert count == summary["events_out"] > len(intervals)  # per event, not per interval
+    mean_s = value(sample, "elastream_event_latency_seconds_sum", **run) / count
+    assert mean_s == pytest.approx(summary["latency_ms_mean"] / 1000, abs=0.001)  # 1-ms bins
+    bound = {"pipeline": "one", "statistic": "p99"}
+    assert value(sample, "elastream_objective_latency_seconds", **bound) == 0.5
+    last = intervals[-1]
+    assert value(sample, "elastream_objective_met", **run) == float(last["objective_met"] or 1)
+    p99 = value(sample, "elastream_interval_latency_p99_seconds", **run)
+    judged = [r for r in intervals if r["latency_ms_p99"]]
+    assert p99 == pytest.approx(float(judged[-1]["latency_ms_p99"]) / 1000)
 
 
 def test_port_zero_serves_nothing_and_the_flag_wins_over_the_file(tmp_path, caplog):
@@ -178,3 +258,32 @@ def test_intervals_folded_in_batches_give_the_metrics_of_one_interval_at_a_time(
     assert without_created(batched) == without_created(each)
     assert batched.state() == each.state()
     assert len(batched.state()["decisions"]) > 1
+
+
+def test_a_missed_objective_at_the_pools_maximum_is_one_warning_line(caplog):
+    """Missed for three intervals in a row with the waiting operator at its pool's maximum: one
+    WARNING naming the bound, the measurement, the time and the operator; not again while it
+    lasts; not at all while the operator could still scale."""
+    from elastream.model.objective import Objective
+    from elastream.runner.observability import ObjectiveWatch
+
+    def interval(t: float, replicas: int, p99_ms: float) -> object:
+        op = stats("op", replicas=replicas, pool=(1, 3), received=100, processed=60, queue=80)
+        return replace(snapshot(op, t=t, td=5.0), latency_ms_p99=p99_ms)
+
+    caplog.set_level("WARNING", logger="elastream.objective")
+    watch = ObjectiveWatch(Objective(latency_p99_s=2.0))
+    for k in range(4):  # below the maximum: the policy may still scale
+        watch(interval(5.0 * (k + 1), 2, 3000.0), Decision.of({"op": 3}))
+    assert caplog.records == []
+    for k in range(5):  # at the maximum, missed: warned at the third interval, once
+        watch(interval(25.0 + 5.0 * k, 3, 3500.0), Decision.of({"op": 3}))
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        "latency objective p99 <= 2 s missed for 15 s (measured 3.50 s) while op ran at the "
+        "maximum replicas of its pool: raise replicas.max there, or the objective"
+    ]
+    watch(interval(60.0, 3, 1000.0), Decision.of({"op": 3}))  # met: a new stretch may warn again
+    for k in range(3):
+        watch(interval(65.0 + 5.0 * k, 3, 2500.0), Decision.of({"op": 3}))
+    assert len(caplog.records) == 2

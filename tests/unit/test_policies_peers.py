@@ -206,7 +206,7 @@ def test_lagaware_never_plans_below_the_observed_rate_but_keeps_a_falling_trend(
     assert decision.as_dict() == {"A": 2}
     decision, _ = lagaware_decide(one_op(1500, 30.0), state, config)
     # forecast 174.16 > 150 observed -> P = 174.16/s -> ⌈1.74⌉ = 2 (the observed rate gives 2 too)
-    assert decision.reason("A").startswith("D=174.2/s")
+    assert decision.detail("A").startswith("D=174.2/s")
     assert decision.as_dict() == {"A": 2}
 
 
@@ -257,19 +257,19 @@ def test_proactive_plans_the_forecast_peak_of_the_lead_before_it_arrives():
     # src rises 100, 120, 140/s; A: ρ = 100/s. Holt (0.6, 0.3) from ℓ = 100, b = 20 follows the
     # line exactly: ℓ = 140, b = 20; the lead of 2 intervals peaks at 180/s -> ⌈1.8⌉ = 2
     decision = run_proactive([1000, 1200, 1400], config)
-    assert decision.reason("A").startswith("D=180.0/s")
+    assert decision.detail("A").startswith("D=180.0/s")
     assert decision.as_dict() == {"A": 2}
     # ds2 (and psps) size for the 140/s just seen: also 2 replicas, but from D = 140
     ds2, _ = ds2_decide(one_op(1400, 30.0), FlowState(), Ds2Config())
-    assert ds2.reason("A").startswith("D=140.0/s")
+    assert ds2.detail("A").startswith("D=140.0/s")
 
 
 def test_proactive_uses_the_observed_rate_until_it_has_history_and_never_plans_below_it():
     config = ProactiveConfig(min_history=3)
-    assert run_proactive([1000, 3000], config).reason("A").startswith("D=300.0/s")
+    assert run_proactive([1000, 3000], config).detail("A").startswith("D=300.0/s")
     # falling: the forecast (below 50/s) never plans below the observed 50/s
     decision = run_proactive([3000, 2000, 1000, 500], config)
-    assert decision.reason("A").startswith("D=50.0/s")
+    assert decision.detail("A").startswith("D=50.0/s")
 
 
 def test_proactive_names_a_bad_forecaster():

@@ -104,25 +104,21 @@ def test_settings_from_a_mapping_a_file_and_a_config(tmp_path):
         elastream.settings(interval_s=-1)
 
 
-def test_old_setting_names_are_accepted_with_a_warning(tmp_path):
+def test_an_old_setting_name_is_an_error_naming_the_new_one(tmp_path):
+    """One name per setting: a settings file or a Python call with an old name is refused
+    with the new name (line and file for a file); the pipeline's r_over is still accepted
+    for one release, with a warning."""
     file = tmp_path / "run.yaml"
-    file.write_text("td: 7\nt_out: 30\nq_size: 100\n")
-    with pytest.warns(FutureWarning, match="'td' is now called 'interval_s'"):
-        old = elastream.settings(file)
-    assert (old.interval_s, old.event_timeout_s, old.queue_capacity) == (7, 30, 100)
-    with pytest.warns(FutureWarning, match="'q_size' is now called 'queue_capacity'"):
-        assert make_config(q_size=5).queue_capacity == 5
-    with pytest.raises(ConfigError, match="'td' is the old name of 'interval_s'"):
-        make_config(td=2, interval_s=3)
+    file.write_text("policy: psps\ntd: 7\n")
+    with pytest.raises(ConfigError, match=r"run.yaml:2: 'td' is an old name: .* 'interval_s'"):
+        elastream.settings(file)
+    with pytest.raises(ConfigError, match="'q_size' is an old name: .* 'queue_capacity'"):
+        make_config(q_size=5)
+    with pytest.raises(ConfigError, match="'t_out' is an old name: .* 'event_timeout_s'"):
+        elastream.settings(t_out=3)
     data = filter2().build().model_dump(by_alias=True, exclude_none=True)
     with pytest.warns(FutureWarning, match="'r_over' is now called 'overprovisioned_replicas'"):
         assert pipeline_from_dict({**data, "r_over": 3}, "old").r_over == 3
-    file.write_text("policy: psps\nt_out: -1\n")
-    with (
-        pytest.warns(FutureWarning),
-        pytest.raises(ConfigError, match=r"run.yaml.*event_timeout_s"),
-    ):
-        elastream.settings(file)
 
 
 def test_an_unbounded_run_cannot_have_a_trace_and_a_simulation_needs_a_duration(tmp_path):
@@ -160,3 +156,15 @@ def test_the_first_signal_asks_for_a_graceful_stop_a_second_stops_at_once():
     assert signal.getsignal(signal.SIGTERM) is before  # restored
     with stop_on_signals(SimpleNamespace(features=frozenset()), 5.0):  # cannot stop early
         assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_run_says_and_returns_where_its_metrics_and_live_view_are_served(tmp_path, capsys):
+    finished = elastream.simulate(filter2(), duration=10, out=tmp_path / "a")
+    said = capsys.readouterr().err
+    assert finished.metrics_url is not None and finished.live_url is not None
+    assert finished.metrics_url == finished.live_url + "metrics"
+    assert finished.live_url.startswith("http://127.0.0.1:")
+    assert f"metrics {finished.metrics_url}  live view {finished.live_url}" in said
+    quiet = elastream.simulate(filter2(), duration=10, out=tmp_path / "b", metrics={"port": 0})
+    assert (quiet.metrics_url, quiet.live_url) == (None, None)
+    assert "live view" not in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 import subprocess
 from dataclasses import fields, replace
 from html.parser import HTMLParser
@@ -169,7 +170,7 @@ def test_summary_json_per_operator_aggregates(written):
         util = [expected_utilization(s, name) for s in result.snapshots]
         assert agg["utilization_mean"] == pytest.approx(sum(util) / len(util))
     # op1's et is unknown in one interval: the mean is over the known ones only.
-    assert ops["op1"]["et_ms_mean"] == pytest.approx(4.0)
+    assert ops["op1"]["service_ms_mean"] == pytest.approx(4.0)
 
 
 def test_settings_that_are_not_json_data_are_named(tmp_path):
@@ -183,7 +184,7 @@ def test_settings_that_are_not_json_data_are_named(tmp_path):
 def test_timeseries_header_starts_with_the_documented_columns(written):
     header = (written[1] / "timeseries.csv").read_text().splitlines()[0]
     assert header.startswith(
-        "t,operator,received,processed,queue,replicas,et_ms,utilization,"
+        "t,operator,received,processed,queue,replicas,service_ms,utilization,"
         "target,dropped_timeout,dropped_overflow,emitted"
     )
 
@@ -212,9 +213,9 @@ def test_timeseries_one_row_per_interval_and_operator_with_the_snapshot_values(w
             assert row.target == decision.as_dict()[o.name]
             assert row.utilization == pytest.approx(expected_utilization(snap, o.name))
             if o.et_s is None:
-                assert pd_isna(row.et_ms)
+                assert pd_isna(row.service_ms)
             else:
-                assert row.et_ms == pytest.approx(o.et_s * 1000)
+                assert row.service_ms == pytest.approx(o.et_s * 1000)
 
 
 def pd_isna(value) -> bool:
@@ -224,7 +225,7 @@ def pd_isna(value) -> bool:
 def test_unknown_et_is_a_blank_cell(written):
     lines = (written[1] / "timeseries.csv").read_text().splitlines()
     op1_interval_4 = next(line for line in lines if line.startswith(f"{4 * TD},op1,"))
-    assert op1_interval_4.split(",")[TIMESERIES_COLUMNS.index("et_ms")] == ""
+    assert op1_interval_4.split(",")[TIMESERIES_COLUMNS.index("service_ms")] == ""
 
 
 def test_intervals_csv_rates_and_latency(written):
@@ -320,7 +321,7 @@ def test_report_shows_every_summary_metric_and_the_run(written):
     assert set(page.metrics) == {f.name for f in fields(Summary)}
     for name, value in result.summary.as_dict().items():
         assert page.metrics[name] == ("" if value is None else repr(value))
-    assert f"{result.summary.saved_resources * 100:.1f}%" in text
+    assert f"{result.summary.replica_seconds_saved_ratio * 100:.1f}%" in text
     assert f"{result.summary.throughput_degradation * 100:.1f}%" in text
     assert "<title>Run &lt;A&amp;B&gt;</title>" in text
     assert "policy <b>psps</b>" in text
@@ -426,7 +427,7 @@ def test_live_table_prints_one_line_per_interval_when_not_a_terminal():
     lines = buf.getvalue().splitlines()
     assert len(lines) == len(PLAN)
     assert lines[1].startswith(f"t={2 * TD:.1f} s")
-    assert "op2 r=2/4->3 q=40" in lines[1]
+    assert "op2 replicas 2/4->3 queue 40" in lines[1]
 
 
 def test_live_table_shows_leased_hosts_with_their_btu_clocks_and_the_cost():
@@ -468,7 +469,7 @@ def test_live_table_shows_brackets_literally():
     live(make_snapshot(0), decision)  # the console is not a terminal: one line, no markup
     text = console.export_text()
     assert "[bold]λ̂=3[/]" in text and "[x] · t=" in text
-    assert "op2 r=1/4->2" in text
+    assert "op2 replicas 1/4->2" in text
 
 
 def test_live_table_quiet_prints_nothing():
@@ -517,7 +518,7 @@ def test_live_table_as_mape_observer_on_a_terminal(tmp_path):
     last = result.snapshots[-1]
     assert f"t={last.t:.1f} s" in out
     # The redrawn table (headings, box lines), not the compact lines of a non-terminal.
-    assert "replay" in out and "proc ev/s" in out and "│ op2" in out
+    assert "replay" in out and "processed ev/s" in out and "│ op2" in out
     assert "op2 r=" not in out
     paths = write_outputs(result, PIPELINE, tmp_path, title="replay", settings={"policy": "psps"})
     assert len(load_timeseries(tmp_path)) == len(PLAN) * 2
@@ -533,3 +534,28 @@ def test_docs_define_every_field_and_column(written):
     names = {*summary, *summary["operators"]["op1"], *TIMESERIES_COLUMNS, *INTERVAL_COLUMNS}
     undocumented = sorted(n for n in names if f"`{n}`" not in docs)
     assert undocumented == []
+
+
+def test_the_glossary_puts_each_papers_symbol_beside_its_plain_name():
+    """Every output whose name replaced a paper's symbol is in docs/glossary.md, on one row
+    with that symbol; and the report's own words carry no symbol."""
+    from elastream.model.metrics import INTERVAL_SERIES, OPERATOR_SERIES, RUN_METRICS
+
+    glossary = (ROOT / "docs" / "glossary.md").read_text().splitlines()
+    for metric in (*RUN_METRICS, *OPERATOR_SERIES, *INTERVAL_SERIES):
+        if metric.symbol:
+            symbol = metric.symbol.replace("|", "\\|")
+            rows = [r for r in glossary if r.startswith(f"| `{metric.name}` |")]
+            assert rows and symbol in rows[0], metric.name
+        words = f"{metric.label} {metric.short} {metric.definition}"
+        assert not re.search(r"[\u0370-\u03ff]|Σ|PSPS|\btd\b|t_out|q_size|r_over", words), words
+
+
+def test_the_live_table_says_how_far_the_run_is_and_the_time_left():
+    """A run of 600 s of its own time: after the first interval at t = 60 s and another at
+    t = 180 s 6 wall seconds later, 420 s are left at 20 run-seconds per wall second: 21 s."""
+    live = LiveTable(PIPELINE, length_s=600.0)
+    assert live.progress(replace(make_snapshot(0), t=60.0), now=100.0) == "60 of 600 s (10%)"
+    text = live.progress(replace(make_snapshot(0), t=180.0), now=106.0)
+    assert text == "180 of 600 s (30%), about 21 s left"
+    assert LiveTable(PIPELINE).progress(make_snapshot(0)) == ""  # until stopped: no end

@@ -64,8 +64,8 @@ def test_a_run_of_many_days_keeps_its_series_within_the_bound(tmp_path, days, td
         assert archive.width_s > 3600.0  # the archive rows merged in pairs
     # every interval in exactly one row: the counts and the time add up
     assert intervals["input"].sum() == sent["input"]
-    assert intervals["td"].sum() == pytest.approx(sent["td"])
-    mean_replicas = (intervals["replicas_total"] * intervals["td"]).sum() / sent["td"]
+    assert intervals["interval_s"].sum() == pytest.approx(sent["td"])
+    mean_replicas = (intervals["replicas_total"] * intervals["interval_s"]).sum() / sent["td"]
     assert mean_replicas == pytest.approx(3 * sent["replica_s"] / sent["td"])
     for op in OPS:
         rows = timeseries[timeseries["operator"] == op]
@@ -76,9 +76,10 @@ def test_a_run_of_many_days_keeps_its_series_within_the_bound(tmp_path, days, td
     # the last day at full resolution, a row per interval
     end = intervals["t"].iloc[-1]
     recent = intervals[intervals["t"] > end - DAY]
-    assert (recent["td"] == td).all() and len(recent) >= DAY / td
+    assert (recent["interval_s"] == td).all() and len(recent) >= DAY / td
     older = intervals[intervals["t"] <= end - (1 + SLACK) * DAY - archive.width_s]
-    assert (older["td"].iloc[1:] >= 3600.0).all() and len(older) > 1  # the first: from t = 0
+    # the first: from t = 0
+    assert (older["interval_s"].iloc[1:] >= 3600.0).all() and len(older) > 1
 
 
 def test_two_days_at_td_5_s_stay_within_the_stated_size(tmp_path):
@@ -120,6 +121,6 @@ def test_the_files_are_complete_at_any_time_of_the_run(tmp_path):
             series.files[0].flush()
             series.files[1].flush()
             rows = pd.read_csv(tmp_path / "intervals.csv")
-            assert rows["input"].sum() == k + 1 and rows["td"].sum() == 10.0 * (k + 1)
+            assert rows["input"].sum() == k + 1 and rows["interval_s"].sum() == 10.0 * (k + 1)
     assert series.archive.compactions >= 2
     series.close()

@@ -101,9 +101,9 @@ def test_prediction_202_poll_result(client):
     res = job["result"]
     split = next(c for c in res["components"] if c["name"] == "splitter")
     assert split["saturation_point"] == pytest.approx(200.0, rel=0.02)  # 2 × 100/s
-    assert split["alpha"] == pytest.approx(7.6)
-    assert split["instance_sp"] == pytest.approx(100.0, rel=0.02)
-    assert split["instance_st"] == pytest.approx(760.0, rel=0.02)
+    assert split["output_per_input"] == pytest.approx(7.6)
+    assert split["replica_saturation_point"] == pytest.approx(100.0, rel=0.02)
+    assert split["replica_saturation_throughput"] == pytest.approx(760.0, rel=0.02)
     assert split["points_below"] > 0 and split["points_above"] > 0
     assert res["bottleneck"] == "splitter"
     assert res["risk"] == "high"

@@ -99,7 +99,7 @@ def test_config_describe_prints_every_option_with_its_meaning(capsys):
         "target_utilization",
     ):
         assert option in out
-    assert "MAPE interval, s" in out
+    assert "control interval, s" in out
     assert "FieldInfo" not in out and "Annotated" not in out  # readable types only
 
 

@@ -23,7 +23,8 @@ def test_simulate_writes_the_run_outputs(tmp_path, capsys):
     pipeline = write(tmp_path, "p.yaml", PIPELINE)
     sim = write(tmp_path, "sim.yaml", {"measure_cpu": False, "et_noise": 0.5})
     out = tmp_path / "out"
-    flags = "--duration 30 --interval 2 --policy static --replicas 1 --quiet --et-noise 0 --drain 0"
+    flags = "--duration 30 --interval-s 2 --policy static --replicas 1 --quiet"
+    flags += " --sim-et-noise 0 --drain-s 0"
     code = main(
         ["simulate", str(pipeline), "--out", str(out), "--sim-config", str(sim), *flags.split()]
     )

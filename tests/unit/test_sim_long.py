@@ -52,14 +52,16 @@ def test_running_summary_equals_the_summary_of_every_snapshot(policy):
     result = simulate(filter_split_pipeline(), cfg, wavy(), EXACT)
     assert len(result.snapshots) > 40
     assert result.summary.reconfigurations > 0 or policy == "static"  # the aggregates all move
-    assert result.summary == summarize(result.snapshots, result.totals, result.summary.r_over)
+    provisioned = result.summary.overprovisioned_replicas
+    assert result.summary == summarize(result.snapshots, result.totals, provisioned)
 
 
 def test_running_summary_counts_a_fast_forwarded_stretch_once_per_interval():
     cfg = config(policy="psps", replicas=None, interval_s=5.0)
     result = simulate(one_operator(service_ms=10.0), cfg, steady_buckets(), EXACT)
     assert any(s.intervals > 1 for s in result.snapshots)
-    assert result.summary == summarize(result.snapshots, result.totals, result.summary.r_over)
+    provisioned = result.summary.overprovisioned_replicas
+    assert result.summary == summarize(result.snapshots, result.totals, provisioned)
     assert result.summary.intervals == sum(s.intervals for s in result.snapshots)
 
 
@@ -186,10 +188,11 @@ def test_series_at_a_resolution_keep_the_totals_of_the_per_interval_series(tmp_p
     assert not result.snapshots_kept  # the session streams its series to disk
     fine_i, coarse_i = pd.read_csv(fine["intervals"]), pd.read_csv(coarse["intervals"])
     assert len(coarse_i) == int(np.ceil(fine_i["t"].max() / 20.0))
-    for column in ("td", "input", "completed", "sink_events"):
+    for column in ("interval_s", "input", "completed", "sink_events"):
         assert coarse_i[column].sum() == pytest.approx(fine_i[column].sum()), column
-    mean_replicas = (fine_i["replicas_total"] * fine_i["td"]).sum() / fine_i["td"].sum()
-    coarse_mean = (coarse_i["replicas_total"] * coarse_i["td"]).sum() / coarse_i["td"].sum()
+    fine_s, coarse_s = fine_i["interval_s"], coarse_i["interval_s"]
+    mean_replicas = (fine_i["replicas_total"] * fine_s).sum() / fine_s.sum()
+    coarse_mean = (coarse_i["replicas_total"] * coarse_s).sum() / coarse_s.sum()
     assert coarse_mean == pytest.approx(mean_replicas)
     fine_t, coarse_t = pd.read_csv(fine["timeseries"]), pd.read_csv(coarse["timeseries"])
     for column in ("received", "processed", "emitted"):
@@ -258,9 +261,9 @@ def test_the_simulate_command_takes_fast_forward_and_a_series_resolution(tmp_pat
     pipeline = tmp_path / "p.yaml"
     pipeline.write_text(yaml.safe_dump(PIPELINE))
     out = tmp_path / "out"
-    flags = "--duration 120 --interval 2 --policy psps --quiet --drain 0 --sample-events 50"
+    flags = "--duration 120 --interval-s 2 --policy psps --quiet --drain-s 0 --sim-sample-events 50"
     args = ["simulate", str(pipeline), "--out", str(out), *flags.split()]
-    assert main([*args, "--fast-forward", "--series-resolution", "30"]) == 0
+    assert main([*args, "--sim-fast-forward", "--series-resolution-s", "30"]) == 0
     intervals = load_intervals(out)
     assert list(intervals["t"]) == [30.0, 60.0, 90.0, 120.0]
     assert intervals["input"].sum() == 150 * 120

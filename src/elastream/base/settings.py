@@ -62,9 +62,26 @@ def accept_old_names(data: Any, renamed: Mapping[str, str]) -> Any:
     return out
 
 
+def refuse_old_names(data: Any, renamed: Mapping[str, str]) -> None:
+    """A renamed setting's old name is an error naming the new one (one name per setting)."""
+    if not isinstance(data, Mapping):
+        return
+    for key in data:
+        if key in renamed:
+            raise RenamedSettingError(key, renamed[key])
+
+
+class RenamedSettingError(ValueError):
+    """A setting given by a name it no longer has; the message names the new one."""
+
+    def __init__(self, old: str, new: str) -> None:
+        super().__init__(f"{old!r} is an old name: the setting is now called {new!r}")
+        self.old, self.new = old, new
+
+
 class Settings(BaseModel):
     """Base of every settings model: frozen, unknown keys rejected, every field described; a
-    renamed setting's old name (`renamed`: old -> new) still accepted, with a warning."""
+    renamed setting's old name (`renamed`: old -> new) is an error naming the new one."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
     renamed: ClassVar[Mapping[str, str]] = {}
@@ -72,7 +89,8 @@ class Settings(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: Any) -> Any:
-        return accept_old_names(data, cls.renamed)
+        refuse_old_names(data, cls.renamed)
+        return data
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -233,8 +251,11 @@ def validate(model: type[M], data: Any, origin: str, *, context: Any = None) -> 
     """Validate plain (or line-numbered) data into `model`; every problem is one line that names
     `origin`, the line (when known) and the setting, and a misplaced key says where it belongs."""
     try:
-        data = accept_old_names(data, getattr(model, "renamed", {}))  # lines kept for errors
+        refuse_old_names(data, getattr(model, "renamed", {}))
         return model.model_validate(data, context=context)
+    except RenamedSettingError as exc:
+        line = line_of(data, [exc.old])
+        raise SettingsError(f"{origin}:{line}: {exc}") from None
     except ValueError as exc:
         if not isinstance(exc, ValidationError):
             raise SettingsError(f"{origin}: {exc}") from None

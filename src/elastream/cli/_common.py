@@ -12,7 +12,7 @@ from typing import Any
 from pydantic.fields import FieldInfo
 
 from elastream.base.settings import SettingsError, default_text, read_settings
-from elastream.cli._renamed import add_gone_option, add_old_option
+from elastream.cli._renamed import add_gone_option, add_old_option, add_old_switch
 from elastream.config import ConfigError, RunConfig, make_config
 from elastream.config.files import load_pipeline, make_importable
 from elastream.config.run import DRY_RUN_GONE
@@ -33,30 +33,65 @@ HEADLINE = (
 
 # Run settings given only in a --config file: mappings of settings of their own.
 FILE_ONLY = ("policy_options", "objective", "guards", "spark", "metrics")
-# Nested run settings that have an option: option -> (section, setting).
-NESTED = {
-    "--master": ("spark", "master"),
-    "--metrics-port": ("metrics", "port"),
-    "--metrics-host": ("metrics", "host"),
-}
-# Simulator settings with an option (`run --engine sim`); the others go in --sim-config.
-SIM_OPTIONS = {
-    "step_s": "--sim-step",
-    "queue_model": "--queue-model",
-    "reconfiguration": "--reconfiguration",
-    "restart_downtime_s": "--restart-downtime",
-    "start_delay_s": "--start-delay",
-    "batch_overhead_s": "--batch-overhead",
-    "et_noise": "--et-noise",
-    "sample_events": "--sample-events",
-    "fast_forward": "--fast-forward",
-}
+# Nested run settings that have an option: (section, setting); the option is their path.
+NESTED_SETTINGS = (
+    ("spark", "master"),
+    ("metrics", "port"),
+    ("metrics", "host"),
+    ("objective", "latency_p99_s"),
+    ("objective", "latency_mean_s"),
+)
+# Simulator settings with an option (`run --engine sim`), its path under `sim`; the others go
+# in --sim-config.
+SIM_SETTINGS = (
+    "step_s",
+    "queue_model",
+    "reconfiguration",
+    "restart_downtime_s",
+    "start_delay_s",
+    "batch_overhead_s",
+    "et_noise",
+    "sample_events",
+    "fast_forward",
+)
 OFF = "none"
 
 
-def option_name(setting: str) -> str:
-    """A setting's option: its name with '-' for '_', without a trailing `_s` (seconds)."""
-    return "--" + setting.removesuffix("_s").replace("_", "-")
+def option_name(*path: str) -> str:
+    """A setting's option: its path (section, name) joined by '-', with '-' for '_', so
+    `interval_s` is --interval-s and `spark.master` is --spark-master: the same name as in a
+    settings file and in Python."""
+    return "--" + "-".join(path).replace("_", "-")
+
+
+NESTED = {option_name(*path): path for path in NESTED_SETTINGS}
+SIM_OPTIONS = {name: option_name("sim", name) for name in SIM_SETTINGS}
+# Options renamed when their names were made the settings' own: old spelling -> setting.
+OLD_OPTIONS = {
+    "--td": "interval_s",
+    "--interval": "interval_s",
+    "--t-out": "event_timeout_s",
+    "--event-timeout": "event_timeout_s",
+    "--q-size": "queue_capacity",
+    "--drain": "drain_s",
+    "--series-resolution": "series_resolution_s",
+    "--series-recent": "series_recent_s",
+    "--series-archive": "series_archive_s",
+}
+# A bound given as an option replaces the other statistic's bound of the settings file.
+ALTERNATIVE = {"latency_p99_s": "latency_mean_s", "latency_mean_s": "latency_p99_s"}
+OLD_NESTED = {"--master": ("spark", "master")}
+OLD_SIM = {
+    "--sim-step": "step_s",
+    "--queue-model": "queue_model",
+    "--reconfiguration": "reconfiguration",
+    "--restart-downtime": "restart_downtime_s",
+    "--start-delay": "start_delay_s",
+    "--batch-overhead": "batch_overhead_s",
+    "--et-noise": "et_noise",
+    "--sample-events": "sample_events",
+    "--fast-forward": "fast_forward",
+}
 
 
 def run_settings() -> list[str]:
@@ -127,10 +162,8 @@ def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -
     for name in run_settings():
         extra = {"choices": POLICIES.names()} if name == "policy" else {}
         add_setting(parser, option_name(name), RunConfig.model_fields[name], name, **extra)
-    add_old_options(parser)
     for option, (section, name) in NESTED.items():
-        info = RunConfig.model_fields[section].annotation.model_fields[name]  # type: ignore[union-attr]
-        add_setting(parser, option, info, f"{section}_{name}")
+        add_setting(parser, option, nested_field(section, name), f"{section}_{name}")
     parser.add_argument(
         "--no-metrics", action="store_true", help="serve no /metrics endpoint (as --metrics-port 0)"
     )
@@ -138,13 +171,33 @@ def add_run_options(parser: argparse.ArgumentParser, *, pipeline: bool = True) -
     sim.add_argument("--sim-config", type=Path, help="YAML mapping of simulator settings")
     for name, option in SIM_OPTIONS.items():
         add_setting(sim, option, SimSettings.model_fields[name], f"sim_{name}")
+    add_old_options(parser)
+
+
+def nested_field(section: str, name: str) -> FieldInfo:
+    """The field of setting `name` in section `section` of the run settings."""
+    annotation = RunConfig.model_fields[section].annotation
+    model = next(
+        a for a in (annotation, *typing.get_args(annotation)) if hasattr(a, "model_fields")
+    )
+    return model.model_fields[name]
 
 
 def add_old_options(parser: argparse.ArgumentParser) -> None:
-    """The old spellings of the renamed run options, and the one that was removed."""
-    add_old_option(parser, "--td", "--interval", "interval_s", type=float)
-    add_old_option(parser, "--t-out", "--event-timeout", "event_timeout_s", type=optional(float))
-    add_old_option(parser, "--q-size", "--queue-capacity", "queue_capacity", type=optional(int))
+    """The old spellings of the renamed run options: accepted for one release, with a notice
+    naming the new one; and the one that was removed."""
+    for old, name in OLD_OPTIONS.items():
+        kind = _parser_type(RunConfig.model_fields[name].annotation)["type"]
+        add_old_option(parser, old, option_name(name), name, type=kind)
+    for old, (section, name) in OLD_NESTED.items():
+        kind = _parser_type(nested_field(section, name).annotation)["type"]
+        add_old_option(parser, old, option_name(section, name), f"{section}_{name}", type=kind)
+    for old, name in OLD_SIM.items():
+        keywords = _parser_type(SimSettings.model_fields[name].annotation)
+        if "action" in keywords:  # an on/off switch
+            add_old_switch(parser, old, SIM_OPTIONS[name], f"sim_{name}")
+        else:
+            add_old_option(parser, old, SIM_OPTIONS[name], f"sim_{name}", **keywords)
     add_gone_option(
         parser, "--dry-run", DRY_RUN_GONE.format(old="--dry-run", new="--recommend-only")
     )
@@ -166,9 +219,11 @@ def nested_flags(args: argparse.Namespace, base: dict[str, Any]) -> dict[str, An
     for section, name in NESTED.values():
         value = getattr(args, f"{section}_{name}", None)
         if value is not None:
-            out.setdefault(section, dict(base.get(section, {})))[name] = _given(value)
+            values = out.setdefault(section, dict(base.get(section) or {}))
+            values.pop(ALTERNATIVE.get(name, ""), None)  # the option replaces the file's bound
+            values[name] = _given(value)
     if getattr(args, "no_metrics", False):
-        out.setdefault("metrics", dict(base.get("metrics", {})))["port"] = 0
+        out.setdefault("metrics", dict(base.get("metrics") or {}))["port"] = 0
     return out
 
 

@@ -11,13 +11,17 @@ from elastream.base.settings import warn_renamed
 class _OldOption(argparse.Action):
     """An option's old spelling: stores the value and prints the renamed notice."""
 
-    def __init__(self, *args: Any, new: str, append: bool = False, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.new, self.append = new, append
+    def __init__(
+        self, *args: Any, new: str, append: bool = False, flag: bool | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **({"nargs": 0} if flag is not None else {}) | kwargs)
+        self.new, self.append, self.flag = new, append, flag
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
         warn_renamed(str(option), self.new, "option")
-        if self.append:  # a repeatable option: add to what was given
+        if self.flag is not None:  # a switch: --x or --no-x
+            values = self.flag
+        elif self.append:  # a repeatable option: add to what was given
             values = [*(getattr(namespace, self.dest, None) or []), values]
         setattr(namespace, self.dest, values)
 
@@ -51,3 +55,10 @@ def add_old_option(parser: Any, old: str, new: str, dest: str, **kwargs: Any) ->
         help=argparse.SUPPRESS,
         **kwargs,
     )
+
+
+def add_old_switch(parser: Any, old: str, new: str, dest: str) -> None:
+    """A renamed on/off option's old spellings (--old and --no-old), accepted for one release."""
+    add_old_option(parser, old, new, dest, flag=True)
+    negative = f"--no-{old.removeprefix('--')}"
+    add_old_option(parser, negative, f"--no-{new.removeprefix('--')}", dest, flag=False)

@@ -22,6 +22,7 @@ from elastream.experiments.bench.outputs import (
 from elastream.experiments.bench.runner import DEFAULT_JOBS, SIM_BACKEND, Backend, run_matrix
 from elastream.experiments.bench.scenario import BenchError, BenchFile, RunSpec, load_bench
 from elastream.experiments.bench.tables import render_tables, update_markdown
+from elastream.report.progress import add_quiet
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +46,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--label", action="append", metavar="LABEL", help="run only this policy label (repeatable)"
     )
     add_old_option(parser, "--policy", "--label", "label", append=True)
+    add_quiet(parser)
     parser.add_argument(
         "--markdown",
         type=Path,
@@ -91,7 +93,7 @@ def print_summary(results: pd.DataFrame, console: Console) -> None:
             table.add_row(str(row["run_id"]), f"[red]failed: {row['error']}")
             continue
         cells = [
-            f"{row['saved_resources']:.4f}",
+            f"{row['replica_seconds_saved_ratio']:.4f}",
             f"{row['throughput_degradation']:.4f}",
             f"{row['processed_ratio']:.4f}",
             f"{row['latency_ms_mean']:.1f}",
@@ -133,7 +135,9 @@ def run(args: argparse.Namespace, backend: Backend = SIM_BACKEND) -> int:
         chosen = select(specs, args.only, args.label)
         console.print(f"{len(chosen)} run(s), {args.jobs} at a time -> {args.out}")
         history = None if args.no_history else args.history or args.out / "history.sqlite"
-        records = run_matrix(chosen, backend, jobs=args.jobs, console=console, history=history)
+        records = run_matrix(
+            chosen, backend, jobs=args.jobs, console=console, history=history, quiet=args.quiet
+        )
         results, _ = write_results(records, args.out)
         print_summary(results, console)
     results["error"] = results["error"].fillna("")

@@ -40,7 +40,7 @@ def handle(args: argparse.Namespace) -> int:
             args.workers, args.cores, args.memory, args.state, args.timeout, args.authenticate
         )
         print(f"master {state.master_url} (web UI {state.webui_url}), {state.workers} workers")
-        print(f"run a pipeline on it: elastream run PIPELINE --master {state.master_url}")
+        print(f"run a pipeline on it: elastream run PIPELINE --spark-master {state.master_url}")
         if state.auth_file is not None:
             print(f"RPC authentication on: the shared secret is in {state.auth_file} (mode 0600)")
             if args.state != DEFAULT_STATE:  # `run` finds the default state's secret by itself

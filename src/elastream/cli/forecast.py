@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ from elastream.cli._renamed import add_old_option
 from elastream.prediction.backtest import BacktestResult, backtest, origins_for, skill
 from elastream.prediction.forecasting import BASELINES, FORECASTERS, FitCache, Series
 from elastream.prediction.graph import ModelError
+from elastream.report.progress import ProgressBar, add_quiet
 
 DAY_S, HOUR_S = 86_400.0, 3_600.0
 MAX_HISTORY_S = 14 * DAY_S  # the default fit window: 2/3 of the trace, at most two weeks
@@ -58,6 +60,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-plot", action="store_true", help="print the scores only")
     parser.add_argument("--data-dir", type=Path, help="folder of real traces (../shared/data)")
+    add_quiet(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -103,9 +106,11 @@ def run_backtests(
     horizon_s: float,
     origins: int,
     cache: FitCache | None = None,
+    starting: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, BacktestResult], dict[str, str]]:
     """Backtest the baselines and each model (`auto` scored on the same horizon it selects
-    for); a model that cannot run on this series is reported, not fatal."""
+    for); a model that cannot run on this series is reported, not fatal. `starting` is told each
+    model before its backtest."""
     history = round(history_s / series.step_s)
     horizon = max(1, round(horizon_s / series.step_s))
     origins_for(series.values.size, history, horizon, origins)  # a bad window fails for all
@@ -113,6 +118,8 @@ def run_backtests(
     results, skipped = {}, {}
     for m in backtest_models(models):
         params = {"level": 0.9, **({"horizon": horizon} if m == "auto" else {})}
+        if starting is not None:
+            starting(m)
         try:
             results[m] = backtest(series, m, history, horizon, origins, params, cache)
         except ModelError as exc:
@@ -175,7 +182,15 @@ def handle(args: argparse.Namespace) -> int:
     series, name = load_series(args.trace, args.data_dir, args.step)
     history, horizon = default_windows(series)
     history, horizon = args.fit_window or history, args.horizon or horizon
-    results, skipped = run_backtests(series, models, history, horizon, args.origins)
+    started: list[str] = []
+    with ProgressBar(len(models), "backtests", quiet=args.quiet) as bar:
+
+        def starting(model: str) -> None:
+            bar.update(len(started), model)
+            started.append(model)
+
+        results, skipped = run_backtests(series, models, history, horizon, args.origins, starting)
+        bar.update(len(models), "done")
     for model, reason in skipped.items():
         print(f"{model}: skipped: {reason}", file=sys.stderr)
     if not results:

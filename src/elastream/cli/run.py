@@ -47,7 +47,7 @@ def sim_settings_from_args(args: argparse.Namespace) -> Any:
 
 
 def check_engine_options(args: argparse.Namespace, config: RunConfig) -> None:
-    """Simulator options need --engine sim; --resume and --master need --engine spark."""
+    """Simulator options need --engine sim; --resume needs --engine spark."""
     if config.engine == "spark":
         given = [SIM_OPTIONS[name] for name in sim_flags(args)]
         given += ["--sim-config"] if args.sim_config is not None else []

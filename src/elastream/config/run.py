@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from elastream.base.secrets import redact_text
-from elastream.base.settings import Settings
+from elastream.base.settings import Settings, requirement
 from elastream.config.ops import MetricsSettings
 from elastream.control.controller import Controller
 from elastream.control.guards import GuardConfig
@@ -36,7 +36,7 @@ class LeasingSettings(Settings):
 
     slots: int = Field(2, ge=1, description="replicas one executor runs at once (its cores)")
     btu_s: float = Field(3600.0, gt=0, description="billing time unit of a host, s")
-    price: float = Field(1.0, gt=0, description="price of one BTU of one host")
+    price: float = Field(1.0, gt=0, description="price of one billing time unit of one host")
     min_hosts: int = Field(1, ge=1, description="hosts kept leased at all times")
     max_hosts: int = Field(4, ge=1, description="most hosts leased at once")
     release_window: float = Field(
@@ -102,8 +102,8 @@ class SparkSettings(Settings):
     )
     leasing: LeasingSettings | None = Field(
         None,
-        description="lease the standalone cluster's executors as hosts billed per BTU "
-        "(needs `master` spark://...); None: use the executors the cluster gives",
+        description="lease the standalone cluster's executors as hosts billed per billing time "
+        "unit (needs `master` spark://...); None: use the executors the cluster gives",
     )
     retention_s: float | None = Field(
         600.0,
@@ -171,7 +171,9 @@ class RunConfig(Settings):
     policy_options: dict[str, Any] = Field(
         default_factory=dict, description="options of the policy (its own settings)"
     )
-    replicas: int | None = Field(None, ge=1, description="r for the static policy")
+    replicas: int | None = Field(
+        None, ge=1, description="replicas of every operator, for the static policy"
+    )
     objective: Objective | None = Field(
         None,
         description="latency objective, e.g. {latency_p99_s: 2} or {latency_mean_s: 1}, optionally "
@@ -179,19 +181,19 @@ class RunConfig(Settings):
         "marked met or missed, and the `objective` policy plans for it (None: no objective)",
     )
     interval_s: float = Field(
-        5.0, gt=0, description="MAPE interval, s: how often the policy decides (PSPS: td)"
+        5.0, gt=0, description="control interval, s: how often the policy measures and decides"
     )
     event_timeout_s: float | None = Field(
         None,
         gt=0,
-        description="event timeout, s: an event waiting longer is dropped (PSPS: t_out; None: "
-        "never, the default, so nothing is dropped unless asked)",
+        description="event timeout, s: an event waiting longer is dropped (None: never, the "
+        "default, so nothing is dropped unless asked)",
     )
     queue_capacity: int | None = Field(
         None,
         ge=1,
-        description="queue bound, events: a full queue refuses (drops) what is offered (PSPS: "
-        "q_size; None: unbounded, the default, so nothing is dropped unless asked)",
+        description="queue bound, events: a full queue refuses (drops) what is offered (None: "
+        "unbounded, the default, so nothing is dropped unless asked)",
     )
     ingest_bound: int = Field(
         100_000,
@@ -241,7 +243,7 @@ class RunConfig(Settings):
         gt=0,
         description="days the metrics history keeps a row (any run's): each save forgets older "
         "ones, so a run lasting days keeps history.sqlite bounded (about 10 MB a day for three "
-        "operators at td = 5 s); None: keep everything",
+        "operators at interval_s = 5); None: keep everything",
     )
     recommend_only: bool = Field(
         False,
@@ -382,7 +384,9 @@ def make_config(**values: Any) -> RunConfig:
         return RunConfig(**values)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"
+            requirement(err)
+            if err["type"] == "value_error" and not err["loc"]
+            else f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"
             for err in exc.errors()
         )
         raise ConfigError(f"invalid configuration: {problems}") from None

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from elastream.control.policy import Decision, ceil_eps
+from elastream.control.policy import Decision, ceil_eps, demand_reason
 from elastream.model.snapshot import OperatorStats, Snapshot
 
 Edge = tuple[str, str]
@@ -129,8 +129,10 @@ def size_operators(
     demand = propagate(snapshot, flow, planned, catch_up(snapshot, horizon))
     targets: dict[str, int] = {}
     reasons: dict[str, str] = {}
+    details: dict[str, str] = {}
     for o in snapshot.operators:
         rho = true_rate(flow, o.name, et_default_s)
         targets[o.name] = replicas_for(demand[o.name], rho, utilization)
-        reasons[o.name] = f"D={demand[o.name]:.1f}/s q={o.queue} ρ={rho:.1f}/s"
-    return Decision.of(targets, reasons)
+        reasons[o.name] = demand_reason(demand[o.name], targets[o.name], rho * utilization, o.queue)
+        details[o.name] = f"D={demand[o.name]:.1f}/s q={o.queue} ρ={rho:.1f}/s"
+    return Decision.of(targets, reasons, details)

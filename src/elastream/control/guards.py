@@ -8,7 +8,7 @@ for a stateful operator, no change within `stateful_interval_s` of its previous 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import Field
@@ -28,7 +28,10 @@ class GuardConfig(Settings):
         None, ge=1, description="at most this many replicas removed per decision (None: no limit)"
     )
     dead_band: float = Field(
-        0.0, ge=0, lt=1, description="ignore changes smaller than this fraction of the current r"
+        0.0,
+        ge=0,
+        lt=1,
+        description="ignore changes smaller than this fraction of the current replicas",
     )
     stabilization_s: float = Field(
         0.0, ge=0, description="scale down only to the largest recommendation of this window, s"
@@ -118,7 +121,24 @@ def apply_guards(
     new_state = GuardState(
         tuple(histories.items()), tuple(last_up.items()), tuple(last_change.items())
     )
-    return Decision(tuple(targets.items()), raw.reasons), new_state
+    floors = {o.name: o.min_replicas for o in snapshot.operators}
+    return guarded(raw, targets, floors), new_state
+
+
+def guarded(raw: Decision, targets: dict[str, int], floors: dict[str, int]) -> Decision:
+    """The decision with the guarded targets; where the guards changed the policy's target
+    (beyond lifting it to the pool's minimum), its reason says so."""
+    wanted = raw.as_dict()
+    reasons = dict(raw.reasons)
+    for name, target in targets.items():
+        asked = wanted.get(name, target)
+        if name not in reasons or asked == target:
+            continue
+        if target < asked:
+            reasons[name] += f"; the pool and guards allow {target}"
+        elif target > floors.get(name, 0):
+            reasons[name] += f"; the guards keep {target}"
+    return replace(raw, replicas=tuple(targets.items()), reasons=tuple(reasons.items()))
 
 
 def guarded_decide(

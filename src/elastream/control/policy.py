@@ -23,20 +23,33 @@ class PolicyConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """Target active replicas per operator, and a short reason per operator for the reports."""
+    """Target active replicas per operator; per operator a reason for its users, in words
+    ("input 461 ev/s expected, 3 replicas serve 480"), and the figures behind it in the
+    policy's own symbols (`details`: a tooltip, a debug column)."""
 
     replicas: tuple[tuple[str, int], ...]
     reasons: tuple[tuple[str, str], ...] = ()
+    details: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, replicas: Mapping[str, int], reasons: Mapping[str, str] | None = None) -> Decision:
-        return cls(tuple(replicas.items()), tuple((reasons or {}).items()))
+    def of(
+        cls,
+        replicas: Mapping[str, int],
+        reasons: Mapping[str, str] | None = None,
+        details: Mapping[str, str] | None = None,
+    ) -> Decision:
+        return cls(
+            tuple(replicas.items()), tuple((reasons or {}).items()), tuple((details or {}).items())
+        )
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.replicas)
 
     def reason(self, name: str) -> str:
         return dict(self.reasons).get(name, "")
+
+    def detail(self, name: str) -> str:
+        return dict(self.details).get(name, "")
 
 
 DecideFn = Callable[[Snapshot, Any, Any], tuple[Decision, Any]]
@@ -80,3 +93,20 @@ POLICIES: Registry[Policy[Any, Any]] = Registry("policy")
 def ceil_eps(x: float) -> int:
     """ceil() that ignores floating-point dust (100 * 0.02 / 1 must give 2, not 3)."""
     return math.ceil(x - 1e-9)
+
+
+def plural(n: int, word: str) -> str:
+    """'1 replica', '3 replicas'."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def demand_reason(rate: float, replicas: int, per_replica: float, queued: int = 0) -> str:
+    """A sizing decision in words: 'input 461 ev/s expected (102 queued), 3 replicas serve
+    480 ev/s' (`rate` and `per_replica` in events per second)."""
+    backlog = f" ({queued:,} queued)" if queued else ""
+    serve = "serves" if replicas == 1 else "serve"
+    capacity = replicas * per_replica
+    return (
+        f"input {rate:,.0f} ev/s expected{backlog}, "
+        f"{plural(replicas, 'replica')} {serve} {capacity:,.0f} ev/s"
+    )

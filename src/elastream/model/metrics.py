@@ -22,57 +22,63 @@ class Metric:
     label: str  # long label (the run report)
     short: str  # short column heading (bench tables and plots)
     unit: str  # ratio, ms, events, replicas, replica-s, changes, intervals, events/s
-    definition: str  # one line, with the paper's section where it comes from
+    definition: str  # one line in plain words (the report's "meaning")
     aggregate: str  # how it is obtained from the intervals or the exact counts
     better: str = ""  # "higher", "lower" or "" (a count, no direction)
     paper: bool = False  # one of PSPS V-A.3's four
     digits: int = 4  # digits in a paper table
     # A series column over several intervals (series_resolution_s): "sum", "last", "mean"
-    # (weighted by each interval's td) or the name of the column that weights the mean.
+    # (weighted by each interval's length) or the name of the column that weights the mean.
     resample: str = "last"
+    symbol: str = ""  # the paper's symbol or name and where it is defined (docs/glossary.md)
 
 
 RUN_METRICS: tuple[Metric, ...] = (
     Metric(
-        "saved_resources",
-        "Saved resources",
-        "saved res.",
+        "replica_seconds_saved_ratio",
+        "Replica-seconds saved",
+        "saved",
         "ratio",
-        "1 − mean active replicas / r_over, r_over declared or Σ pool sizes (PSPS V-A.3)",
-        "mean over intervals of Σ_i r_i(t)",
+        "share of the over-provisioned replicas' time not used: 1 − mean active replicas / "
+        "over-provisioned replicas",
+        "mean over intervals of the active replicas of all operators",
         "higher",
         paper=True,
+        symbol="saved resources, 1 − mean Σ_i r_i(t) / r_over (PSPS V-A.3)",
     ),
     Metric(
         "throughput_degradation",
         "Throughput degradation",
         "thr. degr.",
         "ratio",
-        "mean of |input − output| / input over intervals with input (PSPS V-A.3)",
-        "mean over intervals with λ_G(t) > 0",
+        "mean over the intervals with input of |input − output| / input",
+        "mean over the intervals with input",
         "lower",
         paper=True,
+        symbol="throughput degradation, |λ_G(t) − output(t)| / λ_G(t) (PSPS V-A.3)",
     ),
     Metric(
         "processed_ratio",
         "Processed ratio",
         "processed",
         "ratio",
-        "source events whose processing completed / source events offered (PSPS V-A.3)",
+        "source events whose processing completed / source events offered",
         "exact end-of-run counts",
         "higher",
         paper=True,
+        symbol="processed events (PSPS V-A.3)",
     ),
     Metric(
         "latency_ms_mean",
         "Latency (mean)",
         "latency ms",
         "ms",
-        "mean end-to-end latency of the events that reached a sink (PSPS V-A.3)",
+        "mean end-to-end latency of the events that reached a sink",
         "exact, over every sink event",
         "lower",
         paper=True,
         digits=2,
+        symbol="latency (PSPS V-A.3)",
     ),
     Metric(
         "latency_ms_p99",
@@ -121,18 +127,20 @@ RUN_METRICS: tuple[Metric, ...] = (
         "Dropped (timeout)",
         "timeout",
         "events",
-        "events older than t_out when their turn came (PSPS V-B)",
+        "events older than the event timeout (event_timeout_s) when their turn came",
         "exact end-of-run count",
         "lower",
+        symbol="t_out expirations (PSPS V-B)",
     ),
     Metric(
         "events_dropped_overflow",
         "Dropped (overflow)",
         "overflow",
         "events",
-        "events refused by a full queue, q_size (PSPS V-B)",
+        "events refused by a full queue (queue_capacity)",
         "exact end-of-run count",
         "lower",
+        symbol="q_size overflow (PSPS V-B)",
     ),
     Metric(
         "events_dropped_restart",
@@ -176,7 +184,7 @@ RUN_METRICS: tuple[Metric, ...] = (
         "Replicas (mean)",
         "replicas",
         "replicas",
-        "mean over intervals of Σ active replicas",
+        "mean over intervals of the active replicas of all operators",
         "mean over intervals",
         "lower",
     ),
@@ -185,16 +193,18 @@ RUN_METRICS: tuple[Metric, ...] = (
         "Replicas (max)",
         "max repl.",
         "replicas",
-        "largest Σ active replicas in one interval",
+        "largest number of active replicas of all operators in one interval",
         "max over intervals",
     ),
     Metric(
-        "r_over",
-        "r_over",
-        "r_over",
+        "overprovisioned_replicas",
+        "Over-provisioned replicas",
+        "provisioned",
         "replicas",
-        "over-provisioned replica count: the sum of the pool sizes (PSPS V-A.3)",
+        "the replicas a fixed over-provisioned deployment would run: the pipeline's "
+        "overprovisioned_replicas, else the sum of the pool sizes",
         "from the pipeline",
+        symbol="r_over (PSPS V-A.3)",
     ),
     Metric(
         "reconfigurations",
@@ -211,7 +221,7 @@ RUN_METRICS: tuple[Metric, ...] = (
         "Replica-seconds",
         "replica-s",
         "replica-s",
-        "Σ over intervals of active replicas × td: the resources used",
+        "the sum over intervals of active replicas × interval length: the resources used",
         "sum over intervals",
         "lower",
         digits=0,
@@ -221,11 +231,11 @@ RUN_METRICS: tuple[Metric, ...] = (
         "Messages",
         "messages",
         "messages",
-        "control messages the scaling agents sent (decentralized policy, Belkhiria-Tedeschi "
-        "Section 5.4); 0 for a central policy",
+        "control messages the scaling agents sent (decentralized policy); 0 for a central policy",
         "sum over intervals",
         "lower",
         digits=0,
+        symbol="messages (Belkhiria-Tedeschi Section 5.4)",
     ),
     Metric(
         "hosts_leased",
@@ -238,23 +248,25 @@ RUN_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "host_btus",
-        "BTUs paid",
-        "BTUs",
-        "BTUs",
-        "billing time units started by the leased hosts (VISP: a started BTU is paid in full)",
+        "Billing units paid",
+        "billing units",
+        "billing units",
+        "billing time units started by the leased hosts (a started unit is paid in full)",
         "exact end-of-run count",
         "lower",
         digits=0,
+        symbol="BTU, billing time unit (VISP, Hochreiner et al.)",
     ),
     Metric(
         "host_cost",
         "Host cost",
         "cost",
         "price units",
-        "BTUs paid x price per BTU (VISP resource cost)",
+        "billing time units paid × the price of one",
         "exact end-of-run count",
         "lower",
         digits=2,
+        symbol="resource cost (VISP, Hochreiner et al.)",
     ),
     Metric(
         "host_boot_s",
@@ -271,7 +283,7 @@ RUN_METRICS: tuple[Metric, ...] = (
         "Intervals",
         "intervals",
         "intervals",
-        "MAPE intervals (snapshots) in the run",
+        "control intervals (measure, decide, act) in the run",
         "count",
     ),
 )
@@ -282,7 +294,7 @@ SLA_METRICS: tuple[Metric, ...] = tuple(
         f"SLA compliance {f}×",
         f"SLA {f}×",
         "ratio",
-        f"share of events within {f}× the processing-time SLO (seed 004, 'Metrics')",
+        f"share of events within {f}× the processing-time objective",
         "exact, from the latency histogram; lost events count as late",
         "higher",
         digits=3,
@@ -299,79 +311,88 @@ OPERATOR_SERIES: tuple[Metric, ...] = (
         "received",
         "received",
         "events",
-        "λ^r_i(t): events that arrived in the operator's queue (PSPS Table I)",
+        "events that arrived in the operator's queue",
         "sum in t",
         resample="sum",
+        symbol="λ^r_i(t) (PSPS Table I)",
     ),
     Metric(
         "processed",
         "processed",
         "processed",
         "events",
-        "μ_i(t): events taken from the queue and handled, filtered ones included",
+        "events taken from the queue and handled, filtered ones included",
         "sum in t",
         resample="sum",
+        symbol="μ_i(t) (PSPS Table I)",
     ),
     Metric(
         "queue",
         "queue",
         "queue",
         "events",
-        "|q_i(t)|: events waiting at the end of t",
+        "events waiting at the end of the interval",
         "at the end of t",
+        symbol="|q_i(t)| (PSPS Table I)",
     ),
     Metric(
         "replicas",
         "replicas",
         "replicas",
         "replicas",
-        "r_i(t): active replicas during t",
+        "active replicas during the interval",
         "during t",
         resample="mean",
+        symbol="r_i(t) (PSPS Table I)",
     ),
     Metric(
-        "et_ms",
-        "et",
-        "et ms",
+        "service_ms",
+        "service time",
+        "service ms",
         "ms",
-        "et_i: mean execution time of one event on a replica",
+        "mean time one replica takes to process one event",
         "mean in t (empty: nothing processed)",
         resample="processed",
+        symbol="et_i, execution time (PSPS Table I)",
     ),
     Metric(
         "utilization",
         "utilization",
         "util.",
         "ratio",
-        "mean over active replicas of U_ij(t) = μ_ij(t)·et_i / td (PSPS Eq. 5)",
+        "mean busy share of the active replicas: events processed × service time / interval",
         "mean in t",
         resample="mean",
+        symbol="U_ij(t) = μ_ij(t)·et_i / td (PSPS Eq. 5)",
     ),
     Metric(
         "target",
         "target",
         "target",
         "replicas",
-        "r_i(t+1) decided at the end of t",
+        "replicas decided at the end of the interval, for the next one",
         "the guarded decision",
+        symbol="r_i(t+1) (PSPS Eq. 1)",
     ),
     Metric(
         "dropped_timeout",
         "dropped timeout",
         "timeout",
         "events",
-        "events older than t_out when their turn came",
+        "events older than the event timeout (event_timeout_s) when their turn came",
         "sum in t",
         resample="sum",
+        symbol="t_out expirations (PSPS V-B)",
     ),
     Metric(
         "dropped_overflow",
         "dropped overflow",
         "overflow",
         "events",
-        "events refused by the full queue (q_size)",
+        "events refused by the full queue (queue_capacity)",
         "sum in t",
         resample="sum",
+        symbol="q_size overflow (PSPS V-B)",
     ),
     Metric(
         "emitted",
@@ -384,20 +405,38 @@ OPERATOR_SERIES: tuple[Metric, ...] = (
     ),
     Metric("min_replicas", "pool min", "min", "replicas", "the pool's lower bound", "-"),
     Metric("max_replicas", "pool max", "max", "replicas", "the pool's size", "-"),
-    Metric("reason", "reason", "reason", "", "the policy's one-line reason", "-"),
+    Metric("reason", "reason", "reason", "", "the policy's reason, as a sentence", "-"),
+    Metric(
+        "reason_detail",
+        "reason detail",
+        "detail",
+        "",
+        "the figures behind the reason, in the policy's own symbols (docs/glossary.md)",
+        "-",
+    ),
 )
 # Per interval: intervals.csv of a run, and of every run of a benchmark (with its run_id).
 INTERVAL_SERIES: tuple[Metric, ...] = (
     Metric("t", "time", "t", "s", "end of the interval, seconds since the run started", "-"),
-    Metric("td", "interval", "td", "s", "the interval's length", "-", resample="sum"),
+    Metric(
+        "interval_s",
+        "interval",
+        "interval s",
+        "s",
+        "the interval's length",
+        "-",
+        resample="sum",
+        symbol="td (PSPS Table I)",
+    ),
     Metric(
         "input",
         "input",
         "input",
         "events",
-        "λ_G(t): events the sources sent",
+        "events the sources sent",
         "sum in t",
         resample="sum",
+        symbol="λ_G(t) (PSPS Table I)",
     ),
     Metric(
         "completed",
@@ -418,14 +457,20 @@ INTERVAL_SERIES: tuple[Metric, ...] = (
         resample="sum",
     ),
     Metric(
-        "input_rate", "input rate", "in/s", "events/s", "input / td", "rate in t", resample="mean"
+        "input_rate",
+        "input rate",
+        "in/s",
+        "events/s",
+        "input / interval length",
+        "rate in t",
+        resample="mean",
     ),
     Metric(
         "output_rate",
         "output rate",
         "out/s",
         "events/s",
-        "completed / td",
+        "completed / interval length",
         "rate in t",
         resample="mean",
     ),
@@ -460,19 +505,21 @@ INTERVAL_SERIES: tuple[Metric, ...] = (
     Metric(
         "replicas_total",
         "replicas",
-        "Σ replicas",
         "replicas",
-        "Σ_i r_i(t)",
+        "replicas",
+        "active replicas of all operators",
         "during t",
         resample="mean",
+        symbol="Σ_i r_i(t)",
     ),
     Metric(
         "queue_total",
         "queued",
-        "Σ queue",
+        "queued",
         "events",
-        "Σ_i |q_i(t)| at the end of t",
+        "events waiting in all operators' queues at the end of the interval",
         "at the end of t",
+        symbol="Σ_i |q_i(t)|",
     ),
     Metric(
         "source_backlog",
@@ -480,7 +527,8 @@ INTERVAL_SERIES: tuple[Metric, ...] = (
         "backlog",
         "events",
         "events the external sources hold and the pipeline has not ingested yet (files not yet "
-        "read, Redis lag; 0 for generator sources): counted in λ_G by the policies",
+        "read, Redis lag, a Spark source's offsets behind the latest; 0 for generator "
+        "sources): counted as input by the policies",
         "at the end of t",
     ),
     Metric(
@@ -496,7 +544,7 @@ INTERVAL_SERIES: tuple[Metric, ...] = (
         "host cost",
         "cost",
         "price units",
-        "cost of the leased hosts so far: BTUs started x price",
+        "cost of the leased hosts so far: billing time units started × price",
         "at the end of t",
     ),
 )
@@ -554,6 +602,18 @@ def latency_histogram(
     return tuple(sorted(counts.items()))
 
 
+def latency_histogram_of(
+    counts_s: dict[float, int], resolution_ms: float = 1.0
+) -> tuple[tuple[float, int], ...]:
+    """Latencies in seconds with their counts, folded in `resolution_ms` bins (bin upper edge
+    in ms, count), as latency_histogram does for single latencies in ms."""
+    bins: dict[float, int] = {}
+    for latency_s, n in counts_s.items():
+        edge = math.ceil(latency_s * 1000.0 / resolution_ms) * resolution_ms
+        bins[edge] = bins.get(edge, 0) + n
+    return tuple(sorted(bins.items()))
+
+
 def histogram_quantile(histogram: Sequence[tuple[float, int]], q: float) -> float | None:
     """The nearest-rank q-quantile of (value, count) pairs sorted by value (None if empty)."""
     total = sum(n for _, n in histogram)
@@ -594,7 +654,9 @@ class LatencyTally:
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    saved_resources: float
+    """The run's figures, as summary.json writes them (their meaning: RUN_METRICS)."""
+
+    replica_seconds_saved_ratio: float
     throughput_degradation: float
     processed_ratio: float
     latency_ms_mean: float | None
@@ -610,7 +672,7 @@ class Summary:
     query_restarts: int
     replicas_mean: float
     replicas_max: int
-    r_over: int
+    overprovisioned_replicas: int
     reconfigurations: int
     replica_seconds: float
     intervals: int
@@ -668,7 +730,7 @@ def interval_rows(
     return [
         {
             "t": s.t,
-            "td": s.td,
+            "interval_s": s.td,
             "input": s.lambda_g,
             "completed": s.completed,
             "sink_events": s.sink_events,
@@ -701,9 +763,10 @@ def reconfigurations(snapshots: Sequence[Snapshot]) -> int:
 def summarize(
     snapshots: Sequence[Snapshot], totals: RunTotals, r_over: int, *, messages: int = 0
 ) -> Summary:
-    """Saved resources = 1 - mean(Σ r_i) / r_over; processed ratio = completed / events in;
-    `messages`: what the policy's agents sent over the run (0 for a central policy). Computed
-    from every snapshot of the run (RunningSummary gives the same in constant memory)."""
+    """Replica-seconds saved = 1 - mean(Σ r_i) / r_over (PSPS' saved resources); processed
+    ratio = completed / events in; `messages`: what the policy's agents sent over the run (0
+    for a central policy). Computed from every snapshot of the run (RunningSummary gives the
+    same in constant memory)."""
     sums = [total_replicas(s) * s.intervals for s in snapshots]
     return build_summary(
         totals,
@@ -735,7 +798,7 @@ def build_summary(
         raise ValueError(f"r_over must be >= 1, got {r_over}")
     mean = replica_intervals / max(intervals, 1)
     return Summary(
-        saved_resources=1.0 - mean / r_over,
+        replica_seconds_saved_ratio=1.0 - mean / r_over,
         throughput_degradation=throughput_degradation,
         processed_ratio=totals.completed / totals.events_in if totals.events_in else 1.0,
         latency_ms_mean=totals.latency_ms_mean,
@@ -751,7 +814,7 @@ def build_summary(
         query_restarts=totals.query_restarts,
         replicas_mean=mean,
         replicas_max=replicas_max,
-        r_over=r_over,
+        overprovisioned_replicas=r_over,
         reconfigurations=reconfigurations,
         replica_seconds=replica_seconds,
         intervals=intervals,

@@ -499,7 +499,8 @@ class Pipeline(Settings):
             if src.external:
                 raise TopologyError(
                     f"source {src.name!r} is of kind {src.kind.value!r}: the {engine} runs "
-                    f"generator sources only"
+                    f"generator sources only (a {src.kind.value} source runs on Spark: "
+                    f"--engine spark)"
                 )
 
     @property

@@ -78,6 +78,10 @@ class Snapshot:
     # entries not yet ingested); () for generator sources and sources that cannot tell.
     source_backlog: tuple[tuple[str, int], ...] = ()
     query_restarts: int = 0  # failed queries restarted during t (Spark runtime)
+    # Events each sink received during t, and the end-to-end latencies of the events reaching
+    # sinks during t as (latency ms, events) in 1-ms bins; () when the engine does not tell.
+    sinks: tuple[tuple[str, int], ...] = ()
+    sink_latency_ms: tuple[tuple[float, int], ...] = ()
 
     @property
     def lambda_g(self) -> int:

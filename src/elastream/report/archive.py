@@ -51,7 +51,7 @@ Block = tuple[Row, list[Row]]
 def merge(blocks: Sequence[Block]) -> Block:
     """Consecutive blocks as one: the interval rows resampled by their spans (`td`), each
     operator's rows by the same spans."""
-    spans = [interval["td"] for interval, _ in blocks]
+    spans = [interval["interval_s"] for interval, _ in blocks]
     interval = resample([b[0] for b in blocks], INTERVAL_SERIES, spans)
     by_operator: dict[str, list[Row]] = {}
     for _, rows in blocks:

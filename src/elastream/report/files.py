@@ -135,7 +135,7 @@ def report_plots(series: SeriesWriter, pipeline: Pipeline, result: RunResult) ->
         return []
     from elastream.report.plots import all_plots
 
-    return all_plots(series.plot_items(), pipeline, result.summary)
+    return all_plots(series.plot_items(), pipeline, result.summary, series.objective)
 
 
 def _existing(out_dir: Path | str, name: str) -> Path:
@@ -170,14 +170,20 @@ def _read_csv(out_dir: Path | str, name: str, columns: Sequence[str], **kw: Any)
 
 
 def load_timeseries(out_dir: Path | str) -> pd.DataFrame:
-    """timeseries.csv: one row per interval and operator; unknown et_ms/target are NaN/<NA>."""
+    """timeseries.csv: one row per interval and operator; unknown service_ms/target are NaN/<NA>."""
     return _read_csv(
         out_dir,
         TIMESERIES_FILE,
         TIMESERIES_COLUMNS,
-        dtype={"operator": str, "reason": str, "target": "Int64", "et_ms": float},
+        dtype={
+            "operator": str,
+            "reason": str,
+            "reason_detail": str,
+            "target": "Int64",
+            "service_ms": float,
+        },
         keep_default_na=False,
-        na_values={"et_ms": [""], "target": [""]},
+        na_values={"service_ms": [""], "target": [""]},
     )
 
 

@@ -36,7 +36,7 @@ OPERATOR_COLUMNS: tuple[tuple[str, str, Formatter], ...] = (
     ("dropped_overflow", "dropped overflow", fmt.count),
     ("queue_max", "queue max", fmt.count),
     ("utilization_mean", "utilization", fmt.pct),
-    ("et_ms_mean", "et (ms)", lambda v: fmt.number(v, 2)),
+    ("service_ms_mean", "service time (ms)", lambda v: fmt.number(v, 2)),
 )
 
 CSS = """
@@ -88,13 +88,23 @@ def objective_paragraph(objective: Mapping[str, Any] | None) -> str:
     if not objective:
         return ""
     share = objective.get("met_share")
+    statistic = escape(str(objective["statistic"]))
     bound = f"{objective['bound_s']:g}"
+    measured = objective.get("measured_s")
+    verdict = objective.get("met")
+    run = (
+        ""
+        if measured is None
+        else f" Over the whole run the {statistic} was {measured:.2f} s: "
+        f"<b class='verdict'>{'met' if verdict else 'missed'}</b>."
+    )
     return (
-        f"<p class='objective' data-met-share='{escape(_raw(share))}'>Latency objective: "
-        f"{escape(str(objective['statistic']))} ≤ {escape(bound)} s, "
+        f"<p class='objective' data-met-share='{escape(_raw(share))}' "
+        f"data-met='{escape(_raw(verdict))}'>Latency objective: "
+        f"{statistic} ≤ {escape(bound)} s, "
         f"met in <b>{escape(fmt.pct(share, 1))}</b> of the intervals judged "
         f"({objective['intervals_met']} met, {objective['intervals_missed']} missed, "
-        f"{objective['intervals_unjudged']} without sink events or waiting events).</p>"
+        f"{objective['intervals_unjudged']} without sink events or waiting events).{run}</p>"
     )
 
 

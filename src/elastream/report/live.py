@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from types import TracebackType
 
 from rich.console import Console
@@ -14,7 +15,7 @@ from elastream.model.objective import Objective, ObjectiveTally, judge
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats, Snapshot
 from elastream.report import formatting as fmt
-from elastream.report.series import et_ms, per_second, utilization
+from elastream.report.series import per_second, service_ms, utilization
 
 
 class LiveTable:
@@ -33,6 +34,7 @@ class LiveTable:
         title: str | None = None,
         refresh_per_second: float = 4.0,
         objective: Objective | None = None,
+        length_s: float | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.tally = ObjectiveTally(objective) if objective is not None else None
@@ -40,7 +42,10 @@ class LiveTable:
         self.quiet = quiet
         self.title = title or pipeline.name
         self.refresh_per_second = refresh_per_second
+        self.length_s = length_s  # the run's length in its own time (None: until stopped)
         self._live: Live | None = None
+        self._started: float | None = None  # wall clock at the first interval
+        self._first_t = 0.0  # the run's time at the first interval
 
     def __enter__(self) -> LiveTable:
         if not self.quiet and self.console.is_terminal:
@@ -83,14 +88,15 @@ class LiveTable:
         )
 
     def objective_text(self, snapshot: Snapshot) -> str:
-        """'  objective p99 ≤ 2 s: met (97.5% of intervals)', or '' without an objective."""
+        """'  objective p99 ≤ 2 s: met (met in 97.5% of intervals)', or '' without an
+        objective."""
         if self.tally is None:
             return ""
         objective = self.tally.objective
         verdict = judge(snapshot, objective).met
         word = "not judged" if verdict is None else "met" if verdict else "MISSED"
         share = self.tally.met_share
-        so_far = "" if share is None else f" ({fmt.pct(share, 1)} of intervals)"
+        so_far = "" if share is None else f" (met in {fmt.pct(share, 1)} of intervals)"
         return f"  objective {objective.statistic} ≤ {objective.bound_s:g} s: {word}{so_far}"
 
     @staticmethod
@@ -106,19 +112,37 @@ class LiveTable:
         ]
         return f"hosts: {'; '.join(clocks)} · cost so far {snapshot.host_cost:,.2f}"
 
+    def progress(self, snapshot: Snapshot, now: float | None = None) -> str:
+        """'180 of 600 s (30%), about 42 s left': the run's time against its length, and the
+        wall time left at the pace so far ('' for a run without an end)."""
+        if not self.length_s:
+            return ""
+        now = time.monotonic() if now is None else now
+        if self._started is None:
+            self._started, self._first_t = now, snapshot.t
+        done = min(snapshot.t / self.length_s, 1.0)
+        text = f"{snapshot.t:,.0f} of {self.length_s:,.0f} s ({fmt.pct(done, 0)})"
+        ran = snapshot.t - self._first_t
+        if ran > 0 and done < 1:
+            left = (now - self._started) / ran * (self.length_s - snapshot.t)
+            text += f", about {left:,.0f} s left"
+        return text
+
     def render(self, snapshot: Snapshot, decision: Decision) -> Table:
         """The full table for one interval."""
+        caption = " · ".join(t for t in (self.progress(snapshot), self.hosts(snapshot)) if t)
         table = Table(
             title=Text(f"{self.title} · {self.header(snapshot)}", style="bold"),
             title_justify="left",
-            caption=self.hosts(snapshot) or None,
+            caption=caption or None,
             caption_justify="left",
             expand=False,
         )
         table.add_column("operator", no_wrap=True)
-        for heading in ("in ev/s", "proc ev/s", "queue", "replicas", "target", "et ms", "util"):
-            table.add_column(heading, justify="right", no_wrap=True)
-        table.add_column("reason", style="dim", no_wrap=True, overflow="ellipsis", max_width=36)
+        headings = ("in ev/s", "processed ev/s", "queue", "replicas", "target", "service ms")
+        for heading in (*headings, "busy"):
+            table.add_column(heading, justify="right", no_wrap=True, min_width=len(heading))
+        table.add_column("reason", style="dim", no_wrap=True, overflow="ellipsis", max_width=60)
         targets = decision.as_dict()
         for o in self._ordered(snapshot):
             reason = decision.reason(o.name)
@@ -143,7 +167,7 @@ class LiveTable:
             fmt.count(o.queue),
             f"{o.replicas}/{o.max_replicas}",
             change,
-            fmt.number(et_ms(o), 1),
+            fmt.number(service_ms(o), 1),
             fmt.pct(utilization(o, td), 0),
             Text(reason),
         ]
@@ -152,8 +176,8 @@ class LiveTable:
         """One compact line for one interval (non-terminal output)."""
         targets = decision.as_dict()
         parts = [
-            f"{o.name} r={o.replicas}/{o.max_replicas}->{targets.get(o.name, fmt.MISSING)} "
-            f"q={o.queue} U={fmt.pct(utilization(o, snapshot.td), 0)}"
+            f"{o.name} replicas {o.replicas}/{o.max_replicas}->{targets.get(o.name, fmt.MISSING)}"
+            f" queue {o.queue:,} busy {fmt.pct(utilization(o, snapshot.td), 0)}"
             for o in self._ordered(snapshot)
         ]
         hosts = self.hosts(snapshot)

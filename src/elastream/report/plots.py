@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from elastream.model.metrics import Summary
+from elastream.model.objective import Objective
 from elastream.model.pipeline import Pipeline
 from elastream.report.series import Interval, per_second
 
@@ -40,8 +41,8 @@ MARKER_MAX_POINTS = 120  # beyond this, point markers only clutter a line
 _RATES_CAPTION = (
     "Events offered by the sources per second against source events whose processing finished "
     "per second. The gap between the two lines is what throughput degradation averages. With "
-    "external sources that can tell their backlog (files, Redis), a dotted line adds it: the "
-    "λ_G the policies see."
+    "external sources that can tell their backlog (files, Redis, Spark sources that report "
+    "offsets), a dotted line adds it: the input the policies see."
 )
 _REPLICAS_CAPTION = (
     "Replicas active during each interval (solid), the target the controller decided at the end "
@@ -49,12 +50,13 @@ _REPLICAS_CAPTION = (
 )
 _QUEUES_CAPTION = "Events waiting in each operator's input queue at the end of every interval."
 _LATENCY_CAPTION = (
-    "Mean time from entering the pipeline to reaching a sink, for the events that reached a sink "
-    "in each interval; gaps are intervals where none did."
+    "Time from entering the pipeline to reaching a sink, for the events that reached a sink "
+    "in each interval: the mean (solid) and the 99th percentile (thin), against the run's "
+    "latency objective when it has one (red); gaps are intervals where none did."
 )
 _HOSTS_CAPTION = (
     "Hosts (executors) leased and up at the end of every interval, and what the leases cost so "
-    "far: every BTU a host starts is paid in full (spark.leasing, docs/leasing.md)."
+    "far: every billing time unit a host starts is paid in full (spark.leasing, docs/leasing.md)."
 )
 
 
@@ -104,14 +106,14 @@ def _finish(ax: Axes, ylabel: str, *, legend: bool = True) -> None:
 
 
 def rates_plot(items: Sequence[Interval]) -> Plot:
-    """Input rate λ_G/td against output rate completed/td (the two sides of throughput
-    degradation, PSPS V-A.3)."""
+    """Input rate against output rate, events per second (the two sides of throughput
+    degradation, PSPS V-A.3: λ_G/td and completed/td)."""
     t = _times(items)
     with _figure(3.6) as (fig, (ax,)):
         inp = [per_second(i.snapshot.lambda_g, i.snapshot.td) for i in items]
         out = [per_second(i.snapshot.completed, i.snapshot.td) for i in items]
-        ax.plot(t, inp, color=INPUT_COLOR, lw=2, label="input (λ_G / td)")
-        ax.plot(t, out, color=OUTPUT_COLOR, lw=1.6, ls="--", label="output (completed / td)")
+        ax.plot(t, inp, color=INPUT_COLOR, lw=2, label="input (ev/s)")
+        ax.plot(t, out, color=OUTPUT_COLOR, lw=1.6, ls="--", label="output: completed (ev/s)")
         if any(i.snapshot.source_backlog for i in items):  # external sources that can tell
             demand = [per_second(i.snapshot.lambda_g_demand, i.snapshot.td) for i in items]
             ax.plot(t, demand, color=INPUT_COLOR, lw=1.2, ls=":", label="input + external backlog")
@@ -180,16 +182,25 @@ def _field(item: Interval, name: str, attr: str) -> float:
     return float(getattr(ops[name], attr)) if name in ops else math.nan
 
 
-def latency_plot(items: Sequence[Interval], summary: Summary) -> Plot:
-    """Mean end-to-end latency of the events that reached a sink in each interval."""
+def latency_plot(
+    items: Sequence[Interval], summary: Summary, objective: Objective | None = None
+) -> Plot:
+    """End-to-end latency of the events that reached a sink in each interval, mean and p99,
+    against the objective's bound."""
     t = _times(items)
     latency = [_nan(item.snapshot.latency_ms_mean) for item in items]
+    p99 = [_nan(item.snapshot.latency_ms_p99) for item in items]
     with _figure(3.6) as (fig, (ax,)):
         if all(math.isnan(v) for v in latency):
             ax.text(0.5, 0.5, "no event reached a sink", ha="center", transform=ax.transAxes)
         else:
             marker = "." if len(t) <= MARKER_MAX_POINTS else None
             ax.plot(t, latency, color="#2ca02c", lw=1.6, marker=marker, label="interval mean")
+            ax.plot(t, p99, color="#2ca02c", lw=0.9, alpha=0.7, label="interval p99")
+        if objective is not None:
+            bound = objective.bound_s * 1000
+            ax.axhline(bound, color=POOL_COLOR, lw=1.2, label=f"objective {objective.statistic}"
+                       f" ≤ {bound:,.0f} ms")  # fmt: skip
         for value, label, style in (
             (summary.latency_ms_mean, "run mean", "--"),
             (summary.latency_ms_p99, "run p99", ":"),
@@ -211,7 +222,7 @@ def hosts_plot(items: Sequence[Interval]) -> Plot:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         cost = ax.twinx()
         cost.plot(t, [i.snapshot.host_cost for i in items], color="#d62728", lw=1.4, ls="--",
-                  label="cost so far (BTUs x price)")  # fmt: skip
+                  label="cost so far (billing units × price)")  # fmt: skip
         cost.set_ylabel("cost")
         ax.set_title("Leased hosts and their cost")
         ax.set_xlabel("time since start (s)")
@@ -222,12 +233,17 @@ def hosts_plot(items: Sequence[Interval]) -> Plot:
         return Plot("hosts", "Leased hosts", _HOSTS_CAPTION, _png(fig))
 
 
-def all_plots(items: Sequence[Interval], pipeline: Pipeline, summary: Summary) -> list[Plot]:
+def all_plots(
+    items: Sequence[Interval],
+    pipeline: Pipeline,
+    summary: Summary,
+    objective: Objective | None = None,
+) -> list[Plot]:
     plots = [
         rates_plot(items),
         replicas_plot(items, pipeline),
         queues_plot(items, pipeline),
-        latency_plot(items, summary),
+        latency_plot(items, summary, objective),
     ]
     if any(item.snapshot.hosts for item in items):
         plots.append(hosts_plot(items))

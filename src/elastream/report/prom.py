@@ -1,8 +1,10 @@
 """The run's Prometheus metrics: a MAPE-loop observer that folds every interval's snapshot and
-decision into counters, gauges and histograms (names and units: docs/deploy.md §Metrics)."""
+decision into counters, gauges and histograms, named as Prometheus' conventions ask (the unit
+in the name, `_total` on counters, no `_created` series; docs/operations.md, Metrics)."""
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import deque
 from types import ModuleType
@@ -11,8 +13,10 @@ from typing import Any
 from elastream.base.extras import require
 from elastream.control.policy import Decision
 from elastream.model.metrics import RunTotals, replica_changes
+from elastream.model.objective import Objective, judge
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats, Snapshot
+from elastream.report.liveview import Change, graph_of, live_state
 from elastream.report.series import utilization
 
 KEEP_POINTS = 300  # intervals the live view charts
@@ -20,6 +24,8 @@ KEEP_DECISIONS = 50  # replica changes its timeline lists
 FOLD_INTERVALS = 256  # intervals taken in before they are folded into the metrics
 OP = ("pipeline", "operator")
 RUN = ("pipeline",)
+SOURCE = ("pipeline", "source")
+SINK = ("pipeline", "sink")
 # service time of one event (s) and end-to-end latency (s): buckets from 1 ms to 1 min
 SERVICE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -72,7 +78,11 @@ class _OperatorFold:
 
 
 def prometheus() -> ModuleType:
-    return require("prometheus_client", extra="metrics", feature="the /metrics endpoint")
+    """prometheus_client, with its `_created` series switched off (a run's counters start with
+    the run, so those series carry nothing a scraper needs)."""
+    prom = require("prometheus_client", extra="metrics", feature="the /metrics endpoint")
+    prom.disable_created_metrics()
+    return prom
 
 
 class RunMetrics:
@@ -83,15 +93,17 @@ class RunMetrics:
     hosts leased count live too; `finish(totals)` adds what the engine's end-of-run totals hold
     beyond what the intervals reported (e.g. a failure after the last interval)."""
 
-    def __init__(self, pipeline: Pipeline) -> None:
+    def __init__(self, pipeline: Pipeline, objective: Objective | None = None) -> None:
         prom = prometheus()
         self.pipeline = pipeline.name
+        self.objective = objective
         self.registry = prom.CollectorRegistry(auto_describe=True)
         self._last: Snapshot | None = None
         self.host_ids: set[str] = set()  # every leased host seen so far
         self.counted = dict.fromkeys(RUN_COUNTERS, 0)  # the run-level counters' values
         self.last_decision: Decision | None = None
-        self.decisions: deque[tuple[float, str, int, int, str]] = deque(maxlen=KEEP_DECISIONS)
+        self.decisions: deque[Change] = deque(maxlen=KEEP_DECISIONS)
+        self.graph = graph_of(pipeline)
         # the intervals the live view charts (its points are built when it asks)
         self.recent: deque[tuple[Snapshot, Decision]] = deque(maxlen=KEEP_POINTS)
         self._pending: list[tuple[Snapshot, Decision]] = []  # taken in, not folded in yet
@@ -104,7 +116,7 @@ class RunMetrics:
         }
         self.dropped = counter(
             "elastream_operator_events_dropped",
-            "events dropped: reason=timeout (older than t_out) or overflow (queue full)",
+            "events dropped: reason=timeout (older than event_timeout_s) or overflow (queue full)",
             (*OP, "reason"),
             **reg,
         )
@@ -132,28 +144,53 @@ class RunMetrics:
             buckets=SERVICE_BUCKETS,
             **reg,
         )
-        self.source_events = counter("elastream_source_events", "source events", RUN, **reg)
+        self.source_events = counter(
+            "elastream_source_events", "events the source sent into the pipeline", SOURCE, **reg
+        )
         self.source_rate = gauge(
-            "elastream_source_rate_events_per_second", "source events per second", RUN, **reg
+            "elastream_source_rate_events_per_second",
+            "events per second the source sent in the last interval",
+            SOURCE,
+            **reg,
         )
         self.backlog = gauge(
             "elastream_source_backlog_events",
             "events an external source holds not yet read (files: rows of unread files; "
-            "redis: entries not yet ingested)",
-            (*RUN, "source"),
+            "redis: entries not yet ingested; spark: offsets behind the latest)",
+            SOURCE,
             **reg,
         )
         self.completed = counter(
             "elastream_events_completed", "source events whose processing finished", RUN, **reg
         )
-        self.sink = counter("elastream_sink_events", "events that reached a sink", RUN, **reg)
+        self.sink = counter("elastream_sink_events", "events that reached the sink", SINK, **reg)
         self.latency = histogram(
-            "elastream_latency_seconds",
-            "mean end-to-end latency of the interval's sink events, one observation per interval",
+            "elastream_event_latency_seconds",
+            "end-to-end latency of each event that reached a sink, from entering the pipeline",
             RUN,
             buckets=LATENCY_BUCKETS,
             **reg,
         )
+        self.interval_p99 = gauge(
+            "elastream_interval_latency_p99_seconds",
+            "99th percentile of the end-to-end latency of the last interval's sink events",
+            RUN,
+            **reg,
+        )
+        self.objective_bound = gauge(
+            "elastream_objective_latency_seconds",
+            "the run's latency objective: the bound on the statistic (p99 or mean)",
+            (*RUN, "statistic"),
+            **reg,
+        )
+        self.objective_met = gauge(
+            "elastream_objective_met",
+            "1 when the last judged interval kept the latency objective, 0 when it missed it",
+            RUN,
+            **reg,
+        )
+        if objective is not None:
+            self.objective_bound.labels(self.pipeline, objective.statistic).set(objective.bound_s)
         self.intervals = counter("elastream_intervals", "MAPE intervals", RUN, **reg)
         self.reconfigurations = counter(
             "elastream_reconfigurations",
@@ -162,7 +199,12 @@ class RunMetrics:
             **reg,
         )
         self.hosts_up = gauge("elastream_hosts_up", "leased hosts up", RUN, **reg)
-        self.host_cost = gauge("elastream_host_cost", "cost of the leased hosts so far", RUN, **reg)
+        self.host_cost = gauge(
+            "elastream_host_cost_price_units",
+            "cost of the leased hosts so far, in the units of spark.leasing.price",
+            RUN,
+            **reg,
+        )
         self.failed = counter(
             "elastream_events_failed", "events whose operator function raised", RUN, **reg
         )
@@ -212,9 +254,12 @@ class RunMetrics:
         if not pending:
             return
         ops: dict[str, _OperatorFold] = {}
-        failed = dropped_restart = restarts = events = completed = sink = intervals = changes = 0
-        latencies: list[float] = []
+        failed = dropped_restart = restarts = completed = intervals = changes = 0
+        latencies: list[tuple[tuple[float, int], ...]] = []  # each interval's (ms, events)
+        sources: dict[str, int] = {}
+        sinks: dict[str, int] = {}
         backlog: dict[str, int] = {}
+        verdict: bool | None = None
         leased = 0
         compared = False  # a snapshot had one before it (the reconfigurations counter)
         for snapshot, decision in pending:
@@ -227,17 +272,18 @@ class RunMetrics:
                 fold.add(o, snapshot.td, target)
                 failed += o.failed
                 if target is not None and target != o.replicas:
-                    self.decisions.append(
-                        (snapshot.t, o.name, o.replicas, target, decision.reason(o.name))
-                    )
+                    why, detail = decision.reason(o.name), decision.detail(o.name)
+                    self.decisions.append((snapshot.t, o.name, o.replicas, target, why, detail))
             dropped_restart += snapshot.dropped_restart
             restarts += snapshot.query_restarts
             backlog.update(snapshot.source_backlog)
-            events += snapshot.lambda_g
+            add_counts(sources, snapshot.sources)
+            add_counts(sinks, snapshot.sinks)
             completed += snapshot.completed
-            sink += snapshot.sink_events
-            if snapshot.latency_ms_mean is not None:
-                latencies.append(snapshot.latency_ms_mean / 1000)
+            latencies.append(snapshot.sink_latency_ms)
+            if self.objective is not None:
+                met = judge(snapshot, self.objective).met
+                verdict = verdict if met is None else met
             intervals += snapshot.intervals
             if self._last is not None:
                 changes += replica_changes(self._last, snapshot)
@@ -256,18 +302,36 @@ class RunMetrics:
         self._count("query_restarts", restarts)
         for source, n in backlog.items():
             self._child(self.backlog, *run, source).set(n)
-        self._child(self.source_events, *run).inc(events)
-        self._child(self.source_rate, *run).set(last.lambda_g / last.td if last.td else 0)
+        for source, n in sources.items():
+            self._child(self.source_events, *run, source).inc(n)
+        for source, n in last.sources:
+            self._child(self.source_rate, *run, source).set(n / last.td if last.td else 0)
         self._child(self.completed, *run).inc(completed)
-        self._child(self.sink, *run).inc(sink)
-        for latency in latencies:
-            self._child(self.latency, *run).observe(latency)
+        for sink, n in sinks.items():
+            self._child(self.sink, *run, sink).inc(n)
+        for interval in latencies:
+            self._observe_latencies(interval)
+        if last.latency_ms_p99 is not None:
+            self._child(self.interval_p99, *run).set(last.latency_ms_p99 / 1000)
+        if verdict is not None:
+            self._child(self.objective_met, *run).set(1 if verdict else 0)
         self._child(self.intervals, *run).inc(intervals)
         if compared:
             self._child(self.reconfigurations, *run).inc(changes)
         self._count("hosts_leased", leased)
         self._child(self.hosts_up, *run).set(last.hosts_up)
         self._child(self.host_cost, *run).set(last.host_cost)
+
+    def _observe_latencies(self, latencies: tuple[tuple[float, int], ...]) -> None:
+        """Every sink event's latency into the histogram, n events of one latency at once:
+        what n observe() calls leave (the bucket's count and the sum), in one step per latency
+        instead of one per event (prometheus_client's Histogram keeps a value per bucket)."""
+        child = self._child(self.latency, self.pipeline)
+        bounds = child._upper_bounds
+        for ms, n in latencies:
+            latency_s = ms / 1000
+            child._sum.inc(latency_s * n)
+            child._buckets[bisect.bisect_left(bounds, latency_s)].inc(n)
 
     def flush(self) -> None:
         """Fold in the intervals taken in since the last fold."""
@@ -314,50 +378,16 @@ class RunMetrics:
     def content_type() -> str:
         return str(prometheus().CONTENT_TYPE_LATEST)
 
-    @staticmethod
-    def _point(snap: Snapshot, decision: Decision) -> dict[str, Any]:
-        """One interval as the live view shows it."""
-        targets = decision.as_dict()
-        return {
-            "t": snap.t,
-            "input_rate": snap.lambda_g / snap.td if snap.td else 0.0,
-            "latency_ms_mean": snap.latency_ms_mean,
-            "hosts": [
-                {"id": h.host_id, "up": h.up, "btus": h.btus, "btu_left_s": h.btu_left_s}
-                for h in snap.hosts
-            ],
-            "host_cost": snap.host_cost,
-            "operators": [
-                {
-                    "name": o.name,
-                    "rate": o.processed / snap.td if snap.td else 0.0,
-                    "queue": o.queue,
-                    "replicas": o.replicas,
-                    "pool": o.max_replicas,
-                    "target": targets.get(o.name),
-                    "service_ms": None if o.et_s is None else o.et_s * 1000,
-                    "busy": utilization(o, snap.td),
-                    "reason": decision.reason(o.name),
-                }
-                for o in snap.operators
-            ],
-        }
-
     def state(self) -> dict[str, Any]:
-        """The live view's JSON: the latest interval, the recent ones (`series`, oldest first)
-        and the recent decisions that changed a replica count."""
+        """The live view's JSON (report/liveview.py): the graph, the latest interval, the
+        recent ones and the recent decisions that changed a replica count."""
         self.flush()
         with self._lock:
-            recent = [self._point(snapshot, decision) for snapshot, decision in self.recent]
-        latest = recent[-1] if recent else {"t": None, "operators": [], "hosts": []}
-        return {
-            "pipeline": self.pipeline,
-            **latest,
-            "series": [
-                {"t": p["t"], "operators": {o["name"]: o for o in p["operators"]}} for p in recent
-            ],
-            "decisions": [
-                {"t": t, "operator": op, "from": a, "to": b, "reason": why}
-                for t, op, a, b, why in self.decisions
-            ],
-        }
+            recent, changes = list(self.recent), list(self.decisions)
+        return live_state(self.pipeline, self.graph, self.objective, recent, changes)
+
+
+def add_counts(total: dict[str, int], counts: tuple[tuple[str, int], ...]) -> None:
+    """Add (name, n) pairs into `total`."""
+    for name, n in counts:
+        total[name] = total.get(name, 0) + n

@@ -63,7 +63,8 @@ def utilization(stats: OperatorStats, td: float) -> float:
     return stats.busy_s / (stats.replicas * td)
 
 
-def et_ms(stats: OperatorStats) -> float | None:
+def service_ms(stats: OperatorStats) -> float | None:
+    """The mean time one replica took per event in the interval, ms (None: nothing processed)."""
     return None if stats.et_s is None else stats.et_s * 1000.0
 
 
@@ -76,7 +77,7 @@ def timeseries_rows(items: Sequence[Interval]) -> list[Row]:
     rows: list[Row] = []
     for item in items:
         snap, targets = item.snapshot, item.decision.as_dict()
-        reasons = dict(item.decision.reasons)
+        reasons, details = dict(item.decision.reasons), dict(item.decision.details)
         for o in snap.operators:
             rows.append(
                 {
@@ -86,7 +87,7 @@ def timeseries_rows(items: Sequence[Interval]) -> list[Row]:
                     "processed": o.processed,
                     "queue": o.queue,
                     "replicas": o.replicas,
-                    "et_ms": et_ms(o),
+                    "service_ms": service_ms(o),
                     "utilization": utilization(o, snap.td),
                     "target": targets.get(o.name),
                     "dropped_timeout": o.dropped_timeout,
@@ -95,6 +96,7 @@ def timeseries_rows(items: Sequence[Interval]) -> list[Row]:
                     "min_replicas": o.min_replicas,
                     "max_replicas": o.max_replicas,
                     "reason": reasons.get(o.name, ""),
+                    "reason_detail": details.get(o.name, ""),
                 }
             )
     return rows
@@ -127,7 +129,7 @@ class OperatorTotals:
         self.intervals += weight
         self.replicas_sum += o.replicas * weight
         self.utilization_sum += utilization(o, snap.td) * weight
-        et = et_ms(o)
+        et = service_ms(o)
         if et is not None:
             self.et_sum += et * weight
             self.et_intervals += weight
@@ -157,7 +159,7 @@ class OperatorTotals:
             "dropped": counts["dropped_timeout"] + counts["dropped_overflow"],
             "queue_max": self.queue_max if seen else None,
             "utilization_mean": self.utilization_sum / self.intervals if seen else None,
-            "et_ms_mean": self.et_sum / self.et_intervals if self.et_intervals else None,
+            "service_ms_mean": self.et_sum / self.et_intervals if self.et_intervals else None,
         }
 
 
@@ -222,10 +224,19 @@ def summary_document(
         "pipeline": pipeline.name,
         "policy": settings.get("policy"),
         **jsonable(result.summary.as_dict()),
-        "objective": jsonable(objective),
+        "objective": jsonable(objective and run_objective(objective, result.summary.as_dict())),
         "operators": jsonable(operators),
         "settings": jsonable(settings, "settings"),
     }
+
+
+def run_objective(block: Row, summary: Row) -> Row:
+    """The objective block with the whole run's verdict: `measured_s`, the run's latency
+    statistic over every sink event, and `met` (None when no event reached a sink)."""
+    ms = summary.get(f"latency_ms_{block['statistic']}")
+    measured = None if ms is None else ms / 1000.0
+    met = None if measured is None else measured <= block["bound_s"]
+    return {**block, "measured_s": measured, "met": met}
 
 
 # what a merged point keeps of an operator's stats

@@ -60,6 +60,7 @@ def _sim(
 ) -> Engine:
     from elastream.runtime.sim.simulator import SimEngine
 
+    pipeline.require_generators("simulator")
     if spark is not None:
         raise ValueError("the simulator runs no Spark: spark= is for the Spark engine")
     if resume:
@@ -207,14 +208,18 @@ def run_session(
     resume: bool = False,
     runner: SessionRunner | None = None,
     spark: Any = None,
+    on_serving: Callable[[str], None] | None = None,
 ) -> tuple[RunResult, dict[str, Path]]:
     """A run as the CLI does it: the live table while it runs, then the output directory and
     the run's rows in the metrics history. `runner` drives the engine instead of the policy's
     MAPE loop (S-ODRP: runner/sodrp.py); `spark` is the caller's SparkSession (the
-    Python API), kept running. SIGINT or SIGTERM stops a Spark run gracefully. What the engine
+    Python API), kept running; `on_serving` gets the metrics endpoint's base URL (the live
+    view) once it listens. SIGINT or SIGTERM stops a Spark run gracefully. What the engine
     can check before it starts is checked before anything is opened or written."""
     workload = prepare_workload(config, pipeline)
     config.check_objective(pipeline)
+    if config.engine == "sim":
+        pipeline.require_generators("simulator")
     engine = build_engine(pipeline, config, workload, sim=sim, resume=resume, spark=spark)
     preflight = feature(engine, Preflight)
     if preflight is not None:
@@ -235,11 +240,22 @@ def run_session(
         append=resume,  # a resumed run carries its series on
     )
     with (
-        serve_metrics(config, started) as metrics,
-        LiveTable(started, quiet=quiet, title=title, objective=config.objective) as live,
+        serve_metrics(config, started, on_serving) as metrics,
+        LiveTable(
+            started,
+            quiet=quiet,
+            title=title,
+            objective=config.objective,
+            length_s=None if config.unbounded else workload.duration_s,
+        ) as live,
         series,
     ):
-        observers: list[Observer] = [live, history, series, *ops_observers(metrics)]
+        observers: list[Observer] = [
+            live,
+            history,
+            series,
+            *ops_observers(metrics, config.objective),
+        ]
         with stop_on_signals(engine, config.drain_s):
             if runner is None:
                 result = run_engine(engine, config, observers, keep_snapshots=0)

@@ -154,10 +154,10 @@ def _finite(value: float) -> float | None:
 def _fit_fields(model: ComponentModel) -> dict:
     fit = model.instance
     return {
-        "alpha": fit.alpha,
+        "output_per_input": fit.alpha,
         "fit_error": fit.output_fit_error,
-        "instance_sp": _finite(fit.sp),
-        "instance_st": _finite(fit.st),
+        "replica_saturation_point": _finite(fit.sp),
+        "replica_saturation_throughput": _finite(fit.st),
         "input_fit_error": fit.input_fit_error,
         "points_below": fit.points_below,
         "points_above": fit.points_above,

@@ -85,13 +85,25 @@ class PredictionRequest(HistorySelection):
     parallelism: dict[str, Annotated[int, Field(ge=1, le=10_000)]] = Field(
         ..., description="replicas per component; components left out keep their last one"
     )
-    source_rate: float | None = Field(None, ge=0, le=1.0e12, description="t_0 in events/s")
+    source_rate: float | None = Field(
+        None, ge=0, le=1.0e12, description="the source rate to predict at, events/s"
+    )
     forecast: ForecastSpec | None = Field(
         None, description="predict at the forecast's peak upper bound instead of source_rate"
     )
     cores: float | None = Field(None, gt=0, le=1.0e6, description="host cores (None: unbounded)")
-    headroom: float = Field(0.1, ge=0, lt=1, description="Eq. 14: high risk above (1-h)·t'_0")
-    arrival_scv: float = Field(1.0, ge=0, le=1.0e6, description="SCV of inter-arrival times")
+    headroom: float = Field(
+        0.1,
+        ge=0,
+        lt=1,
+        description="the risk is high above (1 - headroom) × the saturating source rate",
+    )
+    arrival_scv: float = Field(
+        1.0,
+        ge=0,
+        le=1.0e6,
+        description="squared coefficient of variation of the inter-arrival times",
+    )
     graph: GraphSpec | None = Field(None, description="inline graph (None: look it up)")
 
     @model_validator(mode="after")
@@ -109,20 +121,26 @@ class ComponentResult(BaseModel):
     input_rate: float = Field(..., description="admitted events/s")
     output_rates: dict[str, float] = Field(..., description="events/s per output stream")
     saturation_point: float | None = Field(
-        ..., description="SP_c: source rate where it saturates; null if never measured"
+        ..., description="source rate where it saturates, events/s; null if never measured"
     )
-    saturation_throughput: float | None = Field(..., description="ST_c: its output rate there")
-    risk: Literal["low", "high", "unknown"] = Field(..., description="Eq. 14 here")
-    cpu: float | None = Field(..., description="cores, ψ·input (V-E); null if not measured")
+    saturation_throughput: float | None = Field(..., description="its output rate there, events/s")
+    risk: Literal["low", "high", "unknown"] = Field(
+        ..., description="risk of backpressure at this rate"
+    )
+    cpu: float | None = Field(..., description="cores it uses; null if not measured")
     latency_s: float | None = Field(..., description="sojourn time; null if unstable/unknown")
     basis: str = Field(..., description="which equation set the per-replica split")
     core_limited: bool = Field(..., description="the host's cores cap this component")
-    alpha: float = Field(..., description="fitted I/O coefficient α")
-    fit_error: float = Field(..., description="relative RMSE of the fitted output curve")
-    instance_sp: float | None = Field(
-        ..., description="fitted per-replica SP (events/s); null if never saturated"
+    output_per_input: float = Field(
+        ..., description="fitted output events per input event below saturation"
     )
-    instance_st: float | None = Field(..., description="fitted per-replica ST = α·SP")
+    fit_error: float = Field(..., description="relative RMSE of the fitted output curve")
+    replica_saturation_point: float | None = Field(
+        ..., description="fitted input rate one replica saturates at, events/s; null if never"
+    )
+    replica_saturation_throughput: float | None = Field(
+        ..., description="fitted output rate of one replica at saturation, events/s"
+    )
     input_fit_error: float = Field(..., description="relative RMSE of the fitted input curve")
     points_below: int = Field(..., description="replica-intervals below saturation in the fit")
     points_above: int = Field(..., description="replica-intervals above saturation in the fit")
@@ -130,12 +148,18 @@ class ComponentResult(BaseModel):
 
 class PredictionResult(BaseModel):
     model_config = _FROZEN
-    source_rate: float = Field(..., description="t_0 predicted at")
-    saturation_point: float | None = Field(..., description="t'_0 (Eq. 13); null if unknown")
-    risk: Literal["low", "high", "unknown"] = Field(..., description="backpressure (Eq. 14)")
+    source_rate: float = Field(..., description="the source rate predicted at, events/s")
+    saturation_point: float | None = Field(
+        ..., description="source rate at which the pipeline saturates, events/s; null if unknown"
+    )
+    risk: Literal["low", "high", "unknown"] = Field(
+        ..., description="risk of backpressure at this rate"
+    )
     bottleneck: str | None = Field(..., description="component or 'host' saturating first")
     critical_path: list[str] = Field(..., description="path through the bottleneck")
-    critical_path_output: float = Field(..., description="t_cp (Eq. 12), events/s")
+    critical_path_output: float = Field(
+        ..., description="output rate of the critical path, events/s"
+    )
     latency_s: float | None = Field(..., description="end-to-end latency; null if unstable")
     cpu: float | None = Field(..., description="total cores")
     components: list[ComponentResult] = Field(..., description="per component")

@@ -35,7 +35,7 @@ from elastream.control.flow import (
     true_rate,
     update_flow,
 )
-from elastream.control.policy import POLICIES, Decision, Policy
+from elastream.control.policy import POLICIES, Decision, Policy, demand_reason
 from elastream.model.pipeline import DEFAULT_ET_S
 from elastream.model.snapshot import Snapshot
 
@@ -84,12 +84,15 @@ def decide(snapshot: Snapshot, state: DabsState, config: DabsConfig) -> tuple[De
     inflow = propagate(snapshot, flow, predicted)
     targets: dict[str, int] = {}
     reasons: dict[str, str] = {}
+    details: dict[str, str] = {}
     for o in snapshot.operators:
         load = inflow[o.name] + o.queue / snapshot.td
         kappa = true_rate(flow, o.name, config.et_default_s)
         targets[o.name] = replicas_for(load, kappa)
-        reasons[o.name] = f"Λ̂={inflow[o.name]:.1f}/s q={o.queue} L={load:.1f}/s κ={kappa:.1f}/s"
-    return Decision.of(targets, reasons), DabsState(flow, tuple(history.items()))
+        reasons[o.name] = demand_reason(load, targets[o.name], kappa, o.queue)
+        details[o.name] = f"Λ̂={inflow[o.name]:.1f}/s q={o.queue} L={load:.1f}/s κ={kappa:.1f}/s"
+    state = DabsState(flow, tuple(history.items()))
+    return Decision.of(targets, reasons, details), state
 
 
 POLICY = POLICIES.register(

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from elastream.base.registry import UnknownNameError
 from elastream.base.settings import Settings
-from elastream.control.policy import POLICIES, Decision, Policy, PolicyConfigError
+from elastream.control.policy import POLICIES, Decision, Policy, PolicyConfigError, plural
 from elastream.decentral.agent import AgentConfig
 from elastream.decentral.decision import DecisionConfig
 from elastream.decentral.swarm import Pool, Swarm
@@ -125,11 +125,16 @@ def decide(
     before = swarm.messages_sent()
     counts = swarm.step(loads)
     sent = swarm.messages_sent() - before
-    reasons = {
+    details = {
         name: f"{n} agents; loads {' '.join(f'{x:.2f}' for x in loads[name])}; {sent} msgs"
         for name, n in counts.items()
     }
-    decision = Decision(tuple(counts.items()), tuple(reasons.items()))
+    reasons = {
+        name: f"{plural(n, 'replica')} agreed by their agents (busiest at "
+        f"{max(loads[name], default=0.0):.0%} of its capacity, {plural(sent, 'message')})"
+        for name, n in counts.items()
+    }
+    decision = Decision.of(counts, reasons, details)
     return decision, DecentralizedState(swarm, tuple(ets.items()))
 
 

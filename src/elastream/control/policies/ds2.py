@@ -41,7 +41,7 @@ from elastream.control.flow import (
     true_rate,
     update_flow,
 )
-from elastream.control.policy import POLICIES, Decision, Policy
+from elastream.control.policy import POLICIES, Decision, Policy, demand_reason
 from elastream.model.pipeline import DEFAULT_ET_S
 from elastream.model.snapshot import Snapshot
 
@@ -66,11 +66,14 @@ def decide(snapshot: Snapshot, state: FlowState, config: Ds2Config) -> tuple[Dec
     demand = propagate(snapshot, state, source_rates(snapshot), drain)
     targets: dict[str, int] = {}
     reasons: dict[str, str] = {}
+    details: dict[str, str] = {}
+    u = config.target_utilization
     for name, rate in demand.items():
         rho = true_rate(state, name, config.et_default_s)
-        targets[name] = replicas_for(rate, rho, config.target_utilization)
-        reasons[name] = f"D={rate:.1f}/s ρ={rho:.1f}/s u={config.target_utilization:g}"
-    return Decision.of(targets, reasons), state
+        targets[name] = replicas_for(rate, rho, u)
+        reasons[name] = demand_reason(rate, targets[name], rho * u)
+        details[name] = f"D={rate:.1f}/s ρ={rho:.1f}/s u={u:g}"
+    return Decision.of(targets, reasons, details), state
 
 
 POLICY = POLICIES.register(

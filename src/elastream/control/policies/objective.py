@@ -20,7 +20,7 @@ from elastream.control.flow import (
     true_rate,
     update_flow,
 )
-from elastream.control.policy import POLICIES, Decision, Policy
+from elastream.control.policy import POLICIES, Decision, Policy, demand_reason
 from elastream.model.objective import Objective, Statistic, interval_latency_ms
 from elastream.model.pipeline import DEFAULT_ET_S
 from elastream.model.snapshot import Snapshot
@@ -788,7 +788,20 @@ def decide(
         tuple(next_point.items()),
         tuple(errors.items()),
     )
-    return Decision.of(targets, reasons), new_state
+    sentences = objective_reasons(up_stations, targets, objective, predicted + config.overhead_s)
+    return Decision.of(targets, sentences, reasons), new_state
+
+
+def objective_reasons(
+    stations: Mapping[str, Station], targets: Mapping[str, int], objective: Objective, path: float
+) -> dict[str, str]:
+    """Each operator's decision in words: its expected input, what its replicas serve and the
+    pipeline's predicted latency against the bound."""
+    bound = f"latency {objective.statistic} {path:.2f} s predicted of {objective.bound_s:g} s"
+    return {
+        name: f"{demand_reason(s.arrival, targets[name], s.rho, round(s.queue))}; {bound}"
+        for name, s in stations.items()
+    }
 
 
 def decision_reasons(

@@ -28,7 +28,7 @@ from pydantic import Field
 
 from elastream.base.settings import Settings
 from elastream.control.flow import update_selectivity
-from elastream.control.policy import POLICIES, Decision, Policy, ceil_eps
+from elastream.control.policy import POLICIES, Decision, Policy, ceil_eps, demand_reason
 from elastream.model.pipeline import DEFAULT_ET_S
 from elastream.model.snapshot import Snapshot
 
@@ -58,6 +58,7 @@ class Prediction:
     backlog: int  # λ̂^q_i(t+1)
     total: int  # λ̂_i(t+1)
     replicas: int  # r_i(t+1)
+    et: float  # et_i, s
 
 
 def source_thetas(snapshot: Snapshot) -> dict[str, float]:
@@ -89,7 +90,7 @@ def predict(
         arrivals = ceil_eps(lam_g * theta_i)  # Eq. 2a
         total = arrivals + o.queue  # Eq. 3, 4
         out[o.name] = Prediction(
-            theta_i, arrivals, o.queue, total, ceil_eps(total * et / snapshot.td)
+            theta_i, arrivals, o.queue, total, ceil_eps(total * et / snapshot.td), et
         )
     return out, PspsState(tuple(edges.items()), tuple(ets.items()))
 
@@ -97,11 +98,16 @@ def predict(
 def decide(snapshot: Snapshot, state: PspsState, config: PspsConfig) -> tuple[Decision, PspsState]:
     predictions, state = predict(snapshot, state, config)
     targets = {name: p.replicas for name, p in predictions.items()}
+    td = snapshot.td
     reasons = {
-        name: f"θ={p.theta:.3f} λ̂r={p.arrivals} λ̂q={p.backlog} λ̂={p.total}"
+        name: demand_reason(p.total / td, p.replicas, 1 / p.et, p.backlog)
         for name, p in predictions.items()
     }
-    return Decision.of(targets, reasons), state
+    details = {
+        name: f"θ={p.theta:.3f} λ̂r={p.arrivals} λ̂q={p.backlog} λ̂={p.total} et={p.et * 1000:.1f}ms"
+        for name, p in predictions.items()
+    }
+    return Decision.of(targets, reasons, details), state
 
 
 POLICY = POLICIES.register(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from elastream.base.settings import Settings
-from elastream.control.policy import POLICIES, Decision, Policy
+from elastream.control.policy import POLICIES, Decision, Policy, plural
 from elastream.model.snapshot import Snapshot
 
 
@@ -17,7 +17,8 @@ class StaticConfig(Settings):
 
 def decide(snapshot: Snapshot, state: None, config: StaticConfig) -> tuple[Decision, None]:
     targets = {o.name: config.replicas for o in snapshot.operators}
-    return Decision.of(targets, {name: "static" for name in targets}), state
+    reasons = {name: f"fixed at {plural(n, 'replica')}" for name, n in targets.items()}
+    return Decision.of(targets, reasons, {name: "static" for name in targets}), state
 
 
 POLICY = POLICIES.register(

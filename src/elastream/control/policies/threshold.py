@@ -37,12 +37,24 @@ def step_for(queue: int, config: ThresholdConfig) -> int:
 
 
 def decide(snapshot: Snapshot, state: None, config: ThresholdConfig) -> tuple[Decision, None]:
-    targets, reasons = {}, {}
+    targets, reasons, details = {}, {}, {}
     for o in snapshot.operators:
         step = step_for(o.queue, config)
         targets[o.name] = o.replicas + step
-        reasons[o.name] = f"queue={o.queue} step={step:+d}"
-    return Decision.of(targets, reasons), state
+        reasons[o.name] = threshold_reason(o.queue, step, config)
+        details[o.name] = f"queue={o.queue} step={step:+d}"
+    return Decision.of(targets, reasons, details), state
+
+
+def threshold_reason(queue: int, step: int, config: ThresholdConfig) -> str:
+    """'queue 120 above 100: one replica more', in words."""
+    if step == 2:
+        return f"queue {queue:,} above {config.upper_double:,}: two replicas more"
+    if step == 1:
+        return f"queue {queue:,} above {config.upper:,}: one replica more"
+    if step == -1:
+        return f"queue {queue:,} below {config.lower:,}: one replica less"
+    return f"queue {queue:,} within {config.lower:,}–{config.upper:,}: no change"
 
 
 POLICY = POLICIES.register(

@@ -61,7 +61,7 @@ def metrics_row(
         table = np.asarray(histogram, dtype=float).reshape(-1, 2)
         sla = sla_compliance(table[:, 0], table[:, 1], lost, slo)
     return {
-        "saved_resources": s.saved_resources,
+        "replica_seconds_saved_ratio": s.replica_seconds_saved_ratio,
         "throughput_degradation": s.throughput_degradation,
         "processed_ratio": s.processed_ratio,
         "latency_ms_mean": s.latency_ms_mean,
@@ -72,7 +72,7 @@ def metrics_row(
         "replica_seconds": s.replica_seconds,
         "replicas_mean": s.replicas_mean,
         "replicas_max": s.replicas_max,
-        "r_over": s.r_over,
+        "overprovisioned_replicas": s.overprovisioned_replicas,
         "events_in": s.events_in,
         "events_completed": s.events_completed,
         "events_dropped_timeout": s.events_dropped_timeout,

@@ -28,7 +28,7 @@ LEADING = (
     "queue_capacity",
     "grouping",
     "replicas",
-    "saved_resources",
+    "replica_seconds_saved_ratio",
     "throughput_degradation",
     "processed_ratio",
     "latency_ms_mean",

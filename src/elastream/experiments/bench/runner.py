@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from elastream.config import ConfigError, RunConfig, make_config
 from elastream.config.files import load_pipeline
@@ -23,6 +22,7 @@ from elastream.history import HistoryRow, HistoryStore
 from elastream.model.metrics import interval_rows
 from elastream.model.objective import Objective, ObjectiveTally
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
+from elastream.report.progress import ProgressBar
 from elastream.runner.recording import HistoryRecorder
 from elastream.runner.session import prepare_workload
 from elastream.workloads import Trace, resolve_trace
@@ -224,18 +224,6 @@ def validate(specs: Sequence[RunSpec], backend: Backend) -> None:
             raise BenchError(f"{spec.where}: run {spec.run_id}: {exc}") from None
 
 
-def _progress(console: Console | None) -> Progress:
-    return Progress(
-        TextColumn("[bold]bench"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=console,
-        transient=False,
-    )
-
-
 def _completed(
     specs: Sequence[RunSpec], backend: Backend, jobs: int, history: bool = False
 ) -> Iterator[tuple[int, RunRecord]]:
@@ -259,6 +247,7 @@ def run_matrix(
     jobs: int = DEFAULT_JOBS,
     console: Console | None = None,
     history: Path | None = None,
+    quiet: bool = False,
 ) -> list[RunRecord]:
     """Run every spec (validated first), `jobs` at a time; records come back in spec order.
     With `history`, every run's metrics history is appended to that store as the run ends
@@ -268,8 +257,7 @@ def run_matrix(
     validate(specs, backend)
     records: list[RunRecord | None] = [None] * len(specs)
     n_jobs = min(jobs, max(1, len(specs)))
-    with _progress(console) as progress:
-        task = progress.add_task("", total=len(specs))
+    with ProgressBar(len(specs), "bench", console=console, quiet=quiet) as bar:
         for i, record in _completed(specs, backend, n_jobs, history is not None):
             if history is not None and record.history:
                 with HistoryStore(history) as store:
@@ -277,5 +265,5 @@ def run_matrix(
                 record.history.clear()  # written: do not keep every row of the matrix
             records[i] = record
             status = "[red]failed" if record.failed else f"{record.row['wall_s']:.1f} s"
-            progress.update(task, advance=1, description=f"{specs[i].run_id} ({status})")
+            bar.advance(1, f"{specs[i].run_id} ({status})")
     return [r for r in records if r is not None]

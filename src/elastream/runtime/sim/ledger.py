@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from elastream.model.metrics import histogram_quantile
+from elastream.model.metrics import histogram_quantile, latency_histogram_of
 
 
 @dataclass
@@ -38,8 +38,11 @@ class Ledger:
         self.counts = Counts()
         self.histogram: dict[tuple[int, float], int] = {}  # (lag steps, path service s) -> n
         self.interval_histogram: dict[float, int] = {}  # latency s -> n, since the last snapshot
+        self.interval_sinks: dict[str, int] = {}  # sink -> events, since the last snapshot
 
-    def arrive_at_sink(self, cohorts: dict[int, int], weight: float, service_s: float) -> None:
+    def arrive_at_sink(
+        self, cohorts: dict[int, int], weight: float, service_s: float, sink: str = ""
+    ) -> None:
         c = self.counts
         s = self.s
         step = self.step_s
@@ -56,6 +59,7 @@ class Ledger:
             recent[latency] = recent.get(latency, 0) + n
         c.sink_events += n_all
         c.completed_w += n_all * weight
+        self.interval_sinks[sink] = self.interval_sinks.get(sink, 0) + n_all
 
     def latency_histogram_ms(self) -> list[tuple[float, int]]:
         """(latency in ms, events) of every cohort that reached a sink, lowest latency first."""
@@ -64,12 +68,19 @@ class Ledger:
             for (lag, service), n in self.histogram.items()
         )
 
-    def interval_latency_ms_p99(self) -> float | None:
-        """The nearest-rank p99 of the sink latencies since the last call, which starts the next
-        interval's histogram."""
+    def interval_latencies(self) -> tuple[float | None, tuple[tuple[float, int], ...]]:
+        """The nearest-rank p99 (ms) of the sink latencies since the last call, and those
+        latencies as (ms, events) in 1-ms bins; the call starts the next interval's."""
         recent, self.interval_histogram = self.interval_histogram, {}
         p99 = histogram_quantile(sorted(recent.items()), 0.99)
-        return None if p99 is None else p99 * 1000.0
+        bins = latency_histogram_of(recent)
+        return (None if p99 is None else p99 * 1000.0), bins
+
+    def interval_sink_counts(self) -> tuple[tuple[str, int], ...]:
+        """Events each sink received since the last call (which starts the next count), every
+        sink listed."""
+        counts, self.interval_sinks = self.interval_sinks, dict.fromkeys(self.interval_sinks, 0)
+        return tuple(counts.items())
 
     def latency_ms_p99(self) -> float | None:
         """The nearest-rank 99th percentile of sink latencies, every cohort weighted by its size."""
@@ -84,8 +95,9 @@ class Sink:
     def __init__(self, name: str, ledger: Ledger) -> None:
         self.name = name
         self.ledger = ledger
+        ledger.interval_sinks.setdefault(name, 0)
 
     def receive(
         self, sender: str, cohorts: dict[int, int], weight: float, service_s: float
     ) -> None:
-        self.ledger.arrive_at_sink(cohorts, weight, service_s)
+        self.ledger.arrive_at_sink(cohorts, weight, service_s, self.name)

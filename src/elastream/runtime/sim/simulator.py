@@ -580,6 +580,7 @@ class SimEngine:
         sources = tuple(zip(self.pipeline.source_names, self.interval_sources, strict=True))
         self.interval_sources = [0] * len(sources)
         span_s = intervals * self.steps_per_interval * self.step_s
+        p99_ms, latencies = self.ledger.interval_latencies()
         return Snapshot(
             t=self.s * self.step_s,
             td=span_s,
@@ -588,7 +589,9 @@ class SimEngine:
             completed=round(now.completed_w) - round(prev.completed_w),
             sink_events=sink_events,
             latency_ms_mean=latency / sink_events * 1000.0 if sink_events else None,
-            latency_ms_p99=self.ledger.interval_latency_ms_p99(),
+            latency_ms_p99=p99_ms,
+            sinks=self.ledger.interval_sink_counts(),
+            sink_latency_ms=latencies,
             dropped_restart=now.dropped_restart - prev.dropped_restart,
             intervals=intervals,
             idle_intervals=idle_intervals,

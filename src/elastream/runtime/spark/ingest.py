@@ -26,6 +26,7 @@ from elastream.base.extras import require
 from elastream.model.batch import EventBatch, payload_table
 from elastream.model.pipeline import Pipeline, SourceKind, SourceSpec, load_callable
 from elastream.runtime.queues import ControlTable, TaskStore, open_store
+from elastream.runtime.spark.backlog import query_backlog
 
 if TYPE_CHECKING:  # redis is an extra: imported where a redis source or sink needs it
     import redis
@@ -510,7 +511,7 @@ class Ingest:
             elif spec.kind is SourceKind.REDIS:
                 out[spec.name] = self.readers[spec.name].measure_lag()
             elif spec.external:
-                out[spec.name] = None
+                out[spec.name] = query_backlog(self.queries[spec.name].lastProgress)
         return out
 
     def stop(self, stop_query: Callable[[Any], None]) -> None:

@@ -254,7 +254,7 @@ class SparkEngine:
             if not spark.standalone:
                 raise RuntimeFailure(
                     "spark.leasing leases executors of a standalone cluster: give "
-                    "--master spark://HOST:PORT (elastream cluster up starts one)"
+                    "--spark-master spark://HOST:PORT (elastream cluster up starts one)"
                 )
             conf.setdefault("spark.decommission.enabled", "true")  # graceful release
         conf = jvm_log_conf(self.out, conf)  # Spark's log lines to spark.log in the run directory
@@ -326,6 +326,10 @@ class SparkEngine:
         ops, sources = self._measure(t0, t1)
         n_sink, latency = self.store.sink_latency(t0, t1)
         recent = self.store.sink_latencies_ms_between(t0, t1)
+        sinks = tuple(
+            (sink, sum(self.store.arrivals(sink, t0, t1).values()))
+            for sink in self.pipeline.sink_names
+        )
         self._expire(t1)
         restarts = sum(self.restarts.values())
         new_restarts, self.restarts_seen = restarts - self.restarts_seen, restarts
@@ -339,6 +343,8 @@ class SparkEngine:
             sink_events=n_sink,
             latency_ms_mean=latency,
             latency_ms_p99=float(np.percentile(recent, 99)) if recent else None,
+            sinks=sinks,
+            sink_latency_ms=latency_histogram(recent),
             source_backlog=tuple(
                 (name, n) for name, n in self.ingest.backlog().items() if n is not None
             ),
