@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from elastream.report.progress import add_quiet, steps
+
 BIN = Path(sys.executable).parent
 
 
@@ -29,6 +31,7 @@ def wall_s(command: list[str], cwd: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs of each command (default 5)")
+    add_quiet(parser)
     args = parser.parse_args()
     commands = {
         "python -c pass (baseline)": [sys.executable, "-c", "pass"],
@@ -37,7 +40,8 @@ def main() -> None:
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
     with tempfile.TemporaryDirectory() as cwd:
-        for _ in range(args.repeat):  # interleaved: a burst of load hits every command alike
+        # interleaved: a burst of load hits every command alike
+        for _ in steps(range(args.repeat), "rounds", quiet=args.quiet, label=False):
             for name, command in commands.items():
                 times[name].append(wall_s(command, cwd))
     baseline = statistics.median(times["python -c pass (baseline)"])

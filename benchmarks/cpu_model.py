@@ -18,6 +18,7 @@ from pathlib import Path
 
 from elastream.config.files import load_pipeline
 from elastream.examples import debs
+from elastream.report.progress import add_quiet, steps
 from elastream.runtime.sim import SimSettings
 from elastream.runtime.sim.profile import _CACHE, profile_pipeline
 
@@ -44,10 +45,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="clock passes; the least counts")
     parser.add_argument("--sample", type=int, default=2000, help="events per source")
+    add_quiet(parser)
     args = parser.parse_args()
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     print(f"{uptime}  (cores: {os.cpu_count()})")
-    rows = [(p, *row) for p in PIPELINES for row in measure(p, args.repeat, args.sample)]
+    pipelines = steps(PIPELINES, "pipelines", quiet=args.quiet)
+    rows = [(p, *row) for p in pipelines for row in measure(p, args.repeat, args.sample)]
     ns = sum(cpu for *_, cpu in rows) / sum(calls for *_, calls, _ in rows) * 1e9
     print(f"fitted: {ns:.0f} ns per call (Σ CPU / Σ calls over the operators below)")
     print(

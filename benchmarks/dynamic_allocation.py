@@ -51,6 +51,8 @@ from pathlib import Path
 
 import numpy as np
 
+from elastream.report.progress import add_quiet, steps
+
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "id LONG, file LONG, user STRING, text STRING"
 STEPS = ("step1", "step2", "step3")
@@ -601,7 +603,7 @@ def compare(args: argparse.Namespace) -> int:
     cluster, down = cluster_up(args)
     sides = []
     try:
-        for name in args.sides:
+        for name in steps(args.sides, "sides", quiet=args.quiet):
             (args.out / name).mkdir()
             about, argv, app, ready = side_setup(name, args, cluster)
             side = run_side(name, about, argv, args, cluster, app, ready)
@@ -621,6 +623,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("role", nargs="?", default="compare", choices=("compare", "write", "plain"),
                         help=argparse.SUPPRESS)  # fmt: skip
     parser.add_argument("--minutes", type=float, default=20.0, help="length of the stream")
+    add_quiet(parser)
     parser.add_argument("--seed", type=int, default=0, help="seed of the file schedule")
     parser.add_argument("--low", type=float, default=12.0, help="rows/s in the low phases")
     parser.add_argument("--high", type=float, default=120.0, help="rows/s in the high phases")

@@ -31,6 +31,7 @@ from elastream.experiments.bench.runner import SIM_BACKEND, build_config, raw_tr
 from elastream.experiments.bench.scenario import RunSpec, load_bench
 from elastream.model.objective import Objective, ObjectiveTally
 from elastream.model.snapshot import Snapshot
+from elastream.report.progress import ProgressBar, add_quiet
 from elastream.workloads.resolve import default_data_dir
 
 HERE = Path(__file__).parent
@@ -87,13 +88,18 @@ def with_options(spec: RunSpec, options: Mapping[str, Any]) -> RunSpec:
     return replace(spec, run=tuple(run.items()))
 
 
-def run_all(specs: Sequence[RunSpec], jobs: int) -> list[dict[str, Any]]:
-    """Every spec, `jobs` at a time, each row printed as it finishes."""
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+def run_all(specs: Sequence[RunSpec], jobs: int, quiet: bool = False) -> list[dict[str, Any]]:
+    """Every spec, `jobs` at a time, each row printed as it finishes (under a bar of the runs
+    done unless `quiet`)."""
+    with (
+        ProcessPoolExecutor(max_workers=jobs) as pool,
+        ProgressBar(len(specs), "runs", quiet=quiet) as bar,
+    ):
         rows = []
         for row in pool.map(run_one, specs):
             print(format_row(row), flush=True)
             rows.append(row)
+            bar.advance(1)
     return rows
 
 
@@ -198,6 +204,7 @@ def main() -> None:
     parser.add_argument(
         "--set", action="append", default=[], help="X=V: the objective policy's option X is V"
     )
+    add_quiet(parser)
     args = parser.parse_args()
     results = Path(args.out) / "results.csv"
     if args.from_results:
@@ -215,7 +222,7 @@ def main() -> None:
             and (not args.label or s.label in args.label)
         ]
         options = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}
-        rows = run_all([with_options(s, options) for s in specs], args.jobs)
+        rows = run_all([with_options(s, options) for s in specs], args.jobs, args.quiet)
         write_rows(results, rows)
     splits = dict(SPLIT.findall(args.scenarios.read_text()))
     for level in LEVELS:

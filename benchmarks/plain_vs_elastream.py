@@ -53,6 +53,8 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 import yaml
 
+from elastream.report.progress import add_quiet, steps
+
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "user STRING, n LONG, text STRING"
 # elastream's operator functions, the one place to switch them (the vectorized contract changes)
@@ -565,7 +567,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default=None, help="comma-separated cases to run (default all)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each case (min / median)")
     parser.add_argument("--keep", action="store_true", help="keep the input and the outputs")
-    parser.add_argument("--quiet", action="store_true", help="print only the table and ratios")
+    add_quiet(parser)  # also: only the table and the ratios printed
     parser.add_argument("--dir", type=Path, default=None, help="work folder (default: a temp one)")
     parser.add_argument(
         "--elastream-max-files", type=int, default=None,
@@ -618,18 +620,18 @@ def main(argv: list[str] | None = None) -> int:
     if not reaping:
         print("not a subreaper: orphans' CPU time is lost to rusage", flush=True)
     results: dict[str, list[Run]] = {name: [] for name in args.cases}
-    for k in range(args.repeat):
-        for name in args.cases:
-            folder = work / f"{name}-{k}"
-            run = run_case(known[name], source, folder, expected, args)
-            results[name].append(run)
-            if not args.quiet:
-                print(f"{name} #{k + 1}: first row {run.first_s()} s, all rows "
-                      f"{run.all_s(expected.size)} s, CPU {run.cpu_all:.1f} s, "
-                      f"exit {run.exit_code}, {run.verdict}, load {load(run.load_before)} → "
-                      f"{load(run.load_after)}", flush=True)  # fmt: skip
-            if not args.keep:
-                shutil.rmtree(folder)
+    runs = [(k, name) for k in range(args.repeat) for name in args.cases]
+    for k, name in steps(runs, "cases", quiet=args.quiet, label=False):
+        folder = work / f"{name}-{k}"
+        run = run_case(known[name], source, folder, expected, args)
+        results[name].append(run)
+        if not args.quiet:
+            print(f"{name} #{k + 1}: first row {run.first_s()} s, all rows "
+                  f"{run.all_s(expected.size)} s, CPU {run.cpu_all:.1f} s, "
+                  f"exit {run.exit_code}, {run.verdict}, load {load(run.load_before)} → "
+                  f"{load(run.load_after)}", flush=True)  # fmt: skip
+        if not args.keep:
+            shutil.rmtree(folder)
     print()
     print_table(results, expected.size)
     print(CPU_NOTE)

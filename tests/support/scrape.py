@@ -94,7 +94,9 @@ SUMMARY_COUNTERS = {  # family -> summary.json field
 }
 RUN_GAUGES = {  # family -> its value from the last row of intervals.csv (summed over sources)
     "elastream_run_finished": lambda row: 1,
-    "elastream_source_rate_events_per_second": lambda row: int(row["input"]) / float(row["td"]),
+    "elastream_source_rate_events_per_second": lambda row: (
+        int(row["input"]) / float(row["interval_s"])
+    ),
     "elastream_hosts_up": lambda row: int(row["hosts_up"]),
     "elastream_host_cost_price_units": lambda row: float(row["host_cost"]),
 }
@@ -116,10 +118,10 @@ OPERATOR_GAUGES = {  # family -> its value from the operator's last row of times
     "elastream_operator_replicas_target": lambda row, td: int(row["target"]),
     # PSPS Eq. 5 over the active replicas: processed × et / (r × td)
     "elastream_operator_busy_ratio": lambda row, td: (
-        int(row["processed"]) * float(row["et_ms"]) / 1000 / (int(row["replicas"]) * td)
+        int(row["processed"]) * float(row["service_ms"]) / 1000 / (int(row["replicas"]) * td)
     ),
 }
-OPERATOR_HISTOGRAMS = {"elastream_operator_service_time_seconds": "et_ms"}  # per interval
+OPERATOR_HISTOGRAMS = {"elastream_operator_service_time_seconds": "service_ms"}  # per interval
 FAMILIES = {
     *RUN_COUNTERS, *SUMMARY_COUNTERS, *RUN_GAUGES, SOURCE_BACKLOG, INTERVAL_P99, EVENT_LATENCY,
     *OPERATOR_COUNTERS, OPERATOR_DROPPED, *OPERATOR_GAUGES, *OPERATOR_HISTOGRAMS,
@@ -164,7 +166,7 @@ def assert_metrics_match_outputs(sample: Sample, out: Path, pipeline: str) -> No
     summary = json.loads((out / "summary.json").read_text())
     intervals = list(csv.DictReader((out / "intervals.csv").open()))
     series = list(csv.DictReader((out / "timeseries.csv").open()))
-    td = {row["t"]: float(row["td"]) for row in intervals}
+    td = {row["t"]: float(row["interval_s"]) for row in intervals}
     # samples only for a source outside the engine (files, redis), or a run with an objective
     external = {SOURCE_BACKLOG, INTERVAL_P99, *OBJECTIVE}
     assert families(sample) | external == FAMILIES | external

@@ -535,7 +535,7 @@ def test_decide_widens_the_plan_by_a_measured_rise_and_forgets_it_among_enough_e
         n = rate * 10
         snap = one_op_snapshot(replicas=2, emitted=n, processed=n, busy_s=n / 40)
         decision, state = decide(snap, state, config)
-        return decision.reason("op")
+        return decision.detail("op")
 
     for rate in (20,) * 6 + (60,):
         interval(rate)
@@ -564,7 +564,7 @@ def test_a_latency_within_the_margin_neither_calibrates_nor_holds_the_replicas()
                 replicas=8, emitted=200, processed=200, busy_s=5.0, p99_ms=1200.0
             )
             decision, state = decide(snap, state, config)
-        return decision.as_dict()["op"], decision.reason("op")
+        return decision.as_dict()["op"], decision.detail("op")
 
     assert station_latency(station(arrival=20, rho=40), 1, "p99") == pytest.approx(
         0.025 + math.log(50) / 20

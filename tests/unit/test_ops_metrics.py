@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 from support.builders import snapshot, stats
-from support.scrape import Scraper, assert_metrics_match_outputs, parse, value
+from support.scrape import Scraper, assert_metrics_match_outputs, parse, total, value
 from support.sim import EXACT
 from support.sim import SIM_PIPELINE as PIPELINE
 from support.sim import config as sim_config
@@ -53,8 +53,8 @@ def test_a_scrape_at_the_end_equals_the_runs_outputs(tmp_path):
     last = scraper.scrapes[-1]
     assert_metrics_match_outputs(last, tmp_path / "out", PIPELINE["name"])
     run = {"pipeline": PIPELINE["name"]}
-    assert value(last, "elastream_source_rate_events_per_second", **run) > 0
-    assert value(last, "elastream_latency_seconds_count", **run) > 0
+    assert total(last, "elastream_source_rate_events_per_second", **run) > 0
+    assert value(last, "elastream_event_latency_seconds_count", **run) > 0
 
 
 # Every family a run serves, with its type: Prometheus' conventions (a unit in the name,

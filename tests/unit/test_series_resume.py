@@ -73,7 +73,7 @@ def test_a_resumed_run_appends_its_rows_after_the_killed_runs(tmp_path, recent_s
     intervals, timeseries = load_intervals(tmp_path), load_timeseries(tmp_path)
     n = first + then
     assert intervals["input"].sum() == n * (n + 1) // 2  # interval k offered k events
-    assert intervals["td"].sum() == pytest.approx(n * td)
+    assert intervals["interval_s"].sum() == pytest.approx(n * td)
     assert intervals["t"].is_monotonic_increasing and intervals["t"].iloc[-1] == n * td
     assert intervals.iloc[: len(before)].equals(before)  # the first part's rows, as written
     for op in ("op1", "op2"):

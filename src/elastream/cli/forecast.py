@@ -189,7 +189,9 @@ def handle(args: argparse.Namespace) -> int:
             bar.update(len(started), model)
             started.append(model)
 
-        results, skipped = run_backtests(series, models, history, horizon, args.origins, starting)
+        results, skipped = run_backtests(
+            series, models, history, horizon, args.origins, starting=starting
+        )
         bar.update(len(models), "done")
     for model, reason in skipped.items():
         print(f"{model}: skipped: {reason}", file=sys.stderr)
