@@ -68,6 +68,11 @@ WAYS: dict[str, tuple[str, tuple[str, ...] | str]] = {
     "benchmarks/modeling_backtests.py": ("parse", "every real trace, minutes even at 1 origin"),
     "benchmarks/spark_objective.py": ("parse", "Spark: two runs of the demo trace"),
     "benchmarks/objective_table.py": ("parse", "every policy on 8 day-long traces at two bounds"),
+    "benchmarks/plain_vs_elastream.py": (
+        "parse",
+        "Spark: five cases over a million rows, minutes; CI runs a small one "
+        "(test_spark_plain_vs_elastream.py)",
+    ),
     "benchmarks/spark_policies.py": ("parse", "Spark: three policies on the demo trace"),
     "benchmarks/sim_speed.py": ("parse", "an hour of a 10-operator pipeline per case"),
     "benchmarks/psps_reproduce.py": ("parse", "43 simulated runs (7 min), no smaller form"),
