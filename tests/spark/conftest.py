@@ -1,9 +1,13 @@
 """One SparkSession for the Spark tests that run in this process (the CLI's runs start their own
-JVM): started once, with a task slot for every replica of the largest pool among them, each run
-adopting it as a caller's session (`SparkEngine(..., spark=...)`, docs/python.md) and leaving it
-running; stopped at the end."""
+JVM): started when first asked for, with a task slot for every replica of the largest pool among
+them, each run adopting it as a caller's session (`SparkEngine(..., spark=...)`, docs/python.md)
+and leaving it running; stopped at the end. An in-process run that made its own session (one
+not given `spark`) stops the active one when it ends, so a stopped session is started again."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,10 +17,27 @@ from elastream.runtime.spark.session import spark_session
 SLOTS = 16  # ≥ the largest pool of the in-process tests' pipelines (filter3: 12)
 
 
-@pytest.fixture(scope="session")
-def spark(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("spark-session")
+def _start(folder: Path) -> Any:
     conf = jvm_log_conf(folder, {})  # Spark's log lines to folder/spark.log
-    session = spark_session(f"local[{SLOTS},4]", conf=conf, jvm_stderr=folder / "spark.log")
-    yield session
-    session.stop()
+    return spark_session(f"local[{SLOTS},4]", conf=conf, jvm_stderr=folder / "spark.log")
+
+
+def _stopped(session: Any) -> bool:
+    context = session.sparkContext._jsc
+    return context is None or context.sc().isStopped()
+
+
+@pytest.fixture(scope="session")
+def _shared(tmp_path_factory):
+    held: dict[str, Any] = {"folder": tmp_path_factory.mktemp("spark-session")}
+    yield held
+    if "session" in held and not _stopped(held["session"]):
+        held["session"].stop()
+
+
+@pytest.fixture
+def spark(_shared):
+    session = _shared.get("session")
+    if session is None or _stopped(session):
+        _shared["session"] = session = _start(_shared["folder"])
+    return session

@@ -218,7 +218,7 @@ def test_executors_are_leased_as_hosts_and_released_in_the_last_part_of_their_bt
     # the hosts' metrics as a scrape of the run's /metrics shows them at its end
     assert run["metrics"] == {
         "elastream_hosts_up": seen[-1][2],
-        "elastream_host_cost": totals["host_cost"],
+        "elastream_host_cost_price_units": totals["host_cost"],
         "elastream_hosts_leased_total": 2,
     }
 
@@ -267,7 +267,7 @@ def leasing_run(master: str, auth_file: str, folder: Path) -> None:
         metrics.finish(result.totals)
         sample = parse(get(server.url + "/metrics")[1])
     run = {"pipeline": pipeline.name}
-    names = ("elastream_hosts_up", "elastream_host_cost", "elastream_hosts_leased_total")
+    names = ("elastream_hosts_up", "elastream_host_cost_price_units", "elastream_hosts_leased_total")
     report = {
         "seen": seen,
         "totals": dataclasses.asdict(result.totals),
