@@ -33,6 +33,7 @@ from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
 from elastream.runner.session import slot_hosts
 from elastream.runtime.queues import RedisQueueStore
+from elastream.runtime.queues.base import QueueError
 from elastream.runtime.spark.cluster import ClusterState, free_port, read_secret, running
 from elastream.runtime.spark.runtime import SparkEngine, store_address
 from elastream.workloads import Trace
@@ -76,10 +77,18 @@ def redis(tmp_path_factory) -> LocalRedis:
     server.stop()
 
 
+def sink_roots(store: RedisQueueStore, queue: str) -> list[int]:
+    """The sink queue's roots; none while the run has not created its queues yet."""
+    try:
+        return store.sink_roots(queue)
+    except QueueError:  # the queue is not there yet: the driver is still starting
+        return []
+
+
 def wait_for_sink(run: subprocess.Popen, store: RedisQueueStore, n: int, timeout_s: float = 300):
     """Until `n` events have reached the sink (Spark's start-up included)."""
     deadline = time.time() + timeout_s
-    while len(store.sink_roots("out")) < n:
+    while len(sink_roots(store, "out")) < n:
         assert run.poll() is None, run.stdout.read()
         assert time.time() < deadline, f"fewer than {n} sink events after {timeout_s:.0f} s"
         time.sleep(1)
@@ -267,7 +276,11 @@ def leasing_run(master: str, auth_file: str, folder: Path) -> None:
         metrics.finish(result.totals)
         sample = parse(get(server.url + "/metrics")[1])
     run = {"pipeline": pipeline.name}
-    names = ("elastream_hosts_up", "elastream_host_cost_price_units", "elastream_hosts_leased_total")
+    names = (
+        "elastream_hosts_up",
+        "elastream_host_cost_price_units",
+        "elastream_hosts_leased_total",
+    )
     report = {
         "seen": seen,
         "totals": dataclasses.asdict(result.totals),

@@ -65,22 +65,39 @@ def offset_of(positions: np.ndarray | int) -> np.ndarray | int:
     return positions & ((1 << OFFSET_BITS) - 1)
 
 
-def payload_table(payloads: Sequence[Any]) -> pa.Table:
+def payload_table(payloads: Sequence[Any], like: pa.Schema | None = None) -> pa.Table:
     """Python payloads as payload columns: rows (dicts) as one column per field (the union of
     every row's fields; a field a row lacks is null there), other values in `VALUE`, and
-    whatever Arrow cannot type (fields of mixed types, mixed rows and values) in `BLOB`."""
+    whatever Arrow cannot type (fields of mixed types, mixed rows and values) in `BLOB`. A field
+    named as one of `like` (the input's columns) takes its type where its values fit it."""
     n = len(payloads)
     rows = sum(map(isinstance, payloads, repeat(dict)))
     try:
         if rows == n and n:
             table = _rows_table(payloads)
             check_names(table.column_names)
-            return table
+            return table if like is None else conform(table, like)
         if rows == 0:
             return pa.table({VALUE: pa.array(payloads)})
     except _ARROW_ERRORS:
         pass
     return pa.table({BLOB: pa.array([pack(p) for p in payloads], pa.binary())})
+
+
+def conform(table: pa.Table, like: pa.Schema) -> pa.Table:
+    """`table` with each column named in `like` cast to its type there (a per-event operator's
+    output keeps its input's int32 or timestamp, which Python values would widen or lose); a
+    column whose values do not fit that type keeps the type Arrow inferred."""
+    for i, name in enumerate(table.column_names):
+        k = like.get_field_index(name)
+        if k < 0 or table.schema.field(i).type == like.field(k).type:
+            continue
+        try:
+            column = table.column(i).cast(like.field(k).type)
+        except _ARROW_ERRORS:  # the operator changed the field's kind: its own type stands
+            continue
+        table = table.set_column(i, like.field(k), column)
+    return table
 
 
 def _rows_table(rows: Sequence[dict]) -> pa.Table:

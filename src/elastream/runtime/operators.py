@@ -191,11 +191,12 @@ def call(
         return route(ctx, batch, table_parts(ctx, len(batch), ctx.function(batch.data, **extra)))
     events = batch.events()
     if state is None:
-        return route(ctx, batch, event_parts(ctx, events, list(ctx.function(events, **extra))))
+        outputs = list(ctx.function(events, **extra))
+        return route(ctx, batch, event_parts(ctx, events, outputs, batch.data.schema))
     state.fired = [e for e in events if e.id in fired]
     held_before = len(state.deferred())
     emits = list(ctx.function([e for e in events if e.id not in fired], **extra))
-    applied = route(ctx, batch, event_parts(ctx, events, emits))
+    applied = route(ctx, batch, event_parts(ctx, events, emits, batch.data.schema))
     held = {t.event.id for t in state.deferred(held_before)}
     for k, event in enumerate(events):
         if event.id in held and not applied.emitted[k]:
@@ -214,9 +215,12 @@ class Part:
     keys: pa.Array | Sequence[str | None] | None = None
 
 
-def event_parts(ctx: OperatorContext, events: list[Event], emits: list[Emit]) -> list[Part]:
+def event_parts(
+    ctx: OperatorContext, events: list[Event], emits: list[Emit], like: pa.Schema | None = None
+) -> list[Part]:
     """A per-event function's `Emit`s, gathered by stream into payload tables (column by
-    column: one pass of C-level maps, not a Python step per output)."""
+    column: one pass of C-level maps, not a Python step per output), a field named as one of
+    the input's columns (`like`) typed as it was there."""
     if not emits:
         return []
     if set(map(type, emits)) != {Emit}:
@@ -235,17 +239,23 @@ def event_parts(ctx: OperatorContext, events: list[Event], emits: list[Emit]) ->
             f"expected event.emit(...) of an event it was given"
         ) from None
     if streams.count(None) == len(streams):
-        return [_part(DEFAULT_STREAM, parents, payloads, keys)]
+        return [_part(DEFAULT_STREAM, parents, payloads, keys, like)]
     named = np.asarray([s or DEFAULT_STREAM for s in streams], dtype=object)
     return [
-        _part(stream, parents[rows], [payloads[k] for k in rows], [keys[k] for k in rows])
+        _part(stream, parents[rows], [payloads[k] for k in rows], [keys[k] for k in rows], like)
         for stream, rows in _rows_by(named).items()
     ]
 
 
-def _part(stream: str, parents: np.ndarray, payloads: Sequence[Any], keys: Sequence) -> Part:
+def _part(
+    stream: str,
+    parents: np.ndarray,
+    payloads: Sequence[Any],
+    keys: Sequence,
+    like: pa.Schema | None = None,
+) -> Part:
     given = None if keys.count(None) == len(keys) else list(keys)
-    return Part(stream, parents, payload_table(payloads), given)
+    return Part(stream, parents, payload_table(payloads, like), given)
 
 
 def _rows_by(streams: np.ndarray) -> dict[str, np.ndarray]:

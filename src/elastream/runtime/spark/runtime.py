@@ -509,9 +509,10 @@ class SparkEngine:
 
     def stop(self) -> None:
         if self.aborted:  # the JVM is gone: end the driver's threads, ask nothing of Spark
-            for io in (self.ingest, self.egress):
-                if io is not None:
-                    io.stop(lambda query: None)
+            if self.ingest is not None:
+                self.ingest.stop(lambda query: None)
+            if self.egress is not None:  # the sinks' writers told to stop, not waited for
+                self.egress.stop(timeout_s=0.0)
             if hasattr(self, "feeder"):
                 self.feeder.stop()
             return

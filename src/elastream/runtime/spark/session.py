@@ -207,10 +207,23 @@ def adopt_session(spark: SparkSession, py_files: Sequence[Path] = ()) -> SparkSe
             sc.addPyFile(str(path))
     shipped = tuple(sc._python_includes or ())
     if _registered.get(id(spark)) != shipped:
-        spark.dataSource.register(QueueDataSource)
-        spark.dataSource.register(PipelineDataSource)
+        for source in (QueueDataSource, PipelineDataSource):
+            _register(spark, source)
         _registered[id(spark)] = shipped
     return spark
+
+
+def _register(spark: SparkSession, source: type) -> None:
+    """Register a Python data source; one this session registered before (an earlier run in a
+    caller's session: Spark refuses a second registration of a name) stays, the same class."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        spark.dataSource.register(source)
+    except AnalysisException as exc:
+        if exc.getCondition() != "DATA_SOURCE_ALREADY_EXISTS":
+            raise
+        logging.getLogger(__name__).info("data source %s already registered: kept", source.name())
 
 
 def stop_query(spark: SparkSession, query: StreamingQuery) -> None:
