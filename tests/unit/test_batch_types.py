@@ -24,3 +24,5 @@ def test_a_field_whose_values_no_longer_fit_keeps_the_inferred_type():
     assert table.schema.field("b").type == pa.int64()  # 2**40 does not fit int32
     table = payload_table([{"b": "one"}], like=INPUT)
     assert table.schema.field("b").type == pa.string()  # the operator made it a string
+    table = payload_table([{"a": 7}], like=INPUT)  # a string field parsed to an int stays an int
+    assert table.schema.field("a").type == pa.int64() and table.column("a").to_pylist() == [7]

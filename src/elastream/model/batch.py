@@ -85,19 +85,45 @@ def payload_table(payloads: Sequence[Any], like: pa.Schema | None = None) -> pa.
 
 
 def conform(table: pa.Table, like: pa.Schema) -> pa.Table:
-    """`table` with each column named in `like` cast to its type there (a per-event operator's
-    output keeps its input's int32 or timestamp, which Python values would widen or lose); a
-    column whose values do not fit that type keeps the type Arrow inferred."""
+    """`table` with each column named in `like` cast to its type there when both are of one
+    kind (integers, floats, timestamps, dates, strings) or the column is all null: a per-event
+    operator's output keeps its input's int32 or timestamp unit, which Python values would widen.
+    A field the operator turned into another kind (a Redis string parsed to an int) keeps its
+    own type, as does one whose values do not fit."""
     for i, name in enumerate(table.column_names):
         k = like.get_field_index(name)
-        if k < 0 or table.schema.field(i).type == like.field(k).type:
+        have, want = table.schema.field(i).type, like.field(k).type if k >= 0 else None
+        if (
+            want is None
+            or have == want
+            or not (pa.types.is_null(have) or _kind(have) == _kind(want))
+        ):
             continue
         try:
-            column = table.column(i).cast(like.field(k).type)
-        except _ARROW_ERRORS:  # the operator changed the field's kind: its own type stands
+            column = table.column(i).cast(want)
+        except _ARROW_ERRORS:  # values that do not fit the input's type: their own type stands
             continue
         table = table.set_column(i, like.field(k), column)
     return table
+
+
+_KINDS = (
+    pa.types.is_integer,
+    pa.types.is_floating,
+    pa.types.is_timestamp,
+    pa.types.is_date,
+    pa.types.is_string,
+    pa.types.is_large_string,
+)
+
+
+def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
+    return _kind(a) == _kind(b) >= 0
+
+
+def _kind(arrow_type: pa.DataType) -> int:
+    """Which of _KINDS an Arrow type is (-1: none of them: never cast)."""
+    return next((k for k, test in enumerate(_KINDS) if test(arrow_type)), -1)
 
 
 def _rows_table(rows: Sequence[dict]) -> pa.Table:
