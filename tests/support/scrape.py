@@ -116,9 +116,10 @@ OPERATOR_GAUGES = {  # family -> its value from the operator's last row of times
     "elastream_operator_replicas_active": lambda row, td: int(row["replicas"]),
     "elastream_operator_replicas_pool": lambda row, td: int(row["max_replicas"]),
     "elastream_operator_replicas_target": lambda row, td: int(row["target"]),
-    # PSPS Eq. 5, the mean over the active replicas of each one's busy time / td, as the
-    # interval's row holds it (the Spark runtime measures each replica's busy time)
-    "elastream_operator_busy_ratio": lambda row, td: float(row["utilization"]),
+    # PSPS Eq. 5 over the active replicas: processed × et / (r × td)
+    "elastream_operator_busy_ratio": lambda row, td: (
+        int(row["processed"]) * float(row["service_ms"]) / 1000 / (int(row["replicas"]) * td)
+    ),
 }
 OPERATOR_HISTOGRAMS = {"elastream_operator_service_time_seconds": "service_ms"}  # per interval
 FAMILIES = {
