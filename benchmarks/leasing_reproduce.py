@@ -520,10 +520,10 @@ TRACE_TEXT = """## Leasing against fixed fleets on real traces
 The four patterns above are synthetic and short (two hours). Here `ahead` meets four real
 traces it was not designed on: tweets per second in the public Twitter sample stream (1-minute
 means), requests to a cloud load balancer every 5 minutes ("web"), NYC taxi passengers every 30
-minutes, COVID-19 tweets per hour. For each: its second day (24 h, the trace's own time scale),
-linearly interpolated and rescaled so that its lowest rate is 2 machines (2 hosts carry it) and
-its highest 13 (8 hosts at 90 % utilisation): the load needs 2 to 8 hosts. BTU 10 / 30 / 60 min
-at prices 1 / 3 / 6; seeds 1-{seeds}; everything else as above.
+minutes, COVID-19 tweets per hour. For each: its second day ({hours:g} h, the trace's own time
+scale), linearly interpolated and rescaled so that its lowest rate is 2 machines (2 hosts carry
+it) and its highest 13 (8 hosts at 90 % utilisation): the load needs 2 to 8 hosts. BTU 10 / 30
+/ 60 min at prices 1 / 3 / 6; seeds 1-{seeds}; everything else as above.
 
 - **ahead** is not told the peak: it sizes from what it observes. Each type gets the instances
   whose pool keeps the M/M/1 wait within {wait:.0%} of its SLO at the forecast peak over the lead
@@ -547,18 +547,21 @@ re-leases.
 """
 
 
-def render_traces(grid: dict[Key, Cell], seeds: int, timing: Timing, wait: float) -> str:
+def render_traces(
+    grid: dict[Key, Cell], seeds: int, timing: Timing, wait: float, hours: float = TRACE_HOURS
+) -> str:
     loads = tuple(TRACES)
     fleets = (PEAK, *(f"fixed:{k}" for k in FLEETS))
     cells = [(ld, m) for ld in loads for m, _ in BTUS]
     won = sum(equal_service_cheaper(grid, ld, m) for ld, m in cells)
     relet = sum(r.re_leases for ld, m in cells for r in grid[(ld, "ahead", m)].runs)
-    text = TRACE_TEXT.format(seeds=seeds, wait=wait, fleets=", ".join(str(k) for k in FLEETS))
+    fleet_list = ", ".join(str(k) for k in FLEETS)
+    text = TRACE_TEXT.format(seeds=seeds, wait=wait, fleets=fleet_list, hours=hours)
     verdict = (
         f"ahead is cheaper than static_peak at equal or better service in {won} of "
         f"{len(cells)} cells (target 9); re-leases within one BTU: {relet} over "
         f"{len(cells) * seeds} runs (target 0). "
-        + timing.line(len(cells) * seeds + len(loads) * len(fleets) * seeds, TRACE_HOURS * 60)
+        + timing.line(len(cells) * seeds + len(loads) * len(fleets) * seeds, hours * 60)
     )
     return "\n".join([text, fleet_table(grid, loads, fleets), "", verdict, ""])
 
@@ -567,6 +570,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5, help="seeded runs per cell (>= 3 for σ)")
     ap.add_argument("--trace-seeds", type=int, default=3, help="seeded runs per trace cell")
+    ap.add_argument(
+        "--trace-hours",
+        type=float,
+        default=TRACE_HOURS,
+        help="hours of each real trace's second day run (the document: 24; less to smoke-test)",
+    )
     ap.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
     ap.add_argument("--out", type=Path, default=Path("docs/reproduction/btu.md"))
     ap.add_argument(
@@ -600,8 +609,8 @@ def main() -> None:
         )  # fmt: skip
         _save(args.save, saved)
     if "traces" not in saved:
-        loads = trace_loads(args.data_dir)
-        base = SimSettings(duration_s=TRACE_HOURS * 3600.0)
+        loads = trace_loads(args.data_dir, args.trace_hours)
+        base = SimSettings(duration_s=args.trace_hours * 3600.0)
         saved["traces"] = _timed(
             args.workers, args.quiet, lambda mapper: run_trace_grid(
                 loads, range(1, args.trace_seeds + 1), FLEETS, base, mapper=mapper
@@ -613,7 +622,7 @@ def main() -> None:
     tseeds = len(next(iter(tgrid.values())).runs)
     body = render(grid, seeds, timing, args.minutes, tseeds)
     head, tail = body.split("## Regenerate", 1)
-    traces = render_traces(tgrid, tseeds, ttiming, TRACE_AHEAD.wait_target or 0.0)
+    traces = render_traces(tgrid, tseeds, ttiming, TRACE_AHEAD.wait_target or 0.0, args.trace_hours)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(head + traces + "\n## Regenerate" + tail, encoding="utf-8")
     print(f"wrote {args.out}: {len(grid)} + {len(tgrid)} cells")

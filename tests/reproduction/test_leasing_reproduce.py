@@ -9,7 +9,8 @@ from support.paths import ROOT
 
 def test_reproduce_script_writes_the_whole_document(tmp_path):
     out = tmp_path / "btu.md"
-    cmd = [sys.executable, "benchmarks/leasing_reproduce.py", "--seeds", "2", "--minutes", "4"]
+    cmd = [sys.executable, "benchmarks/leasing_reproduce.py", "--seeds", "2", "--minutes", "4",
+           "--trace-seeds", "1", "--trace-hours", "3"]  # fmt: skip
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
     done = subprocess.run(
         [*cmd, "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True

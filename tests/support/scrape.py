@@ -116,11 +116,19 @@ OPERATOR_GAUGES = {  # family -> its value from the operator's last row of times
     "elastream_operator_replicas_active": lambda row, td: int(row["replicas"]),
     "elastream_operator_replicas_pool": lambda row, td: int(row["max_replicas"]),
     "elastream_operator_replicas_target": lambda row, td: int(row["target"]),
-    # PSPS Eq. 5 over the active replicas: processed × et / (r × td)
+    # PSPS Eq. 5 over the active replicas: events served × et / (r × td), a failed event or one
+    # dropped for its age served too
     "elastream_operator_busy_ratio": lambda row, td: (
-        int(row["processed"]) * float(row["service_ms"]) / 1000 / (int(row["replicas"]) * td)
+        served(row) * float(row["service_ms"]) / 1000 / (int(row["replicas"]) * td)
     ),
 }
+
+
+def served(row: dict[str, str]) -> int:
+    """The events an operator's replicas served in an interval (μ_i(t) of Eq. 5)."""
+    return sum(int(row[column]) for column in ("processed", "failed", "dropped_timeout"))
+
+
 OPERATOR_HISTOGRAMS = {"elastream_operator_service_time_seconds": "service_ms"}  # per interval
 FAMILIES = {
     *RUN_COUNTERS, *SUMMARY_COUNTERS, *RUN_GAUGES, SOURCE_BACKLOG, INTERVAL_P99, EVENT_LATENCY,

@@ -93,6 +93,7 @@ def timeseries_rows(items: Sequence[Interval]) -> list[Row]:
                     "dropped_timeout": o.dropped_timeout,
                     "dropped_overflow": o.dropped_overflow,
                     "emitted": o.emitted,
+                    "failed": o.failed,
                     "min_replicas": o.min_replicas,
                     "max_replicas": o.max_replicas,
                     "reason": reasons.get(o.name, ""),

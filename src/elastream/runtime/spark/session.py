@@ -215,9 +215,13 @@ def adopt_session(spark: SparkSession, py_files: Sequence[Path] = ()) -> SparkSe
 
 def _register(spark: SparkSession, source: type) -> None:
     """Register a Python data source; one this session registered before (an earlier run in a
-    caller's session: Spark refuses a second registration of a name) stays, the same class."""
+    caller's session: Spark refuses a second registration of a name) stays, the same class.
+    Spark 4.3 checks the name against the thread's active session but registers it in `spark`,
+    so a session made by `newSession()` of one that has the source would be refused and left
+    without it: `spark` is made the active session first (measured, docs/python.md)."""
     from pyspark.errors import AnalysisException
 
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
     try:
         spark.dataSource.register(source)
     except AnalysisException as exc:
