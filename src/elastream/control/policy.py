@@ -60,7 +60,14 @@ class Policy(Generic[C, S]):
     """A registered policy: its pure decide function, its config type, its initial state,
     `release(state)` for a policy whose state holds resources (closed when the run ends), and
     `messages(state)` for a policy whose agents coordinate by messages: how many they have sent
-    so far (the run's `messages` figure; a central policy sends none)."""
+    so far (the run's `messages` figure; a central policy sends none). `fast_forward_exact`:
+    the policy decides nothing new while the input rate, queues and measured service times stay
+    the same, so the simulator may skip such stretches in one go (docs/simulator.md): its state
+    holds no per-interval series (dabs and proactive keep a window of rates, lagaware a Holt
+    state updated each interval, decentralized live agents: not exact).
+
+    What a policy needs from the run is said by its config's fields: a field `objective` gets
+    the run's objective, a field `transport` the engine's message transport."""
 
     name: str
     decide: DecideFn
@@ -69,6 +76,7 @@ class Policy(Generic[C, S]):
     summary: str
     release: Callable[[Any], None] | None = None
     messages: Callable[[Any], int] | None = None
+    fast_forward_exact: bool = False
 
     def make_config(self, options: Mapping[str, Any] | None = None) -> C:
         """Build this policy's frozen config from plain options, naming any bad option."""
@@ -87,7 +95,7 @@ class Policy(Generic[C, S]):
             raise PolicyConfigError(f"policy {self.name!r}: {problems}") from None
 
 
-POLICIES: Registry[Policy[Any, Any]] = Registry("policy")
+POLICIES: Registry[Policy[Any, Any]] = Registry("policy", group="elastream.policies")
 
 
 def ceil_eps(x: float) -> int:

@@ -78,5 +78,12 @@ def decide(snapshot: Snapshot, state: FlowState, config: Ds2Config) -> tuple[Dec
 
 POLICY = POLICIES.register(
     "ds2",
-    Policy("ds2", decide, Ds2Config, FlowState(), "true processing rates, DS2 (OSDI 2018)"),
+    Policy(
+        "ds2",
+        decide,
+        Ds2Config,
+        FlowState(),
+        "true processing rates, DS2 (OSDI 2018)",
+        fast_forward_exact=True,
+    ),
 )

@@ -112,5 +112,12 @@ def decide(snapshot: Snapshot, state: PspsState, config: PspsConfig) -> tuple[De
 
 POLICY = POLICIES.register(
     "psps",
-    Policy("psps", decide, PspsConfig, PspsState(), "queue-aware prediction, PSPS Eq. 1-4"),
+    Policy(
+        "psps",
+        decide,
+        PspsConfig,
+        PspsState(),
+        "queue-aware prediction, PSPS Eq. 1-4",
+        fast_forward_exact=True,
+    ),
 )

@@ -22,5 +22,6 @@ def decide(snapshot: Snapshot, state: None, config: StaticConfig) -> tuple[Decis
 
 
 POLICY = POLICIES.register(
-    "static", Policy("static", decide, StaticConfig, None, "fixed r per operator")
+    "static",
+    Policy("static", decide, StaticConfig, None, "fixed r per operator", fast_forward_exact=True),
 )

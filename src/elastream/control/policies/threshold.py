@@ -59,5 +59,12 @@ def threshold_reason(queue: int, step: int, config: ThresholdConfig) -> str:
 
 POLICY = POLICIES.register(
     "threshold",
-    Policy("threshold", decide, ThresholdConfig, None, "queue thresholds 50/250 up, empty down"),
+    Policy(
+        "threshold",
+        decide,
+        ThresholdConfig,
+        None,
+        "queue thresholds 50/250 up, empty down",
+        fast_forward_exact=True,
+    ),
 )

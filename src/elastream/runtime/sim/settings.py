@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from elastream.base.settings import Settings, line_of, requirement
+from elastream.control.policies import POLICIES
 
 QueueModel = Literal["per_replica", "micro_batch", "pipeline"]
 CpuModel = Literal["calls", "clock"]
@@ -15,10 +16,6 @@ CpuModel = Literal["calls", "clock"]
 # benchmarks/cpu_model.py (docs/simulator.md, "CPU time").
 CPU_NS_PER_CALL = 525.0
 Reconfiguration = Literal["pool", "restart", "delayed"]
-# Policies whose decisions do not depend on how many steady intervals they were shown: their
-# state holds no per-interval series (dabs, proactive: a window of rates; lagaware: Holt state
-# updated each interval; decentralized: live agents), so a skipped stretch changes nothing.
-FAST_FORWARD_EXACT = frozenset({"psps", "static", "threshold", "ds2"})
 
 
 class SimSettingsError(ValueError):
@@ -153,7 +150,8 @@ class SimSettings(Settings):
         "event passes without waiting and the policy changes nothing, the coming intervals up "
         "to the next rate change are reported as one snapshot (per_replica model, et_noise 0, "
         "no source_hold). None (default): on wherever that is exact, i.e. for the policies "
-        "in FAST_FORWARD_EXACT; true/false force it (docs/simulator.md)",
+        "that declare it (`Policy.fast_forward_exact`: psps, static, threshold, ds2); true/false "
+        "force it (docs/simulator.md)",
     )
 
     @model_validator(mode="after")
@@ -175,7 +173,8 @@ class SimSettings(Settings):
         if self.fast_forward is not None:
             return self.fast_forward
         exact_model = self.queue_model == "per_replica" and not self.et_noise
-        return exact_model and not self.source_hold and policy in FAST_FORWARD_EXACT
+        exact_policy = POLICIES.get(policy).fast_forward_exact
+        return exact_model and not self.source_hold and exact_policy
 
     @field_validator("replica_speed", "selectivity")
     @classmethod
