@@ -30,7 +30,7 @@ operators:
   - name: work
     function: "elastream.examples.synthetic:passthrough"
     service_time_ms: 40
-    replicas: {min: 1, max: 1}
+    replicas: {min: 1, max: MOST}
 sinks:
   - {name: out, kind: files, path: results/, format: parquet}
 streams:
@@ -64,8 +64,9 @@ def slow_run(folder: Path, *extra: str) -> subprocess.Popen:
     )
 
 
-def slow_folder(tmp_path: Path) -> Path:
-    (tmp_path / "pipeline.yaml").write_text(SLOW_PIPELINE)
+def slow_folder(tmp_path: Path, most: int = 1) -> Path:
+    """SLOW_PIPELINE (its operator's pool 1..`most`) and its input files in `tmp_path`."""
+    (tmp_path / "pipeline.yaml").write_text(SLOW_PIPELINE.replace("MOST", str(most)))
     (tmp_path / "incoming").mkdir()
     for k in range(FILES):
         rows = [{"n": k * ROWS + i} for i in range(ROWS)]
@@ -127,7 +128,7 @@ def committed_column(results: Path, field: str) -> list:
 
 
 def test_a_second_sigint_stops_at_once_and_resume_completes_the_run(tmp_path):
-    folder = slow_folder(tmp_path)
+    folder = slow_folder(tmp_path, most=3)  # psps scales the operator out while it works
     run = slow_run(folder)
     wait_until_working(run, folder)
     os.killpg(run.pid, signal.SIGINT)
@@ -146,3 +147,8 @@ def test_a_second_sigint_stops_at_once_and_resume_completes_the_run(tmp_path):
     assert sorted(committed_column(folder / "results", "n")) == input_rows(folder)  # each once
     resumed = list(csv.DictReader((folder / "runs" / "slow" / "timeseries.csv").open()))
     assert resumed[: len(written)] == written and len(resumed) > len(written)  # appended
+    assert max(int(r["replicas"]) for r in resumed) > 1  # it had scaled out
+    # all delivered: no backlog left at the source, the operator back at its pool's minimum
+    intervals = list(csv.DictReader((folder / "runs" / "slow" / "intervals.csv").open()))
+    assert int(intervals[-1]["source_backlog"]) == 0, intervals[-1]
+    assert int(resumed[-1]["target"]) == 1, resumed[-3:]
