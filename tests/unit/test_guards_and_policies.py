@@ -140,6 +140,7 @@ def test_a_reason_says_what_the_guards_changed_and_nothing_when_they_changed_not
         return apply_guards(snap, raw, GuardState(), GuardConfig(**guards))[0].reason("A")
 
     assert reason(6) == "the policy's"  # kept as asked: no word added
+    assert reason(0) == "the policy's"  # lifted to the pool's minimum only: no word either
     assert reason(20) == "the policy's; the pool and guards allow 8"
     assert reason(6, dead_band=0.6) == "the policy's; the pool and guards allow 4"
     assert reason(2, dead_band=0.6) == "the policy's; the guards keep 4"
