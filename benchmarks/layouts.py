@@ -194,7 +194,7 @@ def run_layout(
         sampler.join()
     progress = [
         p["durationMs"]
-        for q in engine.queries.values()
+        for q in engine.queries.running.values()
         for p in q.recentProgress
         if p["numInputRows"] and "durationMs" in p
     ]

@@ -92,8 +92,8 @@ class PreloadedEngine(SparkEngine):
         self.keys = keys
         self.preload_s = 0.0
 
-    def _prepare_store(self) -> None:
-        super()._prepare_store()
+    def open_store(self) -> None:
+        super().open_store()
         if self.keys:
             self.preload_s = preload(self.store, self.keys)
 
@@ -155,13 +155,13 @@ def run_case(case: Case, rate: float, out: Path) -> dict:
         engine.start()
         while not engine.finished():
             snap = engine.collect()
-            for p in engine.queries[OP].recentProgress:
+            for p in engine.queries.running[OP].recentProgress:
                 progress[int(p["batchId"])] = p
             r_now, r_next = snap.op(OP).replicas, target(snap.t)
             if r_next != r_now:
                 rescales.append((time.time(), r_now, r_next))
                 engine.enact(Decision.of({OP: r_next}, {OP: "scripted"}))
-        for p in engine.queries[OP].recentProgress:
+        for p in engine.queries.running[OP].recentProgress:
             progress[int(p["batchId"])] = p
         audit = engine.store.audit()
         counted = state_total(engine) if case.keys else None

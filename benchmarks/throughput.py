@@ -122,7 +122,7 @@ def run_rate(
         pipeline, config, constant(rate=float(rate), duration=duration_s), keep_session=True
     )
     result = run_engine(engine, config)
-    durations = progress_durations(engine.queries.values())
+    durations = progress_durations(engine.queries.running.values())
     totals = result.totals
     step = RateStep(
         rate,

@@ -174,7 +174,10 @@ class Worker:
         if target:
             target.write_text(mutated(original, m))
         env = {**os.environ, "PYTHONPATH": str(self.src), "PYTHONDONTWRITEBYTECODE": "1"}
-        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+        # `-o pythonpath=`: pyproject's `pythonpath = ["src"]` would put the unmutated src/ before
+        # PYTHONPATH (the first version of this script ran its tests against no mutant at all)
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
+        cmd += ["-o", "pythonpath=", *tests]
         began = time.monotonic()
         try:
             done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, timeout=timeout_s)

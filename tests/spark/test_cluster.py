@@ -287,7 +287,7 @@ def leasing_run(master: str, auth_file: str, folder: Path) -> None:
         "authenticated": engine.spark.sparkContext.getConf().get("spark.authenticate"),
         "released_held_s": [r.end - r.lease_start for r in engine.leases.finished],
         "metrics": {name: value(sample, name, **run) for name in names},
-        "run_ids": {name: len(ids) for name, ids in engine.run_ids.items()},
+        "run_ids": {name: len(ids) for name, ids in engine.queries.run_ids.items()},
         "audit": dataclasses.asdict(engine.store.audit()),
         "processed_ratio": result.summary.processed_ratio,
     }

@@ -178,7 +178,9 @@ def test_sodrp_on_spark_enacts_counts_live_and_replans_from_measured_rates(spark
     assert final["replicas"]["route_count"] > early["replicas"]["route_count"]
     counts = [s.op("route_count").replicas for s in result.snapshots]
     assert counts[0] == 1 and counts[-1] == final["replicas"]["route_count"], counts  # live
-    assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids  # no restart
+    assert all(len(ids) == 1 for ids in engine.queries.run_ids.values()), (
+        engine.queries.run_ids
+    )  # no restart
     assert_conserved(engine.store.audit(), int(trace.rates.sum()))
 
 

@@ -125,7 +125,7 @@ def test_a_failed_sink_query_is_restarted_and_delivers_every_event_once(
         while not engine.finished():
             engine.collect()
         assert (tmp_path / "failed-once").exists()  # the sink's query did fail
-        assert engine.restarts == {"sink-fb": 1}
+        assert engine.queries.restarts == {"sink-fb": 1}
         ids = [
             r["_elastream_id"]
             for p in sorted(tmp_path.glob("0*.json"))

@@ -53,7 +53,7 @@ def test_spark_emits_the_batch_computations_updates_with_replicas_changing_live(
             seen.append(now)
             if scheduled(snap.t) != now:
                 engine.enact(Decision.of(scheduled(snap.t), {}))
-        run_ids = dict(engine.run_ids)
+        run_ids = dict(engine.queries.run_ids)
     finally:
         engine.stop()
 

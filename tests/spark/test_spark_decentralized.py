@@ -84,7 +84,9 @@ def test_decentralized_agents_follow_a_step_up_and_down_over_tcp(
     assert len(tcp_steps) == len(result.decisions)  # every interval went over TCP
     assert len(sent) == 1 and result.summary.messages == sent[0] > 0
     assert not any(t.name == "elastream-decentral-tcp" for t in threading.enumerate())
-    assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids  # no restart
+    assert all(len(ids) == 1 for ids in engine.queries.run_ids.values()), (
+        engine.queries.run_ids
+    )  # no restart
 
     audit = engine.store.audit()
     assert_conserved(audit, int(trace.rates.sum()))

@@ -104,7 +104,7 @@ def test_files_to_parquet_and_rate_to_foreach_batch_with_live_replica_changes(sp
         while not engine.finished():
             engine.collect()
         spark = engine.spark
-        assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids
+        assert all(len(ids) == 1 for ids in engine.queries.run_ids.values()), engine.queries.run_ids
         written = read_parquet(spark, tmp_path / "out")
         assert written == Counter(good)  # every good row once, none missing
         frame = spark.read.parquet(str(tmp_path / "out"))
@@ -226,7 +226,7 @@ def test_a_files_source_query_failed_by_a_redis_outage_restarts_in_place(
         server.start()  # from its AOF (appendfsync always): nothing acknowledged is lost
         while not engine.finished():
             engine.collect()
-        assert engine.restarts == {"source-trips": 1}
+        assert engine.queries.restarts == {"source-trips": 1}
         assert engine.totals().query_restarts == 1
         assert read_parquet(engine.spark, tmp_path / "out") == Counter(good)  # every row once
         audit = engine.store.audit()

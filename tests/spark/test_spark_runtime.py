@@ -59,8 +59,10 @@ def test_step_up_and_down_scales_the_bottleneck_live(spark, tmp_path, layout):
     peak_at = int(np.argmax(enrich))
     assert enrich[peak_at] >= 3, enrich  # rose with the step up
     assert min(enrich[peak_at:]) <= 2, enrich  # fell after the step down
-    assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids  # no restart
-    assert len(engine.run_ids) == (1 if layout == "pipeline" else 3)  # queries started
+    assert all(len(ids) == 1 for ids in engine.queries.run_ids.values()), (
+        engine.queries.run_ids
+    )  # no restart
+    assert len(engine.queries.run_ids) == (1 if layout == "pipeline" else 3)  # queries started
     assert sum(s.op("enrich").cpu_s or 0.0 for s in result.snapshots) > 0  # CPU time recorded
     capped = [s.op("enrich").admission_capped for s in result.snapshots]
     assert any(capped), list(zip(enrich, capped, strict=True))  # the step's backlog

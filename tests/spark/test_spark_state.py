@@ -62,7 +62,9 @@ def test_a_keyed_count_rescales_live_and_counts_every_key_exactly(spark, tmp_pat
     replicas = [s.op("count").replicas for s in result.snapshots]
     changes = sum(1 for a, b in pairwise(replicas) if a != b)
     assert changes >= 2 and max(replicas) >= 2, replicas  # up with the step, down after it
-    assert all(len(ids) == 1 for ids in engine.run_ids.values()), engine.run_ids  # no restart
+    assert all(len(ids) == 1 for ids in engine.queries.run_ids.values()), (
+        engine.queries.run_ids
+    )  # no restart
     assert_counts_exact(engine.store, events_sent(trace))
 
 

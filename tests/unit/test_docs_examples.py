@@ -21,8 +21,8 @@ from support.docs import blocks, marker, run_block
 from support.paths import ROOT
 
 from elastream.model.pipeline import Pipeline, TopologyError, pipeline_from_dict
+from elastream.prediction.batching import admission_cap
 from elastream.runtime.queues.sqlite import SCHEMA
-from elastream.runtime.spark.runtime import admission_cap
 
 PIPELINE_DOC = ROOT / "docs" / "pipeline-yaml.md"
 RUNTIME_DOC = ROOT / "docs" / "runtime.md"

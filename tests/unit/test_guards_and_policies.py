@@ -129,3 +129,18 @@ def test_stateful_rescales_are_rate_limited_and_stateless_ones_are_not():
             current = decision.as_dict()["A"]
             got.append(current)
         assert got == expected, stateful
+
+
+def test_a_reason_says_what_the_guards_changed_and_nothing_when_they_changed_nothing():
+    """Written against the survivor of scripts/mutation_check.py in `guarded`."""
+    snap = snapshot(stats("A", replicas=4, pool=(1, 8)), t=10.0)
+
+    def reason(target: int, **guards) -> str:
+        raw = Decision.of({"A": target}, {"A": "the policy's"})
+        return apply_guards(snap, raw, GuardState(), GuardConfig(**guards))[0].reason("A")
+
+    assert reason(6) == "the policy's"  # kept as asked: no word added
+    assert reason(0) == "the policy's"  # lifted to the pool's minimum only: no word either
+    assert reason(20) == "the policy's; the pool and guards allow 8"
+    assert reason(6, dead_band=0.6) == "the policy's; the pool and guards allow 4"
+    assert reason(2, dead_band=0.6) == "the policy's; the guards keep 4"

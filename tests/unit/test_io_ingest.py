@@ -183,7 +183,7 @@ def test_a_failed_source_query_restarts_as_an_operators_does_until_the_limit(tmp
     spark = {"max_restarts": 2, "restart_backoff_s": 0.0}
     config = make_config(out=tmp_path / "run", spark=spark)
     engine = SparkEngine(pipeline, config, Trace(np.array([1.0])))
-    engine.spark = SimpleNamespace(streams=FakeStreams())
+    engine.spark = engine.queries.spark = SimpleNamespace(streams=FakeStreams())
     engine.ingest = ingest_module.Ingest(pipeline, "unused", 100, tmp_path, tmp_path)
     engine.ingest.queries["trips"] = FakeQuery(RuntimeError("store unreachable"), 7)
     started: list[FakeQuery] = []
@@ -194,17 +194,17 @@ def test_a_failed_source_query_restarts_as_an_operators_does_until_the_limit(tmp
 
     monkeypatch.setattr(engine.ingest, "_start_query", start_again)
     monkeypatch.setattr(ingest_module, "thread_store", lambda address: None)
-    engine._check_health()  # restarted once
-    assert engine.restarts == {"source-trips": 1} and len(started) == 1
+    engine.check_health()  # restarted once
+    assert engine.queries.restarts == {"source-trips": 1} and len(started) == 1
     started[-1].error, started[-1].lastProgress = None, {"batchId": 8}  # it completed a batch
-    engine._check_health()
-    assert "source-trips" not in engine.failing  # healthy again
+    engine.check_health()
+    assert "source-trips" not in engine.queries.failing  # healthy again
     engine.ingest.queries["trips"] = FakeQuery(RuntimeError("gone again"), 8)
-    engine._check_health()  # restarted: the first failure in a row
-    engine._check_health()  # the restarted query failed too: the second
+    engine.check_health()  # restarted: the first failure in a row
+    engine.check_health()  # the restarted query failed too: the second
     with pytest.raises(RuntimeFailure, match=r"^the query of source 'trips' stopped 3 times"):
-        engine._check_health()
-    assert engine.restarts == {"source-trips": 3}
+        engine.check_health()
+    assert engine.queries.restarts == {"source-trips": 3}
 
 
 def test_a_resumed_files_source_knows_the_files_its_checkpoint_committed(tmp_path: Path) -> None:

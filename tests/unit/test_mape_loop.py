@@ -86,8 +86,9 @@ def test_a_latency_tally_adds_the_forgotten_latencies_to_the_kept_ones():
 
 
 def test_the_plan_is_applied_in_order_lease_place_then_replicas():
+    from elastream.control.execute import execute
     from elastream.control.features import Hosts
-    from elastream.control.plan import Lease, Placement, Plan, execute
+    from elastream.control.plan import Lease, Placement, Plan
     from elastream.control.policy import Decision
 
     calls: list[str] = []

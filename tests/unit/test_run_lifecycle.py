@@ -38,7 +38,7 @@ def engine(tmp_path, trace_s: float = 10.0, **values) -> SparkEngine:
     built = SparkEngine(
         filter_split_pipeline(pool=(1, 2)), config, Trace(np.full(int(trace_s), 1.0))
     )
-    built._prepare_store()
+    built.open_store()
     built.t0 = built.started_at = time.time()
     return built
 

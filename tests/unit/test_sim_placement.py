@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from elastream.config import RunConfig
-from elastream.control.plan import Lease, Placement, Plan, execute
+from elastream.control.execute import execute
+from elastream.control.plan import Lease, Placement, Plan
 from elastream.control.policy import Decision
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.placement.model import Infrastructure, LinkOverride, LinkSpec, NodeSpec

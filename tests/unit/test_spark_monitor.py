@@ -13,7 +13,8 @@ from support.sim import filter_split_pipeline
 from elastream.config import RunConfig
 from elastream.model.events import Event
 from elastream.runtime.queues import ReplicaWork, SqliteQueueStore
-from elastream.runtime.spark.runtime import IntervalArrivals, SparkEngine
+from elastream.runtime.spark.measure import IntervalArrivals
+from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads.trace import Trace
 
 # producer -> queue -> events appended: src -> parse -> evens -> split -> (low_sink | enrich)
@@ -32,7 +33,7 @@ def engine(tmp_path, monkeypatch) -> tuple[SparkEngine, Counter]:
     """An engine whose store holds APPENDS (no Spark session); counts `arrivals` per queue."""
     config = RunConfig(out=tmp_path / "run", interval_s=2.0, policy="static", replicas=1)
     engine = SparkEngine(filter_split_pipeline(pool=(1, 2)), config, Trace(np.full(10, 1.0)))
-    engine._prepare_store()
+    engine.open_store()
     now = time.time()
     for producer, queue, n in APPENDS:
         evs = [Event(i, "k", now, {"i": i, "v": i}) for i in range(n)]
@@ -51,7 +52,7 @@ def engine(tmp_path, monkeypatch) -> tuple[SparkEngine, Counter]:
 def test_each_queue_is_read_once_per_interval_with_the_same_figures(engine):
     engine, reads = engine
     now = time.time()
-    ops, sources = engine._measure(now - 10, now + 10)
+    ops, sources = engine.monitor.measure(now - 10, now + 10)
     assert set(reads.values()) == {1}  # one read per queue, however many figures use it
     assert set(reads) == {"parse", "evens", "split", "enrich", "low_sink", "high_sink"}
     stats = {o.name: o for o in ops}
@@ -80,11 +81,11 @@ def test_operator_stats_carry_each_replicas_service_time_variance(engine):
     # Replica 0: shares of 2 and 4 events in 0.2 s and 0.6 s (Eq. V2: 1/300 s²); replica 1:
     # one share, no spread to see.
     engine, _ = engine
-    engine.ops["split"].replicas = 2
+    engine.replicas["split"].replicas = 2
     now = time.time()
     tasks = {0: ReplicaWork(6, 0.8, 0.0, 2, 0.11), 1: ReplicaWork(2, 0.3, 0.0, 1, 0.045)}
     reads = IntervalArrivals(engine.store, now - 10, now + 10)
-    stats = engine._operator_stats("split", now - 10, now + 10, tasks, reads)
+    stats = engine.monitor.operator_stats("split", now - 10, now + 10, tasks, reads)
     assert stats.service_time_var == (pytest.approx(1 / 300), None)
     assert stats.replica_batches == (2, 1)  # the shares with events each replica committed
 
@@ -102,5 +103,5 @@ def test_checkpoints_go_where_the_settings_say_and_a_fresh_run_clears_them(tmp_p
     )
     engine = SparkEngine(filter_split_pipeline(), config, trace)
     assert engine.checkpoints == elsewhere
-    engine._prepare_store()  # a fresh run (no --resume) starts without old checkpoints
+    engine.open_store()  # a fresh run (no --resume) starts without old checkpoints
     assert not elsewhere.exists()

@@ -7,9 +7,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from elastream.control.controller import Controller
+from elastream.control.execute import execute
 from elastream.control.features import FastForward, LeasedHosts, feature
 from elastream.control.hosting import SlotHosts
-from elastream.control.plan import Plan, execute
+from elastream.control.plan import Plan
 from elastream.control.policy import Decision
 from elastream.model.metrics import RunningSummary, RunTotals, Summary
 from elastream.model.pipeline import Pipeline

@@ -47,7 +47,7 @@ class SparkRecord:
             operators=ops,
             progress={
                 name: [json.loads(p.json) for p in query.recentProgress]
-                for name, query in engine.queries.items()
+                for name, query in engine.queries.running.items()
             },
             batch_work=list(engine.store.batch_work()),
             work=work,

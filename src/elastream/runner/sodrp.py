@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from elastream.control.execute import execute
 from elastream.control.features import Hosts, feature
 from elastream.control.mape import Engine, Observer, RunResult
-from elastream.control.plan import Placement, Plan, execute
+from elastream.control.plan import Placement, Plan
 from elastream.control.policy import Decision
 from elastream.history.rows import points_by_operator
 from elastream.model.metrics import RunningSummary

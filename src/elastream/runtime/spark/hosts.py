@@ -7,9 +7,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
+from elastream.config.run import LeasingSettings
+from elastream.control.plan import Lease
 from elastream.leasing.hosts import Host, HostType, LeasingError, billed_btus, lease_cost
 from elastream.leasing.provider import LeaseRecord
+from elastream.model.snapshot import HostClock
 from elastream.runtime.spark.executors import Executors
 
 NOT_UP = math.inf  # ready_at of a host whose executor has not registered yet
@@ -110,6 +114,40 @@ class ExecutorHosts:
         boot = sum(self.boots) / len(self.boots) if self.boots else None
         return LeaseTotals(len(spans), btus, btus * self.kind.price, boot)
 
+    def enact(self, leases: tuple[Lease, ...], now: float) -> None:
+        """Execute a plan's leases: the new hosts leased, the hosts named released."""
+        for lease in leases:
+            for _ in range(max(lease.count, 0)):
+                self.lease_new(now)
+            for host_id in lease.hosts:
+                self.release(host_id, now)
+
+    def clocks(self, now: float) -> dict[str, Any]:
+        """A snapshot's host figures: each host's BTU clock and the cost so far."""
+        clocks = tuple(
+            HostClock(h.host_id, h.ready_at <= now, h.btus_started(now), h.remaining_btu(now))
+            for h in self.hosts(now)
+        )
+        return {"hosts": clocks, "host_cost": self.totals(now).cost}
+
+    def run_totals(self, now: float) -> dict[str, Any]:
+        """A run's totals of its leases (RunTotals' host fields)."""
+        leased = self.totals(now)
+        return {
+            "hosts_leased": leased.hosts_leased,
+            "host_btus": leased.btus_paid,
+            "host_cost": leased.cost,
+            "host_boot_s": leased.boot_s_mean,
+        }
+
     def _new_id(self) -> str:
         self.count += 1
         return f"executor-host-{self.count}"
+
+
+def adopt_hosts(executors: Executors, leasing: LeasingSettings) -> ExecutorHosts:
+    """The run's hosts at its start: `leasing.min_hosts` of the cluster's executors."""
+    kind = HostType(cores=leasing.slots, btu_s=leasing.btu_s, price=leasing.price)
+    hosts = ExecutorHosts(executors, kind)
+    hosts.adopt(leasing.min_hosts)
+    return hosts

@@ -1,0 +1,63 @@
+"""Realizing a plan's replica counts on Spark: each operator's r_i, batch cap and measured
+service times published in the queue store, where the replicas' plan-time code reads them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from elastream.control.policy import Decision
+from elastream.model.pipeline import Pipeline
+from elastream.model.snapshot import OperatorStats
+from elastream.prediction.batching import admission_cap  # Eq. B1, docs/modeling.md
+from elastream.runtime.queues import QueueStore, ReplicaWork
+
+
+@dataclass
+class OperatorState:
+    """What the driver remembers of one operator between intervals."""
+
+    replicas: int
+    et_s: float
+    replica_et: list[float] = field(default_factory=list)
+
+
+class Replicas:
+    """Each operator's active replicas and latest service times, as the store publishes them."""
+
+    def __init__(self, pipeline: Pipeline, store: QueueStore, batch_s: float) -> None:
+        self.pipeline = pipeline
+        self.store = store
+        self.batch_s = batch_s
+        self.ops: dict[str, OperatorState] = {}
+
+    def load(self, resume: bool) -> None:
+        """Each operator at its pool's start (a resumed run: where the run left it)."""
+        for op in self.pipeline.operators:
+            replicas = self.store.control(op.name).replicas if resume else op.replicas.start
+            self.ops[op.name] = OperatorState(replicas, op.et_seed_s)
+            self.publish(op.name)
+
+    def __getitem__(self, name: str) -> OperatorState:
+        return self.ops[name]
+
+    def enact(self, decision: Decision) -> None:
+        """Execute: each operator's new replica count, live (no query restarts)."""
+        for name, replicas in decision.replicas:
+            self.ops[name].replicas = replicas
+            self.publish(name)
+
+    def remember(self, stats: OperatorStats, tasks: dict[int, ReplicaWork]) -> None:
+        """Keep the latest measured et_i and et_ij for the next plans (unchanged if idle)."""
+        st = self.ops[stats.name]
+        if stats.et_s is not None:
+            st.et_s = stats.et_s
+        known = dict(enumerate(st.replica_et))
+        known.update({j: w.busy_s / w.events for j, w in tasks.items() if w.events > 0})
+        st.replica_et = [known.get(j, st.et_s) for j in range(stats.max_replicas)]
+        self.publish(stats.name)
+
+    def publish(self, name: str) -> None:
+        """Publish r_i, the batch cap, et_i and et_ij where plan-time code reads them."""
+        st = self.ops[name]
+        cap = admission_cap(st.replicas, st.et_s, self.batch_s)
+        self.store.set_control(name, st.replicas, cap, st.et_s, st.replica_et)
