@@ -8,15 +8,15 @@ per-event time and the batch costs of Eq. P1, from the run's shares and progress
 from the figures compared); the simulator on the same workload. Every figure the workload lists
 as trusted (`Workload.trusted`) must be within its tolerance: 10 % (issue 14's target) or, where
 Spark is further from itself, the spread measured between repeated Spark runs of the same
-workload by `python -m elastream.experiments.agreement --write`
-(experiments/calibration/spread.json). The others are printed; docs/simulator.md says, with
-the measured differences, that the simulator is not trusted for them."""
+workload by `PYTHONPATH=src python -m reproductions.simulator.agreement --write`
+(src/reproductions/simulator/calibration/spread.json). The others are printed; docs/simulator.md
+says, with the measured differences, that the simulator is not trusted for them."""
 
 import pytest
 from support.debs import TRIPS, needs_trips
 
-from elastream.experiments.agreement import TRIPS_ENV, WORKLOADS, measured_spread
-from elastream.experiments.validate import TARGET, Validation, validate
+from reproductions.simulator.agreement import TRIPS_ENV, WORKLOADS, measured_spread
+from reproductions.simulator.validate import TARGET, Validation, validate
 
 pytestmark = pytest.mark.spark
 

@@ -5,7 +5,6 @@ import json
 
 import pytest
 
-from elastream.experiments.calibrate import SparkRecord, calibrate
 from elastream.prediction.batch_overhead import (
     BatchRecord,
     OverheadModel,
@@ -15,6 +14,7 @@ from elastream.prediction.batch_overhead import (
 from elastream.runtime.queues.base import BatchWork
 from elastream.runtime.sim.batch import pack
 from elastream.runtime.spark.runtime import PIPELINE_QUERY
+from reproductions.simulator.calibrate import SparkRecord, calibrate
 
 TRUE = OverheadModel({"a": 0.15, "b": 0.25}, per_replica_s=0.04, per_busy_query_s=0.09)
 

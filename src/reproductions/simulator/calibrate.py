@@ -2,9 +2,9 @@
 per-event time as Spark measured it, and the batches' fixed costs (Eq. O1 per operator query,
 Eq. P1 for the pipeline's one query) fitted to the runs' progress reports.
 
-`python -m elastream.experiments.agreement` runs the agreement workloads on Spark, fits these
-constants over their runs and writes them (docs/simulator.md, "Agreement with the Spark
-runtime")."""
+`PYTHONPATH=src python -m reproductions.simulator.agreement` runs the agreement workloads on
+Spark, fits these constants over their runs and writes them (docs/simulator.md, "Agreement with
+the Spark runtime")."""
 
 from __future__ import annotations
 

@@ -11,13 +11,13 @@ from typing import Any
 
 from elastream.config import RunConfig, make_config
 from elastream.control.mape import RunResult
-from elastream.experiments.calibrate import Calibration, SparkRecord, calibrate
-from elastream.experiments.compare import Agreement, compare
 from elastream.model.pipeline import Pipeline
 from elastream.runner.session import build_engine, prepare_workload, run_engine, simulate
 from elastream.runtime.sim import SimSettings
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads import Trace
+from reproductions.simulator.calibrate import Calibration, SparkRecord, calibrate
+from reproductions.simulator.compare import Agreement, compare
 
 TARGET = 0.10  # issue 14: the simulator within 10 % of Spark on every figure
 

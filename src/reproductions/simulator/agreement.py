@@ -1,11 +1,13 @@
 """The workloads the simulator is checked against Spark on, and the command that calibrates it on
 them: each workload run on Spark `--repeat` times (their spread is Spark's own noise), the
 simulator's constants fitted over all those runs, the simulator compared with each run; with
-`--write`, the constants and the spreads go to `experiments/calibration/` (the strict agreement
-test, tests/spark/test_sim_vs_spark.py, reads the spreads; docs/simulator.md states them).
+`--write`, the constants and the spreads go to the `calibration/` folder beside this module (the
+agreement test, tests/spark/test_sim_vs_spark.py, reads the spreads; docs/simulator.md states
+them).
 
 Usage (Spark runs: under the machine's lock):
-  flock /work/spark.lock .venv/bin/python -m elastream.experiments.agreement --repeat 3 --write
+  PYTHONPATH=src flock /work/spark.lock .venv/bin/python \
+      -m reproductions.simulator.agreement --repeat 3 --write
 The runs are kept in `--out` (<workload>/runs.pkl); `--runs-from DIR` fits and compares again
 on the runs kept there, without Spark.
 """
@@ -26,11 +28,11 @@ import yaml
 
 from elastream import examples
 from elastream.config.files import load_pipeline
-from elastream.experiments.calibrate import calibrate
-from elastream.experiments.compare import compare
-from elastream.experiments.validate import TARGET, SparkRuns, run_on_spark, simulate_runs
 from elastream.model.pipeline import Pipeline
 from elastream.runtime.sim import SimSettings
+from reproductions.simulator.calibrate import calibrate
+from reproductions.simulator.compare import compare
+from reproductions.simulator.validate import TARGET, SparkRuns, run_on_spark, simulate_runs
 
 EXAMPLES = Path(examples.__file__).parent
 CALIBRATION = Path(__file__).with_name("calibration")
@@ -101,7 +103,7 @@ def _write(name: str, settings: SimSettings, runs: SparkRuns, stamp: dict[str, A
     head = (
         f"# The simulator calibrated on Spark ({len(runs.results)} runs of the {name!r} agreement "
         f"workload, {stamp['measured']}, 1/5/15-min load {stamp['load_average']}),\n"
-        "# written by `python -m elastream.experiments.agreement --write`.\n"
+        "# written by `PYTHONPATH=src python -m reproductions.simulator.agreement --write`.\n"
     )
     values = settings.model_dump(mode="json", exclude_defaults=True, exclude={"seed"})
     (CALIBRATION / f"{name}.yaml").write_text(head + yaml.safe_dump(values, sort_keys=True))
@@ -165,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated")
     parser.add_argument("--out", type=Path, default=None, help="the runs' outputs (a temp dir)")
     parser.add_argument("--trips", default=os.environ.get(TRIPS_ENV) or DEFAULT_TRIPS)
-    parser.add_argument("--write", action="store_true", help="write experiments/calibration/")
+    parser.add_argument("--write", action="store_true", help="write the calibration/ folder")
     parser.add_argument("--runs-from", type=Path, help="the runs kept by an earlier command")
     args = parser.parse_args(argv)
     trips = Path(args.trips).resolve()

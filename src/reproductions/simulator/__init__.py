@@ -1,0 +1,1 @@
+"""The simulator against the Spark runtime: workloads, calibration, comparison (docs)."""
