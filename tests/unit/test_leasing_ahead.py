@@ -4,15 +4,7 @@ releasing only when the next BTU does not need the host, and the slack of a perf
 import numpy as np
 import pytest
 
-from elastream.leasing.hosts import (
-    Cluster,
-    Demand,
-    HostType,
-    LeasePlan,
-    LeasingError,
-    Placement,
-    apply_plan,
-)
+from elastream.leasing.hosts import HostType, LeasingError
 from reproductions.btu.ahead import (
     AheadPolicy,
     decide_provision,
@@ -28,6 +20,7 @@ from reproductions.btu.ahead import (
     seasonal_peak,
 )
 from reproductions.btu.algorithms import OperatorStatus
+from reproductions.btu.cluster import Cluster, Demand, LeasePlan, Placement, apply_plan
 from reproductions.btu.config import AheadSettings, BTUSettings
 from reproductions.btu.experiment import Cell
 from reproductions.btu.metrics import RunMetrics

@@ -2,15 +2,7 @@
 
 import pytest
 
-from elastream.leasing.hosts import (
-    Cluster,
-    Demand,
-    HostType,
-    LeasePlan,
-    LeasingError,
-    Placement,
-    apply_plan,
-)
+from elastream.leasing.hosts import HostType, LeasingError
 from reproductions.btu.algorithms import (
     OperatorStatus,
     best_downscale,
@@ -21,6 +13,7 @@ from reproductions.btu.algorithms import (
     select_host,
     up_trigger,
 )
+from reproductions.btu.cluster import Cluster, Demand, LeasePlan, Placement, apply_plan
 from reproductions.btu.config import BTUSettings, CacheFavours
 
 KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)  # 4096 shares

@@ -4,8 +4,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from elastream.leasing.hosts import Cluster, Demand, HostType, LeasePlan, Placement, apply_plan
+from elastream.leasing.hosts import HostType
 from reproductions.btu.algorithms import OperatorStatus
+from reproductions.btu.cluster import Cluster, Demand, LeasePlan, Placement, apply_plan
 from reproductions.btu.policies import ForecastPolicy, Observation
 
 KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)

@@ -2,20 +2,9 @@
 
 import pytest
 
-from elastream.leasing.hosts import (
-    Cluster,
-    Demand,
-    Host,
-    HostType,
-    LeasePlan,
-    LeasingError,
-    Placement,
-    Timing,
-    apply_plan,
-    billed_btus,
-    lease_cost,
-)
+from elastream.leasing.hosts import Host, HostType, LeasingError, billed_btus, lease_cost
 from elastream.leasing.provider import HostProvider, InMemoryProvider
+from reproductions.btu.cluster import Cluster, Demand, LeasePlan, Placement, Timing, apply_plan
 
 KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)
 BIG = Demand(2048, 3000)  # two fit on a host by CPU and memory

@@ -5,16 +5,9 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pytest
 
-from elastream.leasing.hosts import (
-    Cluster,
-    Demand,
-    HostType,
-    LeasePlan,
-    LeasingError,
-    Placement,
-    apply_plan,
-)
+from elastream.leasing.hosts import HostType, LeasingError
 from reproductions.btu.algorithms import OperatorStatus
+from reproductions.btu.cluster import Cluster, Demand, LeasePlan, Placement, apply_plan
 from reproductions.btu.config import SimSettings
 from reproductions.btu.experiment import run_grid
 from reproductions.btu.forecast import forecast, holt, window_peak

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from elastream.leasing.hosts import Cluster, HostType, LeasePlan, LeasingError
+from elastream.leasing.hosts import HostType, LeasingError
 from reproductions.btu.algorithms import select_host
+from reproductions.btu.cluster import Cluster, LeasePlan
 from reproductions.btu.config import AheadSettings, BTUSettings
 from reproductions.btu.policies import Draft, Observation, _swap, fill_by_waiting, pool_wait
 

@@ -6,7 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from elastream.leasing.hosts import Cluster, Instance, LeasingError, Placement
+from elastream.leasing.hosts import LeasingError
+from reproductions.btu.cluster import Cluster, Instance, Placement
 from reproductions.btu.config import BTUSettings, CacheFavours
 
 

@@ -9,7 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
-from elastream.leasing.hosts import Cluster, Host, HostType, Instance, LeasePlan, Placement
+from elastream.leasing.hosts import Host, HostType
 from reproductions.btu.algorithms import (
     OperatorStatus,
     best_downscale,
@@ -17,6 +17,7 @@ from reproductions.btu.algorithms import (
     select_host,
     up_trigger,
 )
+from reproductions.btu.cluster import Cluster, Instance, LeasePlan, Placement
 from reproductions.btu.config import BTUSettings, ForecastSettings, ThresholdSettings
 from reproductions.btu.forecast import forecast, window_peak
 

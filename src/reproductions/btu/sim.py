@@ -8,17 +8,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from elastream.leasing.hosts import (
-    Applied,
-    Cluster,
-    HostType,
-    LeasePlan,
-    LeasingError,
-    Placement,
-    Timing,
-    apply_plan,
-)
+from elastream.leasing.hosts import HostType, LeasingError
 from reproductions.btu.algorithms import OperatorStatus, select_host
+from reproductions.btu.cluster import Applied, Cluster, LeasePlan, Placement, Timing, apply_plan
 from reproductions.btu.config import BTUSettings, SimSettings
 from reproductions.btu.metrics import Counters, RunMetrics, finish_metrics
 from reproductions.btu.patterns import Load, machines

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.leasing.hosts import Cluster, HostType
+from elastream.leasing.hosts import HostType
 from reproductions.btu.algorithms import select_host
+from reproductions.btu.cluster import Cluster
 from reproductions.btu.config import BTUSettings
 from reproductions.btu.patterns import Load, machines
 from reproductions.btu.policies import Draft

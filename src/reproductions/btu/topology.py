@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.leasing.hosts import Demand, LeasingError
+from elastream.leasing.hosts import LeasingError
+from reproductions.btu.cluster import Demand
 
 
 @dataclass(frozen=True)
