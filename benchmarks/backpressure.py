@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -19,6 +20,8 @@ from pathlib import Path
 
 import redis
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproductions: not installed
+
 from elastream.config import make_config
 from elastream.control.policy import Decision
 from elastream.model.pipeline import pipeline_from_dict
@@ -26,7 +29,7 @@ from elastream.model.snapshot import Snapshot
 from elastream.report.progress import add_quiet, clock
 from elastream.runner.session import run_pipeline
 from elastream.runtime.queues import open_store
-from elastream.runtime.queues.redis_server import LocalRedis
+from reproductions.harness.redis_server import LocalRedis
 
 STREAM = "offers"
 OP = "work"

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproductions: not installed
+
 from elastream.examples.wordcount import words_per_sentence
 from elastream.history import HistoryRow, HistoryStore, RunCpuRow
 from elastream.model.pipeline import pipeline_from_dict
@@ -52,11 +54,11 @@ from elastream.prediction.performance import (
     predict,
 )
 from elastream.prediction.throughput import fit_instance
-from elastream.prediction.validation import (
+from elastream.report.progress import add_quiet, steps
+from reproductions.caladrius.validation import (
     relative_error,
     validate,
 )
-from elastream.report.progress import add_quiet, steps
 
 APP = Path(__file__).parents[1] / "src" / "elastream" / "examples" / "wordcount.yaml"
 COUNTER_P, TD_S = 4, 4

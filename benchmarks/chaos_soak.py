@@ -37,14 +37,16 @@ import msgpack
 import redis
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproductions: not installed
+
 from elastream.config import make_config
 from elastream.model.batch import offset_of
 from elastream.model.state import decode_value
 from elastream.report.progress import add_quiet, clock
 from elastream.runtime.queues import RedisQueueStore
-from elastream.runtime.queues.redis_server import LocalRedis
 from elastream.runtime.spark.cluster import ClusterState
 from elastream.runtime.spark.runtime import store_address
+from reproductions.harness.redis_server import LocalRedis
 
 KINDS = (
     "kill_python_worker",

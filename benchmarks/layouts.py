@@ -42,13 +42,15 @@ from throughput import (
     plain_in_subprocess,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproductions: not installed
+
 from elastream.config import make_config
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.report.progress import add_quiet, steps
 from elastream.runner.session import run_engine
-from elastream.runtime.queues.redis_server import LocalRedis
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads.generators import constant
+from reproductions.harness.redis_server import LocalRedis
 
 LAYOUTS = ("operator", "pipeline")
 HELPER = "python_streaming_source_runner"

@@ -28,6 +28,8 @@ from statistics import mean
 import numpy as np
 import pyarrow as pa
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproductions: not installed
+
 from elastream.config import make_config
 from elastream.model.batch import EventBatch
 from elastream.model.events import Event, Outcome, OutcomeKind
@@ -36,13 +38,13 @@ from elastream.report.progress import add_quiet, steps
 from elastream.runner.session import run_engine
 from elastream.runtime.queues import QueueStore, open_store, reset_store
 from elastream.runtime.queues.base import share_commit
-from elastream.runtime.queues.redis_server import LocalRedis
 from elastream.runtime.spark import task
 from elastream.runtime.spark.feeder import SourceStream
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.runtime.spark.session import spark_session
 from elastream.runtime.spark.source import plan_partitions
 from elastream.workloads.generators import constant
+from reproductions.harness.redis_server import LocalRedis
 
 OPERATORS = ("first", "second", "third")
 RATES = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000)

@@ -9,8 +9,8 @@ import pytest
 
 from elastream.history.rows import points_by_operator
 from elastream.prediction.graph import Grouping, ModelError
-from elastream.prediction.validation import relative_error, validate
 from reproductions.caladrius.synthetic import WORDCOUNT, wordcount_history
+from reproductions.caladrius.validation import relative_error, validate
 
 
 def splitter_points(p: int, seed: int):

@@ -22,7 +22,7 @@ from support.paths import PIPELINES
 from support.redis_server import local_redis
 from support.scrape import Scraper, assert_metrics_match_outputs, get, total, value
 
-from elastream.runtime.queues.redis_server import free_port
+from reproductions.harness.redis_server import free_port
 
 pytestmark = pytest.mark.spark
 PIPELINE = PIPELINES / "filter3.yaml"

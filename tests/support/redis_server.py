@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from elastream.runtime.queues.redis_server import SERVER, LocalRedis, TlsFiles
+from reproductions.harness.redis_server import SERVER, LocalRedis, TlsFiles
 from support.tools import REDIS, require_tool
 
 __all__ = ["LocalRedis", "local_redis", "require_redis_server", "tls_files"]

@@ -11,7 +11,7 @@ from elastream.prediction.batching import (
     replica_saturation_point,
 )
 from elastream.prediction.graph import Grouping, MeasuredPoint, ModelError
-from elastream.prediction.validation import validate
+from reproductions.caladrius.validation import validate
 
 B2 = MicroBatch(batch_s=2.0)
 

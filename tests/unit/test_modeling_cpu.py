@@ -14,7 +14,7 @@ from elastream.prediction.cpu import (
     platform_psi,
 )
 from elastream.prediction.graph import Grouping, MeasuredPoint, ModelError
-from elastream.prediction.validation import validate
+from reproductions.caladrius.validation import validate
 
 B2 = MicroBatch(batch_s=2.0)
 

@@ -29,8 +29,8 @@ from elastream.model.pipeline import pipeline_from_dict
 from elastream.model.snapshot import HostClock
 from elastream.report.prom import FOLD_INTERVALS, RunMetrics
 from elastream.runner.session import simulate as simulate_run
-from elastream.runtime.queues.redis_server import free_port
 from elastream.workloads.trace import Trace
+from reproductions.harness.redis_server import free_port
 
 
 def simulate(tmp_path, *flags: str, settings: dict | None = None) -> int:

@@ -24,10 +24,10 @@ from elastream.model.pipeline import pipeline_from_dict
 from elastream.report.endpoint import MetricsServer
 from elastream.report.prom import RunMetrics
 from elastream.runtime.queues import QueueError
-from elastream.runtime.queues.redis_server import free_port
 from elastream.runtime.queues.redis_streams import RedisQueueStore
 from elastream.runtime.spark.cluster import ClusterError, read_secret, write_auth_file
 from elastream.runtime.spark.session import _jvm_launch
+from reproductions.harness.redis_server import free_port
 
 TOKEN = "tok-3b1f0c2e9d"
 PASSWORD = "pw-5e4d3c2b1a"

@@ -1,0 +1,1 @@
+"""What the tests and benchmarks start for themselves (a local redis-server); not packaged."""
