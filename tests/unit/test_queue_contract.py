@@ -37,7 +37,7 @@ from elastream.runtime.queues import (
     SqliteQueueStore,
     StateStore,
 )
-from elastream.runtime.queues.base import BatchPlan, FailedEvent, share_commit
+from elastream.runtime.queues.base import MAX_REPLICAS, BatchPlan, FailedEvent, share_commit
 from elastream.runtime.spark.task import commit_of, process
 
 Opener = Callable[[], QueueStore]
@@ -102,6 +102,17 @@ def test_appends_are_idempotent_per_source_and_gaps_are_refused(open_store):
         store.append("a", events(1, start=10), "src", 10)
     with pytest.raises(QueueError, match="unknown queue 'nope'"):
         store.append("nope", events(1), "src", 0)
+
+
+def test_a_plan_takes_1_to_255_replicas_and_names_a_count_beyond(open_store):
+    """A plan keeps each event's replica in one byte (MAX_REPLICAS)."""
+    store = make_queues(open_store())
+    store.append("a", events(300), "src", 0)
+    plan = store.plan_batch("a", 0, 255, MAX_REPLICAS, lambda keys: list(range(len(keys))))
+    assert sorted(plan.owners) == list(range(255))  # one event for each of the 255 replicas
+    for replicas in (0, MAX_REPLICAS + 1):
+        with pytest.raises(QueueError, match=f"{replicas} replicas, expected 1..255"):
+            store.plan_batch("a", 255, 300, replicas, alternate)
 
 
 def test_bound_refuses_what_does_not_fit_and_counts_it(open_store):
@@ -432,7 +443,7 @@ def test_state_committed_by_one_batch_is_read_by_the_next_whatever_r(open_store)
     store.append("a", events(10, start=10), "src", 10)
     for start, end, r in ((0, 10, 1), (10, 20, 3)):  # r changes between the batches
         plan = store.plan_batch("a", start, end, r, lambda keys, r=r: by_group(keys, r))
-        assert all(count_share(store, plan, j) for j in range(r) if plan.share(j))
+        assert all(count_share(store, plan, j) for j in range(r) if j in plan.owners)
     assert counts(store) == sent(20)  # k0..k3, five each
     groups = [g for g, _, _ in store.state_items("a")]
     assert groups == sorted(groups)
@@ -465,7 +476,7 @@ def test_kill_and_resume_counts_every_event_once(open_store):
     store = make_queues(open_store())
     store.append("a", events(16), "src", 0)
     plan = store.plan_batch("a", 0, 16, 2, lambda keys: by_group(keys, 2))
-    owners = [j for j in range(2) if plan.share(j)]
+    owners = [j for j in range(2) if j in plan.owners]
     count_share(store, plan, owners[0])  # then the process is killed
     store.close()
 

@@ -94,10 +94,6 @@ class BatchPlan:
     def batch(self) -> str:
         return f"{self.start}-{self.end}"
 
-    def share(self, replica: int) -> list[int]:
-        """The offsets replica `replica` processes."""
-        return [self.start + k for k, owner in enumerate(self.owners) if owner == replica]
-
 
 @dataclass(frozen=True, slots=True)
 class FailedEvent:
