@@ -525,3 +525,55 @@ def test_a_store_written_in_an_earlier_format_is_refused_naming_it(open_store):
     store.set_meta("store_format", None)  # the earliest stores did not say at all
     with pytest.raises(QueueError, match="an earlier msgpack format"):
         type(store)(store.address)
+
+
+def test_a_division_naming_a_replica_beyond_r_is_refused(open_store):
+    """Each owner must be below r: one owner at r or beyond among valid ones is enough."""
+    store = make_queues(open_store())
+    store.append("a", events(4), "src", 0)
+    for owners in ([0, 1, 2, 0], [0, 1, 0, 5]):  # r = 2: replica 2, then 5, named once
+        with pytest.raises(QueueError, match="the division of batch 0-4 is invalid"):
+            store.plan_batch("a", 0, 4, 2, lambda keys, o=owners: o)
+    assert store.plan_batch("a", 0, 4, 2, lambda keys: [0, 1, 1, 0]).owners == bytes([0, 1, 1, 0])
+
+
+def test_of_two_drivers_planning_one_batch_the_first_recorded_plan_wins(open_store):
+    """A race: two processes saw no plan for the batch and divide it differently; the second
+    to record gets the first one's division, so no event is processed twice."""
+    first, second = make_queues(open_store()), open_store()
+    first.append("a", events(6), "src", 0)
+    won = first.plan_batch("a", 0, 6, 2, alternate)
+    lost = second._record_new_plan("a", 0, 6, 3, lambda keys: [2] * len(keys))
+    assert lost == won and (lost.replicas, lost.owners) == (2, bytes([0, 1, 0, 1, 0, 1]))
+
+
+def test_a_partly_full_bounded_queue_takes_only_its_room(open_store):
+    """q_size counts what is queued and not done: 2 queued of 3 leave room for 1."""
+    store = make_queues(open_store(), bound=3)
+    assert store.append("a", events(2), "src", 0) == (2, 0)
+    assert store.append("a", events(2, start=2), "src", 2) == (1, 1)
+
+
+def test_a_share_of_a_batch_inside_later_segments_reads_its_own_offsets(open_store):
+    """Batches that start inside a segment appended at a later offset, with one replica and
+    with two: each replica reads exactly its offsets (expected by hand)."""
+    store = make_queues(open_store())
+    store.append("a", events(4), "src", 0)  # segment [0, 4)
+    store.append("a", events(8, start=4), "src", 4)  # segment [4, 12)
+    store.plan_batch("a", 0, 6, 1, alternate)  # offsets 0-5 done first
+    one = store.plan_batch("a", 6, 9, 1, alternate)
+    assert [e.id for e in store.read_share(one, 0).events()] == [6, 7, 8]
+    assert store.read_share(one, 1).events() == []  # r = 1: replica 1 has nothing
+    two = store.plan_batch("a", 9, 12, 2, lambda keys: [1, 0, 1])
+    assert [e.id for e in store.read_share(two, 0).events()] == [10]
+    assert [e.id for e in store.read_share(two, 1).events()] == [9, 11]
+
+
+def test_a_sink_append_records_each_events_latency(open_store):
+    """The sink latency of an append: now − the event's source time, per event (ms)."""
+    store = make_queues(open_store())
+    t = time.time()
+    store.append("out", events(2, ts=t - 2.0), "b", 0)
+    store.append("out", events(2, start=2, ts=t - 4.0), "b", 2)
+    n, mean_ms = store.sink_latency(t - 60)
+    assert n == 4 and mean_ms == pytest.approx(3000, abs=500)  # (2 + 2 + 4 + 4) s / 4
