@@ -80,6 +80,7 @@ WAYS: dict[str, tuple[str, tuple[str, ...] | str]] = {
     "benchmarks/decentral_reproduce.py": ("parse", "the paper's four runs, no smaller form"),
     "benchmarks/throughput.py": ("parse", "Spark: a rate ladder, 10-40 min"),
     "benchmarks/spark_floor.py": ("parse", "Spark: 45 s per case"),
+    "benchmarks/task_cost.py": ("parse", "Spark: probes of a Python source, 2 min"),
     "benchmarks/long_run_memory.py": ("parse", "Spark: 30 minutes"),
     "benchmarks/executor_leasing.py": ("parse", "Spark on a standalone cluster"),
     "benchmarks/caladrius_gatsby.py": ("parse", "Spark: word-count runs, 25 min"),

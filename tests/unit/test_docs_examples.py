@@ -1,13 +1,15 @@
-"""The examples in docs/pipeline-yaml.md and docs/runtime.md still match the code they describe.
+"""The examples in docs/pipeline-yaml.md and the Spark runtime's pages still match the code they
+describe.
 
 YAML blocks of docs/pipeline-yaml.md are complete pipelines. A block whose first line is
 `# invalid: MESSAGE` must fail to load with MESSAGE in the error; `# file: PATH` must hold the same
 data as that file of the repository; any other block must load. Python blocks of
 docs/pipeline-yaml.md and docs/python.md are executed (each as a module of its own, so that the
 functions it defines are importable as operators), except one whose first line is
-`# starts Spark`: its imports are executed and the rest only compiled (the blocks of
-docs/runtime.md are compiled). The tables and columns docs/runtime.md names must exist in the
-queue store's schema, and its worked `admission_cap` figures must be what the function returns.
+`# starts Spark`: its imports are executed and the rest only compiled (the blocks of the Spark
+runtime's pages, docs/runtime.md, docs/runtime-internals.md and docs/runtime-store.md, are
+compiled). The tables and columns those pages name must exist in the queue store's schema, and
+their worked `admission_cap` figures must be what the function returns.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from elastream.prediction.batching import admission_cap
 from elastream.runtime.queues.sqlite import SCHEMA
 
 PIPELINE_DOC = ROOT / "docs" / "pipeline-yaml.md"
-RUNTIME_DOC = ROOT / "docs" / "runtime.md"
+# the Spark runtime: using it, and how it works inside (two pages)
+RUNTIME_DOCS = [ROOT / "docs" / name for name in ("runtime.md", "runtime-internals.md",
+                                                   "runtime-store.md")]  # fmt: skip
 PYTHON_DOC = ROOT / "docs" / "python.md"
 ORIGIN = "pipeline.yaml"  # the file name the quoted messages assume
 
@@ -97,26 +101,30 @@ def test_the_python_api_doc_runs_and_import_checks_its_examples():
     assert len(spark) >= 3 and len(API_BLOCKS) - len(spark) >= 4
 
 
+def runtime_text() -> str:
+    return "\n".join(doc.read_text() for doc in RUNTIME_DOCS)
+
+
 def test_runtime_python_blocks_compile():
-    found = blocks(RUNTIME_DOC, "python")
+    found = [(doc, *block) for doc in RUNTIME_DOCS for block in blocks(doc, "python")]
     assert found
-    for line, text in found:
-        compile(text, f"docs/runtime.md:{line}", "exec")
+    for doc, line, text in found:
+        compile(text, f"docs/{doc.name}:{line}", "exec")
 
 
 def test_every_queue_store_table_is_documented():
     tables = re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)\(", SCHEMA)
     assert len(tables) >= 8
-    doc = RUNTIME_DOC.read_text()
+    doc = runtime_text()
     missing = [t for t in tables if not re.search(rf"`{t}[`(]", doc)]
-    assert not missing, f"docs/runtime.md does not describe table(s) {missing}"
+    assert not missing, f"the Spark runtime's pages do not describe table(s) {missing}"
 
 
 def test_documented_columns_exist():
-    """Every `table(col, ...)` written in docs/runtime.md names real columns."""
+    """Every `table(col, ...)` written in the Spark runtime's pages names real columns."""
     conn = sqlite3.connect(":memory:")
     conn.executescript(SCHEMA)
-    doc = RUNTIME_DOC.read_text()
+    doc = runtime_text()
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     found = re.findall(r"`(\w+)\(([\w, ]+)\)`", doc)
     checked = 0
@@ -131,8 +139,8 @@ def test_documented_columns_exist():
 
 
 def test_runtime_doc_cap_examples():
-    """The worked admission-cap figures quoted in docs/runtime.md."""
-    doc = RUNTIME_DOC.read_text()
+    """The worked admission-cap figures quoted in the Spark runtime's pages."""
+    doc = runtime_text()
     quoted = re.findall(r"admission_cap\((\d+), ([\d.]+), ([\d.]+)\) = (\d+)", doc)
     assert len(quoted) >= 2
     for r, et, batch, cap in quoted:
