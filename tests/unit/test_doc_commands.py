@@ -68,6 +68,7 @@ WAYS: dict[str, tuple[str, tuple[str, ...] | str]] = {
     "benchmarks/modeling_backtests.py": ("parse", "every real trace, minutes even at 1 origin"),
     "benchmarks/spark_objective.py": ("parse", "Spark: two runs of the demo trace"),
     "benchmarks/objective_table.py": ("parse", "every policy on 8 day-long traces at two bounds"),
+    "benchmarks/objective_diagnose.py": ("parse", "a trace's objective runs and misses, 2 min"),
     "benchmarks/plain_vs_elastream.py": (
         "parse",
         "Spark: five cases over a million rows, minutes; CI runs a small one "
@@ -86,6 +87,7 @@ WAYS: dict[str, tuple[str, tuple[str, ...] | str]] = {
     "benchmarks/caladrius_gatsby.py": ("parse", "Spark: word-count runs, 25 min"),
     "benchmarks/state_rescale.py": ("parse", "Spark: rescales at 10^4 and 10^6 keys"),
     "elastream demo": ("parse", "Spark: the 180 s demo trace, about 4 min"),
+    "elastream bench": ("parse", "four policies on six simulated workloads, minutes"),
 }
 
 
