@@ -1,7 +1,7 @@
-"""Backtest the forecasters, `auto` among them, on every real trace (docs/modeling.md's table).
+"""Backtest the forecasters, `auto` among them, on every real trace (docs/results.md's table).
 
 Usage: python benchmarks/modeling_backtests.py [--data-dir ../shared/data] [--origins 6]
-    [--doc docs/modeling.md]
+    [--doc docs/results.md]
 Each trace at two fit windows: the default one and one a user would pick (the last few days,
 hours for minute-level traces). Prints the Markdown table (MASE per model, auto's picks, whether
 auto's MASE is at most naive's) and writes it into the doc between its two markers.
@@ -72,7 +72,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
     parser.add_argument("--origins", type=int, default=6)
-    parser.add_argument("--doc", type=Path, default=Path("docs/modeling.md"))
+    parser.add_argument("--doc", type=Path, default=Path("docs/results.md"))
     add_quiet(parser)
     args = parser.parse_args()
     load, started, wall = os.getloadavg()[0], time.process_time(), time.perf_counter()

@@ -1,4 +1,4 @@
-"""The latency-objective comparison of docs/policies.md: every policy of benchmarks/objective.yaml
+"""The latency-objective comparison of docs/results.md: every policy of benchmarks/objective.yaml
 on every trace, judged at p99 <= 1 s and <= 5 s, against the cheapest static count that meets it.
 
 Every run is judged at both levels (one run each, two tallies); the objective policy runs once
@@ -6,8 +6,8 @@ per level (`objective-1s`, `objective-5s`). For each trace and level the referen
 cheapest static r (1 … the pools' maximum) meeting the objective in >= 99 % of the intervals
 judged; every policy's replica-seconds are given relative to it. Simulator only; no Spark.
 
-    .venv/bin/python benchmarks/objective_table.py --jobs 2 --markdown docs/policies.md
-    .venv/bin/python benchmarks/objective_table.py --from-results --markdown docs/policies.md
+    .venv/bin/python benchmarks/objective_table.py --jobs 2 --markdown docs/results.md
+    .venv/bin/python benchmarks/objective_table.py --from-results --markdown docs/results.md
 
 `--only SCENARIO` and `--label LABEL` (repeatable) run a subset and print its rows.
 """

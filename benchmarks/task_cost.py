@@ -1,4 +1,4 @@
-"""Where a Python-source micro-batch's and task's time go on this machine (docs/runtime.md,
+"""Where a Python-source micro-batch's and task's time go on this machine (docs/results.md,
 "Where a hop's time goes"): a trivial Python streaming source (one row per partition) beside
 Spark's JVM `rate-micro-batch` source, one query each in elastream's SparkSession, batches back
 to back (trigger 0 by default). Prints per case the mean micro-batch phases (Spark's durationMs),

@@ -68,6 +68,7 @@ WAYS: dict[str, tuple[str, tuple[str, ...] | str]] = {
     "benchmarks/modeling_backtests.py": ("parse", "every real trace, minutes even at 1 origin"),
     "benchmarks/spark_objective.py": ("parse", "Spark: two runs of the demo trace"),
     "benchmarks/objective_table.py": ("parse", "every policy on 8 day-long traces at two bounds"),
+    "benchmarks/objective_diagnose.py": ("parse", "a trace's objective runs and misses, 2 min"),
     "benchmarks/plain_vs_elastream.py": (
         "parse",
         "Spark: five cases over a million rows, minutes; CI runs a small one "
@@ -80,11 +81,13 @@ WAYS: dict[str, tuple[str, tuple[str, ...] | str]] = {
     "benchmarks/decentral_reproduce.py": ("parse", "the paper's four runs, no smaller form"),
     "benchmarks/throughput.py": ("parse", "Spark: a rate ladder, 10-40 min"),
     "benchmarks/spark_floor.py": ("parse", "Spark: 45 s per case"),
+    "benchmarks/task_cost.py": ("parse", "Spark: probes of a Python source, 2 min"),
     "benchmarks/long_run_memory.py": ("parse", "Spark: 30 minutes"),
     "benchmarks/executor_leasing.py": ("parse", "Spark on a standalone cluster"),
     "benchmarks/caladrius_gatsby.py": ("parse", "Spark: word-count runs, 25 min"),
     "benchmarks/state_rescale.py": ("parse", "Spark: rescales at 10^4 and 10^6 keys"),
     "elastream demo": ("parse", "Spark: the 180 s demo trace, about 4 min"),
+    "elastream bench": ("parse", "four policies on six simulated workloads, minutes"),
 }
 
 
