@@ -165,7 +165,7 @@ def assert_history_counts_batches_and_cpu(path: Path) -> None:
 
 
 RESTARTED = re.compile(
-    r"spark\.runtime: the (?:query of operator '(\w+)'|(pipeline)'s query) failed"
+    r"spark\.queries: the (?:query of operator '(\w+)'|(pipeline)'s query) failed"
 )
 
 
