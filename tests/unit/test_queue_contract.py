@@ -577,3 +577,15 @@ def test_a_sink_append_records_each_events_latency(open_store):
     store.append("out", events(2, start=2, ts=t - 4.0), "b", 2)
     n, mean_ms = store.sink_latency(t - 60)
     assert n == 4 and mean_ms == pytest.approx(3000, abs=500)  # (2 + 2 + 4 + 4) s / 4
+
+
+def test_a_share_of_a_batch_across_two_segments_reads_its_own_offsets(open_store):
+    """A batch from offset 2 to 7 spans the segments [0, 4) and [4, 12): with two replicas
+    each reads its offsets from both (expected by hand)."""
+    store = make_queues(open_store())
+    store.append("a", events(4), "src", 0)
+    store.append("a", events(8, start=4), "src", 4)
+    store.plan_batch("a", 0, 2, 1, alternate)
+    plan = store.plan_batch("a", 2, 7, 2, lambda keys: [0, 1, 0, 1, 1])
+    assert [e.id for e in store.read_share(plan, 0).events()] == [2, 4]
+    assert [e.id for e in store.read_share(plan, 1).events()] == [3, 5, 6]
