@@ -31,9 +31,10 @@ def test_an_overloaded_source_is_held_back_not_dropped_and_the_pool_scales_out(t
     require_redis_server()
     module = bench()
     # 3 replicas at 40 ms an event process at most 75 events/s: 120/s is beyond the pool on any
-    # machine, and the 1,200 extra events drain within the 30 s after it even under load
+    # machine; the 1,200 extra events drain in about 20 s on a quiet machine, but a CI run under
+    # load had 268 of 1,370 still in Redis 30 s after the overload: 50 s are given
     scenario = module.Scenario(
-        low=5, high=120, warm_s=4, overload_s=10, after_s=30, service_ms=40, max_replicas=3,
+        low=5, high=120, warm_s=4, overload_s=10, after_s=50, service_ms=40, max_replicas=3,
         bound=150, td=2.0,
     )  # fmt: skip
     outcome = module.run(tmp_path, scenario, quiet=True)
