@@ -117,10 +117,6 @@ _KINDS = (
 )
 
 
-def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
-    return _kind(a) == _kind(b) >= 0
-
-
 def _kind(arrow_type: pa.DataType) -> int:
     """Which of _KINDS an Arrow type is (-1: none of them: never cast)."""
     return next((k for k, test in enumerate(_KINDS) if test(arrow_type)), -1)
