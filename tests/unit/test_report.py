@@ -24,7 +24,7 @@ from elastream.control.policy import Decision
 from elastream.model.metrics import RunTotals, Summary, summarize
 from elastream.model.metrics import interval_rows as metric_interval_rows
 from elastream.model.pipeline import pipeline_from_dict
-from elastream.model.snapshot import HostClock, Snapshot
+from elastream.model.snapshot import HostClock, OperatorStats, Snapshot
 from elastream.report import (
     INTERVAL_COLUMNS,
     TIMESERIES_COLUMNS,
@@ -34,6 +34,7 @@ from elastream.report import (
     load_timeseries,
     write_outputs,
 )
+from elastream.report.series import utilization
 
 PIPELINE = pipeline_from_dict(linear_pipeline(2, pool=(1, 4)))
 TD = 2.0
@@ -119,8 +120,8 @@ def written(tmp_path_factory) -> tuple[RunResult, Path]:
 
 def expected_utilization(snap: Snapshot, name: str) -> float:
     o = snap.op(name)
-    if o.utilization:
-        return sum(o.utilization) / len(o.utilization)
+    if o.utilization:  # over the active replicas, a retired one's work included
+        return sum(o.utilization) / o.replicas
     return o.busy_s / (o.replicas * snap.td)
 
 
@@ -559,3 +560,12 @@ def test_the_live_table_says_how_far_the_run_is_and_the_time_left():
     text = live.progress(replace(make_snapshot(0), t=180.0), now=106.0)
     assert text == "180 of 600 s (30%), about 21 s left"
     assert LiveTable(PIPELINE).progress(make_snapshot(0)) == ""  # until stopped: no end
+
+
+def test_a_replica_retired_during_the_interval_counts_in_the_mean_busy_share():
+    """Scaled in from 3 to 2: the third replica's last micro-batch (0.3 of td busy) was work of
+    the interval, shared by the 2 active replicas: (0.5 + 0.4 + 0.3) / 2 = 0.6."""
+    o = OperatorStats("op", 2, 1, 3, 12, (), 12, 12, 0, 0.1, 1.2,
+                      replica_processed=(5, 4, 3), utilization=(0.5, 0.4, 0.3))  # fmt: skip
+    assert o.mean_utilization == pytest.approx(0.6)
+    assert utilization(o, td=1.0) == pytest.approx(0.6)

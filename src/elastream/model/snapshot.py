@@ -22,21 +22,24 @@ class OperatorStats:
     busy_s: float = 0.0  # total replica busy time during t (for true processing rates)
     dropped_timeout: int = 0  # events older than t_out when their turn came
     dropped_overflow: int = 0  # events refused by a full queue (q_size)
-    replica_processed: tuple[int, ...] = ()  # μ_ij(t) per active replica j
-    utilization: tuple[float, ...] = ()  # U_ij(t) per replica (PSPS Eq. 5)
+    # μ_ij(t) and U_ij(t) (PSPS Eq. 5) per replica j: the r_i active ones first, then any replica
+    # retired during t that still served events in it (its last micro-batch)
+    replica_processed: tuple[int, ...] = ()
+    utilization: tuple[float, ...] = ()
     cpu_s: float | None = None  # CPU seconds of all replicas during t (None: not measured)
     stateful: bool = False  # keyed state (stateless: false): its rescales may be rate-limited
     admission_capped: bool = False  # a micro-batch admitted less than was queued (its cap hit)
     emitted_streams: tuple[tuple[str, int], ...] = ()  # outputs per output stream (() unknown)
-    # per active replica: variance of one event's service time, s² (None: not estimable in t)
+    # per replica, as `utilization`: variance of one event's service time, s² (None: not estimable)
     service_time_var: tuple[float | None, ...] = ()
-    # per active replica: micro-batches in which it processed events during t (() not counted)
+    # per replica, as `utilization`: micro-batches it processed events in during t (() not counted)
     replica_batches: tuple[int, ...] = ()
     failed: int = 0  # events whose operator function raised during t (kept in the error log)
 
     @property
     def mean_utilization(self) -> float:
-        return sum(self.utilization) / len(self.utilization) if self.utilization else 0.0
+        """The work every replica did during t over the r_i active replicas: Σ_j U_ij / r_i."""
+        return sum(self.utilization) / self.replicas if self.utilization and self.replicas else 0.0
 
 
 @dataclass(frozen=True, slots=True)

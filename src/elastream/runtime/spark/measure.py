@@ -93,7 +93,8 @@ class Monitor:
         handled = sum(w.events for w in tasks.values())
         busy = sum(w.busy_s for w in tasks.values())
         et = busy / handled if handled else None
-        per_replica = [tasks[j].events if j in tasks else 0 for j in range(st.replicas)]
+        served_by = range(max(st.replicas, max(tasks, default=-1) + 1))  # retired ones after
+        per_replica = [tasks[j].events if j in tasks else 0 for j in served_by]
         td = t1 - t0
         # Eq. 5: U_ij = μ_ij · et_i / td
         util = [n * (et or st.et_s) / td for n in per_replica]
@@ -118,8 +119,8 @@ class Monitor:
             cpu_s=sum(w.cpu_s for w in tasks.values()),
             admission_capped=float(self.store.meta(cap_hit_key(name), -1.0)) >= t0,
             emitted_streams=self.emitted_streams(name, reads),
-            service_time_var=tuple(_service_time_var(tasks.get(j)) for j in range(st.replicas)),
-            replica_batches=tuple(tasks[j].shares if j in tasks else 0 for j in range(st.replicas)),
+            service_time_var=tuple(_service_time_var(tasks.get(j)) for j in served_by),
+            replica_batches=tuple(tasks[j].shares if j in tasks else 0 for j in served_by),
         )
 
     def emitted_streams(self, name: str, reads: IntervalArrivals) -> tuple[tuple[str, int], ...]:
