@@ -67,7 +67,7 @@ class SparkSettings(Settings):
         ge=0,
         description="processing-time trigger, s: the shortest time between micro-batch starts, "
         "so a floor of the hop at low load, and how often an idle query polls its source (0: "
-        "back to back; docs/runtime.md, Where a hop's time goes)",
+        "back to back; docs/results.md, Where a hop's time goes)",
     )
     layout: Literal["operator", "pipeline"] = Field(
         "pipeline",

@@ -36,7 +36,8 @@ class ShareSums:
 
 def service_time_variance(sums: ShareSums) -> float | None:
     """σ̂², the variance of one event's service time in s², from a window's shares; None with
-    fewer than 2 shares. Our estimator, not Caladrius' (docs/modeling.md, section 1).
+    fewer than 2 shares. Our estimator, not Caladrius' (docs/modeling-models.md, "The metrics
+    history").
 
     A micro-batch runtime does not time single events: it records per share j (one replica's
     part of one micro-batch) its events n_j and busy seconds b_j. The share's per-event mean is

@@ -438,7 +438,7 @@ class SegmentedQueues:
         return np.concatenate([np.empty(0, np.int64), *parts])
 
     def lineage(self, operators: Sequence[str]) -> Lineage:
-        """Source events by where their lineage is (docs/outputs.md, "Completed"): still
+        """Source events by where their lineage is (docs/outputs.md, `events_completed`): still
         somewhere in the operators' queues, lost (an output or the event itself dropped or
         failed), or completed. `operators` in topological order: an event moving downstream
         while the queues are read is seen at least once."""

@@ -2,7 +2,7 @@
 
 Events are counted in cohorts: `k` is the step in which a cohort's source events were emitted,
 so an event reaching a sink in step s has waited (s - k) steps; its latency is (s - k)·Δ plus
-the service time of its path (see docs/simulator.md, "Latency")."""
+the service time of its path (see docs/simulator-model.md, "Latency")."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from elastream.control.policies import POLICIES
 QueueModel = Literal["per_replica", "micro_batch", "pipeline"]
 CpuModel = Literal["calls", "clock"]
 # Eq. C1's constant: CPU ns per interpreter call, fitted on this project's 2-core machine by
-# benchmarks/cpu_model.py (docs/simulator.md, "CPU time").
+# benchmarks/cpu_model.py (docs/simulator-model.md, "CPU time").
 CPU_NS_PER_CALL = 525.0
 Reconfiguration = Literal["pool", "restart", "delayed"]
 
