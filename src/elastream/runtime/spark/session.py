@@ -56,6 +56,9 @@ def ui_conf(enabled: bool, port: int = 4040) -> dict[str, str]:
     }
 
 
+DAEMON = "elastream.runtime.spark.daemon"  # spark.python.daemon.module (a user's conf may reset it)
+
+
 def spark_session(
     master: str | None,
     app_name: str = "elastream",
@@ -85,6 +88,8 @@ def spark_session(
         "spark.ui.showConsoleProgress": "false",
         "spark.scheduler.mode": "FAIR",
         "spark.python.worker.reuse": "true",
+        # workers forked from a daemon with the task code imported: start at once (daemon.py)
+        "spark.python.daemon.module": DAEMON,
         "spark.sql.shuffle.partitions": "2",
         "spark.sql.streaming.numRecentProgressUpdates": "2000",
         "spark.driver.memory": "2g",
@@ -236,7 +241,7 @@ def stop_query(spark: SparkSession, query: StreamingQuery) -> None:
     source's helper process is gone (`ClosedChannelException` in `commitAllSources`), which skips
     the query's deregistration, and the stopped query then blocks any query started from the
     same checkpoint (`CONCURRENT_QUERY`) or under the same name. We deregister it as that
-    clean-up would have (docs/runtime.md, "Asynchronous progress tracking")."""
+    clean-up would have (docs/runtime-internals.md, "Asynchronous progress tracking")."""
     query.stop()
     if spark.streams.get(query.id) is not None:
         execution = query._jsq.streamingQuery()  # the StreamExecution, as Spark registers it

@@ -1,0 +1,134 @@
+"""Where does a Spark run's start go, with the Python workers forked from elastream's daemon
+(the default) against Spark's own daemon, and against plain PySpark starting a session?
+
+Each round runs, in turn and each in its own process: plain PySpark (a session, then one
+Python task per slot, as many slots as the pipeline's pool: the floor any PySpark job pays),
+`elastream run` of a three-operator pipeline (a pool of 12 replicas) with
+`spark.python.daemon.module: pyspark.daemon`, and the same run as shipped. It prints the median
+of each start-up phase (the run's "started in" log line), the ratios and the load average (no
+asserts). Usage:
+    .venv/bin/python benchmarks/run_startup.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from elastream.report.progress import add_quiet, steps
+
+BIN = Path(sys.executable).parent
+SLOTS = 12  # the pipeline's pool: 3 operators × 4 replicas
+PIPELINE = """name: startup
+sources:
+  - {name: src, generator: "elastream.examples.synthetic:generate", rate: 10}
+operators:
+  - {name: ingest, function: "elastream.examples.synthetic:passthrough", replicas: {max: 4}}
+  - {name: enrich, function: "elastream.examples.synthetic:drop_odd", replicas: {max: 4}}
+  - {name: emit, function: "elastream.examples.synthetic:passthrough", replicas: {max: 4}}
+sinks:
+  - {name: out}
+streams:
+  - {from: src, to: ingest}
+  - {from: ingest, to: enrich}
+  - {from: enrich, to: emit}
+  - {from: emit, to: out}
+"""
+PLAIN = f"""
+import time
+start = time.perf_counter()
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[{SLOTS},4]").config("spark.ui.enabled", "false")
+         .config("spark.python.worker.reuse", "true").getOrCreate())
+session = time.perf_counter()
+def hold(batches):
+    import pyarrow as pa, os, time
+    for _ in batches:
+        pass
+    time.sleep(1.0)
+    yield pa.RecordBatch.from_pydict({{"pid": [os.getpid()]}})
+spark.range({SLOTS}, numPartitions={SLOTS}).mapInArrow(hold, "pid LONG").collect()
+print("PHASES", session - start, time.perf_counter() - session)
+spark.stop()
+"""
+STARTED = re.compile(r"started in ([0-9.]+) s: (.*)")
+PHASE = re.compile(r"([a-zA-Z ]+?) ([0-9.]+) s")
+
+
+def plain_pyspark(folder: Path) -> dict[str, float]:
+    """Plain PySpark: session start, then one Python task per slot (fresh workers)."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}  # the workers' Python: this one
+    done = subprocess.run([sys.executable, "-c", PLAIN], cwd=folder, capture_output=True,
+                          text=True, check=True, timeout=600, env=env)  # fmt: skip
+    line = next(s for s in done.stdout.splitlines() if s.startswith("PHASES"))
+    session, workers = (float(x) for x in line.split()[1:])
+    return {"Spark session": session, "Python workers": workers}
+
+
+def elastream_run(folder: Path, daemon: str | None) -> dict[str, float]:
+    """`elastream run` for 2 s of input; its start-up phases from the "started in" line."""
+    settings = folder / "run.yaml"
+    conf = {} if daemon is None else {"spark.python.daemon.module": daemon}
+    settings.write_text(json.dumps({"spark": {"conf": conf}}))
+    (folder / "startup.yaml").write_text(PIPELINE)
+    cmd = [str(BIN / "elastream"), "run", "startup.yaml", "--trace", "constant:rate=10,duration=2"]
+    cmd += ["--interval-s", "2", "--out", "run", "--config", str(settings), "--no-metrics"]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise SystemExit(f"elastream run failed:\n{done.stdout}\n{done.stderr}")
+    found = STARTED.search(done.stdout + done.stderr)
+    if found is None:
+        raise SystemExit("no 'started in' line in the run's output")
+    phases = {name.strip(): float(s) for name, s in PHASE.findall(found.group(2))}
+    return {**phases, "start-up": float(found.group(1)), "whole run": time.perf_counter() - start}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
+    add_quiet(parser)
+    args = parser.parse_args()
+    cases = {
+        "plain PySpark": plain_pyspark,
+        "Spark's daemon": lambda folder: elastream_run(folder, "pyspark.daemon"),
+        "elastream's daemon": lambda folder: elastream_run(folder, None),
+    }
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in cases}
+    loads = []
+    for _ in steps(range(args.repeat), "rounds", quiet=args.quiet, label=False):
+        for name, case in cases.items():  # interleaved: a burst of load hits every case alike
+            with tempfile.TemporaryDirectory() as folder:
+                loads.append(os.getloadavg()[0])
+                runs[name].append(case(Path(folder)))
+    medians = {
+        name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()
+    }
+    phases = list(medians["elastream's daemon"])
+    print(f"{args.repeat} rounds; 1-min load average before each run: "
+          f"{min(loads):.2f}–{max(loads):.2f}")  # fmt: skip
+    print(f"| phase (median s) | {' | '.join(cases)} |")
+    print(f"|---|{'---:|' * len(cases)}")
+    for phase in phases:
+        cells = [f"{medians[n][phase]:.1f}" if phase in medians[n] else "" for n in cases]
+        print(f"| {phase} | {' | '.join(cells)} |")
+    ours, theirs = medians["elastream's daemon"], medians["Spark's daemon"]
+    plain = medians["plain PySpark"]
+    print(f"Python workers, elastream's daemon ÷ Spark's: "
+          f"{ours['Python workers'] / theirs['Python workers']:.2f}")  # fmt: skip
+    print(f"start-up, elastream's daemon ÷ Spark's: {ours['start-up'] / theirs['start-up']:.2f}")
+    floor = plain["Spark session"] + plain["Python workers"]
+    print(f"start-up, elastream ÷ plain PySpark's session and {SLOTS} workers: "
+          f"{ours['start-up'] / floor:.2f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""The session's Python workers fork from elastream's daemon, which has pyarrow loaded before the
+fork (so a new worker does not import it again); a worker forked from it runs pyarrow compute,
+numpy and pandas (the fork broke none of them)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+
+def test_python_workers_fork_from_a_daemon_with_pyarrow_loaded(spark):
+    def parent(batches):
+        import os
+
+        import numpy as np
+        import pandas as pd
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for batch in batches:
+            total = pc.sum(pc.multiply(batch.column(0), 2)).as_py()
+            matrix = np.arange(9.0).reshape(3, 3)
+            frame = pd.DataFrame({"x": matrix.diagonal()})
+        ppid = os.getppid()
+        with open(f"/proc/{ppid}/cmdline", "rb") as f:
+            command = f.read().replace(b"\0", b" ").decode()
+        with open(f"/proc/{ppid}/maps") as f:
+            arrow = any("libarrow" in line for line in f)
+        checks = f"{total}|{float(frame['x'].sum())}|{float((matrix @ matrix).trace())}"
+        row = {"command": [command], "arrow": [arrow], "checks": [checks]}
+        yield pa.RecordBatch.from_pydict(row)
+
+    rows = (
+        spark.range(4, numPartitions=4)
+        .mapInArrow(parent, "command STRING, arrow BOOLEAN, checks STRING")
+        .collect()
+    )
+    assert len(rows) == 4
+    for row in rows:
+        assert "elastream.runtime.spark.daemon" in row.command, row.command
+        assert row.arrow, "the daemon the worker forked from has not loaded pyarrow"
+    # partition k of range(4) over 4 partitions holds k: 2k; the diagonal 0+4+8; trace(M²) = 180
+    assert sorted(row.checks for row in rows) == [f"{2 * k}|12.0|180.0" for k in range(4)]
