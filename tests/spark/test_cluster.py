@@ -39,7 +39,7 @@ from elastream.runtime.spark.runtime import SparkEngine, store_address
 from elastream.workloads import Trace
 from elastream.workloads.resolve import generate
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.alone]
 PIPELINE = PIPELINES / "filter3.yaml"
 WORK1 = PIPELINES / "work1.yaml"
 TRACE = "spike:peak=60,magnitude=6,onset=8,ramp=2,hold=15,decay=2,duration=40"

@@ -18,7 +18,7 @@ from support.debs import TRIPS, needs_trips
 from reproductions.simulator.agreement import TRIPS_ENV, WORKLOADS, measured_spread
 from reproductions.simulator.validate import TARGET, Validation, validate
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.alone]
 
 
 def run(name: str, out) -> Validation:

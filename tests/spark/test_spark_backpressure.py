@@ -14,7 +14,7 @@ import pytest
 from support.paths import ROOT
 from support.redis_server import require_redis_server
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.alone]
 
 
 def bench():

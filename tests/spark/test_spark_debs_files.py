@@ -19,7 +19,7 @@ from support.paths import ROOT
 
 from elastream.examples.debs_batch import batch_top10
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.alone]
 
 
 def script():

@@ -15,7 +15,7 @@ from elastream.runner.session import build_engine, prepare_workload, run_engine
 from elastream.runtime.tcp.transport import TcpTransport
 from elastream.workloads import Trace
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.alone]
 
 
 def forbid_central_policies(monkeypatch) -> list[str]:

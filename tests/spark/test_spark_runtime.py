@@ -49,6 +49,7 @@ def step_engine(session, tmp_path: Path, **settings) -> tuple[SparkEngine, RunCo
     return engine, config
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("layout", ["operator", "pipeline"])
 def test_step_up_and_down_scales_the_bottleneck_live(spark, tmp_path, layout):
     # A 20 s retention: the store forgets its older audit records as the run goes on.
@@ -85,6 +86,7 @@ def test_step_up_and_down_scales_the_bottleneck_live(spark, tmp_path, layout):
     assert sum(n for _, n in result.totals.latency_histogram_ms) == audit.sink_events
 
 
+@pytest.mark.alone
 def test_the_objective_policy_follows_a_step_on_the_point_forecast(spark, tmp_path, capsys):
     """The objective policy on Spark (docs/policies.md, objective): td = 3 s ≤ (1 − m)·10 s, so
     it plans on the point forecast (O17); a step beyond enrich's pool raises enrich, the step

@@ -16,7 +16,7 @@ import pytest
 
 import elastream
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.alone]
 PASS = "elastream.examples.synthetic:passthrough"
 RATE = 400  # rows per second the capped source's "topic" receives
 CAP = 40  # rows per micro-batch it lets through: at most 80/s at 2 batches a second
