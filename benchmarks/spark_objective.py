@@ -128,7 +128,7 @@ def main() -> None:
     add_quiet(parser)
     args = parser.parse_args()
     pipeline = load_pipeline(demo_pipeline_path())
-    spark_session(f"local[{pipeline.r_over}]")
+    spark_session(f"local[{pipeline.overprovisioned_replicas}]")
     chosen = {k: v for k, v in runs(args).items() if not args.only or k in args.only}
     results = {
         label: run_one(label, chosen[label], args)

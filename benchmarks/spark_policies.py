@@ -114,7 +114,7 @@ def main() -> None:
     add_quiet(parser)
     args = parser.parse_args()
     pipeline = load_pipeline(demo_pipeline_path())
-    spark_session(f"local[{pipeline.r_over}]")
+    spark_session(f"local[{pipeline.overprovisioned_replicas}]")
 
     results = {} if args.overhead_only else policy_runs(pipeline, args)
     if results:

@@ -71,7 +71,7 @@ def test_source_hold_counts_what_the_drain_did_not_reach():
 def test_declared_r_over_is_the_saved_resources_base_and_pools_may_exceed_it():
     spec = one_operator(pool=(1, 6)).model_dump(by_alias=True)
     pipeline = one_operator(pool=(1, 6)).model_validate({**spec, "overprovisioned_replicas": 4})
-    assert pipeline.r_over == 4 and pipeline.pool_total == 6
+    assert pipeline.overprovisioned_replicas == 4 and pipeline.pool_total == 6
     result = simulate(pipeline, config(replicas=6, drain_s=5), constant(50, 30), EXACT)
     assert result.summary.overprovisioned_replicas == 4
     saved = result.summary.replica_seconds_saved_ratio

@@ -73,7 +73,7 @@ def test_decentralized_agents_follow_a_step_up_and_down_over_tcp(
     enacted = [d.as_dict()["enrich"] for d in result.decisions]  # r_i(t+1), set in the store
     for snap, decision in zip(result.snapshots, result.decisions, strict=True):
         o = snap.op("enrich")
-        print(f"t={snap.t:5.1f} in={snap.lambda_g:3d} enrich r={o.replicas} q={o.queue} "
+        print(f"t={snap.t:5.1f} in={snap.source_events:3d} enrich r={o.replicas} q={o.queue} "
               f"μ={o.replica_processed} U={[round(u, 2) for u in o.utilization]} "
               f"-> {decision.reason('enrich')}")  # fmt: skip
     peak_at = int(np.argmax(enrich))

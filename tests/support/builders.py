@@ -70,7 +70,7 @@ def linear_pipeline(n_ops: int = 3, pool: tuple[int, int] = (1, 4)) -> dict:
     }
 
 
-def queue_store(path, pipeline, *, q_size=None, t_out=None):
+def queue_store(path, pipeline, *, queue_capacity=None, event_timeout_s=None):
     """A SQLite queue store set up as the Spark runtime sets it up for `pipeline` (one queue per
     operator, the sink `sink`), with the task code's caches cleared; no Spark."""
     from elastream.runtime.queues import SqliteQueueStore
@@ -78,9 +78,9 @@ def queue_store(path, pipeline, *, q_size=None, t_out=None):
 
     store = SqliteQueueStore(path)
     store.set_meta("pipeline", pipeline.model_dump(mode="json", by_alias=True))
-    store.set_meta("t_out", t_out)
+    store.set_meta("t_out", event_timeout_s)
     for op in pipeline.operator_names:
-        store.create_queue(op, q_size)
+        store.create_queue(op, queue_capacity)
     store.create_queue("sink", None, sink=True)
     task.store_for.cache_clear()
     task.context_for.cache_clear()

@@ -33,9 +33,9 @@ def saturated(backlog: int | None) -> object:
 
 def test_snapshot_counts_the_backlog_in_lambda_g():
     snap = saturated(HELD)
-    assert snap.lambda_g == 200  # what was ingested: intervals.csv's input
+    assert snap.source_events == 200  # what was ingested: intervals.csv's input
     assert snap.external_backlog == HELD
-    assert snap.lambda_g_demand == 200 + HELD
+    assert snap.demand_events == 200 + HELD
     assert snap.source_demand() == {"s": 200 + HELD}
 
 

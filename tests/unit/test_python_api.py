@@ -118,7 +118,7 @@ def test_an_old_setting_name_is_an_error_naming_the_new_one(tmp_path):
         elastream.settings(t_out=3)
     data = filter2().build().model_dump(by_alias=True, exclude_none=True)
     with pytest.warns(FutureWarning, match="'r_over' is now called 'overprovisioned_replicas'"):
-        assert pipeline_from_dict({**data, "r_over": 3}, "old").r_over == 3
+        assert pipeline_from_dict({**data, "r_over": 3}, "old").overprovisioned_replicas == 3
 
 
 def test_an_unbounded_run_cannot_have_a_trace_and_a_simulation_needs_a_duration(tmp_path):

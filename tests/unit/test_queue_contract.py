@@ -162,7 +162,7 @@ def test_t_out_gives_old_events_the_timeout_fate(open_store):
     store.append("a", events(3, ts=time.time() - 60) + events(2, start=3), "src", 0)
     spec = pipeline_from_dict(linear_pipeline(2)).operator("op1")
     passthrough = lambda evs: [e.emit(e.payload) for e in evs]  # noqa: E731
-    ctx = OperatorContext(spec, passthrough, {}, {"out": ("b",)}, t_out=5.0)
+    ctx = OperatorContext(spec, passthrough, {}, {"out": ("b",)}, event_timeout_s=5.0)
     plan = store.plan_batch("a", 0, 5, 1, alternate)
     processed, timed_out = process(ctx, store.read_share(plan, 0))
     t0 = time.time()

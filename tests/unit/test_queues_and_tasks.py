@@ -13,11 +13,20 @@ from elastream.runtime.spark import task
 
 
 def make_store(
-    tmp_path, *, middle="elastream.examples.synthetic:passthrough", q_size=None, t_out=None
+    tmp_path,
+    *,
+    middle="elastream.examples.synthetic:passthrough",
+    queue_capacity=None,
+    event_timeout_s=None,
 ):
     data = linear_pipeline(3, (1, 4))
     data["operators"][1]["function"] = middle
-    return queue_store(tmp_path / "q.db", pipeline_from_dict(data), q_size=q_size, t_out=t_out)
+    return queue_store(
+        tmp_path / "q.db",
+        pipeline_from_dict(data),
+        queue_capacity=queue_capacity,
+        event_timeout_s=event_timeout_s,
+    )
 
 
 def events(n, start=0, ts=None):
@@ -46,7 +55,7 @@ def test_offsets_are_contiguous_and_appends_idempotent(tmp_path):
 
 
 def test_bounded_queue_drops_and_counts_overflow(tmp_path):
-    store = make_store(tmp_path, q_size=3)
+    store = make_store(tmp_path, queue_capacity=3)
     assert store.append("op1", events(5), "src", 0) == (3, 2)
     audit = store.audit()
     assert (audit.events_in, audit.overflow, audit.pending) == (5, 2, 3)
@@ -73,7 +82,7 @@ def test_replayed_batch_changes_nothing(tmp_path):
 
 
 def test_timeout_drops_old_events_when_their_turn_comes(tmp_path):
-    store = make_store(tmp_path, t_out=5.0)
+    store = make_store(tmp_path, event_timeout_s=5.0)
     store.append("op1", events(3, ts=time.time() - 60) + events(2, start=3), "src", 0)
     run_all(store, "op1")
     audit = store.audit()

@@ -92,7 +92,7 @@ def make_decision(k: int) -> Decision:
 def make_result(n: int = len(PLAN)) -> RunResult:
     snaps = [make_snapshot(k) for k in range(n)]
     totals = RunTotals(
-        events_in=sum(s.lambda_g for s in snaps),
+        events_in=sum(s.source_events for s in snaps),
         events_out=sum(s.sink_events for s in snaps),
         completed=sum(s.completed for s in snaps),
         filtered=0,
@@ -102,7 +102,9 @@ def make_result(n: int = len(PLAN)) -> RunResult:
         latency_ms_p99=55.0,
     )
     decisions = [make_decision(k) for k in range(n)]
-    return RunResult(snaps, decisions, totals, summarize(snaps, totals, PIPELINE.r_over))
+    return RunResult(
+        snaps, decisions, totals, summarize(snaps, totals, PIPELINE.overprovisioned_replicas)
+    )
 
 
 def write(tmp_path: Path, result: RunResult | None = None, title: str = "Test run") -> Path:
@@ -234,7 +236,7 @@ def test_intervals_csv_rates_and_latency(written):
     frame = load_intervals(out)
     assert len(frame) == len(PLAN)
     for row, snap in zip(frame.itertuples(index=False), result.snapshots, strict=True):
-        assert row.input_rate == pytest.approx(snap.lambda_g / TD)
+        assert row.input_rate == pytest.approx(snap.source_events / TD)
         assert row.output_rate == pytest.approx(snap.completed / TD)
         assert row.replicas_total == sum(o.replicas for o in snap.operators)
         if snap.latency_ms_mean is None:
@@ -341,7 +343,9 @@ def test_report_of_a_single_interval_without_latency(tmp_path):
 
 def test_report_of_a_run_without_intervals(tmp_path):
     full = make_result()
-    empty = RunResult([], [], full.totals, summarize([], full.totals, PIPELINE.r_over))
+    empty = RunResult(
+        [], [], full.totals, summarize([], full.totals, PIPELINE.overprovisioned_replicas)
+    )
     out = write(tmp_path, empty)
     assert len(load_timeseries(out)) == 0
     assert load_summary(out)["intervals"] == 0
@@ -402,7 +406,7 @@ def test_live_table_render_shows_every_operator():
     console.print(live.render(snap, decision))
     text = console.export_text()
     assert f"t={snap.t:.1f} s" in text
-    assert f"input {snap.lambda_g / TD:.1f} ev/s" in text
+    assert f"input {snap.source_events / TD:.1f} ev/s" in text
     assert f"output {snap.completed / TD:.1f} ev/s" in text
     assert f"latency {snap.latency_ms_mean:.1f} ms" in text
     rows = {line.split("│")[1].strip(): line for line in text.splitlines() if "│ op" in line}

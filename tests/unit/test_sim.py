@@ -38,7 +38,7 @@ def test_every_source_event_is_accounted_for_exactly(queue_model):
     assert t.events_in == int(trace.rates.sum())
     assert t.completed == t.events_out + t.filtered  # no fan-out: one source event, one fate
     assert t.events_in == t.completed + t.dropped_timeout + t.dropped_overflow + t.failed
-    assert sum(s.lambda_g for s in result.snapshots) == t.events_in
+    assert sum(s.source_events for s in result.snapshots) == t.events_in
     assert sum(s.completed for s in result.snapshots) == t.completed
     assert sum(s.sink_events for s in result.snapshots) == t.events_out
     dropped = sum(

@@ -19,7 +19,7 @@ def bad(mutate, match):
 def test_valid_pipeline_order_and_r_over():
     p = pipeline_from_dict(linear_pipeline(3, (1, 4)))
     assert p.topological_order == ("op1", "op2", "op3")
-    assert p.r_over == 12
+    assert p.overprovisioned_replicas == 12
     assert p.routes("op1") == {"out": ("op2",)}
 
 

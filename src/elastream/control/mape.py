@@ -133,7 +133,7 @@ def run_mape(
             controller.release(state)
         finally:
             engine.stop()
-    summary = running.summary(totals, engine.pipeline.r_over, messages=messages)
+    summary = running.summary(totals, engine.pipeline.overprovisioned_replicas, messages=messages)
     return RunResult(log.snapshots, log.decisions, totals, summary, log.kept)
 
 

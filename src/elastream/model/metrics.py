@@ -702,12 +702,12 @@ def total_replicas(snapshot: Snapshot) -> int:
 
 def intervals_with_input(snapshot: Snapshot) -> int:
     """How many of the intervals a snapshot stands for had source input (λ_G(t) > 0)."""
-    return snapshot.intervals - snapshot.idle_intervals if snapshot.lambda_g > 0 else 0
+    return snapshot.intervals - snapshot.idle_intervals if snapshot.source_events > 0 else 0
 
 
 def degradation(snapshot: Snapshot) -> float:
     """|input − completed| / input of one snapshot (0 without input)."""
-    lam = snapshot.lambda_g
+    lam = snapshot.source_events
     return abs(lam - snapshot.completed) / lam if lam > 0 else 0.0
 
 
@@ -740,10 +740,10 @@ def interval_rows(
         {
             "t": s.t,
             "interval_s": s.td,
-            "input": s.lambda_g,
+            "input": s.source_events,
             "completed": s.completed,
             "sink_events": s.sink_events,
-            "input_rate": s.lambda_g / s.td if s.td > 0 else 0.0,
+            "input_rate": s.source_events / s.td if s.td > 0 else 0.0,
             "output_rate": s.completed / s.td if s.td > 0 else 0.0,
             "latency_ms_mean": s.latency_ms_mean,
             "latency_ms_p99": s.latency_ms_p99,
@@ -770,7 +770,11 @@ def reconfigurations(snapshots: Sequence[Snapshot]) -> int:
 
 
 def summarize(
-    snapshots: Sequence[Snapshot], totals: RunTotals, r_over: int, *, messages: int = 0
+    snapshots: Sequence[Snapshot],
+    totals: RunTotals,
+    overprovisioned_replicas: int,
+    *,
+    messages: int = 0,
 ) -> Summary:
     """Replica-seconds saved = 1 - mean(Σ r_i) / r_over (PSPS' saved resources); processed
     ratio = completed / events in; `messages`: what the policy's agents sent over the run (0
@@ -779,7 +783,7 @@ def summarize(
     sums = [total_replicas(s) * s.intervals for s in snapshots]
     return build_summary(
         totals,
-        r_over,
+        overprovisioned_replicas,
         replica_intervals=sum(sums),
         intervals=sum(s.intervals for s in snapshots),
         replicas_max=max((total_replicas(s) for s in snapshots), default=0),
@@ -792,7 +796,7 @@ def summarize(
 
 def build_summary(
     totals: RunTotals,
-    r_over: int,
+    overprovisioned_replicas: int,
     *,
     replica_intervals: int,
     intervals: int,
@@ -803,11 +807,13 @@ def build_summary(
     messages: int = 0,
 ) -> Summary:
     """The Summary from the exact end-of-run counts and the per-interval aggregates."""
-    if r_over < 1:
-        raise ValueError(f"r_over must be >= 1, got {r_over}")
+    if overprovisioned_replicas < 1:
+        raise ValueError(
+            f"the over-provisioned replica count must be >= 1, got {overprovisioned_replicas}"
+        )
     mean = replica_intervals / max(intervals, 1)
     return Summary(
-        replica_seconds_saved_ratio=1.0 - mean / r_over,
+        replica_seconds_saved_ratio=1.0 - mean / overprovisioned_replicas,
         throughput_degradation=throughput_degradation,
         processed_ratio=totals.completed / totals.events_in if totals.events_in else 1.0,
         latency_ms_mean=totals.latency_ms_mean,
@@ -823,7 +829,7 @@ def build_summary(
         query_restarts=totals.query_restarts,
         replicas_mean=mean,
         replicas_max=replicas_max,
-        overprovisioned_replicas=r_over,
+        overprovisioned_replicas=overprovisioned_replicas,
         reconfigurations=reconfigurations,
         replica_seconds=replica_seconds,
         intervals=intervals,
@@ -865,14 +871,16 @@ class RunningSummary:
         self.replica_seconds += replicas * snapshot.td
         self.last = snapshot
 
-    def summary(self, totals: RunTotals, r_over: int, *, messages: int = 0) -> Summary:
+    def summary(
+        self, totals: RunTotals, overprovisioned_replicas: int, *, messages: int = 0
+    ) -> Summary:
         """The run's Summary, given its exact end-of-run counts and the agents' messages."""
         mean_degradation = (
             self.degradation_sum / self.degradation_intervals if self.degradation_intervals else 0.0
         )
         return build_summary(
             totals,
-            r_over,
+            overprovisioned_replicas,
             replica_intervals=self.replica_intervals,
             intervals=self.intervals,
             replicas_max=self.replicas_max,

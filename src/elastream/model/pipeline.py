@@ -351,7 +351,7 @@ class Pipeline(Settings):
     operators: tuple[OperatorSpec, ...] = Field(description="operators, any order")
     sinks: tuple[SinkSpec, ...] = Field(description="terminal queues")
     streams: tuple[StreamSpec, ...] = Field(description="edges between the nodes")
-    declared_r_over: int | None = Field(
+    declared_overprovisioning: int | None = Field(
         None,
         alias="overprovisioned_replicas",
         ge=1,
@@ -509,10 +509,10 @@ class Pipeline(Settings):
         return sum(op.replicas.max for op in self.operators)
 
     @property
-    def r_over(self) -> int:
+    def overprovisioned_replicas(self) -> int:
         """Over-provisioned replica count (PSPS V-A.3): the declared `r_over`, else the sum of
         the pools."""
-        return self.declared_r_over or self.pool_total
+        return self.declared_overprovisioning or self.pool_total
 
     def check_imports(self) -> None:
         """Import every operator function and source or sink callable; raise naming the one that

@@ -87,7 +87,7 @@ class Snapshot:
     sink_latency_ms: tuple[tuple[float, int], ...] = ()
 
     @property
-    def lambda_g(self) -> int:
+    def source_events(self) -> int:
         """λ_G(t): events sent by the input data during t (what was ingested)."""
         return sum(n for _, n in self.sources)
 
@@ -102,10 +102,10 @@ class Snapshot:
         return {name: n + backlog.get(name, 0) for name, n in self.sources}
 
     @property
-    def lambda_g_demand(self) -> int:
+    def demand_events(self) -> int:
         """λ_G(t) as the controller sees it (issue 24): ingested plus the external backlog
         where the source can tell it, so that a held-back source still asks for replicas."""
-        return self.lambda_g + self.external_backlog
+        return self.source_events + self.external_backlog
 
     def op(self, name: str) -> OperatorStats:
         for stats in self.operators:

@@ -80,7 +80,7 @@ class LiveTable:
     def header(self, snapshot: Snapshot) -> str:
         s = snapshot
         return (
-            f"t={s.t:,.1f} s  input {fmt.rate(per_second(s.lambda_g, s.td))} ev/s  "
+            f"t={s.t:,.1f} s  input {fmt.rate(per_second(s.source_events, s.td))} ev/s  "
             f"output {fmt.rate(per_second(s.completed, s.td))} ev/s  "
             f"latency {fmt.ms(s.latency_ms_mean)} (p99 {fmt.ms(s.latency_ms_p99)})"
             f"{self.objective_text(s)}"

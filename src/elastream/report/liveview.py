@@ -36,7 +36,7 @@ def point(snap: Snapshot, decision: Decision, objective: Objective | None) -> di
     return {
         "t": snap.t,
         "interval_s": td,
-        "input_rate": per_second(snap.lambda_g, td),
+        "input_rate": per_second(snap.source_events, td),
         "output_rate": per_second(snap.completed, td),
         "latency_ms_mean": snap.latency_ms_mean,
         "latency_ms_p99": snap.latency_ms_p99,

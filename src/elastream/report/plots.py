@@ -110,12 +110,12 @@ def rates_plot(items: Sequence[Interval]) -> Plot:
     degradation, PSPS V-A.3: λ_G/td and completed/td)."""
     t = _times(items)
     with _figure(3.6) as (fig, (ax,)):
-        inp = [per_second(i.snapshot.lambda_g, i.snapshot.td) for i in items]
+        inp = [per_second(i.snapshot.source_events, i.snapshot.td) for i in items]
         out = [per_second(i.snapshot.completed, i.snapshot.td) for i in items]
         ax.plot(t, inp, color=INPUT_COLOR, lw=2, label="input (ev/s)")
         ax.plot(t, out, color=OUTPUT_COLOR, lw=1.6, ls="--", label="output: completed (ev/s)")
         if any(i.snapshot.source_backlog for i in items):  # external sources that can tell
-            demand = [per_second(i.snapshot.lambda_g_demand, i.snapshot.td) for i in items]
+            demand = [per_second(i.snapshot.demand_events, i.snapshot.td) for i in items]
             ax.plot(t, demand, color=INPUT_COLOR, lw=1.2, ls=":", label="input + external backlog")
         ax.set_title("Input and output rate")
         ax.set_xlabel("time since start (s)")

@@ -209,7 +209,7 @@ def run_sodrp(
         totals = engine.totals()
     finally:
         engine.stop()
-    summary = running.summary(totals, engine.pipeline.r_over)
+    summary = running.summary(totals, engine.pipeline.overprovisioned_replicas)
     return RunResult(tuple(report.snapshots), decisions, totals, summary)
 
 

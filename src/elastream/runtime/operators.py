@@ -45,11 +45,11 @@ class OperatorContext:
     function: Callable[..., Any]
     params: dict[str, Any]
     routes: dict[str, tuple[str, ...]]
-    t_out: float | None
+    event_timeout_s: float | None
 
 
 def operator_context(
-    pipeline: Pipeline, name: str, out_dir: str, t_out: float | None = None
+    pipeline: Pipeline, name: str, out_dir: str, event_timeout_s: float | None = None
 ) -> OperatorContext:
     """Operator `name`'s context: its function imported and checked (`load_operator`), `{out}`
     in its string params replaced by `out_dir`, its routes."""
@@ -58,7 +58,9 @@ def operator_context(
         k: v.replace(OUT_PLACEHOLDER, out_dir) if isinstance(v, str) else v
         for k, v in spec.params.items()
     }
-    return OperatorContext(spec, load_operator(spec), params, pipeline.routes(name), t_out)
+    return OperatorContext(
+        spec, load_operator(spec), params, pipeline.routes(name), event_timeout_s
+    )
 
 
 def load_operator(spec: OperatorSpec) -> Callable[..., Any]:

@@ -83,7 +83,7 @@ def run_plain_query(pipeline: Pipeline, n: int, out: Path, per_batch: int) -> fl
     """Wall seconds for a plain streaming query to process n events written as files of
     `per_batch` events, one file per micro-batch."""
     write_input(pipeline, n, out / "input", per_batch)
-    spark = spark_session(f"local[{pipeline.r_over}]")
+    spark = spark_session(f"local[{pipeline.overprovisioned_replicas}]")
     replicas = max(1, pipeline.operators[0].replicas.max)
     pipeline_json = pipeline.model_dump_json(by_alias=True)
     out_dir = str(out)

@@ -10,7 +10,7 @@ Per interval t and operator O_i, in topological order:
     r_i(t+1) = ⌈λ̂_i(t+1) · et_i / td⌉                 (Eq. 1)  replicas to process it within td
 
 A source is a predecessor whose μ is what it emitted and whose θ is its share of λ_G. λ_G(t)
-counts an external source's backlog (files not yet read, Redis lag: `Snapshot.lambda_g_demand`)
+counts an external source's backlog (files not yet read, Redis lag: `Snapshot.demand_events`)
 as arriving in t+1: a source held back by a full queue still asks for replicas. Predicting
 from λ_G rather than from λ^r_i avoids the domino effect of Fig. 4: a predecessor that just scaled
 out does not make its successors chase its catch-up burst one interval late. Where μ_p(t) = 0 the
@@ -77,7 +77,7 @@ def predict(
     theta = source_thetas(snapshot)
     edges = update_selectivity(snapshot, dict(state.theta_edges))  # Eq. 2c
     ets = dict(state.et)
-    lam_g = snapshot.lambda_g_demand
+    lam_g = snapshot.demand_events
     out: dict[str, Prediction] = {}
     for o in snapshot.operators:
         theta_i = 0.0

@@ -213,7 +213,11 @@ class BatchOperator(Operator):
         if not inbox:
             return
         self.inbox = {}
-        room = None if self.setup.q_size is None else max(0, self.setup.q_size - self.size)
+        room = (
+            None
+            if self.setup.queue_capacity is None
+            else max(0, self.setup.queue_capacity - self.size)
+        )
         refused = 0
         for k, n in sorted(inbox.items()):
             take = n if room is None else min(n, room)

@@ -49,7 +49,7 @@ class Setup:
     step_s: float
     td: float
     lag_limit: float  # t_out in steps (inf: no timeout)
-    q_size: int | None
+    queue_capacity: int | None
     et_noise: float
     start_delay_steps: int
     batch_overhead_s: float
@@ -451,11 +451,11 @@ class Operator:
     def _overflow(self, counts: Sequence[int]) -> None:
         """q_size (PSPS V-B): the operator holds at most q_size events; the newest arrivals of
         this step that do not fit are refused, taken from each replica's tail in proportion."""
-        q_size = self.setup.q_size
-        if q_size is None or self.size <= q_size:
+        queue_capacity = self.setup.queue_capacity
+        if queue_capacity is None or self.size <= queue_capacity:
             return
         fresh = [min(c, rep.size) for rep, c in zip(self.ready, counts, strict=True)]
-        excess = min(self.size - q_size, sum(fresh))
+        excess = min(self.size - queue_capacity, sum(fresh))
         for rep, cut in zip(self.ready, apportion(excess, fresh), strict=True):
             _trim_tail(rep.queue, cut)
             rep.size -= cut

@@ -444,12 +444,12 @@ class SimEngine:
     # ------------------------------------------------------------------ set-up
     def _build_operators(self) -> dict[str, Operator]:
         s = self.settings
-        t_out = self.config.event_timeout_s
+        event_timeout_s = self.config.event_timeout_s
         setup = Setup(
             step_s=self.step_s,
             td=self.config.interval_s,
-            lag_limit=math.inf if t_out is None else t_out / self.step_s + 1e-9,
-            q_size=self.config.queue_capacity,
+            lag_limit=math.inf if event_timeout_s is None else event_timeout_s / self.step_s + 1e-9,
+            queue_capacity=self.config.queue_capacity,
             et_noise=s.et_noise,
             start_delay_steps=math.ceil(s.start_delay_s / self.step_s - 1e-9),
             batch_overhead_s=s.batch_overhead_s,

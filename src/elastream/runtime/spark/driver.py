@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 def task_slots(pipeline: Pipeline) -> int:
     """One task slot per pre-allocated replica, so every active replica really runs."""
-    return max(2, pipeline.r_over)
+    return max(2, pipeline.overprovisioned_replicas)
 
 
 def jvm_running(given: Any) -> bool:

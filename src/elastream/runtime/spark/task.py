@@ -197,10 +197,10 @@ def process(
     is returned as timed out; a held event delivered again, in `fired`, is not), then the
     operator function on the rest (with `state` for a stateful operator), then the operator's
     declared service time."""
-    now, t_out = time.time(), ctx.t_out
+    now, event_timeout_s = time.time(), ctx.event_timeout_s
     stale = np.zeros(len(events), bool)
-    if t_out is not None and len(events):
-        stale = now - events.ts > t_out
+    if event_timeout_s is not None and len(events):
+        stale = now - events.ts > event_timeout_s
         if fired and stale.any():
             stale &= ~np.isin(events.ids, np.fromiter(fired, np.int64, len(fired)))
     live = events.take(np.flatnonzero(~stale)) if stale.any() else events
