@@ -11,9 +11,21 @@ from elastream.control.policies.psps import PspsConfig, PspsState, predict
 def table_ii(pool=(1, 12)):
     # Table II (a), td = 1000 ms: λ_G(t) = 100 events enter O1. The paper gives no pool sizes;
     # pools of 12 leave room for Table II (b)'s 9 replicas of O3.
-    o1 = stats("O1", received=100, frm={"src": 100}, processed=140, queue=0, et_s=0.0166, pool=pool)
-    o2 = stats("O2", received=117, frm={"O1": 117}, processed=120, queue=7, et_s=0.025, pool=pool)
-    o3 = stats("O3", received=90, frm={"O2": 90}, processed=90, queue=20, et_s=0.100, pool=pool)
+    o1 = stats(
+        "O1",
+        received=100,
+        frm={"src": 100},
+        processed=140,
+        queue=0,
+        service_time_s=0.0166,
+        pool=pool,
+    )
+    o2 = stats(
+        "O2", received=117, frm={"O1": 117}, processed=120, queue=7, service_time_s=0.025, pool=pool
+    )
+    o3 = stats(
+        "O3", received=90, frm={"O2": 90}, processed=90, queue=20, service_time_s=0.100, pool=pool
+    )
     return snapshot(o1, o2, o3, td=1.0, sources={"src": 100})
 
 
@@ -43,7 +55,7 @@ def test_fig5_theta_of_join_is_058():
 def test_fig3_same_load_different_et():
     # Fig. 3: same λ̂, different et -> 2, 1, 4 replicas (λ̂ = 100, td = 1 s).
     ops = [
-        stats(n, replicas=2, frm={"src": 100}, processed=100, et_s=et)
+        stats(n, replicas=2, frm={"src": 100}, processed=100, service_time_s=et)
         for n, et in (("O1", 0.02), ("O2", 0.01), ("O3", 0.04))
     ]
     pred, _ = predict(snapshot(*ops, sources={"src": 100}), PspsState(), PspsConfig())
@@ -52,15 +64,15 @@ def test_fig3_same_load_different_et():
 
 def test_unknown_theta_and_et_fall_back_to_last_known():
     first = snapshot(
-        stats("A", frm={"src": 50}, processed=50, et_s=0.02),
-        stats("B", frm={"A": 25}, processed=25, et_s=0.04),
+        stats("A", frm={"src": 50}, processed=50, service_time_s=0.02),
+        stats("B", frm={"A": 25}, processed=25, service_time_s=0.04),
         sources={"src": 50},
     )
     _, state = predict(first, PspsState(), PspsConfig())
     # Next interval: A processed nothing (μ_A = 0) and B measured no et.
     second = snapshot(
-        stats("A", frm={"src": 100}, processed=0, queue=100, et_s=0.02),
-        stats("B", frm={"A": 0}, processed=0, et_s=None),
+        stats("A", frm={"src": 100}, processed=0, queue=100, service_time_s=0.02),
+        stats("B", frm={"A": 0}, processed=0, service_time_s=None),
         sources={"src": 100},
     )
     pred, _ = predict(second, state, PspsConfig())

@@ -17,7 +17,7 @@ def stats(
     processed: int = 0,
     emitted: int | None = None,
     queue: int = 0,
-    et_s: float | None = None,
+    service_time_s: float | None = None,
     busy_s: float = 0.0,
 ) -> OperatorStats:
     return OperatorStats(
@@ -30,7 +30,7 @@ def stats(
         processed=processed,
         emitted=processed if emitted is None else emitted,
         queue=queue,
-        et_s=et_s,
+        service_time_s=service_time_s,
         busy_s=busy_s,
     )
 

@@ -29,9 +29,9 @@ STEPS = [2.0] * 4 + [0.75] * 3 + [0.05] * 8
 
 
 def test_a_replica_load_is_its_utilization_plus_its_share_of_the_backlog():
-    o = replace(stats("op", replicas=3, queue=60, et_s=0.1), utilization=(0.5, 0.25))
+    o = replace(stats("op", replicas=3, queue=60, service_time_s=0.1), utilization=(0.5, 0.25))
     # backlog share: 60 / 3 events × 0.1 s / 10 s = 0.2 each; the third replica measured nothing
-    assert replica_loads(o, td=10.0, et_s=0.1) == pytest.approx([0.7, 0.45, 0.2])
+    assert replica_loads(o, td=10.0, service_time_s=0.1) == pytest.approx([0.7, 0.45, 0.2])
 
 
 def test_free_slots_are_shared_evenly_and_add_up():
@@ -76,7 +76,7 @@ def test_tcp_and_memory_transports_give_the_same_counts_and_messages():
 
 
 def snap(replicas: int, utilization: float, queue: int = 0, t: float = 1.0):
-    o = stats("op", replicas=replicas, pool=(1, 4), queue=queue, et_s=0.1, processed=10)
+    o = stats("op", replicas=replicas, pool=(1, 4), queue=queue, service_time_s=0.1, processed=10)
     return snapshot(replace(o, utilization=(utilization,) * replicas), t=t, td=1.0)
 
 

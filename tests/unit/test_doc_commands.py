@@ -86,6 +86,7 @@ WAYS: dict[str, tuple[str, tuple[str, ...] | str]] = {
     "benchmarks/executor_leasing.py": ("parse", "Spark on a standalone cluster"),
     "benchmarks/caladrius_gatsby.py": ("parse", "Spark: word-count runs, 25 min"),
     "benchmarks/state_rescale.py": ("parse", "Spark: rescales at 10^4 and 10^6 keys"),
+    "benchmarks/run_startup.py": ("parse", "Spark: three starts per round, 5 min"),
     "elastream demo": ("parse", "Spark: the 180 s demo trace, about 4 min"),
     "elastream bench": ("parse", "four policies on six simulated workloads, minutes"),
 }

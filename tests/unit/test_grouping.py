@@ -10,18 +10,18 @@ from elastream.model.pipeline import Grouping
 
 def test_alg1_picks_least_loaded_replica_and_charges_et_over_td():
     # U = [0.5, 0.125, 0.375], each event adds et/td = 0.125 (exact in binary).
-    out, u = load_balancing(4, [0.5, 0.125, 0.375], et_s=0.125, td_s=1.0)
+    out, u = load_balancing(4, [0.5, 0.125, 0.375], service_time_s=0.125, td_s=1.0)
     assert out == [1, 1, 1, 2]  # .125 -> .25 -> .375 (tie with replica 2: lower index) -> .5
     assert u == [0.5, 0.5, 0.5]
 
 
 def test_alg1_equal_loads_give_round_robin():
-    out, _ = load_balancing(6, [0.0, 0.0, 0.0], et_s=0.01, td_s=1.0)
+    out, _ = load_balancing(6, [0.0, 0.0, 0.0], service_time_s=0.01, td_s=1.0)
     assert out == [0, 1, 2, 0, 1, 2]
 
 
 def test_alg1_saturated_replicas_fall_back_to_round_robin():
-    out, u = load_balancing(5, [1.0, 1.2], et_s=0.5, td_s=1.0, rr_start=1)
+    out, u = load_balancing(5, [1.0, 1.2], service_time_s=0.5, td_s=1.0, rr_start=1)
     assert out == [1, 0, 1, 0, 1]
     assert u == [1.0, 1.2]  # unchanged
 
@@ -40,15 +40,19 @@ def test_other_groupings():
 
 def test_alg1_gives_a_slower_replica_fewer_events():
     # Replica 1 takes twice as long per event: its U grows by 0.2 per event, replica 0's by 0.1.
-    out, u = load_balancing(6, [0.0, 0.0], et_s=[0.1, 0.2], td_s=1.0)
+    out, u = load_balancing(6, [0.0, 0.0], service_time_s=[0.1, 0.2], td_s=1.0)
     assert out.count(0) == 4 and out.count(1) == 2
     assert u == pytest.approx([0.4, 0.4])
 
 
-def one_by_one(n, utilization, et_s, td_s, rr_start=0):
+def one_by_one(n, utilization, service_time_s, td_s, rr_start=0):
     """PSPS Alg. 1 as the paper states it, event by event: the reference for the merge form."""
     u = [max(0.0, float(x)) for x in utilization]
-    ets = [float(et_s)] * len(u) if isinstance(et_s, int | float) else [float(e) for e in et_s]
+    ets = (
+        [float(service_time_s)] * len(u)
+        if isinstance(service_time_s, int | float)
+        else [float(e) for e in service_time_s]
+    )
     steps = [e / td_s if td_s > 0 else 0.0 for e in ets]
     out, rr = [], rr_start
     for _ in range(n):
@@ -80,7 +84,7 @@ def test_the_merge_form_of_load_balancing_equals_alg_1_event_by_event(
             max_size=replicas,
         )
     )
-    et_s = data.draw(
+    service_time_s = data.draw(
         st.one_of(
             st.sampled_from([0.0, 0.05, 0.1, 0.3]),
             st.lists(
@@ -90,6 +94,6 @@ def test_the_merge_form_of_load_balancing_equals_alg_1_event_by_event(
             ),
         )
     )
-    assert load_balancing(n, utilization, et_s, td_s, rr_start) == one_by_one(
-        n, utilization, et_s, td_s, rr_start
+    assert load_balancing(n, utilization, service_time_s, td_s, rr_start) == one_by_one(
+        n, utilization, service_time_s, td_s, rr_start
     )

@@ -24,7 +24,7 @@ HELD = 3_000
 
 def saturated(backlog: int | None) -> object:
     op = stats("op", replicas=2, received=200, frm={"s": 200}, processed=200, queue=100,
-               et_s=0.01, busy_s=2.0)  # fmt: skip
+               service_time_s=0.01, busy_s=2.0)  # fmt: skip
     snap = snapshot(op, sources={"s": 200})
     if backlog is None:
         return snap

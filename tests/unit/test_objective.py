@@ -123,7 +123,9 @@ def test_an_interval_is_met_missed_or_not_judged():
 def test_an_operator_bound_is_judged_by_littles_law():
     """queue 50 over 100 processed in td = 10 s is 5 s of queueing, plus et 0.1 s."""
     objective = Objective(latency_p99_s=10, operators={"a": {"latency_p99_s": 5}})
-    snap = with_latency(snapshot(stats("a", queue=50, processed=100, et_s=0.1), td=10.0), 1000.0)
+    snap = with_latency(
+        snapshot(stats("a", queue=50, processed=100, service_time_s=0.1), td=10.0), 1000.0
+    )
     assert judge(snap, objective).met is False  # 5.1 s > 5 s
     relaxed = Objective(latency_p99_s=10, operators={"a": {"latency_p99_s": 5.2}})
     assert judge(snap, relaxed).met is True

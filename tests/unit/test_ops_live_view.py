@@ -63,7 +63,7 @@ def points(dom: str, chart: str, series: str) -> list[str]:
 
 def feed(metrics: RunMetrics, t: float, replicas: int, target: int, queue: int, p99: float) -> None:
     op = stats("op", replicas=replicas, pool=(1, 3), received=200, processed=150, queue=queue,
-               et_s=0.01, busy_s=1.5)  # fmt: skip
+               service_time_s=0.01, busy_s=1.5)  # fmt: skip
     reason = f"queue {queue} above 50: one replica more"
     decision = Decision.of({"op": target}, {"op": reason}, {"op": f"queue={queue} step=+1"})
     snap = replace(snapshot(op, t=t, td=2.0, sources={"src": 200}), sinks=(("sink", 150),),

@@ -30,7 +30,7 @@ def chain(queue_a=0, queue_b=0, busy_a=8.0, busy_b=20.0, et_a=None):
         emitted=400,
         queue=queue_a,
         busy_s=busy_a,
-        et_s=et_a,
+        service_time_s=et_a,
     )
     b = stats(
         "B", replicas=3, received=400, frm={"A": 400}, processed=400, queue=queue_b, busy_s=busy_b

@@ -60,7 +60,7 @@ def make_snapshot(k: int) -> Snapshot:
         received=lam,
         frm={"src": lam},
         processed=lam,
-        et_s=0.004 if k != 3 else None,
+        service_time_s=0.004 if k != 3 else None,
     )
     op1 = replace(
         op1,
@@ -76,7 +76,7 @@ def make_snapshot(k: int) -> Snapshot:
         processed=lam - q2 // 2,
         emitted=lam - q2 // 2 - 1,
         queue=q2,
-        et_s=0.010,
+        service_time_s=0.010,
         busy_s=0.9 * r2 * k / 5,
     )
     op2 = replace(op2, dropped_overflow=3 * k)
@@ -215,10 +215,10 @@ def test_timeseries_one_row_per_interval_and_operator_with_the_snapshot_values(w
             )
             assert row.target == decision.as_dict()[o.name]
             assert row.utilization == pytest.approx(expected_utilization(snap, o.name))
-            if o.et_s is None:
+            if o.service_time_s is None:
                 assert pd_isna(row.service_ms)
             else:
-                assert row.service_ms == pytest.approx(o.et_s * 1000)
+                assert row.service_ms == pytest.approx(o.service_time_s * 1000)
 
 
 def pd_isna(value) -> bool:

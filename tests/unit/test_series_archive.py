@@ -30,8 +30,8 @@ def feed(series, days: float, td: float, seed: int = 0) -> dict[str, float]:
     for k in range(n):
         load, r = int(loads[k]), int(replicas[k])
         ops = [
-            stats(o, replicas=r, received=load, processed=load, queue=k % 7, et_s=float(et[k]),
-                  busy_s=load * float(et[k]))
+            stats(o, replicas=r, received=load, processed=load, queue=k % 7,
+                  service_time_s=float(et[k]), busy_s=load * float(et[k]))
             for o in OPS
         ]  # fmt: skip
         snap = snapshot(*ops, t=td * (k + 1) + float(jitter[k]), td=td, sources={"src": load},

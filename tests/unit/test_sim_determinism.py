@@ -65,6 +65,6 @@ def test_cpu_time_per_event_is_calls_times_the_cost_of_a_call():
     for op in profile.operators:
         assert op.cpu_s == pytest.approx(calls[op.name] * 400e-9, rel=1e-12)
         service_s = tweets.operator(op.name).service_time_ms / 1000
-        assert op.et_s == pytest.approx(service_s + op.cpu_s, rel=1e-12)
+        assert op.service_time_s == pytest.approx(service_s + op.cpu_s, rel=1e-12)
     unmeasured = profile_pipeline(tweets, SimSettings(measure_cpu=False), seed=0)
     assert {op.cpu_s for op in unmeasured.operators} == {0.0}

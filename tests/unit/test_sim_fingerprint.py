@@ -56,7 +56,7 @@ def rows(snapshot: Snapshot) -> str:
             o.dropped_overflow,
             o.replica_processed,
             repr(o.busy_s),
-            repr(o.et_s),
+            repr(o.service_time_s),
             o.emitted_streams,
             o.received_from,
         )

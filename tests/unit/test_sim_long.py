@@ -243,8 +243,8 @@ def test_a_point_merged_at_once_equals_merging_its_intervals_pairwise():
             max(o.replicas for o in ops),
             max(o.queue for o in ops),
         )
-        assert merged.et_s == pytest.approx(
-            sum(o.et_s * o.processed for o in ops if o.processed) / merged.processed
+        assert merged.service_time_s == pytest.approx(
+            sum(o.service_time_s * o.processed for o in ops if o.processed) / merged.processed
         )
 
 

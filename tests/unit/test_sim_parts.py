@@ -211,7 +211,7 @@ def test_profile_overrides_and_service_time():
     split = profile.op("split")
     assert split.ratio(STREAM, "low") == 0.25
     assert split.ratio(FILTERED) == 0.5  # the rest of a partition is filtered
-    assert profile.op("parse").et_s == pytest.approx(0.004)
+    assert profile.op("parse").service_time_s == pytest.approx(0.004)
 
 
 def test_profile_names_a_failing_operator(tmp_path):

@@ -38,8 +38,8 @@ def measured_true_rate(stats: OperatorStats) -> float | None:
     """ρ_i measured in this interval: processed per busy second, else 1 / et_i, else None."""
     if stats.processed > 0 and stats.busy_s > 0:
         return stats.processed / stats.busy_s
-    if stats.et_s is not None and stats.et_s > 0:
-        return 1.0 / stats.et_s
+    if stats.service_time_s is not None and stats.service_time_s > 0:
+        return 1.0 / stats.service_time_s
     return None
 
 

@@ -64,7 +64,7 @@ def key_groups(keys: Sequence[str], replicas: int, groups: int) -> list[int]:
 def load_balancing(
     n: int,
     utilization: Sequence[float],
-    et_s: float | Sequence[float],
+    service_time_s: float | Sequence[float],
     td_s: float,
     rr_start: int = 0,
 ) -> tuple[list[int], list[float]]:
@@ -73,8 +73,9 @@ def load_balancing(
     Pick the replica m with the lowest utilization U_{i,m} (Eq. 5: U = μ·et/td, so one more event
     adds et/td); if even the least loaded is saturated (U_{i,m} >= 1), fall back to round-robin.
     Ties go to the lowest index, which with equal loads gives round-robin order as the paper says.
-    `et_s` may be one value per replica (replicas of unequal speed): a slower replica's U then
-    grows faster, so it gets proportionally fewer events. Returns the assignment and the final U.
+    `service_time_s` may be one value per replica (replicas of unequal speed): a slower
+    replica's U then grows faster, so it gets proportionally fewer events. Returns the
+    assignment and the final U.
 
     Computed as a merge, not event by event: replica m's k-th pick happens at the value its U
     has after k additions of et_m/td (the same float additions, by cumulative sum), so the picks
@@ -83,7 +84,11 @@ def load_balancing(
     u = np.maximum(np.asarray(utilization, dtype=float), 0.0)
     if not len(u):
         raise ValueError("load_balancing needs at least one replica")
-    ets = np.full(len(u), float(et_s)) if isinstance(et_s, int | float) else np.asarray(et_s, float)
+    ets = (
+        np.full(len(u), float(service_time_s))
+        if isinstance(service_time_s, int | float)
+        else np.asarray(service_time_s, float)
+    )
     if len(ets) != len(u):
         raise ValueError(f"{len(ets)} execution times for {len(u)} replicas")
     steps = ets / td_s if td_s > 0 else np.zeros(len(u))
@@ -107,7 +112,7 @@ def assign(
     *,
     seed: int = 0,
     utilization: Sequence[float] = (),
-    et_s: float | Sequence[float] = 0.0,
+    service_time_s: float | Sequence[float] = 0.0,
     td_s: float = 1.0,
     groups: int | None = None,
 ) -> list[int]:
@@ -123,6 +128,8 @@ def assign(
     if grouping is Grouping.KEY_HASH:
         return key_hash(keys, replicas) if groups is None else key_groups(keys, replicas, groups)
     u = list(utilization[:replicas]) + [0.0] * max(0, replicas - len(utilization))
-    if not isinstance(et_s, int | float):
-        et_s = list(et_s[:replicas]) + [0.0] * max(0, replicas - len(et_s))
-    return load_balancing(n, u, et_s, td_s, seed)[0]
+    if not isinstance(service_time_s, int | float):
+        service_time_s = list(service_time_s[:replicas]) + [0.0] * max(
+            0, replicas - len(service_time_s)
+        )
+    return load_balancing(n, u, service_time_s, td_s, seed)[0]

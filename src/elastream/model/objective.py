@@ -55,7 +55,7 @@ def operator_latency_s(stats: OperatorStats, td: float) -> float | None:
     """An operator's latency in one interval by Little's law (Eq. O9 of docs/policies.md):
     the queue it ended with over its throughput, plus one event's execution time. None when it
     neither processed nor held anything."""
-    service = stats.et_s or 0.0
+    service = stats.service_time_s or 0.0
     if stats.queue == 0:
         return service if stats.processed else None
     if stats.processed == 0:

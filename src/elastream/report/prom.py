@@ -73,8 +73,8 @@ class _OperatorFold:
         if target is not None:
             self.target = target
         self.busy = utilization(o, td)
-        if o.et_s is not None:
-            self.service.append(o.et_s)
+        if o.service_time_s is not None:
+            self.service.append(o.service_time_s)
 
 
 def prometheus() -> ModuleType:
@@ -355,8 +355,8 @@ class RunMetrics:
         if fold.target is not None:
             self._child(self.target, *key).set(fold.target)
         self._child(self.busy, *key).set(fold.busy)
-        for et_s in fold.service:
-            self._child(self.service, *key).observe(et_s)
+        for service_time_s in fold.service:
+            self._child(self.service, *key).observe(service_time_s)
 
     def finish(self, totals: RunTotals) -> None:
         """The end-of-run counts the engine reads from its queues: each run-level counter is

@@ -65,7 +65,7 @@ def utilization(stats: OperatorStats, td: float) -> float:
 
 def service_ms(stats: OperatorStats) -> float | None:
     """The mean time one replica took per event in the interval, ms (None: nothing processed)."""
-    return None if stats.et_s is None else stats.et_s * 1000.0
+    return None if stats.service_time_s is None else stats.service_time_s * 1000.0
 
 
 def per_second(n: float, td: float) -> float:
@@ -248,7 +248,7 @@ MERGED_FIELDS = (
     "max_replicas",
     "received_from",
     "queue",
-    "et_s",
+    "service_time_s",
     "received",
     "processed",
     "emitted",
@@ -286,7 +286,7 @@ class _MergedStats:
         self.original: OperatorStats | None = o  # not merged with anything yet
         self.name, self.replicas, self.queue = o.name, o.replicas, o.queue
         self.min_replicas, self.max_replicas = o.min_replicas, o.max_replicas
-        self.received_from, self.et_s = o.received_from, o.et_s
+        self.received_from, self.service_time_s = o.received_from, o.service_time_s
         self.received, self.processed, self.emitted = o.received, o.processed, o.emitted
         self.busy_s, self.failed = o.busy_s, o.failed
         self.dropped_timeout, self.dropped_overflow = o.dropped_timeout, o.dropped_overflow
@@ -294,7 +294,9 @@ class _MergedStats:
     def add(self, b: OperatorStats) -> None:
         """Merge in the next span's stats (the name, pool and senders are b's)."""
         self.original = None
-        self.et_s = _weighted(self.et_s, self.processed, b.et_s, b.processed)
+        self.service_time_s = _weighted(
+            self.service_time_s, self.processed, b.service_time_s, b.processed
+        )
         self.name, self.min_replicas, self.max_replicas = b.name, b.min_replicas, b.max_replicas
         self.replicas = max(self.replicas, b.replicas)
         self.queue = max(self.queue, b.queue)
@@ -320,7 +322,7 @@ class _MergedStats:
             processed=self.processed,
             emitted=self.emitted,
             queue=self.queue,
-            et_s=self.et_s,
+            service_time_s=self.service_time_s,
             busy_s=self.busy_s,
             dropped_timeout=self.dropped_timeout,
             dropped_overflow=self.dropped_overflow,

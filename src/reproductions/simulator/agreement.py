@@ -60,7 +60,8 @@ class Workload:
 
 
 # The trusted figures are those within tolerance in every comparison measured on the Arrow
-# runtime (three quiet runs and two CI runs, 29 Nov 2026); the others missed at least once.
+# runtime (three quiet runs and three CI runs, 29 Nov 2026); the others missed at least once
+# (DEBS's processed share: 42 % apart in CI 4, 31.5 % in CI 7, within 10 % quiet).
 # 30 s each: the tweets' bottleneck (classify_content, 40 events/s per replica) goes from 50 to
 # 110 events/s (2 -> 3 replicas); DEBS's (route_count, 50 trips/s) from 60 to 150 trips/s.
 WORKLOADS = {
@@ -74,7 +75,7 @@ WORKLOADS = {
         "debs",
         "debs.yaml",
         "spike:peak=150,magnitude=2.5,onset=6,ramp=3,hold=10,decay=3,duration=30",
-        ("replica_seconds_saved_ratio", "processed_ratio", "replicas"),
+        ("replica_seconds_saved_ratio", "replicas"),
     ),
 }
 

@@ -66,10 +66,10 @@ def spark_et_s(runs: Sequence[SparkRecord]) -> dict[str, float]:
     return {op: busy[op] / n for op, n in events.items() if n}
 
 
-def batch_records(run: SparkRecord, et_s: Mapping[str, float]) -> list[BatchRecord]:
+def batch_records(run: SparkRecord, service_time_s: Mapping[str, float]) -> list[BatchRecord]:
     """Every non-empty micro-batch of the run: when it started, its wall time (Spark's
     triggerExecution), its offset commit, its tasks and the work of its slowest, the work of a
-    share being its events times `et_s[op]` (the simulator's per-event time).
+    share being its events times `service_time_s[op]` (the simulator's per-event time).
 
     `operator` layout: a record per batch of each operator's query, a task per share.
     `pipeline` layout: a record per batch of the one query (op PIPELINE_QUERY), its shares packed
@@ -84,7 +84,7 @@ def batch_records(run: SparkRecord, et_s: Mapping[str, float]) -> list[BatchReco
             parts = [work.get((op, f"{a}-{b}")) for op, (a, b) in ranges.items()]
             if not parts or None in parts:  # empty, or not a batch the store planned as one
                 continue
-            shares = [w for part in parts if part for w in _share_work(part, et_s)]
+            shares = [w for part in parts if part for w in _share_work(part, service_time_s)]
             tasks = pack(shares) if pipeline else shares
             durations = progress["durationMs"]
             records.append(
@@ -100,9 +100,9 @@ def batch_records(run: SparkRecord, et_s: Mapping[str, float]) -> list[BatchReco
     return records
 
 
-def _share_work(part: BatchWork, et_s: Mapping[str, float]) -> list[float]:
+def _share_work(part: BatchWork, service_time_s: Mapping[str, float]) -> list[float]:
     """The work of each share of an operator's part of a batch: the largest, the rest equal."""
-    et = et_s[part.op]
+    et = service_time_s[part.op]
     rest = (part.events - part.largest) / (part.tasks - 1) if part.tasks > 1 else 0.0
     return [part.largest * et] + [rest * et] * (part.tasks - 1)
 

@@ -83,9 +83,9 @@ class DecentralizedState:
     et: tuple[tuple[str, float], ...] = field(default=())
 
 
-def replica_loads(stats: OperatorStats, td: float, et_s: float) -> list[float]:
+def replica_loads(stats: OperatorStats, td: float, service_time_s: float) -> list[float]:
     """Each active replica's load in units of its capacity: U_ij + its share of the backlog."""
-    backlog = stats.queue / max(1, stats.replicas) * et_s / td
+    backlog = stats.queue / max(1, stats.replicas) * service_time_s / td
     utilization = list(stats.utilization[: stats.replicas])
     utilization += [0.0] * (stats.replicas - len(utilization))
     return [u + backlog for u in utilization]
@@ -117,7 +117,7 @@ def decide(
 ) -> tuple[Decision, DecentralizedState]:
     swarm = state.swarm or start_swarm(snapshot, config)
     ets = dict(state.et)
-    ets.update({o.name: o.et_s for o in snapshot.operators if o.et_s})
+    ets.update({o.name: o.service_time_s for o in snapshot.operators if o.service_time_s})
     loads = {
         o.name: replica_loads(o, snapshot.td, ets.get(o.name, config.et_default_s))
         for o in snapshot.operators

@@ -84,8 +84,8 @@ def predict(
         for pred, _ in o.received_from:
             theta_i += edges.get((pred, o.name), 1.0) * theta.get(pred, 0.0)  # Eq. 2b
         theta[o.name] = theta_i
-        if o.et_s is not None and o.et_s > 0:
-            ets[o.name] = o.et_s
+        if o.service_time_s is not None and o.service_time_s > 0:
+            ets[o.name] = o.service_time_s
         et = ets.get(o.name, config.et_default_s)
         arrivals = ceil_eps(lam_g * theta_i)  # Eq. 2a
         total = arrivals + o.queue  # Eq. 3, 4

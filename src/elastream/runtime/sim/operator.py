@@ -80,10 +80,10 @@ class Replica:
         "speed",
     )
 
-    def __init__(self, index: int, speed: float, et_s: float, step_s: float) -> None:
+    def __init__(self, index: int, speed: float, service_time_s: float, step_s: float) -> None:
         self.index = index
         self.speed = speed
-        self.cost = et_s / speed  # et_ij: seconds per event
+        self.cost = service_time_s / speed  # et_ij: seconds per event
         self.rate = step_s / self.cost  # events served per step
         self.queue: deque[Cohort] = deque()
         self.size = 0
@@ -114,7 +114,7 @@ class Operator:
         self.setup = setup
         self.ledger = ledger
         self.rng = rng
-        self.et = profile.et_s
+        self.et = profile.service_time_s
         factors = [speeds[j] if j < len(speeds) else 1.0 for j in range(spec.replicas.max)]
         self.pool = [Replica(j, f, self.et, setup.step_s) for j, f in enumerate(factors)]
         self.noisy = setup.et_noise > 0

@@ -56,7 +56,7 @@ class OperatorProfile:
     """What the simulator needs to know about one operator's function."""
 
     name: str
-    et_s: float  # per-event execution time on a replica of speed 1
+    service_time_s: float  # per-event execution time on a replica of speed 1
     cpu_s: float  # CPU time per event, modelled or measured (0 when not counted)
     sample_inputs: int
     denominator: int

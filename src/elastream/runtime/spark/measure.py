@@ -97,7 +97,7 @@ class Monitor:
         per_replica = [tasks[j].events if j in tasks else 0 for j in served_by]
         td = t1 - t0
         # Eq. 5: U_ij = μ_ij · et_i / td
-        util = [n * (et or st.et_s) / td for n in per_replica]
+        util = [n * (et or st.service_time_s) / td for n in per_replica]
         return OperatorStats(
             name=name,
             replicas=st.replicas,
@@ -108,7 +108,7 @@ class Monitor:
             processed=kinds.get(OutcomeKind.PROCESSED, 0) + kinds.get(OutcomeKind.FILTERED, 0),
             emitted=emitted,
             queue=self.store.pending(name),
-            et_s=et,
+            service_time_s=et,
             busy_s=busy,
             dropped_timeout=kinds.get(OutcomeKind.TIMEOUT, 0),
             dropped_overflow=self.store.overflow_count(name, t0, t1),

@@ -17,7 +17,7 @@ class OperatorState:
     """What the driver remembers of one operator between intervals."""
 
     replicas: int
-    et_s: float
+    service_time_s: float
     replica_et: list[float] = field(default_factory=list)
 
 
@@ -49,15 +49,15 @@ class Replicas:
     def remember(self, stats: OperatorStats, tasks: dict[int, ReplicaWork]) -> None:
         """Keep the latest measured et_i and et_ij for the next plans (unchanged if idle)."""
         st = self.ops[stats.name]
-        if stats.et_s is not None:
-            st.et_s = stats.et_s
+        if stats.service_time_s is not None:
+            st.service_time_s = stats.service_time_s
         known = dict(enumerate(st.replica_et))
         known.update({j: w.busy_s / w.events for j, w in tasks.items() if w.events > 0})
-        st.replica_et = [known.get(j, st.et_s) for j in range(stats.max_replicas)]
+        st.replica_et = [known.get(j, st.service_time_s) for j in range(stats.max_replicas)]
         self.publish(stats.name)
 
     def publish(self, name: str) -> None:
         """Publish r_i, the batch cap, et_i and et_ij where plan-time code reads them."""
         st = self.ops[name]
-        cap = admission_cap(st.replicas, st.et_s, self.batch_s)
-        self.store.set_control(name, st.replicas, cap, st.et_s, st.replica_et)
+        cap = admission_cap(st.replicas, st.service_time_s, self.batch_s)
+        self.store.set_control(name, st.replicas, cap, st.service_time_s, st.replica_et)

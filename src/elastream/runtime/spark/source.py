@@ -71,7 +71,9 @@ def plan_batches(db: str, op: str, start: int, end: int) -> list[BatchPlan]:
     ]
 
     def divide(keys: list[str]) -> list[int]:
-        return assign(grouping, keys, replicas, seed=start, et_s=ets, td_s=td, groups=groups)
+        return assign(
+            grouping, keys, replicas, seed=start, service_time_s=ets, td_s=td, groups=groups
+        )
 
     plans = store.plan_range(op, start, end, replicas, divide)
     if not spec.stateless:
