@@ -3,7 +3,7 @@
 
 Each round runs, in turn and each in its own process: plain PySpark (a session, then one
 Python task per slot, as many slots as the pipeline's pool: the floor any PySpark job pays),
-`elastream run` of a three-operator pipeline (a pool of 12 replicas) with
+`elastream run` of a three-operator pipeline (pipelines/filter3.yaml, a pool of 12 replicas) with
 `spark.python.daemon.module: pyspark.daemon`, and the same run as shipped. It prints the median
 of each start-up phase (the run's "started in" log line), the ratios and the load average (no
 asserts). Usage:
@@ -27,21 +27,7 @@ from elastream.report.progress import add_quiet, steps
 
 BIN = Path(sys.executable).parent
 SLOTS = 12  # the pipeline's pool: 3 operators × 4 replicas
-PIPELINE = """name: startup
-sources:
-  - {name: src, generator: "elastream.examples.synthetic:generate", rate: 10}
-operators:
-  - {name: ingest, function: "elastream.examples.synthetic:passthrough", replicas: {max: 4}}
-  - {name: enrich, function: "elastream.examples.synthetic:drop_odd", replicas: {max: 4}}
-  - {name: emit, function: "elastream.examples.synthetic:passthrough", replicas: {max: 4}}
-sinks:
-  - {name: out}
-streams:
-  - {from: src, to: ingest}
-  - {from: ingest, to: enrich}
-  - {from: enrich, to: emit}
-  - {from: emit, to: out}
-"""
+PIPELINE = Path(__file__).parent / "pipelines" / "filter3.yaml"  # a pool of 12
 PLAIN = f"""
 import time
 start = time.perf_counter()
@@ -78,7 +64,7 @@ def elastream_run(folder: Path, daemon: str | None) -> dict[str, float]:
     settings = folder / "run.yaml"
     conf = {} if daemon is None else {"spark.python.daemon.module": daemon}
     settings.write_text(json.dumps({"spark": {"conf": conf}}))
-    (folder / "startup.yaml").write_text(PIPELINE)
+    (folder / "startup.yaml").write_text(PIPELINE.read_text())
     cmd = [str(BIN / "elastream"), "run", "startup.yaml", "--trace", "constant:rate=10,duration=2"]
     cmd += ["--interval-s", "2", "--out", "run", "--config", str(settings), "--no-metrics"]
     start = time.perf_counter()

@@ -24,25 +24,7 @@ from pathlib import Path
 from elastream.report.progress import add_quiet, clock
 from elastream.runtime.queues import SqliteQueueStore
 
-PIPELINE = """\
-name: filter3
-sources:
-  - {name: src, generator: "elastream.examples.synthetic:generate", rate: 40}
-operators:
-  - {name: ingest, function: "elastream.examples.synthetic:passthrough", replicas: {min: 1, max: 4}}
-  - name: enrich
-    function: "elastream.examples.synthetic:drop_odd"
-    replicas: {min: 1, max: 4}
-    service_time_ms: 40
-  - {name: emit, function: "elastream.examples.synthetic:passthrough", replicas: {min: 1, max: 4}}
-sinks:
-  - {name: out}
-streams:
-  - {from: src, to: ingest}
-  - {from: ingest, to: enrich}
-  - {from: enrich, to: emit}
-  - {from: emit, to: out}
-"""
+PIPELINE = Path(__file__).parent / "pipelines" / "filter3.yaml"
 OUTPUTS = ("summary.json", "timeseries.csv", "intervals.csv", "report.html")
 
 
@@ -143,7 +125,7 @@ def main(argv: list[str] | None = None) -> dict:
     root = args.out or Path(tempfile.mkdtemp(prefix="elastream-unbounded-"))
     root.mkdir(parents=True, exist_ok=True)
     pipeline = root / "filter3.yaml"
-    pipeline.write_text(PIPELINE)
+    pipeline.write_text(PIPELINE.read_text())
     out = root / "run"
     with clock(args.minutes * 60, "run until SIGTERM", quiet=args.quiet):
         first = stopped_run(pipeline, out, args.minutes, args.drain_s)
