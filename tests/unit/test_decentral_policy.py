@@ -80,7 +80,7 @@ def snap(replicas: int, utilization: float, queue: int = 0, t: float = 1.0):
     return snapshot(replace(o, utilization=(utilization,) * replicas), t=t, td=1.0)
 
 
-def test_the_policy_scales_from_replica_loads_reports_messages_and_releases_its_transport():
+def test_the_policy_scales_from_replica_loads_reports_messages_and_closes_its_transport():
     controller = Controller.build("decentralized")
     state = controller.initial_state()
     replicas, seen, sent = 1, [], 0
@@ -94,7 +94,7 @@ def test_the_policy_scales_from_replica_loads_reports_messages_and_releases_its_
         sent = now_sent
     assert max(r for r, _ in seen) == 4 and seen[-1][0] == 1, seen
     assert seen[0][1] > 0 and sum(m for _, m in seen) == state.policy.swarm.messages_sent()
-    controller.release(state)
+    controller.close(state)
     assert state.policy.swarm.transport.network.channels == {}
 
 
@@ -116,7 +116,7 @@ def test_the_session_injects_the_engines_transport_unless_the_run_names_one():
     assert with_message_transport(named, FakeEngine()).policy_options == {"transport": "memory"}
     central = make_config(policy="psps")
     assert with_message_transport(central, FakeEngine()) is central
-    assert "decentralized" in POLICIES and decentralized.POLICY.release is not None
+    assert "decentralized" in POLICIES and decentralized.POLICY.close is not None
 
 
 def test_a_simulated_run_scales_without_a_central_decision_and_sums_the_messages(monkeypatch):

@@ -38,7 +38,7 @@ class Controller:
         count = self.policy.messages
         return 0 if count is None else count(state.policy)
 
-    def release(self, state: GuardedState) -> None:
+    def close(self, state: GuardedState) -> None:
         """Free what the policy's state holds (e.g. the decentralized agents' transport)."""
-        if self.policy.release is not None:
-            self.policy.release(state.policy)
+        if self.policy.close is not None:
+            self.policy.close(state.policy)

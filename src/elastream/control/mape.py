@@ -127,10 +127,10 @@ def run_mape(
             if stretch is not None:
                 record(stretch, decision)
         totals = engine.totals()
-        messages = controller.messages(state)  # before release() closes the agents' transport
+        messages = controller.messages(state)  # before close() closes the agents' transport
     finally:
         try:
-            controller.release(state)
+            controller.close(state)
         finally:
             engine.stop()
     summary = running.summary(totals, engine.pipeline.overprovisioned_replicas, messages=messages)
@@ -147,7 +147,7 @@ def steady_stretch(
     fast = feature(engine, FastForward)
     if fast is None or decision.as_dict() != snapshot.replicas():
         return None
-    if controller.policy.release is not None:
+    if controller.policy.close is not None:
         return None  # live state (the decentralized agents): a probe would act, not look
     intervals = fast.steady_intervals()
     if intervals < 1:

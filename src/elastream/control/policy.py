@@ -58,7 +58,7 @@ DecideFn = Callable[[Snapshot, Any, Any], tuple[Decision, Any]]
 @dataclass(frozen=True, slots=True)
 class Policy(Generic[C, S]):
     """A registered policy: its pure decide function, its config type, its initial state,
-    `release(state)` for a policy whose state holds resources (closed when the run ends), and
+    `close(state)` for a policy whose state holds resources (called when the run ends), and
     `messages(state)` for a policy whose agents coordinate by messages: how many they have sent
     so far (the run's `messages` figure; a central policy sends none). `fast_forward_exact`:
     the policy decides nothing new while the input rate, queues and measured service times stay
@@ -74,7 +74,7 @@ class Policy(Generic[C, S]):
     config_type: type[C]
     initial_state: S
     summary: str
-    release: Callable[[Any], None] | None = None
+    close: Callable[[Any], None] | None = None
     messages: Callable[[Any], int] | None = None
     fast_forward_exact: bool = False
 

@@ -14,7 +14,7 @@ i.e. (its processed events + its share of the waiting ones) / (events it can pro
 μ_ij / U_ij). With the backlog a saturated replica sees a load above 1 and scales out (from
 U alone, capped at 1, one replica could never double). The transport is a registered name: the
 run session passes the engine's (TCP in the Spark driver, in memory in the simulator); the
-policy never opens a connection itself. `release` closes it when the run ends."""
+policy never opens a connection itself. `close` closes it when the run ends."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def start_swarm(snapshot: Snapshot, config: DecentralizedConfig) -> Swarm:
     transport = make_transport()
     try:
         return Swarm(pools, transport, config.agent_config())
-    except Exception:  # not started: release its connections and thread, then report
+    except Exception:  # not started: close its connections and thread, then report
         transport.close()
         raise
 
@@ -143,7 +143,7 @@ def messages_sent(state: DecentralizedState) -> int:
     return 0 if state.swarm is None else state.swarm.messages_sent()
 
 
-def release(state: DecentralizedState) -> None:
+def close(state: DecentralizedState) -> None:
     """Close the swarm's transport (connections and threads of an I/O transport)."""
     if state.swarm is not None:
         state.swarm.close()
@@ -157,7 +157,7 @@ POLICY = POLICIES.register(
         DecentralizedConfig,
         DecentralizedState(),
         "one local agent per replica, Belkhiria-Tedeschi (no central decision)",
-        release=release,
+        close=close,
         messages=messages_sent,
     ),
 )
