@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproduc
 from elastream.cli.demo import demo_pipeline_path
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
-from elastream.model.metrics import PAPER_METRICS
+from elastream.model.metric_catalog import PAPER_METRICS
 from elastream.model.pipeline import Pipeline
 from elastream.report.progress import add_quiet, steps
 from elastream.runner.session import prepare_workload, run_engine

@@ -544,7 +544,8 @@ def test_docs_define_every_field_and_column(written):
 def test_the_glossary_puts_each_papers_symbol_beside_its_plain_name():
     """Every output whose name replaced a paper's symbol is in docs/glossary.md, on one row
     with that symbol; and the report's own words carry no symbol."""
-    from elastream.model.metrics import INTERVAL_SERIES, OPERATOR_SERIES, RUN_METRICS
+    from elastream.model.metric_catalog import RUN_METRICS
+    from elastream.model.series_columns import INTERVAL_SERIES, OPERATOR_SERIES
 
     glossary = (ROOT / "docs" / "glossary.md").read_text().splitlines()
     for metric in (*RUN_METRICS, *OPERATOR_SERIES, *INTERVAL_SERIES):

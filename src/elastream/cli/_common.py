@@ -17,7 +17,8 @@ from elastream.config import ConfigError, RunConfig, make_config
 from elastream.config.files import load_pipeline, make_importable
 from elastream.config.run import DRY_RUN_GONE
 from elastream.control.policies import POLICIES
-from elastream.model.metrics import PAPER_METRICS, Summary
+from elastream.model.metric_catalog import PAPER_METRICS
+from elastream.model.metrics import Summary
 from elastream.model.pipeline import Pipeline
 from elastream.runtime.sim.settings import SimSettings
 

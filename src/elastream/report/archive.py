@@ -12,7 +12,8 @@ import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from elastream.model.metrics import INTERVAL_SERIES, OPERATOR_SERIES, Metric
+from elastream.model.metric_catalog import Metric
+from elastream.model.series_columns import INTERVAL_SERIES, OPERATOR_SERIES
 from elastream.report.series import Row
 
 SLACK = 0.1  # compaction runs once the full-resolution rows span (1 + SLACK) · recent_s

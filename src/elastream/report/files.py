@@ -12,7 +12,7 @@ import pandas as pd
 
 from elastream.base.extras import MissingExtraError, require
 from elastream.control.mape import RunResult
-from elastream.model.metrics import PAPER_METRICS
+from elastream.model.metric_catalog import PAPER_METRICS
 from elastream.model.objective import Objective
 from elastream.model.pipeline import Pipeline
 from elastream.report.html import render_page

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from elastream.model.metrics import RUN_METRICS, Metric
+from elastream.model.metric_catalog import RUN_METRICS, Metric
 from elastream.report import formatting as fmt
 
 if TYPE_CHECKING:  # the figures need matplotlib, an extra: imported only to draw them
@@ -20,7 +20,7 @@ BY_UNIT: dict[str, Formatter] = {"ratio": fmt.pct, "ms": fmt.ms, "replicas": fmt
 
 
 def formatter(metric: Metric) -> Formatter:
-    """The display of a metric of the one table (model/metrics.py), by its unit."""
+    """The display of a metric of the one table (model/metric_catalog.py), by its unit."""
     return BY_UNIT.get(metric.unit, fmt.count)
 
 

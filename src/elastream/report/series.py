@@ -11,10 +11,10 @@ from typing import Any
 
 from elastream.control.mape import RunResult
 from elastream.control.policy import Decision
-from elastream.model.metrics import INTERVAL_SERIES, OPERATOR_SERIES
 from elastream.model.metrics import interval_rows as metric_interval_rows
 from elastream.model.objective import Objective
 from elastream.model.pipeline import Pipeline
+from elastream.model.series_columns import INTERVAL_SERIES, OPERATOR_SERIES
 from elastream.model.snapshot import OperatorStats, Snapshot
 
 TIMESERIES_COLUMNS = tuple(m.name for m in OPERATOR_SERIES)

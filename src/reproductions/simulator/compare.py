@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from elastream.control.mape import RunResult
-from elastream.model.metrics import PAPER_METRICS
+from elastream.model.metric_catalog import PAPER_METRICS
 
 COMPARED = (*PAPER_METRICS, "latency_ms_p99")  # the Summary fields `compare` reports
 

@@ -1,4 +1,4 @@
-"""One results row per run: the metrics of the one table (model/metrics.py) and SLA compliance."""
+"""One results row per run: the metrics of the one table (model/metric_catalog.py) and SLA compliance."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from elastream.control.mape import RunResult
-from elastream.model.metrics import SLA_FACTORS
+from elastream.model.metric_catalog import SLA_FACTORS
 from elastream.model.pipeline import Pipeline
 
 

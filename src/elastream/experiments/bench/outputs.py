@@ -10,7 +10,7 @@ import pandas as pd
 
 from elastream.experiments.bench.runner import RunRecord
 from elastream.experiments.bench.scenario import BenchError
-from elastream.model.metrics import INTERVAL_SERIES
+from elastream.model.series_columns import INTERVAL_SERIES
 
 RESULTS_FILE = "results.csv"
 INTERVALS_FILE = "intervals.csv"

@@ -17,8 +17,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from elastream.experiments.bench.tables import METRICS
-from elastream.model.metrics import METRICS as METRIC_TABLE
-from elastream.model.metrics import PAPER_METRICS, SLA_METRICS
+from elastream.model.metric_catalog import METRICS as METRIC_TABLE
+from elastream.model.metric_catalog import PAPER_METRICS, SLA_METRICS
 from elastream.report import formatting as fmt
 from elastream.report.html import CSS, figure_html, formatter
 from elastream.report.plots import DPI, STYLE, WIDTH_IN, Plot

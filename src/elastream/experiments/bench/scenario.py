@@ -41,7 +41,7 @@ from pydantic import (
 
 from elastream.base.settings import Settings, SettingsError, line_of, load_yaml
 from elastream.config import RunConfig
-from elastream.model.metrics import METRICS
+from elastream.model.metric_catalog import METRICS
 from elastream.model.pipeline import Grouping
 
 
@@ -155,7 +155,7 @@ class PaperTable(Settings):
     rows: list[TableRow] = Field(min_length=1, description="the rows")
     extra_columns: list[str] = Field(
         default_factory=list,
-        description="more metrics after the usual columns, e.g. [messages] (model/metrics.py)",
+        description="more metrics after the usual columns, e.g. [messages] (model/metric_catalog.py)",
     )
 
     @field_validator("extra_columns")

@@ -15,12 +15,12 @@ from typing import Any
 import pandas as pd
 
 from elastream.experiments.bench.scenario import BenchError, PaperTable
-from elastream.model.metrics import METRICS as METRIC_TABLE
-from elastream.model.metrics import PAPER_METRICS
+from elastream.model.metric_catalog import METRICS as METRIC_TABLE
+from elastream.model.metric_catalog import PAPER_METRICS
 
 
 def _column(name: str, *, short: bool = False) -> tuple[str, str, int]:
-    """(results column, heading, digits) of a metric of the one table (model/metrics.py)."""
+    """(results column, heading, digits) of a metric of the one table (model/metric_catalog.py)."""
     metric = METRIC_TABLE[name]
     if short:
         return name, metric.short, metric.digits
