@@ -31,13 +31,9 @@ import yaml
 
 from elastream.config.files import load_pipeline
 from elastream.control.flow import source_rates
-from elastream.control.policies.objective import (
-    ObjectiveConfig,
-    ObjectiveState,
-    critical_path,
-    decide,
-    stations_for,
-)
+from elastream.control.policies.objective import decide, stations_for
+from elastream.control.policies.objective_config import ObjectiveConfig, ObjectiveState
+from elastream.control.policies.objective_model import critical_path
 from elastream.control.policy import POLICIES, Decision
 from elastream.experiments.bench.runner import SIM_BACKEND, build_config, raw_trace, with_grouping
 from elastream.experiments.bench.scenario import RunSpec, load_bench

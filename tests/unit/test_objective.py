@@ -20,16 +20,9 @@ from elastream.config import ConfigError, make_config
 from elastream.control.flow import FlowState
 from elastream.control.policies import POLICIES
 from elastream.control.policies.objective import (
-    BatchModel,
-    ObjectiveConfig,
-    ObjectiveState,
-    Station,
-    batch_period_s,
     batch_point,
     batch_spread,
     burst_factor,
-    choose_replicas,
-    critical_path,
     decide,
     error_quantile,
     error_scales,
@@ -39,12 +32,20 @@ from elastream.control.policies.objective import (
     measured_batch_s,
     plan,
     planned_rates,
-    station_latency,
     stations_for,
     step_six,
+    widened,
+)
+from elastream.control.policies.objective_config import ObjectiveConfig, ObjectiveState
+from elastream.control.policies.objective_model import (
+    BatchModel,
+    Station,
+    batch_period_s,
+    choose_replicas,
+    critical_path,
+    station_latency,
     transient_wait_s,
     wait_s,
-    widened,
 )
 from elastream.control.policy import PolicyConfigError
 from elastream.model.objective import Objective, ObjectiveTally, judge

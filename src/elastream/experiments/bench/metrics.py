@@ -1,4 +1,4 @@
-"""One results row per run: the metrics of the one table (model/metric_catalog.py) and SLA compliance."""
+"""One results row per run: the metrics of the one table (model/metric_catalog.py), SLA shares."""
 
 from __future__ import annotations
 

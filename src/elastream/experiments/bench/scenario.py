@@ -155,7 +155,7 @@ class PaperTable(Settings):
     rows: list[TableRow] = Field(min_length=1, description="the rows")
     extra_columns: list[str] = Field(
         default_factory=list,
-        description="more metrics after the usual columns, e.g. [messages] (model/metric_catalog.py)",
+        description="more metrics after the usual columns, e.g. [messages] (metric_catalog.py)",
     )
 
     @field_validator("extra_columns")
