@@ -1,6 +1,7 @@
-"""The import graph of src/elastream, from the code: each package's modules, lines and the
+"""The import graph of src/elastream, from the code: each package's modules and the
 elastream packages it imports, the layers of pyproject.toml's contract drawn top to bottom, the
-module-level import cycles and the imports that point up a layer. Prints the Markdown block of
+module-level import cycles and the imports that point up a layer (no line counts: the page would
+go stale at every edit). Prints the Markdown block of
 docs/architecture.md ("The import graph, from the code"); `--check` exits 1 when the page's block
 differs (tests/unit/test_architecture_doc.py runs it).
     .venv/bin/python scripts/import_graph.py [--check]
@@ -69,12 +70,11 @@ def imports(path: Path, module: str, modules: set[str]) -> set[str]:
     return found
 
 
-def graph() -> tuple[dict[str, set[str]], dict[str, int]]:
+def graph() -> dict[str, set[str]]:
     paths = sorted((SRC / "elastream").rglob("*.py"))
     modules = {module_name(p): p for p in paths}
     edges = {m: imports(p, m, set(modules)) for m, p in modules.items()}
-    lines = {m: len(p.read_text().splitlines()) for m, p in modules.items()}
-    return edges, lines
+    return edges
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -125,12 +125,11 @@ def layers() -> list[list[str]]:
 
 
 def markdown() -> str:
-    edges, lines = graph()
+    edges = graph()
     packages: dict[str, set[str]] = defaultdict(set)
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    counts: dict[str, int] = defaultdict(int)
     for module, targets in edges.items():
-        counts[package(module)][0] += 1
-        counts[package(module)][1] += lines[module]
+        counts[package(module)] += 1
         packages[package(module)].update(package(t) for t in targets)
     stack = layers()
     level = {p: k for k, layer in enumerate(stack) for p in layer}
@@ -147,17 +146,17 @@ def markdown() -> str:
     out += [
         "```",
         "",
-        "| package | modules | lines | imports from elastream |",
-        "|---|---:|---:|---|",
+        "| package | modules | imports from elastream |",
+        "|---|---:|---|",
     ]
     for name in [p for layer in stack for p in layer] + sorted(set(counts) - set(level)):
         if name not in counts:
             continue
         targets = ", ".join(f"`{t}`" for t in sorted(packages[name] - {name})) or "—"
-        out.append(f"| `{name}` | {counts[name][0]} | {counts[name][1]:,} | {targets} |")
+        out.append(f"| `{name}` | {counts[name]} | {targets} |")
     out += [
         "",
-        f"{len(edges)} modules, {sum(lines.values()):,} lines; import cycles between modules: "
+        f"{len(edges)} modules; import cycles between modules: "
         f"{len(found)}; imports from a lower layer to a higher one: {len(upward)}.",
         "",
         END,
