@@ -129,6 +129,12 @@ class Fault:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+# A Python worker that runs replicas: forked by elastream's daemon (or Spark's own, when a run
+# resets spark.python.daemon.module) for pyspark.worker; Spark's daemons for its data source
+# lookup and planning workers (`pyspark.daemon pyspark.sql.worker.…`) run no replica.
+REPLICA_WORKER = "spark.daemon pyspark.worker"
+
+
 def process_table() -> dict[int, tuple[int, str]]:
     """pid -> (parent pid, full command line)."""
     ps = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True)
@@ -442,7 +448,7 @@ class Soak:
         os.kill(pid, signal.SIGKILL)
 
     def _kill_python_worker(self, fault: Fault) -> None:
-        self._kill(fault, "pyspark.daemon", forked_only=True)
+        self._kill(fault, REPLICA_WORKER, forked_only=True)
 
     def _kill_plan_helper(self, fault: Fault) -> None:
         self._kill(fault, "python_streaming_source_runner")
@@ -478,7 +484,7 @@ class Soak:
                 pid = self.redis.proc.pid
                 self._stop_for(fault, pid, what)
             return
-        marker = "pyspark.daemon" if what == "python worker" else "CoarseGrainedExecutorBackend"
+        marker = REPLICA_WORKER if what == "python worker" else "CoarseGrainedExecutorBackend"
         pid = self.find(marker, forked_only=what == "python worker")
         if pid is None:
             fault.not_run = f"no {what} within {self.args.target_wait_s:.0f} s"
