@@ -18,9 +18,8 @@ class OperatorStats:
     processed: int  # μ_i(t): events taken from the queue and handled (incl. filtered)
     emitted: int  # output events sent downstream during t
     queue: int  # |q_i(t)|: events waiting at the end of t
-    service_time_s: (
-        float | None
-    )  # et_i: mean execution time of one event on one replica (None: unknown)
+    # et_i: mean execution time of one event on one replica (None: unknown)
+    service_time_s: float | None
     busy_s: float = 0.0  # total replica busy time during t (for true processing rates)
     dropped_timeout: int = 0  # events older than t_out when their turn came
     dropped_overflow: int = 0  # events refused by a full queue (q_size)
