@@ -118,15 +118,20 @@ OPERATOR_GAUGES = {  # family -> its value from the operator's last row of times
     "elastream_operator_replicas_target": lambda row, td: int(row["target"]),
     # PSPS Eq. 5 over the active replicas: events served × et / (r × td), a failed event or one
     # dropped for its age served too
-    "elastream_operator_busy_ratio": lambda row, td: (
-        served(row) * float(row["service_ms"]) / 1000 / (int(row["replicas"]) * td)
-    ),
+    "elastream_operator_busy_ratio": lambda row, td: busy(row, td),
 }
 
 
 def served(row: dict[str, str]) -> int:
     """The events an operator's replicas served in an interval (μ_i(t) of Eq. 5)."""
     return sum(int(row[column]) for column in ("processed", "failed", "dropped_timeout"))
+
+
+def busy(row: dict[str, str], td: float) -> float:
+    """Eq. 5's mean utilization from a series row: 0 when nothing was served (no service time)."""
+    if served(row) == 0:
+        return 0.0
+    return served(row) * float(row["service_ms"]) / 1000 / (int(row["replicas"]) * td)
 
 
 OPERATOR_HISTOGRAMS = {"elastream_operator_service_time_seconds": "service_ms"}  # per interval
