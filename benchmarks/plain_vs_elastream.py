@@ -18,8 +18,10 @@ files every 0.25 s), the steady rate between 10 % and 90 % of the rows, CPU-seco
 process tree (getrusage of the reaped children, this process being their subreaper so that
 orphans are reaped and counted too; and a psutil sampler of the live tree every 0.5 s, which
 the ratios use: rusage never sees pyspark's Python workers, CPU_NOTE says why), the tree's peak
-RSS, the load average before and after. Each case's output is checked complete and
-once: its `n` values (from the part files its sink committed) equal the input's.
+RSS, the driver's and helpers' RSS at 10, 50 and 90 % of the rows out (flat if the driver never
+holds the backlog: `--events 5000000 --only elastream`), the load average before and after.
+Each case's output is checked complete and once: its `n` values (from the part files its sink
+committed) equal the input's.
 Prints one table and the ratios; exits 1 if a case's output is wrong or its process failed.
 
     flock /work/spark.lock .venv/bin/python benchmarks/plain_vs_elastream.py \
@@ -69,6 +71,7 @@ PR_SET_CHILD_SUBREAPER = 36
 # the processes of a case's tree: its driver process, Spark's JVM, pyspark's daemon and the Python
 # workers it forks (executor tasks, the Python data sources' helper runners), anything else
 KINDS = ("driver", "JVM", "workers", "other")
+RSS_AT = (0.1, 0.5, 0.9)  # shares of the rows out at which the driver's and helpers' RSS is shown
 
 
 # ---------------------------------------------------------------- the input
@@ -209,30 +212,32 @@ def is_part_file(name: str) -> bool:
 
 class TreeSampler(threading.Thread):
     """Every SAMPLE_S: the CPU time (user + system) of every live descendant of this process,
-    kept at its last sample with the process's kind (KINDS) then, and the summed RSS of the
-    tree (its peak kept)."""
+    kept at its last sample with the process's kind (KINDS) then, and the RSS of the tree per
+    kind at every sample (its peak kept)."""
 
     def __init__(self, driver: int) -> None:
         super().__init__(daemon=True)
         self.driver = driver
         self.cpu: dict[tuple[int, float], tuple[str, float]] = {}
         self.peak_rss = 0
+        self.rss: list[tuple[float, dict[str, int]]] = []  # (monotonic s, bytes per kind)
         self.done = threading.Event()
 
     def run(self) -> None:
         me = psutil.Process()
         while not self.done.is_set():
-            rss = 0
+            rss = dict.fromkeys(KINDS, 0)
             for proc in me.children(recursive=True):
                 try:
                     with proc.oneshot():
                         times, key = proc.cpu_times(), (proc.pid, proc.create_time())
-                        rss += proc.memory_info().rss
                         kind = self.kind(proc)  # anew: spark-submit's shell execs the JVM
+                        rss[kind] += proc.memory_info().rss
                 except psutil.Error:  # gone, a zombie, or not ours
                     continue
                 self.cpu[key] = (kind, times.user + times.system)
-            self.peak_rss = max(self.peak_rss, rss)
+            self.rss.append((time.monotonic(), rss))
+            self.peak_rss = max(self.peak_rss, sum(rss.values()))
             self.done.wait(SAMPLE_S)
 
     def kind(self, proc: psutil.Process) -> str:
@@ -240,7 +245,9 @@ class TreeSampler(threading.Thread):
             return "driver"
         if proc.name() == "java":
             return "JVM"
-        return "workers" if "pyspark.daemon" in " ".join(proc.cmdline()) else "other"
+        # Python workers fork from pyspark.daemon or elastream.runtime.spark.daemon; "other":
+        # the data sources' planning helpers, elastream's own helpers
+        return "workers" if "spark.daemon" in " ".join(proc.cmdline()) else "other"
 
     def split(self) -> dict[str, float]:
         """CPU-seconds sampled per kind of process."""
@@ -298,6 +305,7 @@ class Run:
     cpu_all: float = 0.0
     cpu_sampled: float = 0.0
     cpu_split: dict[str, float] = field(default_factory=dict)
+    rss: list[tuple[float, dict[str, int]]] = field(default_factory=list)  # (s, bytes per kind)
     timed_out: bool = False
     processes: int = 0
     orphans: tuple[int, int] = (0, 0)
@@ -329,6 +337,14 @@ class Run:
             return self.cpu_sampled if key == "cpu" else self.cpu_all
         return {"first": self.first_s, "all": lambda: self.all_s(expected),
                 "rate": lambda: self.rate(expected)}[key]()  # fmt: skip
+
+    def own_rss_mib(self, share: float, expected: int) -> float | None:
+        """RSS of the driver and the helpers (every process but the JVM and the Python
+        workers) at the first sample after `share` of the rows were out: flat while a backlog
+        drains if the driver never holds the backlog."""
+        hit = self.at(share * expected)
+        after = [kinds for t, kinds in self.rss if hit is not None and t >= hit[0]]
+        return after[0]["driver"] / 2**20 + after[0]["other"] / 2**20 if after else None
 
     def rate(self, expected: int) -> float | None:
         """Rows/s between the samples where 10 % and 90 % of the rows were out (None when one
@@ -397,6 +413,7 @@ def run_case(case: Case, source: Path, folder: Path, expected: np.ndarray,
     run.cpu_split, run.processes = sampler.split(), len(sampler.cpu)
     run.cpu_sampled = sum(run.cpu_split.values())
     run.peak_rss_mib = sampler.peak_rss / 2**20
+    run.rss = [(t - start, kinds) for t, kinds in sampler.rss]
     run.unreadable, run.empty = counter.unreadable, counter.empty
     run.verdict, complete = check_output(folder / "out", expected)
     run.ok = complete and run.exit_code == 0 and not run.killed and not run.timed_out
@@ -485,6 +502,8 @@ def rows_of_table(runs: list[Run], n: int) -> list[tuple[str, str]]:
         ("processes sampled", f(lambda r: r.processes, 0)),
         ("orphans reaped / killed", ", ".join(f"{a} / {b}" for a, b in (r.orphans for r in runs))),
         ("peak RSS of the tree, MiB", f(lambda r: r.peak_rss_mib, 0)),
+        *((f"driver + helpers RSS at {share:.0%} out, MiB",
+           f(lambda r, s=share: r.own_rss_mib(s, n), 0)) for share in RSS_AT),
         ("SIGTERM → exit, s", f(lambda r: r.stop_s, 1)),
         ("exit status", ", ".join(f"{r.exit_code}{' (killed)' * r.killed}" for r in runs)),
         ("part-file looks unreadable / 0 B", ", ".join(f"{r.unreadable} / {r.empty}"

@@ -235,7 +235,7 @@ def store_round_trip_s(address: str, share: int = 10, rounds: int = 200) -> floa
         plan = store.plan_batch("a", k * share, (k + 1) * share, 1, lambda keys: [0] * len(keys))
         outcomes = _forward(store.read_share(plan, 0).events(), "b")
         store.commit_share(share_commit("a", plan.batch, 0, outcomes, (), 0.0))
-        store.release("a", plan.end)
+        store.drop_consumed("a", plan.end)
     elapsed = time.perf_counter() - started
     store.close()
     return elapsed / rounds

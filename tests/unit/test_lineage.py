@@ -134,7 +134,7 @@ def test_a_released_batch_inside_a_segment_counts_as_done(tmp_path):
     )
     feed(store, "pass", [{"i": i} for i in range(10)])  # one segment of ten events
     run(store, "pass", 0, 4)
-    store.release("pass", 4)  # the plan goes; the segment stays (it holds events 4..9)
+    store.drop_consumed("pass", 4)  # the plan goes; the segment stays (it holds events 4..9)
     assert store.lineage(["pass"]) == (10, 6, 0)
     run(store, "pass", 4, 7)
     assert store.lineage(["pass"]) == (10, 3, 0)

@@ -354,7 +354,7 @@ def test_released_events_are_gone_and_counts_stay(open_store):
     store.append("a", events(4, start=4), "src", 4)
     plan = store.plan_batch("a", 0, 4, 1, alternate)
     run_share(store, plan, 0, "b")
-    assert store.release("a", 4) == 1
+    assert store.drop_consumed("a", 4) == 1
     with pytest.raises(QueueError, match=r"holds 0 of the events \[0, 4\)"):
         store.read("a", 0, 4)
     with pytest.raises(QueueError, match="no recorded plan for the batch 0-4"):
@@ -366,13 +366,13 @@ def test_released_events_are_gone_and_counts_stay(open_store):
 def test_expiry_forgets_old_records_and_the_audit_still_adds_up(open_store):
     store = every_fate(make_queues(open_store(), bound=8))
     audit = store.audit()
-    store.release("a", 8)  # b's batch is not released: its share must stay done
+    store.drop_consumed("a", 8)  # b's batch is not released: its share must stay done
     expired = store.expire(time.time() + 1)
     assert expired.records > 0 and len(expired.sink_latencies_ms) == audit.sink_events == 3
     assert store.share_done("b", "0-4", 0) and not store.share_done("a", "0-8", 0)
     assert store.sink_events("out") == [] and store.task_stats("a", 0.0, time.time() + 1) == {}
     assert store.audit() == audit
-    store.release("b", 4)
+    store.drop_consumed("b", 4)
     store.expire(time.time() + 1)
     assert store.expire(time.time() + 1) == (0, [])  # nothing left to forget or count twice
     assert store.audit() == audit and not store.share_done("b", "0-4", 0)
@@ -382,7 +382,7 @@ def test_expiry_keeps_what_is_newer(open_store):
     store = make_queues(open_store())
     store.append("a", events(4), "src", 0)
     run_share(store, store.plan_batch("a", 0, 4, 1, alternate), 0, "out")
-    store.release("a", 4)
+    store.drop_consumed("a", 4)
     assert store.expire(time.time() - 60) == (0, [])
     assert len(store.sink_events("out")) == 4 and store.task_stats("a", 0.0, time.time() + 1)
 

@@ -11,7 +11,7 @@ A segment — the events one append brought — is stored as two Arrow IPC strea
 key column, what a plan divides, and the root column, what the lineage count reads), and the
 rest (timestamps, the payload columns): `encode_batch`.
 
-The interface is split by role: `DataPath` (queues, plans, share commits, release),
+The interface is split by role: `DataPath` (queues, plans, share commits, dropping the consumed),
 `ControlTable` (the driver's control rows and the run's key/value records), `Metrics` (the
 Monitor step's per-interval figures), `AuditTrail` (end-of-run accounting and its retention) and
 `StateStore`; `TaskStore` is what the executors use, `QueueStore` the whole store.
@@ -630,7 +630,7 @@ class SegmentedQueues:
 
 class DataPath(Protocol):
     """The events' path: queues with bounds, idempotent appends, batch plans recorded once,
-    exactly-once share commits, and the release of what a consumer committed."""
+    exactly-once share commits, and dropping what a consumer committed."""
 
     def create_queue(self, name: str, bound: int | None, sink: bool = False) -> None: ...
 
@@ -689,7 +689,7 @@ class DataPath(Protocol):
         (and nothing written) if the share was committed before."""
         ...
 
-    def release(self, op: str, end: int) -> int:
+    def drop_consumed(self, op: str, end: int) -> int:
         """Retention: drop `op`'s input events below `end` (its consumer committed them)."""
         ...
 

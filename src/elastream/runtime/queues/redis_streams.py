@@ -133,7 +133,7 @@ return {'ok'}
 
 # Retention (ARGV: prefix, op, end): the stream's segments ending at or below `end`, and the plans
 # of the batches ending there.
-RELEASE = """
+DROP_CONSUMED = """
 local P, op, stop = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local n = redis.call('XTRIM', P .. 's:' .. op, 'MINID', string.format('%d-0', stop + 1))
 local starts = redis.call('ZRANGEBYSCORE', P .. 'planend:' .. op, '-inf', stop)
@@ -327,7 +327,7 @@ class RedisQueueStore(SegmentedQueues):
         self.p = f"{self.where.prefix}:"
         self.r = connect(self.where)
         self._apply = self.r.register_script(APPLY)
-        self._release = self.r.register_script(RELEASE)
+        self._drop_consumed = self.r.register_script(DROP_CONSUMED)
         self._sinks: dict[str, bool] = {}
         check_format(self, self.where.redacted(), fresh=not self.r.exists(self._k("meta")))
 
@@ -540,8 +540,8 @@ class RedisQueueStore(SegmentedQueues):
             for key in sorted(entries):
                 yield StateItem(group, key.decode(), entries[key])
 
-    def release(self, op: str, end: int) -> int:
-        return int(self._release(args=[self.p, op, end]))
+    def drop_consumed(self, op: str, end: int) -> int:
+        return int(self._drop_consumed(args=[self.p, op, end]))
 
     # -- monitoring ---------------------------------------------------------------------------
     def pending(self, q: str) -> int:

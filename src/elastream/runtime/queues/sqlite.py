@@ -325,7 +325,7 @@ class SqliteQueueStore(SegmentedQueues):
         for group, key, value in rows:
             yield StateItem(group, key, bytes(value))
 
-    def release(self, op: str, end: int) -> int:
+    def drop_consumed(self, op: str, end: int) -> int:
         with _Transaction(self.conn):
             cur = self.conn.execute("DELETE FROM segments WHERE q = ? AND end_off <= ?", (op, end))
             self.conn.execute("DELETE FROM plans WHERE op = ? AND end_off <= ?", (op, end))

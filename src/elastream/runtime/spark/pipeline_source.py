@@ -20,7 +20,7 @@ from pyspark.sql.types import StructType
 
 from elastream.model.pipeline import Pipeline
 from elastream.runtime.spark.source import (
-    RELEASE_EVERY_S,
+    DROP_EVERY_S,
     CapNote,
     admitted_end,
     plan_batches,
@@ -107,7 +107,7 @@ class PipelineStreamReader(DataSourceStreamReader):
     def __init__(self, db: str) -> None:
         self.db = db
         self.ops = pipeline_operators(db)
-        self.released_at = time.monotonic()
+        self.dropped_at = time.monotonic()
         self.cap_notes = {op: CapNote() for op in self.ops}
 
     def initialOffset(self) -> dict:
@@ -149,13 +149,13 @@ class PipelineStreamReader(DataSourceStreamReader):
             yield pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
 
     def commit(self, end: dict) -> None:
-        """Retention per operator, at most every RELEASE_EVERY_S (as `elastream_queue`)."""
+        """Retention per operator, at most every DROP_EVERY_S (as `elastream_queue`)."""
         now = time.monotonic()
-        if now - self.released_at >= RELEASE_EVERY_S:
+        if now - self.dropped_at >= DROP_EVERY_S:
             store = store_for(self.db)
             for op, stop in end.items():
-                store.release(op, int(stop))
-            self.released_at = now
+                store.drop_consumed(op, int(stop))
+            self.dropped_at = now
 
 
 class PipelineDataSource(DataSource):

@@ -23,7 +23,7 @@ from elastream.runtime.spark.task import context_for, pipeline_for, run_share, s
 from elastream.runtime.spark.watermark import advance, plan_watermarks
 
 SOURCE_NAME = "elastream_queue"
-RELEASE_EVERY_S = 5.0
+DROP_EVERY_S = 5.0
 SCHEMA = "replica INT, events INT, fresh INT, outputs INT, busy DOUBLE"
 INTERVAL_KEY = "history_interval"  # meta: the runtime's current interval, {"start", "due"} (s)
 
@@ -163,7 +163,7 @@ class QueueStreamReader(DataSourceStreamReader):
     def __init__(self, db: str, op: str) -> None:
         self.db = db
         self.op = op
-        self.released_at = time.monotonic()
+        self.dropped_at = time.monotonic()
         self.cap_note = CapNote()
 
     def initialOffset(self) -> dict:
@@ -189,12 +189,12 @@ class QueueStreamReader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         """Retention: every share below `end` is committed, so its input events can go. Done
-        at most every RELEASE_EVERY_S, so that a batch's commit does not wait for the store's
+        at most every DROP_EVERY_S, so that a batch's commit does not wait for the store's
         write lock."""
         now = time.monotonic()
-        if now - self.released_at >= RELEASE_EVERY_S:
-            store_for(self.db).release(self.op, int(end["off"]))
-            self.released_at = now
+        if now - self.dropped_at >= DROP_EVERY_S:
+            store_for(self.db).drop_consumed(self.op, int(end["off"]))
+            self.dropped_at = now
 
 
 class QueueDataSource(DataSource):
