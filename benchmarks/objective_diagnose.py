@@ -117,7 +117,9 @@ def backlog_age_s(snapshot: Snapshot) -> float:
     holds the last q_i arrivals, so about q_i / (λ^r_i / td) (0 without a queue). Events
     already that old miss the bound whatever the next count is."""
     ages = [
-        o.queue * snapshot.td / o.received for o in snapshot.operators if o.queue and o.received
+        o.queue * snapshot.interval_s / o.received
+        for o in snapshot.operators
+        if o.queue and o.received
     ]
     return max(ages, default=0.0)
 
@@ -137,7 +139,7 @@ def run(
     options = POLICIES.get("objective").make_config(config.effective_policy_options())
     shadow = Shadow(options, trace=overrides.pop("trace", False))
     outcome = SIM_BACKEND.run(pipeline, config, raw_trace(spec), dict(spec.sim), [shadow])
-    replica_s = sum(sum(s.replicas().values()) * s.td for s in outcome.result.snapshots)
+    replica_s = sum(sum(s.replicas().values()) * s.interval_s for s in outcome.result.snapshots)
     missed = sum(shadow.causes.values())
     print(
         f"{scenario}: missed {missed} of {shadow.n} ({1 - missed / shadow.n:.3f} met), "

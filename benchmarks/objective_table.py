@@ -52,7 +52,7 @@ class ReplicaSeconds:
         self.replica_s = 0.0
 
     def __call__(self, snapshot: Snapshot, decision: object = None) -> None:
-        self.replica_s += sum(snapshot.replicas().values()) * snapshot.td
+        self.replica_s += sum(snapshot.replicas().values()) * snapshot.interval_s
 
 
 def run_one(spec: RunSpec) -> dict[str, Any]:

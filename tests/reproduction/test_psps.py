@@ -26,7 +26,7 @@ def table_ii(pool=(1, 12)):
     o3 = stats(
         "O3", received=90, frm={"O2": 90}, processed=90, queue=20, service_time_s=0.100, pool=pool
     )
-    return snapshot(o1, o2, o3, td=1.0, sources={"src": 100})
+    return snapshot(o1, o2, o3, interval_s=1.0, sources={"src": 100})
 
 
 def test_table_ii_thetas_predictions_and_replicas():

@@ -114,7 +114,8 @@ def test_sodrp_in_the_simulator_feeds_measured_rates_back_and_places_replicas() 
     after = [
         (p.latency_ms_mean, q.latency_ms_mean)
         for p, q in zip(result.snapshots, plain.snapshots, strict=True)
-        if p.t - p.td > placed.replanned_at_s + 2 * p.td and p.latency_ms_mean is not None
+        if p.t - p.interval_s > placed.replanned_at_s + 2 * p.interval_s
+        and p.latency_ms_mean is not None
     ]
     assert len(after) >= 5
     for with_delay, without in after:

@@ -73,7 +73,7 @@ def test_step_up_and_down_scales_the_bottleneck_live(spark, tmp_path, layout):
     # the batch time the objective policy learns from (O13): every interval that processed
     # events counts its micro-batches, one period td / n per interval, within (0, td]
     busy = [s for s in result.snapshots if s.op("enrich").processed > 0]
-    periods = [(measured_batch_s(s), s.td) for s in busy]
+    periods = [(measured_batch_s(s), s.interval_s) for s in busy]
     assert busy and all(p is not None and 0 < p <= td for p, td in periods), periods
 
     audit = engine.store.audit()

@@ -38,13 +38,13 @@ def stats(
 def snapshot(
     *ops: OperatorStats,
     t: float = 1.0,
-    td: float = 1.0,
+    interval_s: float = 1.0,
     sources: dict[str, int] | None = None,
     completed: int = 0,
 ) -> Snapshot:
     return Snapshot(
         t=t,
-        td=td,
+        interval_s=interval_s,
         sources=tuple((sources or {"src": 0}).items()),
         operators=ops,
         completed=completed,

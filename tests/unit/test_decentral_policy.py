@@ -77,7 +77,7 @@ def test_tcp_and_memory_transports_give_the_same_counts_and_messages():
 
 def snap(replicas: int, utilization: float, queue: int = 0, t: float = 1.0):
     o = stats("op", replicas=replicas, pool=(1, 4), queue=queue, service_time_s=0.1, processed=10)
-    return snapshot(replace(o, utilization=(utilization,) * replicas), t=t, td=1.0)
+    return snapshot(replace(o, utilization=(utilization,) * replicas), t=t, interval_s=1.0)
 
 
 def test_the_policy_scales_from_replica_loads_reports_messages_and_closes_its_transport():

@@ -106,7 +106,7 @@ def test_replica_rows_split_an_operators_arrivals_and_cpu_by_what_each_replica_p
 
     o = replace(stats("op", replicas=2, received=30, processed=40, emitted=80, queue=5),
                 replica_processed=(10, 30), cpu_s=2.0)  # fmt: skip
-    snap = snapshot(o, t=10.0, td=2.0)
+    snap = snapshot(o, t=10.0, interval_s=2.0)
     rows = replica_rows("run", "p", snap, o, queue_before=15)
     assert [r.source_rate for r in rows] == pytest.approx([3.75, 11.25])  # 30/2 s split 1:3
     assert [r.input_rate for r in rows] == pytest.approx([5.0, 15.0])
@@ -125,10 +125,10 @@ def test_replica_rows_flag_a_capped_admission_and_split_outputs_per_stream():
     o = replace(stats("op", replicas=2, received=30, processed=40, emitted=80, queue=5),
                 replica_processed=(10, 30), admission_capped=True,
                 emitted_streams=(("words", 60), ("errors", 20)))  # fmt: skip
-    rows = replica_rows("run", "p", snapshot(o, t=10.0, td=2.0), o, queue_before=15)
+    rows = replica_rows("run", "p", snapshot(o, t=10.0, interval_s=2.0), o, queue_before=15)
     assert all(r.backpressure for r in rows)  # the queue shrank, but the cap was hit
     assert rows[1].output_rates == pytest.approx({"words": 22.5, "errors": 7.5})  # 3/4 of each
-    unsplit = replica_rows("run", "p", snapshot(o, t=10.0, td=2.0),
+    unsplit = replica_rows("run", "p", snapshot(o, t=10.0, interval_s=2.0),
                            replace(o, emitted_streams=()), queue_before=15)  # fmt: skip
     assert unsplit[1].output_rates == pytest.approx({"*": 30.0})
 
@@ -140,7 +140,7 @@ def test_replica_rows_carry_each_replicas_service_time_variance():
 
     o = replace(stats("op", replicas=2, received=30, processed=40),
                 replica_processed=(10, 30), service_time_var=(1e-4, None))  # fmt: skip
-    rows = replica_rows("run", "p", snapshot(o, t=10.0, td=2.0), o, queue_before=0)
+    rows = replica_rows("run", "p", snapshot(o, t=10.0, interval_s=2.0), o, queue_before=0)
     assert [r.service_time_var for r in rows] == [1e-4, None]
     unknown = replica_rows("run", "p", snapshot(o), replace(o, service_time_var=()), 0)
     assert [r.service_time_var for r in unknown] == [None, None]
@@ -201,7 +201,7 @@ def test_replica_rows_carry_each_replicas_batches():
 
     o = replace(stats("op", replicas=2, received=30, processed=40),
                 replica_processed=(10, 30), replica_batches=(1, 3))  # fmt: skip
-    rows = replica_rows("run", "p", snapshot(o, t=10.0, td=2.0), o, queue_before=0)
+    rows = replica_rows("run", "p", snapshot(o, t=10.0, interval_s=2.0), o, queue_before=0)
     assert [r.batches for r in rows] == [1, 3]
     uncounted = replica_rows("run", "p", snapshot(o), replace(o, replica_batches=()), 0)
     assert [r.batches for r in uncounted] == [None, None]

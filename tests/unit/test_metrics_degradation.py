@@ -11,7 +11,7 @@ from elastream.model.snapshot import Snapshot
 def snap(sent: int, completed: int, *, intervals: int = 1, idle: int = 0) -> Snapshot:
     return Snapshot(
         t=0.0,
-        td=5.0 * intervals,
+        interval_s=5.0 * intervals,
         sources=(("src", sent),),
         operators=(),
         completed=completed,

@@ -102,7 +102,7 @@ def test_objective_on_an_unknown_operator_is_named():
 def with_latency(snap: Snapshot, p99_ms: float | None, mean_ms: float | None = None) -> Snapshot:
     return Snapshot(
         t=snap.t,
-        td=snap.td,
+        interval_s=snap.interval_s,
         sources=snap.sources,
         operators=snap.operators,
         latency_ms_mean=mean_ms,
@@ -125,7 +125,7 @@ def test_an_operator_bound_is_judged_by_littles_law():
     """queue 50 over 100 processed in td = 10 s is 5 s of queueing, plus et 0.1 s."""
     objective = Objective(latency_p99_s=10, operators={"a": {"latency_p99_s": 5}})
     snap = with_latency(
-        snapshot(stats("a", queue=50, processed=100, service_time_s=0.1), td=10.0), 1000.0
+        snapshot(stats("a", queue=50, processed=100, service_time_s=0.1), interval_s=10.0), 1000.0
     )
     assert judge(snap, objective).met is False  # 5.1 s > 5 s
     relaxed = Objective(latency_p99_s=10, operators={"a": {"latency_p99_s": 5.2}})
@@ -137,7 +137,7 @@ def test_the_tally_counts_a_fast_forwarded_stretch_once_per_interval():
     met = with_latency(snapshot(stats("a")), 100.0)
     stretch = Snapshot(
         t=10,
-        td=5,
+        interval_s=5,
         sources=(("src", 0),),
         operators=met.operators,
         intervals=4,
@@ -215,10 +215,10 @@ def test_the_batch_fit_on_hand_worked_intervals():
         stats("a", replicas=2, processed=40, busy_s=2.0), replica_batches=(10, 7)
     )
     b = dataclasses.replace(stats("b", replicas=1, processed=30, busy_s=0.5), replica_batches=(9,))
-    snap = snapshot(a, b, td=5.0)
+    snap = snapshot(a, b, interval_s=5.0)
     assert measured_batch_s(snap) == pytest.approx(0.5)
     assert batch_point(snap) == (3, pytest.approx(0.4))
-    assert measured_batch_s(snapshot(stats("a", processed=5), td=5.0)) is None
+    assert measured_batch_s(snapshot(stats("a", processed=5), interval_s=5.0)) is None
     assert fit_batch([(4, 0.5), (8, 0.7), (12, 0.9)]) == pytest.approx((0.3, 0.05))
     assert fit_batch([(4, 0.5), (4, 0.7)]) == pytest.approx((0.6, 0.0))
     assert fit_batch([(4, 0.9), (8, 0.5)]) == pytest.approx((0.7, 0.0))
@@ -391,7 +391,7 @@ def test_a_backlog_beyond_the_pools_gets_the_fastest_recovery():
         "a", frm={"src": 100}, received=100, processed=100, busy_s=5.0, queue=200, pool=(1, 4)
     )
     b = stats("b", frm={"a": 100}, received=100, processed=100, busy_s=5.0, pool=(1, 4))
-    snap = snapshot(a, b, td=10.0, sources={"src": 100})
+    snap = snapshot(a, b, interval_s=10.0, sources={"src": 100})
     config = ObjectiveConfig(objective=Objective(latency_mean_s=2.0), transient=False)
     flow = FlowState(
         true_rate=(("a", 20.0), ("b", 20.0)),
@@ -424,7 +424,7 @@ def one_op_snapshot(*, replicas, emitted, processed, busy_s, queue=0, td=10.0, p
         pool=(1, 10),
     )
     return Snapshot(
-        t=td, td=td, sources=(("src", emitted),), operators=(op,), latency_ms_p99=p99_ms
+        t=td, interval_s=td, sources=(("src", emitted),), operators=(op,), latency_ms_p99=p99_ms
     )
 
 
@@ -518,7 +518,7 @@ def test_the_error_scale_is_the_source_rate_that_fills_one_replica_of_the_slowes
     so one replica of b is full at 80 events/s of the source, one of a at 200/s: c = 80/s."""
     a = stats("a", frm={"src": 100}, received=100, processed=100, emitted=50, busy_s=0.5)
     b = stats("b", frm={"a": 50}, received=50, processed=50, busy_s=1.25)
-    snap = snapshot(a, b, td=1.0, sources={"src": 100})
+    snap = snapshot(a, b, interval_s=1.0, sources={"src": 100})
     flow = FlowState(
         selectivity=((("src", "a"), 1.0), (("a", "b"), 0.5)),
         true_rate=(("a", 200.0), ("b", 40.0)),

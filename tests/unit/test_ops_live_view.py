@@ -66,7 +66,7 @@ def feed(metrics: RunMetrics, t: float, replicas: int, target: int, queue: int, 
                service_time_s=0.01, busy_s=1.5)  # fmt: skip
     reason = f"queue {queue} above 50: one replica more"
     decision = Decision.of({"op": target}, {"op": reason}, {"op": f"queue={queue} step=+1"})
-    snap = replace(snapshot(op, t=t, td=2.0, sources={"src": 200}), sinks=(("sink", 150),),
+    snap = replace(snapshot(op, t=t, interval_s=2.0, sources={"src": 200}), sinks=(("sink", 150),),
                    latency_ms_mean=p99 / 2, latency_ms_p99=p99)  # fmt: skip
     metrics(snap, decision)
 

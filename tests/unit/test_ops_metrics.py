@@ -269,7 +269,7 @@ def test_a_missed_objective_at_the_pools_maximum_is_one_warning_line(caplog):
 
     def interval(t: float, replicas: int, p99_ms: float) -> object:
         op = stats("op", replicas=replicas, pool=(1, 3), received=100, processed=60, queue=80)
-        return replace(snapshot(op, t=t, td=5.0), latency_ms_p99=p99_ms)
+        return replace(snapshot(op, t=t, interval_s=5.0), latency_ms_p99=p99_ms)
 
     caplog.set_level("WARNING", logger="elastream.objective")
     watch = ObjectiveWatch(Objective(latency_p99_s=2.0))

@@ -93,7 +93,7 @@ def test_admission_is_per_operator_and_release_per_operator(tmp_path):
     assert (store.pending("op1"), store.pending("op2")) == (10, 10)
     planned = [(op, s) for op, s in (("op1", 0), ("op1", 10), ("op2", 0))]
     assert all(store.planned_end(op, s) is not None for op, s in planned)
-    reader.released_at = -1e9  # release now (normally at most every RELEASE_EVERY_S)
+    reader.dropped_at = -1e9  # drop now (normally at most every DROP_EVERY_S)
     reader.commit(end)
     assert all(store.planned_end(op, s) is None for op, s in planned)  # each below its own end
     assert store.read("op1", 20, 30) and store.read("op2", 10, 20)  # the rest is kept

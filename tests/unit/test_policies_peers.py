@@ -35,7 +35,7 @@ def chain(queue_a=0, queue_b=0, busy_a=8.0, busy_b=20.0, et_a=None):
     b = stats(
         "B", replicas=3, received=400, frm={"A": 400}, processed=400, queue=queue_b, busy_s=busy_b
     )
-    return snapshot(a, b, td=10.0, sources={"src": 1000})
+    return snapshot(a, b, interval_s=10.0, sources={"src": 1000})
 
 
 # ---------------------------------------------------------------- ds2
@@ -67,7 +67,9 @@ def test_ds2_falls_back_to_et_then_last_known_values():
     # Next interval A processed nothing and sent nothing: its ρ (20/s) and s_{A,B} (0.5) are kept.
     a = stats("A", received=2000, frm={"src": 2000}, processed=0, queue=2000)
     b = stats("B", frm={"A": 0}, processed=0)
-    decision, _ = ds2_decide(snapshot(a, b, td=10.0, sources={"src": 2000}), state, Ds2Config())
+    decision, _ = ds2_decide(
+        snapshot(a, b, interval_s=10.0, sources={"src": 2000}), state, Ds2Config()
+    )
     # D_A = 200/s -> ⌈200 / 20⌉ = 10; D_B = 0.5 · 200 = 100/s at ρ_B = 20/s (kept) -> 5.
     assert decision.as_dict() == {"A": 10, "B": 5}
 
@@ -99,7 +101,7 @@ def test_ds2_guarded_scale_down_waits_for_the_stabilization_window():
     big = snapshot(
         stats("A", replicas=1, frm={"src": 500}, processed=500, busy_s=10.0),
         t=10.0,
-        td=10.0,
+        interval_s=10.0,
         sources={"src": 500},
     )
     decision, state = controller.decide(big, state)
@@ -107,7 +109,7 @@ def test_ds2_guarded_scale_down_waits_for_the_stabilization_window():
     rise = snapshot(
         stats("A", replicas=1, frm={"src": 2000}, processed=500, busy_s=10.0),
         t=20.0,
-        td=10.0,
+        interval_s=10.0,
         sources={"src": 2000},
     )
     decision, state = controller.decide(rise, state)
@@ -115,7 +117,7 @@ def test_ds2_guarded_scale_down_waits_for_the_stabilization_window():
     fall = snapshot(
         stats("A", replicas=4, frm={"src": 500}, processed=500, busy_s=10.0),
         t=30.0,
-        td=10.0,
+        interval_s=10.0,
         sources={"src": 500},
     )
     decision, state = controller.decide(fall, state)
@@ -145,7 +147,7 @@ def run_dabs(rates, config, queue=0):
     for k, rate in enumerate(rates):
         a = stats("A", frm={"src": rate}, processed=30, queue=queue, busy_s=3.0)
         decision, state = dabs_decide(
-            snapshot(a, t=k + 1.0, td=1.0, sources={"src": rate}), state, config
+            snapshot(a, t=k + 1.0, interval_s=1.0, sources={"src": rate}), state, config
         )
     return decision, state
 
@@ -186,7 +188,7 @@ def test_holt_update_by_hand():
 def one_op(rate, t, queue=0):
     # td = 10 s, A has ρ = 1000 events / 10 busy s = 100/s.
     a = stats("A", frm={"src": rate}, processed=1000, queue=queue, busy_s=10.0)
-    return snapshot(a, t=t, td=10.0, sources={"src": rate})
+    return snapshot(a, t=t, interval_s=10.0, sources={"src": rate})
 
 
 def test_lagaware_extrapolates_a_rise():

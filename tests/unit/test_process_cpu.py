@@ -96,15 +96,15 @@ def test_the_recorder_writes_the_runs_cpu_from_the_second_interval(tmp_path):
         end = time.process_time() + 0.05
         while time.process_time() < end:
             pass
-        recorder(snapshot(o, t=t, td=2.0), None)
+        recorder(snapshot(o, t=t, interval_s=2.0), None)
     recorder.save()
     with HistoryStore(tmp_path / "h.db") as store:
         rows = store.run_cpu()
     assert [(r.t, r.interval_s) for r in rows] == [(2.0, 2.0), (4.0, 2.0)]
     assert all(r.cores > 0 for r in rows)
     off = HistoryRecorder("run", "p", process_cpu=False)
-    off(snapshot(o, t=2.0, td=2.0), None)
-    off(snapshot(o, t=4.0, td=2.0), None)
+    off(snapshot(o, t=2.0, interval_s=2.0), None)
+    off(snapshot(o, t=4.0, interval_s=2.0), None)
     assert off.cpu_rows == []
 
 

@@ -80,7 +80,9 @@ def make_snapshot(k: int) -> Snapshot:
         busy_s=0.9 * r2 * k / 5,
     )
     op2 = replace(op2, dropped_overflow=3 * k)
-    snap = snapshot(op1, op2, t=TD * (k + 1), td=TD, sources={"src": lam}, completed=lam - q2 // 2)
+    snap = snapshot(
+        op1, op2, t=TD * (k + 1), interval_s=TD, sources={"src": lam}, completed=lam - q2 // 2
+    )
     return replace(snap, sink_events=snap.completed - 1, latency_ms_mean=latency)
 
 
@@ -124,7 +126,7 @@ def expected_utilization(snap: Snapshot, name: str) -> float:
     o = snap.op(name)
     if o.utilization:  # over the active replicas, a retired one's work included
         return sum(o.utilization) / o.replicas
-    return o.busy_s / (o.replicas * snap.td)
+    return o.busy_s / (o.replicas * snap.interval_s)
 
 
 # --- summary.json ---------------------------------------------------------------------------

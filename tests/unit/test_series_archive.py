@@ -34,8 +34,8 @@ def feed(series, days: float, td: float, seed: int = 0) -> dict[str, float]:
                   service_time_s=float(et[k]), busy_s=load * float(et[k]))
             for o in OPS
         ]  # fmt: skip
-        snap = snapshot(*ops, t=td * (k + 1) + float(jitter[k]), td=td, sources={"src": load},
-                        completed=load)  # fmt: skip
+        snap = snapshot(*ops, t=td * (k + 1) + float(jitter[k]), interval_s=td,
+                        sources={"src": load}, completed=load)  # fmt: skip
         reasons = {o: f"lambda={load / td:.1f}/s queue={k % 7} r={r}" for o in OPS}
         series(snap, Decision.of({o: r for o in OPS}, reasons=reasons))
     series.close()
@@ -114,7 +114,7 @@ def test_the_files_are_complete_at_any_time_of_the_run(tmp_path):
     """Read while the run goes (after a compaction): every interval so far in one row."""
     series = open_series(pipeline(), tmp_path, recent_s=3600.0, archive_s=600.0)
     for k in range(1000):
-        snap = snapshot(*(stats(o, received=1) for o in OPS), t=10.0 * (k + 1), td=10.0,
+        snap = snapshot(*(stats(o, received=1) for o in OPS), t=10.0 * (k + 1), interval_s=10.0,
                         sources={"src": 1})  # fmt: skip
         series(snap, Decision.of({o: 1 for o in OPS}))
         if k in (600, 999):

@@ -25,7 +25,7 @@ def feed(series, first: int, n: int, td: float) -> None:
     replicas per operator."""
     for k in range(first + 1, first + n + 1):
         ops = [stats(o, replicas=k % 3 + 1, received=k, processed=k) for o in ("op1", "op2")]
-        snap = snapshot(*ops, t=k * td, td=td, sources={"src": k}, completed=k)
+        snap = snapshot(*ops, t=k * td, interval_s=td, sources={"src": k}, completed=k)
         series(snap, Decision.of({"op1": k % 3 + 1, "op2": k % 3 + 1}))
 
 
@@ -41,7 +41,7 @@ def test_a_killed_run_keeps_the_rows_written_so_far(tmp_path):
         for k in range(1, 4):  # intervals longer than the flush period, as a run's are
             time.sleep({FLUSH_S + 0.2})
             ops = [stats(o, replicas=1, received=k, processed=k) for o in ("op1", "op2")]
-            snap = snapshot(*ops, t=5.0 * k, td=5.0, sources={{"src": k}}, completed=k)
+            snap = snapshot(*ops, t=5.0 * k, interval_s=5.0, sources={{"src": k}}, completed=k)
             series(snap, Decision.of({{"op1": 1, "op2": 1}}))
         os.kill(os.getpid(), signal.SIGKILL)
         """

@@ -104,7 +104,7 @@ def test_littles_law_in_a_steady_overload():
     steady = result.snapshots[20:55]
     for s in steady:
         op = s.operators[0]
-        throughput = op.processed / s.td
+        throughput = op.processed / s.interval_s
         assert op.queue == 1000
         assert s.latency_ms_mean / 1000 == pytest.approx(op.queue / throughput, rel=0.03)
 
@@ -261,7 +261,7 @@ def test_micro_batch_overhead_costs_capacity():
     # a batch of at most 100 events (1 s of work) now takes 1.4 s: 100 / 1.4 = 71.4 events/s
     assert free.summary.latency_ms_mean < 1000
     steady = costly.snapshots[10:30]
-    rate = sum(s.operators[0].processed for s in steady) / sum(s.td for s in steady)
+    rate = sum(s.operators[0].processed for s in steady) / sum(s.interval_s for s in steady)
     assert rate == pytest.approx(100 / 1.4, rel=0.05)
     assert costly.snapshots[25].operators[0].queue > costly.snapshots[10].operators[0].queue
     assert costly.summary.latency_ms_mean > 5 * free.summary.latency_ms_mean
@@ -371,7 +371,7 @@ def test_micro_batch_reports_a_capped_admission_while_the_backlog_drains():
     assert not ops[-1].admission_capped and ops[-1].queue == 0
     rows = history_rows(snapshots)
     for k in draining:  # the queue shrank, but the cap was hit: backpressure
-        assert all(r.backpressure for r in rows if r.t == snapshots[k].t - snapshots[k].td)
+        assert all(r.backpressure for r in rows if r.t == snapshots[k].t - snapshots[k].interval_s)
 
 
 @pytest.mark.parametrize("queue_model", ["per_replica", "micro_batch"])
@@ -438,7 +438,7 @@ def test_snapshots_follow_the_interval_clock():
         replace(EXACT, step_s=0.07),
     )
     assert [s.t for s in result.snapshots] == pytest.approx([1.5 * (i + 1) for i in range(10)])
-    assert all(s.td == pytest.approx(1.5) for s in result.snapshots)
+    assert all(s.interval_s == pytest.approx(1.5) for s in result.snapshots)
 
 
 # ----------------------------------------------------------------------------- shared code

@@ -64,7 +64,7 @@ def rows(snapshot: Snapshot) -> str:
     ]
     head = (
         repr(snapshot.t),
-        repr(snapshot.td),
+        repr(snapshot.interval_s),
         snapshot.sources,
         snapshot.completed,
         snapshot.sink_events,

@@ -205,13 +205,13 @@ def test_series_at_a_resolution_keep_the_totals_of_the_per_interval_series(tmp_p
 
 
 def test_plot_points_stay_bounded_and_cover_the_run():
-    snap = dataclasses.replace(snapshot(stats("op1", replicas=2)), td=5.0)
+    snap = dataclasses.replace(snapshot(stats("op1", replicas=2)), interval_s=5.0)
     points = PlotPoints(limit=4)
     for k in range(100):
         points.add(Interval(dataclasses.replace(snap, t=5.0 * (k + 1)), Decision.of({"op1": 2})))
     assert len(points.points) < 8
     assert sum(p.snapshot.intervals for p in points.points) == 100
-    assert sum(p.snapshot.td for p in points.points) == pytest.approx(500.0)
+    assert sum(p.snapshot.interval_s for p in points.points) == pytest.approx(500.0)
     assert points.points[-1].snapshot.t == pytest.approx(500.0)
 
 
@@ -232,7 +232,7 @@ def test_a_point_merged_at_once_equals_merging_its_intervals_pairwise():
         (merged,) = point.snapshot.operators
         ops = [snap.operators[0] for snap in snaps]
         assert point.snapshot.t == snaps[-1].t and point.decision == items[-1].decision
-        assert point.snapshot.td == pytest.approx(sum(snap.td for snap in snaps))
+        assert point.snapshot.interval_s == pytest.approx(sum(snap.interval_s for snap in snaps))
         assert point.snapshot.sink_events == sum(snap.sink_events for snap in snaps)
         assert point.snapshot.latency_ms_mean == pytest.approx(
             sum(s.latency_ms_mean * s.sink_events for s in snaps if s.sink_events)

@@ -122,7 +122,7 @@ def test_the_backlog_reaches_the_policies_like_a_redis_sources_lag(policy):
     """What `Ingest.backlog` returns for a spark source lands in the snapshot's source_backlog,
     which the policies count as input: the same snapshot with the backlog asks for more."""
     op = stats("op", pool=(1, 8), received=50, frm={"kafka": 50}, processed=50, service_time_s=0.05)
-    idle = snapshot(op, t=5.0, td=5.0, sources={"kafka": 50})
+    idle = snapshot(op, t=5.0, interval_s=5.0, sources={"kafka": 50})
     behind_by = query_backlog(progress(kafka_source()))
     lagging = replace(idle, source_backlog=(("kafka", behind_by),))
     controller = Controller.build(policy)

@@ -47,7 +47,7 @@ def source_rates(snapshot: Snapshot) -> dict[str, float]:
     """λ_p(t) / td for every source p: its output rate in events/s, its external backlog
     (files not yet read, Redis lag) counted as arriving within the next interval (arrival
     pressure: a source held back by a full queue still asks for capacity)."""
-    return {name: n / snapshot.td for name, n in snapshot.source_demand().items()}
+    return {name: n / snapshot.interval_s for name, n in snapshot.source_demand().items()}
 
 
 def rate_history(
@@ -59,7 +59,7 @@ def rate_history(
     """Each source's rate history (events/s, one value per interval) with this interval's
     `source_rates` appended, kept to its last max(min_history, ⌈history_s / td⌉) values: what
     the forecasting policies (proactive, objective) fit."""
-    keep = max(min_history, math.ceil(history_s / snapshot.td))
+    keep = max(min_history, math.ceil(history_s / snapshot.interval_s))
     updated = dict(history)
     for name, x in source_rates(snapshot).items():
         updated[name] = (*updated.get(name, ()), x)[-keep:]
@@ -125,7 +125,7 @@ def size_operators(
 ) -> Decision:
     """r_i = ⌈D_i / (ρ_i·u)⌉ with D_i the planned source rates propagated downstream plus every
     queue drained within `drain_s` (None: td / 2); lagaware and proactive size operators so."""
-    horizon = snapshot.td / 2 if drain_s is None else drain_s
+    horizon = snapshot.interval_s / 2 if drain_s is None else drain_s
     demand = propagate(snapshot, flow, planned, catch_up(snapshot, horizon))
     targets: dict[str, int] = {}
     reasons: dict[str, str] = {}

@@ -152,7 +152,7 @@ def steady_stretch(
     intervals = fast.steady_intervals()
     if intervals < 1:
         return None
-    at_end = replace(snapshot, t=snapshot.t + intervals * snapshot.td)
+    at_end = replace(snapshot, t=snapshot.t + intervals * snapshot.interval_s)
     probe, _ = controller.decide(at_end, state)
     if probe.as_dict() != decision.as_dict():
         return None

@@ -177,12 +177,12 @@ def interval_rows(
     return [
         {
             "t": s.t,
-            "interval_s": s.td,
+            "interval_s": s.interval_s,
             "input": s.source_events,
             "completed": s.completed,
             "sink_events": s.sink_events,
-            "input_rate": s.source_events / s.td if s.td > 0 else 0.0,
-            "output_rate": s.completed / s.td if s.td > 0 else 0.0,
+            "input_rate": s.source_events / s.interval_s if s.interval_s > 0 else 0.0,
+            "output_rate": s.completed / s.interval_s if s.interval_s > 0 else 0.0,
             "latency_ms_mean": s.latency_ms_mean,
             "latency_ms_p99": s.latency_ms_p99,
             "objective_met": objective_column(s, objective),
@@ -227,7 +227,7 @@ def summarize(
         replicas_max=max((total_replicas(s) for s in snapshots), default=0),
         throughput_degradation=throughput_degradation(snapshots),
         reconfigurations=reconfigurations(snapshots),
-        replica_seconds=sum(total_replicas(s) * s.td for s in snapshots),
+        replica_seconds=sum(total_replicas(s) * s.interval_s for s in snapshots),
         messages=messages,
     )
 
@@ -306,7 +306,7 @@ class RunningSummary:
             self.degradation_intervals += weight
         if self.last is not None:
             self.reconfigurations += replica_changes(self.last, snapshot)
-        self.replica_seconds += replicas * snapshot.td
+        self.replica_seconds += replicas * snapshot.interval_s
         self.last = snapshot
 
     def summary(

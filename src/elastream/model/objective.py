@@ -87,7 +87,11 @@ def judge(snapshot: Snapshot, objective: Objective) -> Verdict:
         return Verdict(False if waiting else None, None)
     met = measured <= objective.bound_s * 1000.0
     for name, target in objective.operators.items():
-        own = operator_latency_s(snapshot.op(name), snapshot.td) if _has(snapshot, name) else None
+        own = (
+            operator_latency_s(snapshot.op(name), snapshot.interval_s)
+            if _has(snapshot, name)
+            else None
+        )
         if own is not None and own > target.bound_s:
             met = False
     return Verdict(met, measured)

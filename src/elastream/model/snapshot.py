@@ -59,7 +59,7 @@ class Snapshot:
     never read from a clock by a policy."""
 
     t: float  # end of the interval, seconds since the start of the run
-    td: float  # interval duration, seconds
+    interval_s: float  # the interval's length, seconds (td, PSPS Table I)
     sources: tuple[tuple[str, int], ...]  # events each source emitted during t
     operators: tuple[OperatorStats, ...]
     completed: int = 0  # source events whose processing finished during t (sink or filtered)
@@ -67,8 +67,8 @@ class Snapshot:
     latency_ms_mean: float | None = None  # end-to-end latency of events reaching sinks during t
     dropped_restart: int = 0  # events lost by a restart reconfiguration during t (simulator)
     # A simulator fast-forward reports a steady stretch of several intervals as one snapshot:
-    # `td` is then the stretch's length, `intervals` how many MAPE intervals it stands for and
-    # `idle_intervals` how many of those had no source input. Every other snapshot: 1 and 0.
+    # `interval_s` is then the stretch's length, `intervals` how many MAPE intervals it stands
+    # for and `idle_intervals` how many of those had no source input. Every other snapshot: 1, 0.
     intervals: int = 1
     idle_intervals: int = 0
     # Leased hosts (Spark executors with `spark.leasing`) and what they cost so far; () without.

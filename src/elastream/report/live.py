@@ -80,8 +80,8 @@ class LiveTable:
     def header(self, snapshot: Snapshot) -> str:
         s = snapshot
         return (
-            f"t={s.t:,.1f} s  input {fmt.rate(per_second(s.source_events, s.td))} ev/s  "
-            f"output {fmt.rate(per_second(s.completed, s.td))} ev/s  "
+            f"t={s.t:,.1f} s  input {fmt.rate(per_second(s.source_events, s.interval_s))} ev/s  "
+            f"output {fmt.rate(per_second(s.completed, s.interval_s))} ev/s  "
             f"latency {fmt.ms(s.latency_ms_mean)} (p99 {fmt.ms(s.latency_ms_p99)})"
             f"{self.objective_text(s)}"
             + "".join(f"  {name} backlog {n:,}" for name, n in s.source_backlog)
@@ -146,7 +146,7 @@ class LiveTable:
         targets = decision.as_dict()
         for o in self._ordered(snapshot):
             reason = decision.reason(o.name)
-            table.add_row(*self._cells(o, snapshot.td, targets.get(o.name), reason))
+            table.add_row(*self._cells(o, snapshot.interval_s, targets.get(o.name), reason))
         return table
 
     def _ordered(self, snapshot: Snapshot) -> list[OperatorStats]:
@@ -177,7 +177,7 @@ class LiveTable:
         targets = decision.as_dict()
         parts = [
             f"{o.name} replicas {o.replicas}/{o.max_replicas}->{targets.get(o.name, fmt.MISSING)}"
-            f" queue {o.queue:,} busy {fmt.pct(utilization(o, snapshot.td), 0)}"
+            f" queue {o.queue:,} busy {fmt.pct(utilization(o, snapshot.interval_s), 0)}"
             for o in self._ordered(snapshot)
         ]
         hosts = self.hosts(snapshot)

@@ -31,7 +31,7 @@ def point(snap: Snapshot, decision: Decision, objective: Objective | None) -> di
     """One interval as the live view shows it: rates in events per second, latencies in ms,
     each operator's replicas, queue, busy share and the decision's reason (its detail in the
     policy's symbols beside it, for the tooltip)."""
-    td, targets = snap.td, decision.as_dict()
+    td, targets = snap.interval_s, decision.as_dict()
     backlog = dict(snap.source_backlog)
     return {
         "t": snap.t,

@@ -110,12 +110,12 @@ def rates_plot(items: Sequence[Interval]) -> Plot:
     degradation, PSPS V-A.3: λ_G/td and completed/td)."""
     t = _times(items)
     with _figure(3.6) as (fig, (ax,)):
-        inp = [per_second(i.snapshot.source_events, i.snapshot.td) for i in items]
-        out = [per_second(i.snapshot.completed, i.snapshot.td) for i in items]
+        inp = [per_second(i.snapshot.source_events, i.snapshot.interval_s) for i in items]
+        out = [per_second(i.snapshot.completed, i.snapshot.interval_s) for i in items]
         ax.plot(t, inp, color=INPUT_COLOR, lw=2, label="input (ev/s)")
         ax.plot(t, out, color=OUTPUT_COLOR, lw=1.6, ls="--", label="output: completed (ev/s)")
         if any(i.snapshot.source_backlog for i in items):  # external sources that can tell
-            demand = [per_second(i.snapshot.demand_events, i.snapshot.td) for i in items]
+            demand = [per_second(i.snapshot.demand_events, i.snapshot.interval_s) for i in items]
             ax.plot(t, demand, color=INPUT_COLOR, lw=1.2, ls=":", label="input + external backlog")
         ax.set_title("Input and output rate")
         ax.set_xlabel("time since start (s)")
@@ -129,7 +129,7 @@ def _replica_steps(ax: Axes, items: Sequence[Interval], name: str, color: str) -
     target = [_nan(item.decision.as_dict().get(name)) for item in items]
     # r_i(t) held during (t - td, t]: a step ending at t. The target decided at t holds during
     # (t, t + td]: a step starting at t. Both get their first/last interval drawn.
-    start, end = t[0] - items[0].snapshot.td, t[-1] + items[-1].snapshot.td
+    start, end = t[0] - items[0].snapshot.interval_s, t[-1] + items[-1].snapshot.interval_s
     ax.step([start, *t], [active[0], *active], where="pre", color=color, lw=2, label="active")
     ax.step(
         [*t, end],

@@ -269,7 +269,7 @@ class RunMetrics:
                 if fold is None:
                     fold = ops[o.name] = _OperatorFold()
                 target = targets.get(o.name)
-                fold.add(o, snapshot.td, target)
+                fold.add(o, snapshot.interval_s, target)
                 failed += o.failed
                 if target is not None and target != o.replicas:
                     why, detail = decision.reason(o.name), decision.detail(o.name)
@@ -305,7 +305,9 @@ class RunMetrics:
         for source, n in sources.items():
             self._child(self.source_events, *run, source).inc(n)
         for source, n in last.sources:
-            self._child(self.source_rate, *run, source).set(n / last.td if last.td else 0)
+            self._child(self.source_rate, *run, source).set(
+                n / last.interval_s if last.interval_s else 0
+            )
         self._child(self.completed, *run).inc(completed)
         for sink, n in sinks.items():
             self._child(self.sink, *run, sink).inc(n)

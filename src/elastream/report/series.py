@@ -88,7 +88,7 @@ def timeseries_rows(items: Sequence[Interval]) -> list[Row]:
                     "queue": o.queue,
                     "replicas": o.replicas,
                     "service_ms": service_ms(o),
-                    "utilization": utilization(o, snap.td),
+                    "utilization": utilization(o, snap.interval_s),
                     "target": targets.get(o.name),
                     "dropped_timeout": o.dropped_timeout,
                     "dropped_overflow": o.dropped_overflow,
@@ -129,14 +129,14 @@ class OperatorTotals:
         weight = snap.intervals
         self.intervals += weight
         self.replicas_sum += o.replicas * weight
-        self.utilization_sum += utilization(o, snap.td) * weight
+        self.utilization_sum += utilization(o, snap.interval_s) * weight
         et = service_ms(o)
         if et is not None:
             self.et_sum += et * weight
             self.et_intervals += weight
         self.replicas_max = max(self.replicas_max, o.replicas)
         self.queue_max = max(self.queue_max, o.queue)
-        self.replica_seconds += o.replicas * snap.td
+        self.replica_seconds += o.replicas * snap.interval_s
         sums = self.sums  # in the order of SUMMED_COUNTS
         sums[0] += o.received
         sums[1] += o.processed
@@ -337,12 +337,12 @@ def merge_run(items: Sequence[Interval]) -> Interval:
     if len(items) == 1:
         return items[0]
     first = items[0].snapshot
-    td, sources = first.td, first.sources
+    td, sources = first.interval_s, first.sources
     ops = {o.name: _MergedStats(o) for o in first.operators}
     latency, counts = first.latency_ms_mean, [getattr(first, name) for name in SNAPSHOT_SUMS]
     for item in items[1:]:
         sb = item.snapshot
-        td = td + sb.td
+        td = td + sb.interval_s
         before = dict(sources)
         sources = tuple((name, before.get(name, 0) + n) for name, n in sb.sources)
         merged = {}
@@ -360,7 +360,7 @@ def merge_run(items: Sequence[Interval]) -> Interval:
     last = items[-1]
     snapshot = Snapshot(
         t=last.snapshot.t,
-        td=td,
+        interval_s=td,
         sources=sources,
         operators=tuple(m.stats() for m in ops.values()),
         latency_ms_mean=latency,

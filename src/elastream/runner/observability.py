@@ -125,7 +125,7 @@ class ObjectiveWatch:
         if verdict.met is not False or not at_maximum(snapshot):
             return
         self.missed += snapshot.intervals
-        self.missed_s += snapshot.td
+        self.missed_s += snapshot.interval_s
         if self.missed >= self.after and not self.warned:
             self.warned = True
             self.log.warning(missed_text(snapshot, self.objective, verdict, self.missed_s))

@@ -29,7 +29,7 @@ def replica_rows(
     backlog at the start is not offered again: counting it would make a micro-batch runtime
     look saturated whenever an interval ends inside a batch."""
     r = max(o.replicas, 1)
-    td = snap.td
+    td = snap.interval_s
     shares = list(o.replica_processed) or [o.processed / r] * r
     total = sum(shares)
     flag = backpressure(o.admission_capped, queue_before, o.queue)
@@ -115,8 +115,10 @@ class HistoryRecorder:
         last, self._cpu_sample = self._cpu_sample, (wall, cpu)
         if last is not None and wall > last[0]:
             cores = max(0.0, cpu - last[1]) / (wall - last[0])
-            t = snapshot.t - snapshot.td
-            self.cpu_rows.append(RunCpuRow(self.run_id, self.pipeline, t, snapshot.td, cores))
+            t = snapshot.t - snapshot.interval_s
+            self.cpu_rows.append(
+                RunCpuRow(self.run_id, self.pipeline, t, snapshot.interval_s, cores)
+            )
 
     def save(self, path: Path | None = None) -> int:
         """Append the rows not saved yet to the history database at `path` (default: the

@@ -75,7 +75,7 @@ def measure(
     (i, j) (events j received from i per event i processed) times the rate i serves, from the
     sources down (`demand_rates`). What j received is only what a backlogged i got through: a
     plan sized on it would stay too small."""
-    span = sum(s.td for s in snapshots)
+    span = sum(s.interval_s for s in snapshots)
     if span <= 0:
         raise ValueError("S-ODRP: the measurement window holds no time")
     names = {o.name for o in request.application.operators}
@@ -189,7 +189,7 @@ def run_sodrp(
         decision = plan.replicas
         window: list[Snapshot] = []
         recorder = HistoryRecorder("sodrp-window", engine.pipeline.name)
-        while sum(s.td for s in window) < window_s and not engine.finished():
+        while sum(s.interval_s for s in window) < window_s and not engine.finished():
             snapshot = engine.collect()
             window.append(snapshot)
             recorder(snapshot, decision)

@@ -86,7 +86,7 @@ def decide(snapshot: Snapshot, state: DabsState, config: DabsConfig) -> tuple[De
     reasons: dict[str, str] = {}
     details: dict[str, str] = {}
     for o in snapshot.operators:
-        load = inflow[o.name] + o.queue / snapshot.td
+        load = inflow[o.name] + o.queue / snapshot.interval_s
         kappa = true_rate(flow, o.name, config.et_default_s)
         targets[o.name] = replicas_for(load, kappa)
         reasons[o.name] = demand_reason(load, targets[o.name], kappa, o.queue)

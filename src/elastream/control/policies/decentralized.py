@@ -119,7 +119,7 @@ def decide(
     ets = dict(state.et)
     ets.update({o.name: o.service_time_s for o in snapshot.operators if o.service_time_s})
     loads = {
-        o.name: replica_loads(o, snapshot.td, ets.get(o.name, config.et_default_s))
+        o.name: replica_loads(o, snapshot.interval_s, ets.get(o.name, config.et_default_s))
         for o in snapshot.operators
     }
     before = swarm.messages_sent()

@@ -220,7 +220,7 @@ def stations_for(
             o.min_replicas,
             o.max_replicas,
             None if own is None else own.bound_s,
-            (snapshot.td / max(1, snapshot.intervals) + act) if config.transient else 0.0,
+            (snapshot.interval_s / max(1, snapshot.intervals) + act) if config.transient else 0.0,
         )
     return stations
 
@@ -229,7 +229,7 @@ def measured_batch_s(snapshot: Snapshot) -> float | None:
     """D(t) of O13: td / n(t), n(t) the most micro-batches one replica of any operator took part
     in (the pipeline's one batch loop); None when the snapshot counts no batches."""
     batches = max((n for o in snapshot.operators for n in o.replica_batches), default=0)
-    return snapshot.td / batches if batches > 0 else None
+    return snapshot.interval_s / batches if batches > 0 else None
 
 
 def batch_point(snapshot: Snapshot) -> tuple[int, float] | None:
@@ -238,7 +238,7 @@ def batch_point(snapshot: Snapshot) -> tuple[int, float] | None:
     period = measured_batch_s(snapshot)
     if period is None:
         return None
-    td = snapshot.td
+    td = snapshot.interval_s
     busy = max((o.busy_s / (o.replicas * td) for o in snapshot.operators if o.replicas), default=0)
     tasks = sum(o.replicas for o in snapshot.operators)
     return tasks, period * (1 - min(busy, UTILIZATION_FIT_MAX))
@@ -302,7 +302,7 @@ def measured_for(
     if measured is None:
         return None
     observed = source_rates(snapshot)
-    td = snapshot.td / max(1, snapshot.intervals)
+    td = snapshot.interval_s / max(1, snapshot.intervals)
     back = math.floor(measured / 1000.0 / td) + 1
     if history is not None:
         observed = {name: max(history.get(name, (x,))[-back:]) for name, x in observed.items()}
@@ -397,7 +397,7 @@ def decide(
     beta = max(bursts, default=1.0)  # O8: plan for the largest recent burst
     if batch is not None:  # O15: and for the largest recent spread of the batches
         batch = replace(batch, spread=max(spreads, default=1.0))
-    td = snapshot.td / max(1, snapshot.intervals)
+    td = snapshot.interval_s / max(1, snapshot.intervals)
     lead_in = config.scale_in_horizon_s or 3 * td
     scales = error_scales(snapshot, flow, config)
     keep = max(1, math.ceil(config.error_window_s / td))

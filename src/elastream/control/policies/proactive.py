@@ -119,7 +119,8 @@ def decide(
     flow = update_flow(snapshot, state.flow)
     history = rate_history(snapshot, dict(state.history), config.min_history, config.history_s)
     planned = {
-        name: planned_rate(history[name], snapshot.td, config) for name in source_rates(snapshot)
+        name: planned_rate(history[name], snapshot.interval_s, config)
+        for name in source_rates(snapshot)
     }
     decision = size_operators(
         snapshot, flow, planned, config.drain_s, config.target_utilization, config.et_default_s

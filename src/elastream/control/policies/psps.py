@@ -90,7 +90,7 @@ def predict(
         arrivals = ceil_eps(lam_g * theta_i)  # Eq. 2a
         total = arrivals + o.queue  # Eq. 3, 4
         out[o.name] = Prediction(
-            theta_i, arrivals, o.queue, total, ceil_eps(total * et / snapshot.td), et
+            theta_i, arrivals, o.queue, total, ceil_eps(total * et / snapshot.interval_s), et
         )
     return out, PspsState(tuple(edges.items()), tuple(ets.items()))
 
@@ -98,7 +98,7 @@ def predict(
 def decide(snapshot: Snapshot, state: PspsState, config: PspsConfig) -> tuple[Decision, PspsState]:
     predictions, state = predict(snapshot, state, config)
     targets = {name: p.replicas for name, p in predictions.items()}
-    td = snapshot.td
+    td = snapshot.interval_s
     reasons = {
         name: demand_reason(p.total / td, p.replicas, 1 / p.et, p.backlog)
         for name, p in predictions.items()

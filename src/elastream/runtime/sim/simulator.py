@@ -583,7 +583,7 @@ class SimEngine:
         p99_ms, latencies = self.ledger.interval_latencies()
         return Snapshot(
             t=self.s * self.step_s,
-            td=span_s,
+            interval_s=span_s,
             sources=sources,
             operators=tuple(op.stats(span_s if intervals > 1 else None) for op in self.order),
             completed=round(now.completed_w) - round(prev.completed_w),

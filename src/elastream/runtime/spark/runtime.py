@@ -257,7 +257,7 @@ class SparkEngine:
         new_restarts, self.restarts_seen = restarts - self.restarts_seen, restarts
         return Snapshot(
             t=t1 - self.t0,
-            td=t1 - t0,
+            interval_s=t1 - t0,
             query_restarts=new_restarts,
             sources=sources,
             operators=ops,
