@@ -343,8 +343,10 @@ class Run:
         workers) at the first sample after `share` of the rows were out: flat while a backlog
         drains if the driver never holds the backlog."""
         hit = self.at(share * expected)
-        after = [kinds for t, kinds in self.rss if hit is not None and t >= hit[0]]
-        return after[0]["driver"] / 2**20 + after[0]["other"] / 2**20 if after else None
+        if hit is None:
+            return None
+        kinds = next((kinds for t, kinds in self.rss if t >= hit[0]), None)
+        return None if kinds is None else (kinds["driver"] + kinds["other"]) / 2**20
 
     def rate(self, expected: int) -> float | None:
         """Rows/s between the samples where 10 % and 90 % of the rows were out (None when one

@@ -129,9 +129,10 @@ def served(row: dict[str, str]) -> int:
 
 def busy(row: dict[str, str], td: float) -> float:
     """Eq. 5's mean utilization from a series row: 0 when nothing was served (no service time)."""
-    if served(row) == 0:
+    events = served(row)
+    if events == 0:
         return 0.0
-    return served(row) * float(row["service_ms"]) / 1000 / (int(row["replicas"]) * td)
+    return events * float(row["service_ms"]) / 1000 / (int(row["replicas"]) * td)
 
 
 OPERATOR_HISTOGRAMS = {"elastream_operator_service_time_seconds": "service_ms"}  # per interval
