@@ -1,5 +1,6 @@
 """The `pipeline` layout's source without Spark: per-operator offsets and admission, partitions
-only for replicas with events, a replayed batch divided as recorded, per-operator release."""
+only for replicas with events, a replayed batch divided as recorded, per-operator dropping of
+what was consumed."""
 
 import time
 
@@ -82,7 +83,7 @@ def test_small_shares_share_a_task_and_large_ones_run_alone():
     assert pack([], 0.02) == []
 
 
-def test_admission_is_per_operator_and_release_per_operator(tmp_path):
+def test_admission_is_per_operator_and_dropping_the_consumed_per_operator(tmp_path):
     store = keyed_store(tmp_path, n=30)
     store.set_control("op1", 1, 10, 0.1, [])  # op1 admits 10 events a batch
     reader = PipelineStreamReader(str(store.path))
