@@ -172,28 +172,37 @@ def wait_for_workers(
 ) -> None:
     """Poll the master's JSON status until every worker is ALIVE; fail if a process exits."""
     deadline = time.monotonic() + timeout_s
-    alive = 0
+    alive, seen = 0, "no answer yet"
     while time.monotonic() < deadline:
         dead = [role for role, proc in started.items() if proc.poll() is not None]
         if dead:
             raise ClusterError(f"cluster process(es) exited at start: {', '.join(dead)} (see logs)")
-        alive = _alive_workers(state.webui_url)
+        alive, seen = alive_workers(state.webui_url)
         if alive >= state.workers:
             return
         time.sleep(0.5)
     raise ClusterError(
         f"{alive} of {state.workers} workers registered with {state.master_url} within "
-        f"{timeout_s:.0f} s (logs: {Path(state.processes[0].log).parent})"
+        f"{timeout_s:.0f} s; the master's status page last said: {seen} "
+        f"(logs: {Path(state.processes[0].log).parent})"
     )
 
 
-def _alive_workers(webui_url: str) -> int:
+def alive_workers(webui_url: str) -> tuple[int, str]:
+    """The number of ALIVE workers on the master's status page, and what the page said.
+    A page not up yet, or served empty or half-written while the master starts, counts 0."""
     try:
         with urllib.request.urlopen(f"{webui_url}/json/", timeout=2) as response:
-            status = json.load(response)
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return 0  # the master's web UI is not up yet
-    return sum(1 for w in status.get("workers", []) if w.get("state") == "ALIVE")
+            body = response.read()
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
+        return 0, f"not reachable ({error})"
+    try:
+        status = json.loads(body)
+    except json.JSONDecodeError:
+        return 0, f"not JSON yet ({len(body)} bytes)"
+    workers = [w.get("state") for w in status.get("workers", [])]
+    alive = workers.count("ALIVE")
+    return alive, f"{alive} ALIVE of {len(workers)} workers"
 
 
 def running(process: Process) -> bool:
