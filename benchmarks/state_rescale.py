@@ -29,7 +29,8 @@ from elastream.model.grouping import key_group
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.model.state import StateWrite, decode_value, encode_value
 from elastream.report.progress import add_quiet, steps
-from elastream.runtime.queues.base import QueueStore, share_commit
+from elastream.runtime.queues.base import QueueStore
+from elastream.runtime.queues.records import share_commit
 from elastream.runtime.queues.sqlite import SqliteQueueStore
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads import Trace

@@ -37,7 +37,7 @@ from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.report.progress import add_quiet, steps
 from elastream.runner.session import run_engine
 from elastream.runtime.queues import QueueStore, open_store, reset_store
-from elastream.runtime.queues.base import share_commit
+from elastream.runtime.queues.records import share_commit
 from elastream.runtime.spark import task
 from elastream.runtime.spark.feeder import SourceStream
 from elastream.runtime.spark.runtime import SparkEngine

@@ -7,7 +7,7 @@ subprocesses the tests start see the mutant too); with --jobs N, N mutants run a
 
     .venv/bin/python scripts/mutation_check.py \\
         src/elastream/control/guards.py \\
-        src/elastream/runtime/queues/base.py:build_audit \\
+        src/elastream/runtime/queues/records.py:build_audit \\
         --tests tests/unit/test_guards_and_policies.py tests/unit/test_queue_contract.py \\
         [--pytest-args "-k audit"] [--jobs 2] [--json OUT.json]
 

@@ -33,7 +33,7 @@ from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
 from elastream.runner.session import slot_hosts
 from elastream.runtime.queues import RedisQueueStore
-from elastream.runtime.queues.base import QueueError
+from elastream.runtime.queues.records import QueueError
 from elastream.runtime.spark.cluster import ClusterState, free_port, read_secret, running
 from elastream.runtime.spark.runtime import SparkEngine, store_address
 from elastream.workloads import Trace

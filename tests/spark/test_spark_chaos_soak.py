@@ -29,7 +29,7 @@ from elastream.model.batch import offset_of
 from elastream.model.events import Outcome, OutcomeKind
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.queues import RedisQueueStore
-from elastream.runtime.queues.base import FailedEvent, share_commit
+from elastream.runtime.queues.records import FailedEvent, share_commit
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads import Trace
 

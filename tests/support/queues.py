@@ -6,7 +6,7 @@ import time
 
 from elastream.model.events import Event, Outcome, OutcomeKind
 from elastream.runtime.queues import QueueStore
-from elastream.runtime.queues.base import BatchPlan, share_commit
+from elastream.runtime.queues.records import BatchPlan, share_commit
 
 
 def make_queues(store: QueueStore, bound: int | None = None) -> QueueStore:

@@ -4,7 +4,7 @@ are source positions (int64), as the stores keep them; a, b, c, d name four of t
 
 import numpy as np
 
-from elastream.runtime.queues.base import ExpiredCounts, build_audit
+from elastream.runtime.queues.records import ExpiredCounts, build_audit
 
 a, b, c, d = 11, 12, 13, 14
 

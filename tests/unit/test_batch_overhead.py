@@ -11,7 +11,7 @@ from elastream.prediction.batch_overhead import (
     busy_queries,
     fit_overhead,
 )
-from elastream.runtime.queues.base import BatchWork
+from elastream.runtime.queues.records import BatchWork
 from elastream.runtime.sim.batch import pack
 from elastream.runtime.spark.runtime import PIPELINE_QUERY
 from reproductions.simulator.calibrate import SparkRecord, calibrate

@@ -37,7 +37,8 @@ from elastream.runtime.queues import (
     SqliteQueueStore,
     StateStore,
 )
-from elastream.runtime.queues.base import MAX_REPLICAS, BatchPlan, FailedEvent, share_commit
+from elastream.runtime.queues.records import BatchPlan, FailedEvent, share_commit
+from elastream.runtime.queues.segments import MAX_REPLICAS
 from elastream.runtime.spark.task import commit_of, process
 
 Opener = Callable[[], QueueStore]

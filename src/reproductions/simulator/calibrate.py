@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from elastream.prediction.batch_overhead import BatchRecord, OverheadModel, fit_overhead
-from elastream.runtime.queues.base import BatchWork
+from elastream.runtime.queues.records import BatchWork
 from elastream.runtime.sim import SimSettings
 from elastream.runtime.sim.batch import pack
 from elastream.runtime.spark.runtime import PIPELINE_QUERY, SparkEngine

@@ -12,25 +12,27 @@ from pathlib import Path
 from elastream.base.registry import Registry
 from elastream.model.events import Event
 from elastream.runtime.queues.base import (
-    Appended,
-    Audit,
     AuditTrail,
-    BatchPlan,
-    BatchWork,
-    Control,
     ControlTable,
     DataPath,
     Metrics,
+    QueueStore,
+    StateStore,
+    TaskStore,
+)
+from elastream.runtime.queues.records import (
+    Appended,
+    Audit,
+    BatchPlan,
+    BatchWork,
+    Control,
     OutcomeCounts,
     QueueError,
-    QueueStore,
     ReplicaWork,
     SinkLatency,
     SinkSpan,
     StateItem,
-    StateStore,
     Stored,
-    TaskStore,
 )
 from elastream.runtime.queues.redis_streams import RedisQueueStore, with_prefix
 from elastream.runtime.queues.sqlite import SqliteQueueStore

@@ -26,7 +26,7 @@ from elastream.base.extras import require
 from elastream.base.secrets import redact_url
 from elastream.model.batch import EventBatch
 from elastream.model.events import Event, OutcomeKind
-from elastream.runtime.queues.base import (
+from elastream.runtime.queues.records import (
     Appended,
     Audit,
     BatchPlan,
@@ -38,13 +38,15 @@ from elastream.runtime.queues.base import (
     QueueError,
     ReplicaWork,
     Segment,
-    SegmentedQueues,
     ShareCommit,
     SinkLatency,
     StateItem,
     Stored,
     batch_of,
     build_audit,
+)
+from elastream.runtime.queues.segments import (
+    SegmentedQueues,
     check_format,
     encode_batch,
     pack_roots,

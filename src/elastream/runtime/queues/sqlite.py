@@ -22,7 +22,7 @@ import numpy as np
 from elastream.model.batch import EventBatch
 from elastream.model.events import Event, OutcomeKind
 from elastream.model.state import StateWrite
-from elastream.runtime.queues.base import (
+from elastream.runtime.queues.records import (
     Appended,
     Audit,
     BatchPlan,
@@ -34,12 +34,14 @@ from elastream.runtime.queues.base import (
     QueueError,
     ReplicaWork,
     Segment,
-    SegmentedQueues,
     ShareCommit,
     SinkLatency,
     StateItem,
     batch_of,
     build_audit,
+)
+from elastream.runtime.queues.segments import (
+    SegmentedQueues,
     check_format,
     encode_batch,
     pack_roots,

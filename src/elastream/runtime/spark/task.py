@@ -30,13 +30,8 @@ from elastream.runtime.operators import (
     load_operator,
 )
 from elastream.runtime.queues import open_store
-from elastream.runtime.queues.base import (
-    BatchPlan,
-    ShareCommit,
-    StateStore,
-    TaskStore,
-    failure_record,
-)
+from elastream.runtime.queues.base import StateStore, TaskStore
+from elastream.runtime.queues.records import BatchPlan, ShareCommit, failure_record
 from elastream.runtime.spark import watermark as wmk
 
 

@@ -19,14 +19,8 @@ from elastream.model.events import Event
 from elastream.model.grouping import group_range, key_group
 from elastream.model.pipeline import Pipeline
 from elastream.model.state import StateWrite, Timer, decode_value, encode_value
-from elastream.runtime.queues.base import (
-    BatchPlan,
-    ControlTable,
-    DataPath,
-    QueueError,
-    StateStore,
-    TaskStore,
-)
+from elastream.runtime.queues.base import ControlTable, DataPath, StateStore, TaskStore
+from elastream.runtime.queues.records import BatchPlan, QueueError
 
 END_OF_INPUT = "end_of_input"  # meta: the sources will append nothing more (flush: W = +inf)
 TICK_KEY = "\x00tick"  # the key of a tick event (it carries no data, only a batch to run)
