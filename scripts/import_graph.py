@@ -3,8 +3,8 @@ elastream packages it imports, the layers of pyproject.toml's contract drawn top
 module-level import cycles and the imports that point up a layer (no line counts: the page would
 go stale at every edit). Prints the Markdown block of
 docs/architecture.md ("The import graph, from the code"); `--check` exits 1 when the page's block
-differs (tests/unit/test_architecture_doc.py runs it).
-    .venv/bin/python scripts/import_graph.py [--check]
+differs (tests/unit/test_architecture_doc.py runs it), `--write` puts it in the page.
+    .venv/bin/python scripts/import_graph.py [--check | --write]
 """
 
 from __future__ import annotations
@@ -166,16 +166,23 @@ def markdown() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the page's block differs")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="exit 1 if the page's block differs")
+    mode.add_argument("--write", action="store_true", help="write the block into the page")
     args = parser.parse_args()
     block = markdown()
-    if not args.check:
+    if not (args.check or args.write):
         print(block)
         return
     page = DOC.read_text()
     start, end = page.find(BEGIN), page.find(END)
-    if start < 0 or end < 0 or page[start : end + len(END)] != block:
-        sys.exit(f"{DOC.name}: the import graph is not the code's; run {Path(__file__).name}")
+    if start < 0 or end < 0:
+        sys.exit(f"{DOC.name}: no generated import graph block ({BEGIN})")
+    if args.write:
+        DOC.write_text(page[:start] + block + page[end + len(END) :])
+    elif page[start : end + len(END)] != block:
+        script = Path(__file__).name
+        sys.exit(f"{DOC.name}: the import graph is not the code's; run {script} --write")
 
 
 if __name__ == "__main__":

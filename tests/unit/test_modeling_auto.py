@@ -10,7 +10,8 @@ import pytest
 from elastream.base import extras
 from elastream.base.extras import MissingExtraError
 from elastream.prediction.auto import AutoParams, select, selection_origins
-from elastream.prediction.forecasting import Series, forecast
+from elastream.prediction.forecasting import forecast
+from elastream.prediction.series import Series
 
 
 def naive_mase(y: np.ndarray, origins: list[int], h: int) -> float:

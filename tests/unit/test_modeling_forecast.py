@@ -11,8 +11,9 @@ import pytest
 from elastream.base.registry import Registry
 from elastream.cli.forecast import backtest_models, default_windows, run_backtests, scores
 from elastream.prediction.backtest import backtest, coverage, mase, origins_for, skill, smape
-from elastream.prediction.forecasting import FORECASTERS, FitCache, Series, forecast, season_for
+from elastream.prediction.forecasting import FORECASTERS, FitCache, forecast
 from elastream.prediction.graph import ModelError
+from elastream.prediction.series import Series, season_for
 
 STEP = 1800.0  # 30 min: 48 samples a day
 

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from elastream.history.rows import points_by_operator
-from elastream.prediction.forecasting import FitCache, Forecast, Series
+from elastream.prediction.forecasting import FitCache
 from elastream.prediction.graph import Edge, Grouping, ModelError, PipelineGraph
 from elastream.prediction.performance import Host, fit_pipeline, predict
 from elastream.prediction.proactive import plan_from_history, plan_parallelism, provisioning_rate
+from elastream.prediction.series import Forecast, Series
 from reproductions.caladrius.synthetic import wordcount_history
 
 GRAPH = PipelineGraph(

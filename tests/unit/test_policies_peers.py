@@ -14,7 +14,8 @@ from elastream.control.policies.lagaware import decide as lagaware_decide
 from elastream.control.policies.proactive import ProactiveConfig, ProactiveState
 from elastream.control.policies.proactive import decide as proactive_decide
 from elastream.control.policy import PolicyConfigError
-from elastream.prediction.forecasting import Series, forecast
+from elastream.prediction.forecasting import forecast
+from elastream.prediction.series import Series
 
 
 def chain(queue_a=0, queue_b=0, busy_a=8.0, busy_b=20.0, et_a=None):

@@ -13,8 +13,9 @@ import numpy as np
 from elastream.base.extras import require
 from elastream.cli._renamed import add_old_option
 from elastream.prediction.backtest import BacktestResult, backtest, origins_for, skill
-from elastream.prediction.forecasting import BASELINES, FORECASTERS, FitCache, Series
+from elastream.prediction.forecasting import BASELINES, FORECASTERS, FitCache
 from elastream.prediction.graph import ModelError
+from elastream.prediction.series import Series
 from elastream.report.progress import ProgressBar, add_quiet
 
 DAY_S, HOUR_S = 86_400.0, 3_600.0

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from elastream.prediction.forecasting import Series
 from elastream.prediction.graph import MeasuredPoint, ModelError
+from elastream.prediction.series import Series
 
 
 class HistoryError(ValueError):

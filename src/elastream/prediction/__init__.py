@@ -2,7 +2,7 @@
 
 from elastream.prediction.auto import AutoParams, Selection, select  # registers `auto`
 from elastream.prediction.backtest import BacktestResult, backtest
-from elastream.prediction.forecasting import FORECASTERS, FitCache, Forecast, Series, forecast
+from elastream.prediction.forecasting import FORECASTERS, FitCache, forecast
 from elastream.prediction.graph import Edge, Grouping, MeasuredPoint, ModelError, PipelineGraph
 from elastream.prediction.performance import (
     ComponentModel,
@@ -12,6 +12,7 @@ from elastream.prediction.performance import (
     fit_pipeline,
     predict,
 )
+from elastream.prediction.series import Forecast, Series
 from elastream.prediction.throughput import InstanceFit, fit_instance
 
 __all__ = [

@@ -8,16 +8,9 @@ import numpy as np
 from pydantic import Field
 
 from elastream.prediction.backtest import mase
-from elastream.prediction.forecasting import (
-    FORECASTERS,
-    FitCache,
-    Fitted,
-    Forecast,
-    ForecasterSpec,
-    Params,
-    Series,
-)
+from elastream.prediction.forecasting import FORECASTERS, FitCache, ForecasterSpec
 from elastream.prediction.graph import ModelError
+from elastream.prediction.series import Fitted, Forecast, Params, Series
 
 SLOW = ("auto", "prophet", "auto-arima")  # left out of the default candidates (seconds a fit)
 

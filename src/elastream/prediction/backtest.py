@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elastream.prediction.forecasting import FitCache, Forecast, Series, season_for
+from elastream.prediction.forecasting import FitCache
 from elastream.prediction.graph import ModelError
+from elastream.prediction.series import Forecast, Series, season_for
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Literal
 
 import numpy as np
 
-from elastream.prediction.forecasting import FitCache, Forecast, Series
+from elastream.prediction.forecasting import FitCache
 from elastream.prediction.graph import ModelError, PipelineGraph
 from elastream.prediction.performance import (
     ComponentModel,
@@ -20,6 +20,7 @@ from elastream.prediction.performance import (
     linear_gains,
     predict,
 )
+from elastream.prediction.series import Forecast, Series
 
 UNBOUNDED_HOST = Host()
 

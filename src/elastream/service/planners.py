@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from elastream.prediction.forecasting import Forecast
 from elastream.prediction.performance import Host
 from elastream.prediction.proactive import plan_parallelism, provisioning_rate
+from elastream.prediction.series import Forecast
 from elastream.service.app import Planner
 from elastream.service.operations import Modeller
 from elastream.service.placement_planner import ODRP

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from elastream.leasing.hosts import LeasingError
-from elastream.prediction.forecasting import holt_step
+from elastream.prediction.forecasters import holt_step
 
 
 def holt(series: np.ndarray, alpha: float, beta: float) -> tuple[np.ndarray, np.ndarray]:

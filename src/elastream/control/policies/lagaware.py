@@ -50,7 +50,7 @@ from elastream.control.flow import FlowState, size_operators, source_rates, upda
 from elastream.control.policy import POLICIES, Decision, Policy
 from elastream.model.pipeline import DEFAULT_ET_S
 from elastream.model.snapshot import Snapshot
-from elastream.prediction.forecasting import holt_step
+from elastream.prediction.forecasters import holt_step
 
 
 class LagAwareConfig(Settings):

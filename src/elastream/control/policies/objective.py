@@ -31,7 +31,8 @@ from elastream.control.policies.objective_model import (
 from elastream.control.policy import POLICIES, Decision, Policy, demand_reason
 from elastream.model.objective import Objective, Statistic, interval_latency_ms
 from elastream.model.snapshot import Snapshot
-from elastream.prediction.forecasting import Series, forecast
+from elastream.prediction.forecasting import forecast
+from elastream.prediction.series import Series
 
 UTILIZATION_FIT_MAX = 0.9  # O13: ū, the largest measured utilisation the fit divides out
 QUEUES_KEPT = 8  # O8: intervals of queues kept for the events that arrived before t − 1

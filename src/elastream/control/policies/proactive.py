@@ -45,8 +45,9 @@ from elastream.control.flow import (
 from elastream.control.policy import POLICIES, Decision, Policy
 from elastream.model.pipeline import DEFAULT_ET_S
 from elastream.model.snapshot import Snapshot
-from elastream.prediction.forecasting import Series, forecast, get_forecaster
+from elastream.prediction.forecasting import forecast, get_forecaster
 from elastream.prediction.proactive import provisioning_rate
+from elastream.prediction.series import Series
 
 # no fitting, microseconds a fit: what a control loop can backtest every interval
 FAST_CANDIDATES = ("naive", "seasonal-naive", "summary", "holt", "seasonal-profile")
