@@ -195,7 +195,7 @@ def test_a_files_source_query_failed_by_a_redis_outage_restarts_in_place(
     query_restarts; every row reaches the Parquet sink once and the run finishes by itself."""
     from support.redis_server import local_redis
 
-    from elastream.runtime.queues import redis_streams
+    from elastream.runtime.queues import redis_client
 
     staged = tmp_path / "staged"
     good = write_inputs(staged, bad=False)
@@ -211,7 +211,7 @@ def test_a_files_source_query_failed_by_a_redis_outage_restarts_in_place(
             time.sleep(0.05)
         # the engine's and the feeder's clients keep the full retry budget; the source's, made
         # at its first batch, gets the short one
-        monkeypatch.setattr(redis_streams, "RETRY_TRIES", 3)
+        monkeypatch.setattr(redis_client, "RETRY_TRIES", 3)
         land(staged, tmp_path / "in", range(3))
         deadline = time.time() + 60
         while engine.store.latest("op") < 3 * ROWS:

@@ -34,7 +34,8 @@ from elastream.runtime.queues.records import (
     StateItem,
     Stored,
 )
-from elastream.runtime.queues.redis_streams import RedisQueueStore, with_prefix
+from elastream.runtime.queues.redis_client import with_prefix
+from elastream.runtime.queues.redis_streams import RedisQueueStore
 from elastream.runtime.queues.sqlite import SqliteQueueStore
 
 

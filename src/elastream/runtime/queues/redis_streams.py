@@ -15,15 +15,11 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from typing import Any
 
 import msgpack
 import numpy as np
 
-from elastream.base.extras import require
-from elastream.base.secrets import redact_url
 from elastream.model.batch import EventBatch
 from elastream.model.events import Event, OutcomeKind
 from elastream.runtime.queues.records import (
@@ -45,279 +41,20 @@ from elastream.runtime.queues.records import (
     batch_of,
     build_audit,
 )
+from elastream.runtime.queues.redis_client import RedisAddress, connect
+from elastream.runtime.queues.redis_requests import APPLY, DROP_CONSUMED, Append, Request
 from elastream.runtime.queues.segments import (
     SegmentedQueues,
     check_format,
-    encode_batch,
     pack_roots,
     unpack_roots,
 )
 
-if TYPE_CHECKING:
-    import redis
-
 log = logging.getLogger(__name__)
-SCHEME = "redis"
-TLS_SCHEME = "rediss"
-DEFAULT_PREFIX = "elastream"
 SHARE_KINDS = (OutcomeKind.PROCESSED, OutcomeKind.FILTERED, OutcomeKind.TIMEOUT, OutcomeKind.ERROR)
 RANGE_CHUNK = 256  # stream entries per XRANGE round trip
 MAX_ROOM_RETRIES = 100  # a bounded queue's room changed between two tries of one append
-# Connection errors (a restarting or loading server) are retried with a bounded backoff:
-# 0.05 s doubling up to 2 s, 30 tries (about a minute), then the error propagates.
-RETRY_TRIES = 30
-RETRY_BASE_S = 0.05
-RETRY_CAP_S = 2.0
 BUSY, CPU = -2, -1  # positions of the busy and CPU seconds in a share record
-
-# One atomic request (ARGV[1] = key prefix, ARGV[2] = the msgpack request, see `_Request`):
-# guards first (the share's done mark, the producer's count, every target queue's room), then
-# the writes. A guard that fails returns its reason and writes nothing.
-APPLY = """
-local P = ARGV[1]
-local req = cmsgpack.unpack(ARGV[2])
-local mark = req.mark
-if mark and redis.call('HEXISTS', P .. 'done:' .. mark.op, mark.field) == 1 then
-  return {'done'}
-end
-local prod = req.producer
-if prod then
-  local offered = tonumber(redis.call('HGET', P .. 'prod:' .. prod.q, prod.name) or '0')
-  if offered ~= prod.expect then return {'offered', offered} end
-end
-local states, rooms, short = {}, {}, false
-for i, a in ipairs(req.appends) do
-  local st = redis.call('HMGET', P .. 'q:' .. a.q, 'next', 'done', 'bound')
-  if not st[1] then return {'unknown', a.q} end
-  local nxt = tonumber(st[1])
-  local room = a.n
-  if st[3] and st[3] ~= '' then
-    room = math.max(0, tonumber(st[3]) - (nxt - tonumber(st[2])))
-  end
-  states[i] = nxt
-  rooms[i] = room
-  if math.min(room, a.n) ~= a.acc then short = true end
-end
-if short then return {'room', unpack(rooms)} end
-for i, a in ipairs(req.appends) do
-  local nxt = states[i]
-  if a.acc > 0 then
-    local stop = nxt + a.acc
-    redis.call('XADD', P .. 's:' .. a.q, string.format('%d-0', stop),
-      'first', string.format('%d', nxt), 'enq', req.now, 'keys', a.keys, 'body', a.body)
-    redis.call('HSET', P .. 'q:' .. a.q, 'next', string.format('%d', stop))
-  end
-  local seq = redis.call('INCR', P .. 'seq')
-  redis.call('ZADD', P .. 'ap:' .. a.q, req.now, string.format('%d|%d|%d|', seq, a.acc, a.n - a.acc)
-    .. a.lat .. '|' .. a.producer)
-  if a.refused ~= '' then
-    redis.call('ZADD', P .. 'roots:overflow', req.now, string.format('%d|', seq) .. a.refused)
-  end
-end
-if prod then redis.call('HSET', P .. 'prod:' .. prod.q, prod.name, prod.after) end
-if mark then
-  redis.call('HSET', P .. 'done:' .. mark.op, mark.field, '1')
-  redis.call('ZADD', P .. 'sh:' .. mark.op, req.now, mark.record)
-  redis.call('HINCRBY', P .. 'q:' .. mark.op, 'done', mark.events)
-end
-for _, r in ipairs(req.roots) do
-  local seq = redis.call('INCR', P .. 'seq')
-  redis.call('ZADD', P .. 'roots:' .. r[1], req.now, string.format('%d|', seq) .. r[2])
-end
-for _, f in ipairs(req.failures) do redis.call('HSETNX', P .. 'err:' .. f[1], f[2], f[3]) end
-for _, w in ipairs(req.puts) do
-  redis.call('HSET', P .. 'st:' .. w[1] .. ':' .. w[2], w[3], w[4])
-  redis.call('ZADD', P .. 'stg:' .. w[1], w[2], w[2])
-end
-for _, w in ipairs(req.dels) do redis.call('HDEL', P .. 'st:' .. w[1] .. ':' .. w[2], w[3]) end
-return {'ok'}
-"""
-
-# Retention (ARGV: prefix, op, end): the stream's segments ending at or below `end`, and the plans
-# of the batches ending there.
-DROP_CONSUMED = """
-local P, op, stop = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local n = redis.call('XTRIM', P .. 's:' .. op, 'MINID', string.format('%d-0', stop + 1))
-local starts = redis.call('ZRANGEBYSCORE', P .. 'planend:' .. op, '-inf', stop)
-if #starts > 0 then
-  redis.call('HDEL', P .. 'plan:' .. op, unpack(starts))
-  redis.call('ZREMRANGEBYSCORE', P .. 'planend:' .. op, '-inf', stop)
-end
-return n
-"""
-
-
-@dataclass(frozen=True)
-class RedisAddress:
-    """A parsed `redis[s]://[USER:PASSWORD@]HOST:PORT/DB?prefix=NAME[&ca=FILE]` store address
-    (an ACL user and its password, or `:PASSWORD@` for `requirepass`; `rediss://` for TLS, the
-    server's certificate checked against the CA certificate file `ca`, else the system's)."""
-
-    host: str
-    port: int
-    db: int
-    prefix: str
-    username: str | None = field(default=None, repr=False)
-    password: str | None = field(default=None, repr=False)
-    tls: bool = False
-    ca_file: str | None = None
-
-    @classmethod
-    def parse(cls, address: str) -> RedisAddress:
-        shown = redact_url(address)  # errors never show the password
-        parts = urlsplit(address)
-        if parts.scheme not in (SCHEME, TLS_SCHEME) or not parts.hostname:
-            raise QueueError(
-                f"queue store address {shown!r}: expected redis://HOST:PORT/DB or rediss://…"
-            )
-        path = parts.path.strip("/") or "0"
-        if not path.isdigit():
-            raise QueueError(f"queue store address {shown!r}: database {path!r} is no number")
-        query = parse_qs(parts.query, keep_blank_values=True)
-        prefix = query.get("prefix", [DEFAULT_PREFIX])[0]
-        if not prefix:
-            raise QueueError(f"queue store address {shown!r}: empty prefix")
-        user = unquote(parts.username) if parts.username else None
-        password = unquote(parts.password) if parts.password is not None else None
-        tls, ca_file = parts.scheme == TLS_SCHEME, query.get("ca", [None])[0]
-        if ca_file is not None and not tls:
-            raise QueueError(f"queue store address {shown!r}: ca= is for rediss:// (TLS)")
-        port = parts.port or 6379
-        return cls(parts.hostname, port, int(path), prefix, user, password, tls, ca_file)
-
-    def url(self) -> str:
-        """The full address, credentials included (pass it on, never print it: `redacted`)."""
-        auth = ""
-        if self.username or self.password is not None:
-            auth = f"{quote(self.username or '', safe='')}:{quote(self.password or '', safe='')}@"
-        query = f"prefix={quote(self.prefix, safe=':/')}"
-        if self.ca_file is not None:
-            query += f"&ca={quote(self.ca_file, safe='/')}"
-        scheme = TLS_SCHEME if self.tls else SCHEME
-        return f"{scheme}://{auth}{self.host}:{self.port}/{self.db}?{query}"
-
-    def client_options(self) -> dict[str, Any]:
-        """What redis.Redis needs to reach and log in to this address."""
-        options: dict[str, Any] = {
-            "host": self.host,
-            "port": self.port,
-            "db": self.db,
-            "username": self.username,
-            "password": self.password,
-        }
-        if self.tls:
-            options |= {"ssl": True, "ssl_ca_certs": self.ca_file}
-        return options
-
-    def redacted(self) -> str:
-        return redact_url(self.url())
-
-
-def with_prefix(address: str, prefix: str) -> str:
-    """`address` namespaced by `prefix`, unless it names a prefix itself."""
-    parsed = RedisAddress.parse(address)
-    if "prefix=" in urlsplit(address).query:
-        return parsed.url()
-    return replace(parsed, prefix=prefix).url()
-
-
-def connect(address: RedisAddress) -> redis.Redis:
-    """A client that retries connection errors (a restarting or loading server) with a bounded,
-    jittered exponential backoff; every request the store sends is safe to repeat. A wrong or
-    missing password fails at once with one line naming the address (without its password)."""
-    lib = require("redis", extra="redis", feature="the Redis queue store")
-    check_auth(address)
-    errors = lib.exceptions
-    retry = lib.retry.Retry(
-        lib.backoff.ExponentialWithJitterBackoff(cap=RETRY_CAP_S, base=RETRY_BASE_S), RETRY_TRIES
-    )
-    return lib.Redis(
-        **address.client_options(),
-        retry=retry,
-        retry_on_error=[errors.ConnectionError, errors.TimeoutError, errors.BusyLoadingError],
-        socket_connect_timeout=5,
-        health_check_interval=30,
-    )
-
-
-def check_auth(address: RedisAddress) -> None:
-    """PING once, without retries, so that bad credentials fail here in one line (the retrying
-    client would retry an authentication error, a ConnectionError in redis-py, for a minute)."""
-    lib = require("redis", extra="redis", feature="the Redis queue store")
-    probe = lib.Redis(
-        **address.client_options(),
-        retry=lib.retry.Retry(lib.backoff.NoBackoff(), 0),
-        socket_connect_timeout=5,
-    )
-    errors = lib.exceptions
-    try:
-        probe.ping()
-    except (errors.AuthenticationError, errors.AuthenticationWrongNumberOfArgsError) as exc:
-        raise QueueError(f"Redis at {address.redacted()}: authentication failed ({exc})") from None
-    except errors.ConnectionError as exc:
-        if address.tls and "SSL" in str(exc):  # an untrusted certificate: retrying cannot help
-            raise QueueError(f"Redis at {address.redacted()}: TLS failed ({exc})") from None
-        # not reachable yet: the retrying client waits for it
-        log.debug("Redis at %s not reachable yet (%s)", address.redacted(), exc)
-    finally:
-        probe.close()
-
-
-@dataclass
-class _Append:
-    """One queue's part of a request: the events that should go in, and how many fit."""
-
-    q: str
-    producer: str
-    events: EventBatch
-    sink: bool
-    accepted: int = -1  # unknown until the first try: all of them
-
-    def wire(self, now: float) -> dict[str, Any]:
-        n = len(self.events)
-        acc = n if self.accepted < 0 else self.accepted
-        accepted = self.events.slice(0, acc)
-        keys, body = encode_batch(accepted) if acc else (b"", b"")
-        latency = float((now - accepted.ts).sum()) if self.sink else 0.0
-        return {
-            "q": self.q,
-            "producer": self.producer,
-            "n": n,
-            "acc": acc,
-            "keys": keys,
-            "body": body,
-            "lat": repr(latency),
-            "refused": pack_roots(self.events.roots[acc:]) if acc < n else b"",
-        }
-
-
-@dataclass
-class _Request:
-    """Everything one atomic step writes (`APPLY`). A later write joins it as another field
-    here and another loop in the script."""
-
-    appends: list[_Append] = field(default_factory=list)
-    mark: dict[str, Any] | None = None  # a share's done mark and its record
-    producer: dict[str, Any] | None = None  # a source's count before and after
-    roots: list[tuple[str, bytes]] = field(default_factory=list)  # (fate, packed roots)
-    failures: list[tuple[str, str, bytes]] = field(default_factory=list)  # (op, id, record)
-    puts: list[tuple[str, int, str, bytes]] = field(default_factory=list)  # keyed state writes
-    dels: list[tuple[str, int, str]] = field(default_factory=list)  # keyed state deletes
-
-    def wire(self, now: float) -> bytes:
-        return msgpack.packb(
-            {
-                "now": repr(now),
-                "appends": [a.wire(now) for a in self.appends],
-                "mark": self.mark,
-                "producer": self.producer,
-                "roots": [list(r) for r in self.roots],
-                "failures": [list(f) for f in self.failures],
-                "puts": [list(w) for w in self.puts],
-                "dels": [list(w) for w in self.dels],
-            },
-            use_bin_type=False,  # Redis' Lua cmsgpack knows no bin type: blobs go as raw strings
-        )
 
 
 class RedisQueueStore(SegmentedQueues):
@@ -387,7 +124,7 @@ class RedisQueueStore(SegmentedQueues):
         return Control(*json.loads(value))
 
     # -- the atomic step ----------------------------------------------------------------------
-    def _run(self, request: _Request) -> list[Any]:
+    def _run(self, request: Request) -> list[Any]:
         """Apply `request` atomically; if a bounded queue had less room than assumed, cut the
         refused events off and try again. Returns the script's final answer."""
         for _ in range(MAX_ROOM_RETRIES):
@@ -417,9 +154,9 @@ class RedisQueueStore(SegmentedQueues):
             fresh = batch.slice(expect - first, len(batch))
             after = max(expect, first + len(batch))
             count = {"q": q, "name": producer, "expect": expect, "after": after}
-            request = _Request(producer=count)
+            request = Request(producer=count)
             if len(fresh):
-                request.appends.append(_Append(q, producer, fresh, self._is_sink(q)))
+                request.appends.append(Append(q, producer, fresh, self._is_sink(q)))
             answer = self._run(request)
             if answer[0] == "offered":
                 expect = int(answer[1])
@@ -494,7 +231,7 @@ class RedisQueueStore(SegmentedQueues):
             f"{commit.batch}|{commit.replica}|{commit.events}|{counts}|{commit.n_out}|"
             f"{commit.busy_s!r}|{commit.cpu_s!r}"
         )
-        request = _Request(
+        request = Request(
             mark={
                 "op": commit.op,
                 "field": f"{commit.batch}|{commit.replica}",
@@ -502,7 +239,7 @@ class RedisQueueStore(SegmentedQueues):
                 "events": commit.events,
             },
             appends=[
-                _Append(target, commit.op, events, self._is_sink(target))
+                Append(target, commit.op, events, self._is_sink(target))
                 for target, events in commit.outputs.items()
             ],
             roots=[
