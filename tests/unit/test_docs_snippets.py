@@ -26,7 +26,8 @@ from support.paths import ROOT
 from elastream.cli import build_parser
 from elastream.config import RunConfig
 from elastream.experiments.bench.scenario import BenchFile
-from elastream.model.pipeline import OperatorSpec, SinkSpec, SourceSpec, pipeline_from_dict
+from elastream.model.endpoints import SinkSpec, SourceSpec
+from elastream.model.pipeline import OperatorSpec, pipeline_from_dict
 from elastream.placement.yaml_io import parse_planning
 from elastream.service.graphs import load_graph_yaml
 

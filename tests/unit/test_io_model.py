@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from elastream.model.pipeline import SinkKind, SourceKind, TopologyError, pipeline_from_dict
+from elastream.model.endpoints import SinkKind, SourceKind
+from elastream.model.pipeline import TopologyError, pipeline_from_dict
 
 
 def _pipeline(source: dict[str, Any], sink: dict[str, Any] | None = None) -> Any:

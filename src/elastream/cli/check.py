@@ -13,7 +13,8 @@ from elastream.cli import run
 from elastream.cli._common import load_run_inputs
 from elastream.config import RunConfig
 from elastream.control.features import Preflight, feature
-from elastream.model.pipeline import Pipeline, SinkKind, SourceKind
+from elastream.model.endpoints import SinkKind, SourceKind
+from elastream.model.pipeline import Pipeline
 
 
 def register(parser: argparse.ArgumentParser) -> None:

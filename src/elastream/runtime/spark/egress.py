@@ -30,7 +30,8 @@ import numpy as np
 import pyarrow as pa
 
 from elastream.model.batch import BLOB, KEY, PREFIX, ROOT, TS, VALUE, EventBatch, unpack
-from elastream.model.pipeline import Pipeline, SinkKind, SinkSpec, load_callable
+from elastream.model.endpoints import SinkKind, SinkSpec
+from elastream.model.pipeline import Pipeline, load_callable
 from elastream.runtime.queues import ControlTable, TaskStore, open_store
 from elastream.runtime.spark.ingest import check_creatable, check_redis, redis_client
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from elastream.model.batch import EventBatch
-from elastream.model.pipeline import Pipeline, SourceSpec, load_callable
+from elastream.model.endpoints import SourceSpec
+from elastream.model.pipeline import Pipeline, load_callable
 from elastream.runtime.queues import DataPath, open_store
 from elastream.workloads.trace import Trace
 

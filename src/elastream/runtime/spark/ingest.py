@@ -24,7 +24,8 @@ import pyarrow.compute as pc
 
 from elastream.base.extras import require
 from elastream.model.batch import EventBatch, payload_table
-from elastream.model.pipeline import Pipeline, SourceKind, SourceSpec, load_callable
+from elastream.model.endpoints import SourceKind, SourceSpec
+from elastream.model.pipeline import Pipeline, load_callable
 from elastream.runtime.queues import ControlTable, TaskStore, open_store
 from elastream.runtime.spark.backlog import query_backlog
 
