@@ -30,8 +30,9 @@ from elastream.config import make_config
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.report.progress import ProgressBar, add_quiet
 from elastream.runtime.queues import open_store
+from elastream.runtime.spark.admission import Admission
 from elastream.runtime.spark.feeder import SourceStream
-from elastream.runtime.spark.ingest import Admission, DeadLetters, FilesBatch, files_frame
+from elastream.runtime.spark.files_source import DeadLetters, FilesBatch, files_frame
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.runtime.spark.session import spark_session
 from elastream.workloads.generators import constant

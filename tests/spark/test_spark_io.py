@@ -140,7 +140,8 @@ def test_a_corrupt_parquet_file_goes_to_the_dead_letters_by_name(spark, tmp_path
     import pyarrow.parquet as pq
 
     from elastream.runtime.queues import open_store
-    from elastream.runtime.spark.ingest import Admission, DeadLetters, FilesBatch, files_frame
+    from elastream.runtime.spark.admission import Admission
+    from elastream.runtime.spark.files_source import DeadLetters, FilesBatch, files_frame
 
     folder = tmp_path / "in"
     folder.mkdir()

@@ -122,13 +122,13 @@ def test_recorder_applies_retention_and_old_files_get_the_stamp_column(tmp_path)
 def test_a_files_backlog_is_counted_in_events(tmp_path):
     from types import SimpleNamespace
 
-    from elastream.runtime.spark.ingest import _unread_files
+    from elastream.runtime.spark.files_source import unread_files
 
     for name in ("a.json", "b.json", "c.json", ".hidden", "_SUCCESS"):
         (tmp_path / name).write_text("{}\n")
     nothing_read = SimpleNamespace(files_seen=set(), rows_seen=0)
-    assert _unread_files(tmp_path, nothing_read) is None  # no file read yet: cannot tell
+    assert unread_files(tmp_path, nothing_read) is None  # no file read yet: cannot tell
     one_read = SimpleNamespace(files_seen={"a.json"}, rows_seen=40)
-    assert _unread_files(tmp_path, one_read) == 80  # 2 files x 40 events a file read so far
+    assert unread_files(tmp_path, one_read) == 80  # 2 files x 40 events a file read so far
     all_read = SimpleNamespace(files_seen={"a.json", "b.json", "c.json"}, rows_seen=120)
-    assert _unread_files(tmp_path, all_read) == 0
+    assert unread_files(tmp_path, all_read) == 0

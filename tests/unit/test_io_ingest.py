@@ -13,19 +13,16 @@ import pytest
 
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.queues import open_store, read_sink
-from elastream.runtime.spark.egress import SinkError, check_sinks
-from elastream.runtime.spark.ingest import (
-    CORRUPT,
-    FILE_COL,
+from elastream.runtime.spark.admission import (
     Admission,
-    DeadLetters,
-    FilesBatch,
     SourceError,
     Stopped,
     batch_start,
-    check_sources,
     source_batch,
 )
+from elastream.runtime.spark.egress import SinkError, check_sinks
+from elastream.runtime.spark.files_source import CORRUPT, FILE_COL, DeadLetters, FilesBatch
+from elastream.runtime.spark.ingest import check_sources
 
 PIPELINE = pipeline_from_dict(
     {
@@ -210,7 +207,8 @@ def test_a_failed_source_query_restarts_as_an_operators_does_until_the_limit(tmp
 def test_a_resumed_files_source_knows_the_files_its_checkpoint_committed(tmp_path: Path) -> None:
     """After --resume the backlog counts only the files no batch read (the source's Spark log
     says which were), so a run whose input is all delivered shows a backlog of 0."""
-    from elastream.runtime.spark.ingest import Ingest, files_key
+    from elastream.runtime.spark.files_source import files_key
+    from elastream.runtime.spark.ingest import Ingest
 
     folder = tmp_path / "in"
     folder.mkdir()

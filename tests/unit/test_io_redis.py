@@ -19,8 +19,9 @@ from support.redis_server import local_redis
 from elastream.model.batch import EventBatch
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.queues import open_store
+from elastream.runtime.spark.admission import Admission, SourceError
 from elastream.runtime.spark.egress import RedisDeliverer, sink_table
-from elastream.runtime.spark.ingest import Admission, RedisReader, SourceError, check_redis
+from elastream.runtime.spark.redis_source import RedisReader, check_redis
 
 PRODUCER = """
 import random, sys, time, redis

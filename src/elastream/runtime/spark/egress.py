@@ -33,7 +33,8 @@ from elastream.model.batch import BLOB, KEY, PREFIX, ROOT, TS, VALUE, EventBatch
 from elastream.model.endpoints import SinkKind, SinkSpec
 from elastream.model.pipeline import Pipeline, load_callable
 from elastream.runtime.queues import ControlTable, TaskStore, open_store
-from elastream.runtime.spark.ingest import check_creatable, check_redis, redis_client
+from elastream.runtime.spark.ingest import check_creatable
+from elastream.runtime.spark.redis_source import check_redis, redis_client
 
 MAX_ROWS = 100_000  # events per delivered range at most
 POLL_S = 0.05  # how often an idle writer looks for new events, s
