@@ -20,9 +20,10 @@ from elastream.runtime.spark.admission import (
     batch_start,
     source_batch,
 )
-from elastream.runtime.spark.egress import SinkError, check_sinks
+from elastream.runtime.spark.egress import check_sinks
 from elastream.runtime.spark.files_source import CORRUPT, FILE_COL, DeadLetters, FilesBatch
 from elastream.runtime.spark.ingest import check_sources
+from elastream.runtime.spark.sink_columns import SinkError
 
 PIPELINE = pipeline_from_dict(
     {

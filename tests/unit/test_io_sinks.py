@@ -17,7 +17,8 @@ import pytest
 from elastream.model.batch import EventBatch
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.queues import open_store
-from elastream.runtime.spark.egress import SinkError, SinkWriter, check_sinks, delivered_key
+from elastream.runtime.spark.egress import SinkWriter, check_sinks, delivered_key
+from elastream.runtime.spark.sink_columns import SinkError
 
 PAYLOADS = [  # fields named like elastream's own metadata must stay the user's columns
     {"id": 7, "key": "mine", "ts": "noon", "n": k, "tags": ["a"] * (k % 3), "who": {"x": k}}

@@ -13,7 +13,6 @@ elastream's `_elastream_id`, `_elastream_root`, `_elastream_key`, `_elastream_ts
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
@@ -26,28 +25,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
-from elastream.model.batch import BLOB, KEY, PREFIX, ROOT, TS, VALUE, EventBatch, unpack
+from elastream.model.batch import EventBatch
 from elastream.model.endpoints import SinkKind, SinkSpec
 from elastream.model.pipeline import Pipeline, load_callable
 from elastream.runtime.queues import ControlTable, TaskStore, open_store
 from elastream.runtime.spark.ingest import check_creatable
 from elastream.runtime.spark.redis_source import check_redis, redis_client
+from elastream.runtime.spark.sink_columns import (
+    METADATA_FIELDS,
+    SchemaKeeper,
+    SinkColumnsError,
+    SinkError,
+    sink_table,
+)
 
 MAX_ROWS = 100_000  # events per delivered range at most
 POLL_S = 0.05  # how often an idle writer looks for new events, s
 REDIS_CHUNK = 5_000  # events per Lua call (one round trip)
-ID = f"{PREFIX}id"
 PART = re.compile(r"^part-(\d{12})-(\d{12})\.(parquet|json|csv)$")
-MARKER = "_elastream_sink.json"
-METADATA_FIELDS = (
-    pa.field(ID, pa.int64()),
-    pa.field(ROOT, pa.int64()),
-    pa.field(KEY, pa.string()),
-    pa.field(TS, pa.float64()),
-)  # names the run whose parts a files sink folder holds
+MARKER = "_elastream_sink.json"  # names the run whose parts a files sink folder holds
 log = logging.getLogger(__name__)
 
 # KEYS[1] the stream, KEYS[2] the delivered mark; ARGV[1] the first offset, ARGV[2] a msgpack
@@ -69,102 +67,9 @@ return added
 """
 
 
-class SinkError(RuntimeError):
-    """A sink that cannot deliver; the message names the sink and the cause."""
-
-
-class SinkColumnsError(SinkError):
-    """A batch that does not fit a sink's declared columns: trying again cannot help."""
-
-
 def delivered_key(sink: str) -> str:
     """The store's meta key holding the offset below which `sink` is delivered."""
     return f"delivered:{sink}"
-
-
-def sink_table(batch: EventBatch, first: int, metadata: bool) -> pa.Table:
-    """What a sink writes for the events at offsets [first, first + len(batch)): the payload's
-    columns (non-row payloads as `value`, untypable ones as JSON text in `payload`), then, with
-    `metadata`, elastream's id (the offset), root, key and timestamp."""
-    data = batch.data
-    if BLOB in data.column_names:
-        text = [json.dumps(unpack(b), default=str) for b in data.column(BLOB).to_pylist()]
-        data = pa.table({"payload": pa.array(text, pa.string())})
-    elif VALUE in data.column_names:
-        data = data.rename_columns(["value"])
-    if metadata:
-        ids = pa.array(np.arange(first, first + len(batch), dtype=np.int64))
-        for name, column in (
-            (ID, ids),
-            (ROOT, batch.table.column(ROOT)),
-            (KEY, batch.table.column(KEY)),
-            (TS, batch.table.column(TS)),
-        ):
-            data = data.append_column(name, column)
-    return data
-
-
-class SchemaKeeper:
-    """A sink's columns: declared (`schema`, Spark DDL), else the first batch's, recorded in the
-    store so a resumed run keeps them. Each batch is cast to them; a batch with new columns or
-    types that cannot be cast widens them (recorded, with a warning: readers of the earlier
-    files see those columns as null)."""
-
-    def __init__(self, spec: SinkSpec, store: ControlTable, declared: pa.Schema | None) -> None:
-        self.spec = spec
-        self.store = store
-        self.key = f"sink_schema:{spec.name}"
-        self.schema = declared or _schema_from_meta(store.meta(self.key))
-        self.declared = declared is not None
-
-    def fit(self, table: pa.Table) -> pa.Table:
-        if self.schema is None:
-            self._record(_no_null_types(table.schema))
-        target = self.schema
-        assert target is not None
-        if self.declared:
-            return _cast(table, target, self.spec.name)
-        try:
-            return _cast(table, target, self.spec.name)
-        except SinkColumnsError:
-            widened = pa.unify_schemas([target, table.schema], promote_options="permissive")
-            log.warning(
-                "sink %r: its columns change from %s to %s", self.spec.name, target, widened
-            )
-            self._record(_no_null_types(widened))
-            return _cast(table, widened, self.spec.name)
-
-    def _record(self, schema: pa.Schema) -> None:
-        self.schema = schema
-        self.store.set_meta(self.key, base64.b64encode(schema.serialize().to_pybytes()).decode())
-
-
-def _schema_from_meta(value: str | None) -> pa.Schema | None:
-    if value is None:
-        return None
-    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(value)))
-
-
-def _no_null_types(schema: pa.Schema) -> pa.Schema:
-    """Columns of Arrow's null type (no value seen yet) written as text."""
-    return pa.schema([f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in schema])
-
-
-def _cast(table: pa.Table, schema: pa.Schema, sink: str) -> pa.Table:
-    """`table` with exactly `schema`'s columns: missing ones null, extra ones refused."""
-    extra = [n for n in table.column_names if schema.get_field_index(n) < 0]
-    if extra:
-        raise SinkColumnsError(f"sink {sink!r}: columns {extra} are not among its columns")
-    columns = [
-        table.column(f.name) if f.name in table.column_names else pa.nulls(len(table), f.type)
-        for f in schema
-    ]
-    try:
-        return pa.Table.from_arrays(
-            [c.cast(f.type) for c, f in zip(columns, schema, strict=True)], schema=schema
-        )
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-        raise SinkColumnsError(f"sink {sink!r}: a batch does not fit its columns ({exc})") from None
 
 
 @dataclass
