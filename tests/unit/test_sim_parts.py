@@ -9,9 +9,9 @@ import pytest
 from elastream.model.grouping import load_balancing
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.sim import SimProfileError, SimSettings, SimSettingsError, profile_pipeline
+from elastream.runtime.sim.emissions import source_emissions
 from elastream.runtime.sim.profile import FILTERED, STREAM
 from elastream.runtime.sim.settings import sim_settings_from_dict
-from elastream.runtime.sim.simulator import source_emissions
 from elastream.runtime.sim.split import (
     LoadBalancer,
     PartitionSplitter,
