@@ -26,7 +26,7 @@ from support.paths import ROOT
 
 from elastream.model.pipeline import Pipeline, TopologyError, pipeline_from_dict
 from elastream.prediction.batching import admission_cap
-from elastream.runtime.queues.sqlite import SCHEMA
+from elastream.runtime.queues.sqlite_file import SCHEMA
 
 # writing a pipeline, and its two reference pages (fields, error messages)
 PIPELINE_DOCS = [ROOT / "docs" / name for name in ("pipeline-yaml.md", "pipeline-fields.md",

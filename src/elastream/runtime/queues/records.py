@@ -15,6 +15,9 @@ from elastream.model.state import StateWrite
 
 Divide = Callable[[list[str]], list[int]]  # the keys of a batch -> the replica of every event
 
+# the fates a share records, in the order both backends store their counts
+SHARE_KINDS = (OutcomeKind.PROCESSED, OutcomeKind.FILTERED, OutcomeKind.TIMEOUT, OutcomeKind.ERROR)
+
 
 class QueueError(RuntimeError):
     """A queue misuse: unknown queue, an output routed to a missing stream, a conflicting plan."""

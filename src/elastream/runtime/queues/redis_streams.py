@@ -23,6 +23,7 @@ import numpy as np
 from elastream.model.batch import EventBatch
 from elastream.model.events import Event, OutcomeKind
 from elastream.runtime.queues.records import (
+    SHARE_KINDS,
     Appended,
     Audit,
     BatchPlan,
@@ -51,7 +52,6 @@ from elastream.runtime.queues.segments import (
 )
 
 log = logging.getLogger(__name__)
-SHARE_KINDS = (OutcomeKind.PROCESSED, OutcomeKind.FILTERED, OutcomeKind.TIMEOUT, OutcomeKind.ERROR)
 RANGE_CHUNK = 256  # stream entries per XRANGE round trip
 MAX_ROOM_RETRIES = 100  # a bounded queue's room changed between two tries of one append
 BUSY, CPU = -2, -1  # positions of the busy and CPU seconds in a share record
