@@ -21,7 +21,8 @@ from elastream.model.pipeline import pipeline_from_dict
 from elastream.runtime.queues import open_store
 from elastream.runtime.spark.admission import Admission, SourceError
 from elastream.runtime.spark.egress import RedisDeliverer
-from elastream.runtime.spark.redis_source import RedisReader, check_redis
+from elastream.runtime.spark.redis_endpoint import check_redis
+from elastream.runtime.spark.redis_source import RedisReader
 from elastream.runtime.spark.sink_columns import sink_table
 
 PRODUCER = """

@@ -32,7 +32,7 @@ from elastream.model.endpoints import SinkKind, SinkSpec
 from elastream.model.pipeline import Pipeline, load_callable
 from elastream.runtime.queues import ControlTable, TaskStore, open_store
 from elastream.runtime.spark.ingest import check_creatable
-from elastream.runtime.spark.redis_source import check_redis, redis_client
+from elastream.runtime.spark.redis_endpoint import check_redis, redis_client
 from elastream.runtime.spark.sink_columns import (
     METADATA_FIELDS,
     SchemaKeeper,

@@ -35,7 +35,8 @@ from elastream.runtime.spark.files_source import (
     relative_name,
     unread_files,
 )
-from elastream.runtime.spark.redis_source import RedisReader, check_redis
+from elastream.runtime.spark.redis_endpoint import check_redis
+from elastream.runtime.spark.redis_source import RedisReader
 
 
 @dataclass
