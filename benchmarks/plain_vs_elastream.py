@@ -5,7 +5,8 @@ row, in 200 files) goes, case after case, each in a fresh process of its own, th
 
 - plain-20, plain-default: plain PySpark, `readStream.json` -> 3 x `mapInArrow` pass-through ->
   `writeStream.parquet`, `local[*]`, UI off, `maxFilesPerTrigger` 20 / unset (Spark's default:
-  the whole backlog in one batch) (src/reproductions/baselines/plain_files.py);
+  the whole backlog in one batch) (src/reproductions/baselines/plain_files.py), its driver
+  JVM started with elastream's class cache, as elastream's is (runtime/spark/class_cache.py);
 - plain-rows-20: the same with a per-row Python step (each mapInArrow batch to Python dicts,
   a function called per row, back to Arrow), `maxFilesPerTrigger` 20;
 - elastream, elastream-per-event: `elastream run` (SQLite queues, `--policy static --replicas
@@ -56,6 +57,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from elastream.report.progress import add_quiet, steps
+from elastream.runtime.spark.class_cache import java_options
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "user STRING, n LONG, text STRING"
@@ -113,7 +115,7 @@ def plain(step: str, max_files: int | None) -> Callable[[Path, Path], list[str]]
     def command(source: Path, case: Path) -> list[str]:
         argv = [sys.executable, "-m", "reproductions.baselines.plain_files", "--input", str(source)]
         argv += ["--out", str(case / "out"), "--checkpoint", str(case / "checkpoint")]
-        argv += ["--step", step]
+        argv += ["--step", step, "--java-options", java_options({})]  # elastream's class cache
         return argv + ([] if max_files is None else ["--max-files", str(max_files)])
 
     return command

@@ -2,7 +2,7 @@
 
 The baseline of benchmarks/plain_vs_elastream.py, run in a process of its own:
     python -m reproductions.baselines.plain_files --input DIR --out DIR --checkpoint DIR \
-        [--step batches|rows] [--max-files N] [--steps 3]
+        [--step batches|rows] [--max-files N] [--steps 3] [--java-options OPTIONS]
 It imports nothing of elastream. SIGTERM (or SIGINT) lets the micro-batch under way finish (its
 files committed to the sink's `_spark_metadata` log), then stops the query and the session and
 exits 0; a query that fails exits 1 with Spark's error.
@@ -47,8 +47,9 @@ def pass_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 STEPS: dict[str, Step] = {"batches": pass_batches, "rows": pass_rows}
 
 
-def session() -> Any:
-    """`local[*]`, the UI off, quiet logs; workers run this interpreter."""
+def session(java_options: str = "") -> Any:
+    """`local[*]`, the UI off, quiet logs; workers run this interpreter; the driver JVM started
+    with `java_options` (the benchmark gives both sides the same class cache)."""
     warnings.filterwarnings("ignore", category=FutureWarning)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -58,6 +59,7 @@ def session() -> Any:
         .appName("plain-files")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.extraJavaOptions", java_options)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -91,11 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-files", type=int, default=None, help="maxFilesPerTrigger (default: Spark's, unset)"
     )
+    parser.add_argument("--java-options", default="", help="the driver JVM's extra options")
     args = parser.parse_args(argv)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    spark = session()
+    spark = session(args.java_options)
     query = start_query(spark, args)
     while query.isActive and not stop.wait(0.2):
         pass

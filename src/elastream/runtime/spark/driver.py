@@ -65,6 +65,7 @@ def open_session(
             ui_host=config.spark.ui_host,
             jvm_stderr=out / LOG_FILE,  # the JVM's start-up lines to spark.log
             py_files=py_files,
+            class_cache=config.spark.class_cache,
         )
     except Py4JJavaError as exc:
         if not (config.spark.standalone and STOPPED_CONTEXT in str(exc)):

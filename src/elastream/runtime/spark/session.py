@@ -21,6 +21,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from elastream.runtime.spark.class_cache import with_class_cache
 from elastream.runtime.spark.cluster import read_secret
 from elastream.runtime.spark.pipeline_source import PipelineDataSource
 from elastream.runtime.spark.source import QueueDataSource
@@ -68,6 +69,7 @@ def spark_session(
     ui_host: str = "127.0.0.1",
     jvm_stderr: Path | None = None,
     py_files: Sequence[Path] = (),
+    class_cache: bool = True,
 ) -> SparkSession:
     """A session with FAIR scheduling (one pool per query), Python worker reuse and the
     `elastream_queue` and `elastream_pipeline` sources registered; `conf` is applied last (it
@@ -78,7 +80,9 @@ def spark_session(
     signal to this process's group (Ctrl-C, systemd's stop) leaves it and its Python workers
     to the graceful stop, and writes its standard error to `jvm_stderr` (appended; None: the
     console). `py_files` (zip or .py) are shipped to every Python worker (`adopt_session`).
-    Python's SIGINT handler stays the one installed before (PySpark's would replace it)."""
+    Python's SIGINT handler stays the one installed before (PySpark's would replace it). A
+    driver JVM launched here with `class_cache` maps Spark's classes from the class cache
+    (runtime/spark/class_cache.py)."""
     warnings.filterwarnings("ignore", category=FutureWarning)
     logging.getLogger("py4j").setLevel(logging.ERROR)
     os.environ.setdefault("PYSPARK_PYTHON", _python())
@@ -111,7 +115,7 @@ def spark_session(
         _sigint_kept(),
     ):
         if launching:
-            launch_quietly(options, jvm_stderr)
+            launch_quietly(with_class_cache(options) if class_cache else options, jvm_stderr)
         session = SparkSession.builder.config(map=options).getOrCreate()
     return adopt_session(session, py_files)
 
