@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up, then lint, build the docs and run every test (what CI runs); meanwhile the wheel is
 # built and installed in a fresh venv, and its simulator demo and the README's first pipeline run
-# from it (wheel_check.sh, done before the Spark tests start).
+# from it (wheel_check.sh, done before the Spark tests start, as is the JVM's class cache).
 #   bash scripts/test.sh          everything (unit, Spark, Redis and browser tests, the wheel)
 #   bash scripts/test.sh --fast   lint and the tests that need no Spark (a few minutes)
 # Extra arguments go to pytest (one run, in one process).
@@ -35,6 +35,8 @@ wheel_done() {  # the wheel check runs Spark too: it ends before the Spark tests
   fi
   grep -E "^(elastream |wheel )" "$wheel_log" || true
   rm -f "$wheel_log"
+  # the driver JVM's class cache, made once, so that every Spark test's JVM starts from it
+  .venv/bin/python scripts/make_class_cache.py || status=1
 }
 if [ $# -gt 0 ]; then
   wheel_done
