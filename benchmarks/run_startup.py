@@ -1,12 +1,14 @@
 """Where does a Spark run's start go, with the Python workers forked from elastream's daemon
-(the default) against Spark's own daemon, and against plain PySpark starting a session?
+(the default) against Spark's own daemon, with the JVM's class cache and without, and against
+plain PySpark starting a session?
 
 Each round runs, in turn and each in its own process: plain PySpark (a session, then one
 Python task per slot, as many slots as the pipeline's pool: the floor any PySpark job pays),
-`elastream run` of a three-operator pipeline (pipelines/filter3.yaml, a pool of 12 replicas) with
-`spark.python.daemon.module: pyspark.daemon`, and the same run as shipped. It prints the median
-of each start-up phase (the run's "started in" log line), the ratios and the load average (no
-asserts). Usage:
+as a user starts it and with elastream's class cache (runtime/spark/class_cache.py); `elastream
+run` of a three-operator pipeline (pipelines/filter3.yaml, a pool of 12 replicas) with
+`spark.python.daemon.module: pyspark.daemon`, with `spark.class_cache: false`, and as shipped.
+It prints the median of each start-up phase (the run's "started in" log line), the ratios and
+the load average (no asserts). Usage:
     .venv/bin/python benchmarks/run_startup.py [--repeat 3]
 """
 
@@ -24,6 +26,7 @@ import time
 from pathlib import Path
 
 from elastream.report.progress import add_quiet, steps
+from elastream.runtime.spark.class_cache import java_options
 
 BIN = Path(sys.executable).parent
 SLOTS = 12  # the pipeline's pool: 3 operators × 4 replicas
@@ -33,6 +36,7 @@ import time
 start = time.perf_counter()
 from pyspark.sql import SparkSession
 spark = (SparkSession.builder.master("local[{SLOTS},4]").config("spark.ui.enabled", "false")
+         .config("spark.driver.extraJavaOptions", JAVA_OPTIONS)
          .config("spark.python.worker.reuse", "true").getOrCreate())
 session = time.perf_counter()
 def hold(batches):
@@ -49,21 +53,22 @@ STARTED = re.compile(r"started in ([0-9.]+) s: (.*)")
 PHASE = re.compile(r"([a-zA-Z ]+?) ([0-9.]+) s")
 
 
-def plain_pyspark(folder: Path) -> dict[str, float]:
+def plain_pyspark(folder: Path, class_cache: bool) -> dict[str, float]:
     """Plain PySpark: session start, then one Python task per slot (fresh workers)."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}  # the workers' Python: this one
-    done = subprocess.run([sys.executable, "-c", PLAIN], cwd=folder, capture_output=True,
+    script = PLAIN.replace("JAVA_OPTIONS", repr(java_options({}) if class_cache else ""))
+    done = subprocess.run([sys.executable, "-c", script], cwd=folder, capture_output=True,
                           text=True, check=True, timeout=600, env=env)  # fmt: skip
     line = next(s for s in done.stdout.splitlines() if s.startswith("PHASES"))
     session, workers = (float(x) for x in line.split()[1:])
     return {"Spark session": session, "Python workers": workers}
 
 
-def elastream_run(folder: Path, daemon: str | None) -> dict[str, float]:
+def elastream_run(folder: Path, daemon: str | None, class_cache: bool = True) -> dict[str, float]:
     """`elastream run` for 2 s of input; its start-up phases from the "started in" line."""
     settings = folder / "run.yaml"
     conf = {} if daemon is None else {"spark.python.daemon.module": daemon}
-    settings.write_text(json.dumps({"spark": {"conf": conf}}))
+    settings.write_text(json.dumps({"spark": {"conf": conf, "class_cache": class_cache}}))
     (folder / "startup.yaml").write_text(PIPELINE.read_text())
     cmd = [str(BIN / "elastream"), "run", "startup.yaml", "--trace", "constant:rate=10,duration=2"]
     cmd += ["--interval-s", "2", "--out", "run", "--config", str(settings), "--no-metrics"]
@@ -84,8 +89,10 @@ def main() -> None:
     add_quiet(parser)
     args = parser.parse_args()
     cases = {
-        "plain PySpark": plain_pyspark,
+        "plain PySpark": lambda folder: plain_pyspark(folder, class_cache=False),
+        "plain, class cache": lambda folder: plain_pyspark(folder, class_cache=True),
         "Spark's daemon": lambda folder: elastream_run(folder, "pyspark.daemon"),
+        "no class cache": lambda folder: elastream_run(folder, None, class_cache=False),
         "elastream's daemon": lambda folder: elastream_run(folder, None),
     }
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in cases}
@@ -107,13 +114,15 @@ def main() -> None:
         cells = [f"{medians[n][phase]:.1f}" if phase in medians[n] else "" for n in cases]
         print(f"| {phase} | {' | '.join(cells)} |")
     ours, theirs = medians["elastream's daemon"], medians["Spark's daemon"]
-    plain = medians["plain PySpark"]
     print(f"Python workers, elastream's daemon ÷ Spark's: "
           f"{ours['Python workers'] / theirs['Python workers']:.2f}")  # fmt: skip
     print(f"start-up, elastream's daemon ÷ Spark's: {ours['start-up'] / theirs['start-up']:.2f}")
-    floor = plain["Spark session"] + plain["Python workers"]
-    print(f"start-up, elastream ÷ plain PySpark's session and {SLOTS} workers: "
-          f"{ours['start-up'] / floor:.2f}")  # fmt: skip
+    uncached = medians["no class cache"]
+    print(f"start-up, class cache ÷ none: {ours['start-up'] / uncached['start-up']:.2f}")
+    for name in ("plain PySpark", "plain, class cache"):
+        floor = medians[name]["Spark session"] + medians[name]["Python workers"]
+        print(f"start-up, elastream ÷ {name}'s session and {SLOTS} workers: "
+              f"{ours['start-up'] / floor:.2f}")  # fmt: skip
 
 
 if __name__ == "__main__":
