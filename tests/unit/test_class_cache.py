@@ -86,3 +86,20 @@ def test_the_users_own_sharing_setting_is_left_alone(archive, given):
 def test_a_class_path_of_its_own_gets_an_archive_of_its_own():
     jars = class_cache.archive_name({"spark.jars.packages": "org.example:thing:1.0"})
     assert jars != class_cache.archive_name({})
+
+
+def test_the_archive_of_a_spark_install_since_removed_is_removed(tmp_path, monkeypatch):
+    gone = tmp_path / "venv" / "pyspark" / "jars"
+    gone.mkdir(parents=True)
+    monkeypatch.setattr(class_cache, "spark_jars", lambda: gone)
+    cache = tmp_path / "cache"
+    assert class_cache.java_options({}, cache).startswith("-XX:ArchiveClassesAtExit=")
+    [owner] = cache.glob("*.jsa.jars")
+    archive = cache / owner.name.removesuffix(".jars")
+    make_archive(archive)  # as if its JVM had written and settled it
+    monkeypatch.undo()  # the run's own install from here on
+    class_cache.prune(cache)
+    assert archive.exists() and owner.exists()  # its install is still there
+    gone.rmdir()
+    class_cache.prune(cache)
+    assert not archive.exists() and not owner.exists()

@@ -2,9 +2,10 @@
 the classes Spark loads, made once by the first JVM launched without one (written at its exit)
 and mapped by every JVM launched after it; measured here, it halves a session's start.
 
-One archive per Java, Spark install and driver class path, in the user's cache folder. A JVM
-making one writes it under a name of its own (`*.partial`) and the next launch after that JVM
-has exited renames it into place; only one JVM makes one at a time. The JVM checks an archive
+One archive per Java, Spark install and driver class path, in the user's cache folder (those of
+a Spark install since removed are removed at the next launch). A JVM making one writes it under
+a name of its own (`*.partial`) and the next launch after that JVM has exited renames it into
+place; only one JVM makes one at a time. The JVM checks an archive
 before using it (`-XX:+VerifySharedSpaces`) and runs without it when it does not match (a cut-off
 file, another Java): the cache changes start-up time, never what runs."""
 
@@ -45,12 +46,29 @@ def archive_name(options: Mapping[str, str]) -> str:
     java = java_command() or "java"
     real = Path(java).resolve()
     stamp = real.stat().st_mtime_ns if real.exists() else 0
-    jars = Path(pyspark.__file__).parent / "jars"
+    jars = spark_jars()
     listing = sorted(p.name for p in jars.glob("*.jar")) if jars.is_dir() else []
     parts = [str(real), str(stamp), str(jars), *listing]
     parts += [f"{key}={options.get(key, '')}" for key in CLASS_PATH_KEYS]
     digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
     return f"spark-{pyspark.__version__}-{digest}.jsa"
+
+
+def spark_jars() -> Path:
+    """The folder of the Spark install's jars (pyspark's)."""
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def prune(folder: Path) -> None:
+    """Remove the archives of Spark installs that are gone (a deleted virtual environment):
+    each archive's `.jars` file names the jars folder it was made for."""
+    for owner in folder.glob("*.jsa.jars"):
+        archive = folder / owner.name.removesuffix(".jars")
+        if Path(owner.read_text().strip()).is_dir() or being_made(archive):
+            continue  # its install is there, or its JVM still runs (pruned at a later launch)
+        for path in (archive, *folder.glob(f"{archive.name}.*.partial")):
+            path.unlink(missing_ok=True)
+        owner.unlink()
 
 
 def java_options(options: Mapping[str, str], folder: Path | None = None) -> str:
@@ -69,12 +87,14 @@ def java_options(options: Mapping[str, str], folder: Path | None = None) -> str:
     except OSError as exc:
         log.warning("no JVM class cache (%s: %s): Spark starts without one", folder, exc)
         return ""
+    prune(folder)
     archive = folder / archive_name(options)
     settle(archive)
     if archive.exists():
         return f"{USE}{archive} -XX:+VerifySharedSpaces {QUIET}"
     if being_made(archive):
         return ""
+    archive.with_name(f"{archive.name}.jars").write_text(str(spark_jars()))
     return f"{MAKE}{archive}.{os.getpid()}.partial {QUIET}"
 
 
