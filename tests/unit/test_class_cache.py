@@ -47,6 +47,7 @@ def test_a_cut_off_partial_is_removed_not_used(archive):
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
     class_cache.settle(archive)
     assert not archive.exists() and not cut.exists()
+    assert not list(Path.cwd().glob("hs_err_pid*.log")) and not list(archive.parent.glob("hs_*"))
 
 
 def test_while_a_jvm_runs_to_make_the_archive_no_second_one_makes_it(archive):

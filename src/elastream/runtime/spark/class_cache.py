@@ -129,10 +129,13 @@ def mappable(partial: Path) -> bool:
             log.info("a JVM class cache never written (%s) removed", partial.name)
             return False
     java = java_command() or "java"
+    # a JVM that aborts writes no crash report (hs_err_pid*.log) into the working directory
+    quiet_crash = ["-XX:ErrorFile=/dev/null", "-XX:-CreateCoredumpOnCrash"]
     done = subprocess.run(
-        [java, f"{USE}{partial}", "-XX:+VerifySharedSpaces", "-version"],
+        [java, *quiet_crash, f"{USE}{partial}", "-XX:+VerifySharedSpaces", "-version"],
         capture_output=True,
         timeout=60,
+        cwd=partial.parent,
     )
     if done.returncode != 0:
         log.info("a JVM class cache left unfinished (%s) removed", partial.name)
