@@ -30,8 +30,8 @@ DYNAMIC_MAGIC = (0xF00BABA8).to_bytes(4, "little")  # the first bytes of an arch
 # the JVM's own log lines (the archive's "skipping class ..." warnings among them) to its
 # standard error, which the runtime sends to spark.log; cds lines off
 QUIET = "-Xlog:disable -Xlog:all=warning,cds*=off:stderr"
+PROC = Path("/proc")  # the running processes' command lines: who is making an archive
 # settings that change the driver's class path: each gets an archive of its own
-PROC = Path("/proc")
 CLASS_PATH_KEYS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
 
 
