@@ -31,7 +31,7 @@ from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
-from elastream.runner.session import slot_hosts
+from elastream.runner.session import config_stages
 from elastream.runtime.queues import RedisQueueStore
 from elastream.runtime.queues.records import QueueError
 from elastream.runtime.spark.cluster import ClusterState, free_port, read_secret, running
@@ -270,9 +270,8 @@ def leasing_run(master: str, auth_file: str, folder: Path) -> None:
 
     metrics = RunMetrics(pipeline)
     with MetricsServer(metrics, "127.0.0.1", 0) as server:
-        result = run_mape(
-            engine, Controller.build("psps"), observers=[watch, metrics], hosts=slot_hosts(config)
-        )
+        psps, stages = Controller.build("psps"), config_stages(config)
+        result = run_mape(engine, psps, observers=[watch, metrics], stages=stages)
         metrics.finish(result.totals)
         sample = parse(get(server.url + "/metrics")[1])
     run = {"pipeline": pipeline.name}

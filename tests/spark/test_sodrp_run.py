@@ -14,12 +14,14 @@ from support.spark_runs import assert_conserved
 
 from elastream.cli import main
 from elastream.config import RunConfig, make_config
+from elastream.control.controller import Controller
+from elastream.control.mape import Engine, RunResult, run_mape
+from elastream.control.sodrp import SodrpReport, SodrpStage
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.placement.model import PlanRequest, Weights
 from elastream.placement.network import mean_stream_delay_ms
 from elastream.placement.spec import application_from, parse_planning
 from elastream.placement.yaml_io import load_request
-from elastream.runner.sodrp import SodrpReport, run_sodrp
 from elastream.runtime.sim import SimEngine, SimSettings
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads.trace import Trace
@@ -68,7 +70,16 @@ def request() -> PlanRequest:
     )
 
 
-def simulate(place: bool, rate: float = RATE) -> tuple[SodrpReport, object]:
+def run_sodrp(
+    engine: Engine, req: PlanRequest, window_s: float, place: bool
+) -> tuple[SodrpReport, RunResult]:
+    """The one MAPE loop with S-ODRP as its plan stage (the static policy's counts replaced)."""
+    stage = SodrpStage(req, window_s, place)
+    result = run_mape(engine, Controller.build("static"), stages=[stage])
+    return stage.report, result
+
+
+def simulate(place: bool, rate: float = RATE) -> tuple[SodrpReport, RunResult]:
     cfg = RunConfig(
         policy="static",
         replicas=1,
@@ -82,9 +93,7 @@ def simulate(place: bool, rate: float = RATE) -> tuple[SodrpReport, object]:
     req = request()
     engine = SimEngine(pipeline_from_dict(pipeline_dict()), cfg, trace, settings)
     engine.set_network(req.infrastructure)
-    report = SodrpReport()
-    result = run_sodrp(engine, req, window_s=10.0, place=place, report=report)
-    return report, result
+    return run_sodrp(engine, req, window_s=10.0, place=place)
 
 
 def test_sodrp_in_the_simulator_feeds_measured_rates_back_and_places_replicas() -> None:
@@ -163,8 +172,7 @@ def test_sodrp_on_spark_enacts_counts_live_and_replans_from_measured_rates(spark
     # had 146 events queued 60 s after the trace ended; what is tested is that none is lost
     config = make_config(interval_s=2.0, out=tmp_path / "run", drain_s=180, event_timeout_s=None)
     engine = SparkEngine(pipeline_from_dict(data), config, trace, spark=spark)
-    report = SodrpReport()
-    result = run_sodrp(engine, req, window_s=6.0, place=False, report=report)
+    report, result = run_sodrp(engine, req, window_s=6.0, place=False)
     timeline = [(round(s.t, 1), s.op("route_count").replicas) for s in result.snapshots]
     print(f"run clock {result.snapshots[-1].t:.1f} s; (t, route_count replicas): {timeline}")
     print(f"measured: {report.measured}")

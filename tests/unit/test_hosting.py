@@ -99,4 +99,4 @@ def test_a_run_with_hosts_on_an_engine_without_them_is_refused(tmp_path):
     workload = prepare_workload(config, pipeline)
     engine = build_engine(pipeline, config, workload, engine="sim")
     with pytest.raises(TypeError, match="cannot lease hosts"):
-        run_mape(engine, Controller.build("static"), hosts=PLANNER)
+        run_mape(engine, Controller.build("static"), stages=[PLANNER])

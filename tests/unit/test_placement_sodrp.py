@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from elastream.placement.model import PlacementError, PlanRequest, Weights
-from elastream.placement.sodrp import Measurements, replan, schedule, with_measurements
+from elastream.placement.sodrp import Measurements, early_plan, replan, with_measurements
 from reproductions.odrp.debs import STREAMS, TABLE2_BOUNDS, debs_application, debs_infrastructure
 
 
@@ -24,26 +24,14 @@ def measured_at(rate: float) -> Measurements:
     return Measurements(stream_rates=streams, source_rates={"source": rate})
 
 
-def test_schedule_enacts_min_cost_then_replans_with_measurements() -> None:
-    enacted = []
-
-    def enact_and_measure(plan: dict) -> Measurements:
-        enacted.append(plan)
-        return measured_at(100.0)
-
-    early, final = schedule(request(20.0), enact_and_measure)
-    assert enacted == [early]
+def test_the_early_plan_minimizes_cost_and_the_replan_follows_the_measurements() -> None:
+    early = early_plan(request(20.0))
     assert early["weights"]["c"] == 1.0
     assert sum(early["replicas"].values()) == 8  # cost-optimal at 20 tuples/s: no replica
+    final = replan(request(20.0), measured_at(100.0))
     assert final["weights"]["r"] == 1.0
     assert final["replicas"]["partialRank"] >= 2  # 3125 tuples/s measured
     assert sum(final["replicas"].values()) > sum(early["replicas"].values())
-
-
-def test_known_rates_skip_the_early_plan() -> None:
-    early, final = schedule(request(20.0), lambda plan: pytest.fail("no enactment"), True)
-    assert early is None
-    assert set(final["replicas"].values()) == {1}
 
 
 def test_replan_rejects_unknown_names() -> None:

@@ -1,5 +1,5 @@
-"""The `--infra INFRA.yaml` options of `run` and `simulate`: S-ODRP (Alg. 1) replaces the
-scaling policy (runner/sodrp.py; docs/placement.md, "S-ODRP on the runtime")."""
+"""The `--infra INFRA.yaml` options of `run` and `simulate`: S-ODRP (Alg. 1), a plan stage
+(control/sodrp.py), replaces the scaling policy's counts (docs/placement.md)."""
 
 from __future__ import annotations
 
@@ -41,12 +41,12 @@ def add_sodrp_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def sodrp_runner(args: argparse.Namespace, place: bool) -> tuple[Any, Any]:
-    """(the session runner, its report) for `--infra`; (None, None) without it."""
+def sodrp_stages(args: argparse.Namespace, place: bool) -> tuple[tuple[Any, ...], Any]:
+    """(the run's plan stages, S-ODRP's report) for `--infra`; ((), None) without it."""
     if not args.infra:
-        return None, None
+        return (), None
+    from elastream.control.sodrp import SodrpStage
     from elastream.placement.yaml_io import load_request
-    from elastream.runner.sodrp import SodrpReport, session_runner
 
     request = load_request(
         args.infra,
@@ -54,8 +54,8 @@ def sodrp_runner(args: argparse.Namespace, place: bool) -> tuple[Any, Any]:
         parse_weights(args.plan_weights),
         solver=args.plan_solver,
     )
-    report = SodrpReport()
-    return session_runner(request, args.replan_window, place, report), report
+    stage = SodrpStage(request, args.replan_window, place)
+    return (stage,), stage.report
 
 
 def print_sodrp(report: Any, out: Path) -> None:
@@ -67,6 +67,9 @@ def print_sodrp(report: Any, out: Path) -> None:
     path.write_text(json.dumps(data, indent=2))
     for stage in ("early", "final"):
         plan = data[stage]
+        if plan is None:
+            print(f"S-ODRP {stage} plan: none (the run ended within the measurement window)")
+            continue
         print(f"S-ODRP {stage} plan (F = {plan['objective']:.4f}): {plan['placement']}")
     print(f"measured: {json.dumps(data['measured'])}")
     if data["saturated"]:

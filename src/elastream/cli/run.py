@@ -14,7 +14,7 @@ from elastream.cli._common import (
     print_summary,
     sim_flags,
 )
-from elastream.cli._sodrp import add_sodrp_options, print_sodrp, sodrp_runner
+from elastream.cli._sodrp import add_sodrp_options, print_sodrp, sodrp_stages
 from elastream.config import ConfigError, RunConfig
 from elastream.runtime.sim.settings import SimSettingsError
 
@@ -72,7 +72,7 @@ def handle(args: argparse.Namespace) -> int:
     config = with_end(config)
     on_spark = config.engine == "spark"
     sim = None if on_spark else sim_settings_from_args(args)
-    runner, report = sodrp_runner(args, place=not on_spark)  # Spark cannot pin replicas
+    stages, report = sodrp_stages(args, place=not on_spark)  # Spark cannot pin replicas
     result, paths = run_session(
         pipeline,
         config,
@@ -80,7 +80,7 @@ def handle(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         sim=sim,
         resume=args.resume,
-        runner=runner,
+        stages=stages,
     )
     print_summary(result.summary, paths)
     print_sodrp(report, config.out)

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from elastream.control.plan import Lease, Placement
     from elastream.leasing.hosts import Host
     from elastream.model.snapshot import Snapshot
+    from elastream.placement.model import Infrastructure
 
 
 @runtime_checkable
@@ -41,6 +42,14 @@ class LeasedHosts(Hosts, Protocol):
     """Also lists its leased hosts, with their BTU clocks, for the host planner (`SlotHosts`)."""
 
     def hosts(self) -> tuple[Host, ...]: ...
+
+
+@runtime_checkable
+class Network(Protocol):
+    """Places replicas on the nodes of a network whose links delay the streams between them
+    (the simulator): S-ODRP's placement (control/sodrp.py) gives it the nodes and links."""
+
+    def set_network(self, network: Infrastructure) -> None: ...
 
 
 @runtime_checkable
@@ -76,6 +85,7 @@ FEATURES: tuple[type, ...] = (
     FastForward,
     Hosts,
     LeasedHosts,
+    Network,
     GracefulStop,
     Preflight,
     MessageTransport,

@@ -9,9 +9,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from elastream.control.features import LeasedHosts, feature
+from elastream.control.mape import Engine
 from elastream.control.plan import Lease, Plan
 from elastream.control.policy import Decision
 from elastream.leasing.hosts import Host, HostType
+from elastream.model.snapshot import Snapshot
 
 EXECUTOR = "executor"  # the one host kind of a slot-leased engine
 
@@ -36,6 +39,16 @@ class SlotHosts:
             )
         if not 0 < self.release_window <= 1:
             raise ValueError(f"hosts: release_window must be in (0, 1], got {self.release_window}")
+
+    def begin(self, engine: Engine) -> Plan | None:
+        """A plan stage (control/mape.py): the engine must lease hosts; nothing to enact yet."""
+        leased_hosts(engine)
+        return None
+
+    def refine(self, plan: Plan, snapshot: Snapshot, engine: Engine) -> Plan:
+        """The policy's plan on the engine's leased hosts (`plan` below)."""
+        floors = {op.name: op.replicas.min for op in engine.pipeline.operators}
+        return self.plan(plan.replicas, leased_hosts(engine).hosts(), snapshot.t, floors)
 
     def needed(self, replicas: int) -> int:
         """Hosts whose slots hold `replicas`, within [min_hosts, max_hosts]."""
@@ -67,6 +80,14 @@ class SlotHosts:
 
     def in_window(self, host: Host, now: float) -> bool:
         return host.in_release_window(now, self.release_window)
+
+
+def leased_hosts(engine: Engine) -> LeasedHosts:
+    """The engine as one that leases hosts; a `TypeError` naming it if it does not."""
+    leased = feature(engine, LeasedHosts)
+    if leased is None:
+        raise TypeError(f"{type(engine).__name__} cannot lease hosts; run without host leasing")
+    return leased
 
 
 def fit(decision: Decision, slots: int, floors: Mapping[str, int]) -> Decision:

@@ -8,8 +8,7 @@ from typing import Any, Protocol
 
 from elastream.control.controller import Controller
 from elastream.control.execute import execute
-from elastream.control.features import FastForward, LeasedHosts, feature
-from elastream.control.hosting import SlotHosts
+from elastream.control.features import FastForward, feature
 from elastream.control.plan import Plan
 from elastream.control.policy import Decision
 from elastream.model.metrics import RunningSummary, RunTotals, Summary
@@ -46,6 +45,19 @@ class Engine(Protocol):
 
 
 Observer = Callable[[Snapshot, Decision], None]
+
+
+class PlanStage(Protocol):
+    """A step of the Plan phase after the policy: it turns the policy's plan into the one the
+    Execute step applies, e.g. leasing the hosts under the replicas (control/hosting.py) or
+    S-ODRP's placement and counts (control/sodrp.py). The run's stages apply in order."""
+
+    def begin(self, engine: Engine) -> Plan | None:
+        """Before the engine starts: check that it offers what this stage needs (a `TypeError`
+        naming it if not); the plan to enact once it has started, before the first interval."""
+
+    def refine(self, plan: Plan, snapshot: Snapshot, engine: Engine) -> Plan:
+        """This interval's plan, from the one the policy (and the stages before) made."""
 
 
 @dataclass(frozen=True)
@@ -88,19 +100,16 @@ def run_mape(
     recommend_only: bool = False,
     observers: Sequence[Observer] = (),
     keep_snapshots: int | None = None,
-    hosts: SlotHosts | None = None,
+    stages: Sequence[PlanStage] = (),
 ) -> RunResult:
     """Monitor, Analyze/Plan (the guarded policy), Execute, every interval until the run ends.
 
     With `recommend_only` the decisions are made and reported but never enacted. The summary comes
     from running aggregates; at most `keep_snapshots` snapshots are kept (None: all of them). An
     engine that can fast-forward skips the steady stretches after a decision that changes
-    nothing (see `steady_stretch`). With `hosts`, the engine's replicas run on leased hosts: each
-    decision becomes a plan that leases and releases them, capped at the slots that are up."""
-    leased = None if hosts is None else feature(engine, LeasedHosts)
-    if hosts is not None and leased is None:
-        raise TypeError(f"{type(engine).__name__} cannot lease hosts; run without host leasing")
-    floors = {op.name: op.replicas.min for op in engine.pipeline.operators}
+    nothing (see `steady_stretch`), unless the run has plan stages (they may act on any
+    interval). The `stages` turn each decision into the plan enacted (hosts leased, replicas
+    placed, counts replaced): what runs is the plan's counts."""
     log = IntervalLog(keep_snapshots)
     running = RunningSummary()
 
@@ -110,19 +119,24 @@ def run_mape(
         for observe in observers:
             observe(snapshot, decision)
 
+    openings = [plan for plan in (stage.begin(engine) for stage in stages) if plan is not None]
     state = controller.initial_state()
     engine.start()
     try:
+        for plan in [] if recommend_only else openings:
+            execute(engine, plan)
         while not engine.finished():
             snapshot = engine.collect()
             decision, state = controller.decide(snapshot, state)
             if not recommend_only:
                 plan = Plan(decision)
-                if hosts is not None and leased is not None:
-                    plan = hosts.plan(decision, leased.hosts(), snapshot.t, floors)
-                    decision = plan.replicas  # what runs: capped by the hosts that are up
+                for stage in stages:
+                    plan = stage.refine(plan, snapshot, engine)
                 execute(engine, plan)
+                decision = plan.replicas  # what runs (e.g. capped by the hosts that are up)
             record(snapshot, decision)
+            if stages:
+                continue  # a stage may act on any interval: none is skipped
             stretch = steady_stretch(engine, controller, snapshot, decision, state)
             if stretch is not None:
                 record(stretch, decision)

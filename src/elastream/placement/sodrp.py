@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field
@@ -66,20 +65,6 @@ def replan(
     return plan(with_measurements(request, measured), clock)
 
 
-def schedule(
-    request: PlanRequest,
-    enact_and_measure: Callable[[dict[str, Any]], Measurements],
-    rates_known: bool = False,
-    clock: Clock | None = None,
-) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """Alg. 1: without known rates, enact the minimum-cost plan and measure it; then re-plan.
-
-    `enact_and_measure(plan)` is the runtime's: it enacts a plan, runs it for a window and
-    returns the measured rates. Returns (the early plan or None, the final plan); the caller
-    enacts the final one (Alg. 1 line 9).
-    """
-    if rates_known:
-        return None, plan(request, clock)
-    early = plan(minimum_cost(request), clock)
-    measured = enact_and_measure(early)
-    return early, replan(request, measured, clock)
+def early_plan(request: PlanRequest, clock: Clock | None = None) -> dict[str, Any]:
+    """Alg. 1 lines 4-5: without measured rates, the plan of least deployment cost."""
+    return plan(minimum_cost(request), clock)

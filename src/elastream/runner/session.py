@@ -16,7 +16,7 @@ from elastream.base.secrets import redact
 from elastream.config import RunConfig
 from elastream.control.features import MessageTransport, Preflight, feature
 from elastream.control.hosting import SlotHosts
-from elastream.control.mape import Engine, Observer, RunResult, run_mape
+from elastream.control.mape import Engine, Observer, PlanStage, RunResult, run_mape
 from elastream.control.policies import POLICIES
 from elastream.leasing.hosts import HostType
 from elastream.model.pipeline import Pipeline
@@ -32,8 +32,6 @@ from elastream.workloads.scaling import apply_scaling
 DEFAULT_DURATION_S = 60.0
 DEFAULT_MESSAGE_TRANSPORT = "memory"  # for an engine without the MessageTransport feature
 
-# runs a built engine to its end with the session's observers (default: run_engine's MAPE loop)
-SessionRunner = Callable[[Engine, Sequence[Observer]], RunResult]
 EngineFactory = Callable[..., Engine]  # (pipeline, config, trace, sim, resume, spark=None)
 
 
@@ -133,10 +131,12 @@ def run_engine(
     config: RunConfig,
     observers: Sequence[Observer] = (),
     keep_snapshots: int | None = None,
+    stages: Sequence[PlanStage] = (),
 ) -> RunResult:
     """The MAPE loop of this run's guarded policy over `engine` (kept by the caller, e.g. to
     calibrate the simulator from a Spark run afterwards); it keeps at most `keep_snapshots`
-    snapshots (default: the config's)."""
+    snapshots (default: the config's). The plan stages: the config's (host leasing), then
+    `stages` (S-ODRP)."""
     controller = with_message_transport(config, engine).controller()
     with frozen_gc():
         return run_mape(
@@ -145,7 +145,7 @@ def run_engine(
             recommend_only=config.recommend_only,
             observers=observers,
             keep_snapshots=config.keep_snapshots if keep_snapshots is None else keep_snapshots,
-            hosts=slot_hosts(config),
+            stages=(*config_stages(config), *stages),
         )
 
 
@@ -163,13 +163,14 @@ def frozen_gc() -> Iterator[None]:
         gc.unfreeze()
 
 
-def slot_hosts(config: RunConfig) -> SlotHosts | None:
-    """The host planner of a run that leases executors (`spark.leasing`), else None."""
+def config_stages(config: RunConfig) -> tuple[PlanStage, ...]:
+    """The plan stages the config asks for: the host planner of a run that leases executors
+    (`spark.leasing`)."""
     leasing = config.spark.leasing
     if leasing is None:
-        return None
+        return ()
     kind = HostType(cores=leasing.slots, btu_s=leasing.btu_s, price=leasing.price)
-    return SlotHosts(kind, leasing.min_hosts, leasing.max_hosts, leasing.release_window)
+    return (SlotHosts(kind, leasing.min_hosts, leasing.max_hosts, leasing.release_window),)
 
 
 def with_message_transport(config: RunConfig, engine: Engine) -> RunConfig:
@@ -206,13 +207,13 @@ def run_session(
     quiet: bool = False,
     sim: SimSettings | None = None,
     resume: bool = False,
-    runner: SessionRunner | None = None,
+    stages: Sequence[PlanStage] = (),
     spark: Any = None,
     on_serving: Callable[[str], None] | None = None,
 ) -> tuple[RunResult, dict[str, Path]]:
     """A run as the CLI does it: the live table while it runs, then the output directory and
-    the run's rows in the metrics history. `runner` drives the engine instead of the policy's
-    MAPE loop (S-ODRP: runner/sodrp.py); `spark` is the caller's SparkSession (the
+    the run's rows in the metrics history. `stages` are plan stages beside the config's (S-ODRP:
+    control/sodrp.py); `spark` is the caller's SparkSession (the
     Python API), kept running; `on_serving` gets the metrics endpoint's base URL (the live
     view) once it listens. SIGINT or SIGTERM stops a Spark run gracefully. What the engine
     can check before it starts is checked before anything is opened or written."""
@@ -257,10 +258,7 @@ def run_session(
             *ops_observers(metrics, config.objective),
         ]
         with stop_on_signals(engine, config.drain_s):
-            if runner is None:
-                result = run_engine(engine, config, observers, keep_snapshots=0)
-            else:
-                result = runner(engine, observers)
+            result = run_engine(engine, config, observers, keep_snapshots=0, stages=stages)
         if metrics is not None:
             metrics.finish(result.totals)
     history.save()

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from elastream.config import ConfigError, RunConfig
-from elastream.control.features import FastForward, Hosts, MessageTransport
+from elastream.control.features import FastForward, Hosts, MessageTransport, Network
 from elastream.control.plan import Lease, Placement
 from elastream.control.policy import Decision
 from elastream.model.metrics import RunTotals
@@ -38,7 +38,7 @@ def _held_by(node: Node) -> int:
 class SimEngine:
     """Simulated time in steps of Δ = td / round(td / step_s); one collect() runs one interval."""
 
-    features = frozenset({FastForward, Hosts, MessageTransport})
+    features = frozenset({FastForward, Hosts, MessageTransport, Network})
     # the decentralized policy's agents are simulated too: deterministic, in memory
     message_transport = "memory"
 
