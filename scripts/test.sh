@@ -42,11 +42,11 @@ if [ $# -gt 0 ]; then
   wheel_done
   "${pytest[@]}" --durations=25 "$@" || status=$?
 else  # the tests without Spark on both cores; then the Spark tests that judge only what a run
-  # delivers two at a time (they wait on their runs' traces more than they compute); then the
-  # ones marked `alone` (they judge wall-clock behaviour) one at a time
+  # delivers two at a time (a cluster's tests on one worker: loadgroup); then the ones marked
+  # `alone` (they judge wall-clock behaviour) one at a time
   "${pytest[@]}" -n 2 --durations=10 -m "not spark" || status=$?
   wheel_done
-  "${pytest[@]}" -n 2 --durations=15 -m "spark and not alone" || status=$?
+  "${pytest[@]}" -n 2 --dist loadgroup --durations=15 -m "spark and not alone" || status=$?
   "${pytest[@]}" --durations=15 -m "spark and alone" || status=$?
 fi
 exit "$status"

@@ -39,7 +39,8 @@ from elastream.runtime.spark.runtime import SparkEngine, store_address
 from elastream.workloads import Trace
 from elastream.workloads.resolve import generate
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.alone]
+# its tests share one cluster, in order: one worker of the Spark group runs them all
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("cluster")]
 PIPELINE = PIPELINES / "filter3.yaml"
 WORK1 = PIPELINES / "work1.yaml"
 TRACE = "spike:peak=60,magnitude=6,onset=8,ramp=2,hold=15,decay=2,duration=40"

@@ -127,7 +127,6 @@ def committed_column(results: Path, field: str) -> list:
     return [json.loads(text)[field] for text in frame["payload"]]
 
 
-@pytest.mark.alone
 def test_a_second_sigint_stops_at_once_and_resume_completes_the_run(tmp_path):
     folder = slow_folder(tmp_path, most=3)  # psps scales the operator out while it works
     run = slow_run(folder)

@@ -159,7 +159,6 @@ def small_debs() -> dict:
     return data
 
 
-@pytest.mark.alone
 @pytest.mark.spark
 def test_sodrp_on_spark_enacts_counts_live_and_replans_from_measured_rates(spark, tmp_path) -> None:
     data = small_debs()

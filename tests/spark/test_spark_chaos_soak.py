@@ -59,7 +59,6 @@ def load_soak():
     return sys.modules["chaos_soak"]
 
 
-@pytest.mark.alone
 @pytest.mark.spark
 def test_overlapping_faults_lose_nothing_duplicate_nothing_and_keep_state_exact(tmp_path, capsys):
     require_redis_server()

@@ -19,7 +19,7 @@ from elastream.examples.debs_batch import batch_top10
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads import Trace
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.alone]
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 # (run clock s, replicas): the counts enacted from then on
 SCHEDULE = [
     (0.0, {"parse": 1, "route_count": 1, "partial_top10": 1}),

@@ -88,7 +88,6 @@ def read_parquet(spark: Any, folder: Path) -> Counter:
     return Counter((r.a, r.b) for r in spark.read.parquet(str(folder)).collect())
 
 
-@pytest.mark.alone
 def test_files_to_parquet_and_rate_to_foreach_batch_with_live_replica_changes(spark, tmp_path):
     good = write_inputs(tmp_path / "in")
     shutil.rmtree(BATCHES, ignore_errors=True)

@@ -76,7 +76,6 @@ def test_a_killed_run_on_redis_resumes_exactly_once(tmp_path, server):
     assert_exactly_once(out, store)
 
 
-@pytest.mark.alone
 def test_replicas_change_live_and_a_redis_restart_mid_run_loses_nothing(tmp_path, server):
     out = tmp_path / "run"
     store = run_store(out, server.url)

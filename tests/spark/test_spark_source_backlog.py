@@ -16,7 +16,7 @@ import pytest
 
 import elastream
 
-pytestmark = [pytest.mark.spark, pytest.mark.alone]
+pytestmark = [pytest.mark.spark]
 PASS = "elastream.examples.synthetic:passthrough"
 RATE = 400  # rows per second the capped source's "topic" receives
 CAP = 40  # rows per micro-batch it lets through: at most 80/s at 2 batches a second
@@ -89,6 +89,7 @@ def run(tmp: Path, source: str) -> tuple[list[dict], list[dict]]:
     return read("intervals.csv"), read("timeseries.csv")
 
 
+@pytest.mark.alone
 def test_a_spark_sources_backlog_from_its_progress_scales_psps(tmp_path):
     intervals, series = run(tmp_path, "capped_counter")
     backlog = [int(r["source_backlog"]) for r in intervals]

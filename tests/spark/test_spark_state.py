@@ -49,7 +49,6 @@ def assert_counts_exact(store: QueueStore, n: int) -> None:
     }
 
 
-@pytest.mark.alone
 def test_a_keyed_count_rescales_live_and_counts_every_key_exactly(spark, tmp_path):
     """In the default layout (`pipeline`); the `operator` layout keeps its live-change and
     kill/resume tests in tests/spark/test_spark_runtime.py."""
