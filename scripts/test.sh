@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up, then lint, build the docs and run every test (what CI runs); meanwhile the wheel is
 # built and installed in a fresh venv, and its simulator demo and the README's first pipeline run
-# from it (wheel_check.sh, done before the Spark tests start, as is the JVM's class cache).
+# from it (wheel_check.sh), and the JVM's class cache is made: both done before the Spark tests.
 #   bash scripts/test.sh          everything (unit, Spark, Redis and browser tests, the wheel)
 #   bash scripts/test.sh --fast   lint and the tests that need no Spark (a few minutes)
 # Extra arguments go to pytest (one run, in one process).
@@ -26,17 +26,22 @@ fi
 wheel_log=$(mktemp)
 bash scripts/wheel_check.sh >"$wheel_log" 2>&1 &
 wheel_pid=$!
+# the driver JVM's class cache, made once beside the tests without Spark, so that every Spark
+# test's JVM starts from it
+cache_log=$(mktemp)
+.venv/bin/python scripts/make_class_cache.py >"$cache_log" 2>&1 &
+cache_pid=$!
 status=0
-wheel_done() {  # the wheel check runs Spark too: it ends before the Spark tests start
+wheel_done() {  # the wheel check and the class cache run Spark: they end before the Spark tests
   if ! wait "$wheel_pid"; then
     echo "wheel check failed:" >&2
     cat "$wheel_log" >&2
     status=1
   fi
   grep -E "^(elastream |wheel )" "$wheel_log" || true
-  rm -f "$wheel_log"
-  # the driver JVM's class cache, made once, so that every Spark test's JVM starts from it
-  .venv/bin/python scripts/make_class_cache.py || status=1
+  wait "$cache_pid" || status=1
+  cat "$cache_log"
+  rm -f "$wheel_log" "$cache_log"
 }
 if [ $# -gt 0 ]; then
   wheel_done
