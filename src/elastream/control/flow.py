@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from elastream.control.policy import Decision, ceil_eps, demand_reason
 from elastream.model.snapshot import OperatorStats, Snapshot
@@ -115,23 +116,27 @@ def catch_up(snapshot: Snapshot, horizon_s: float | None) -> dict[str, float]:
     return {o.name: o.queue / horizon_s for o in snapshot.operators}
 
 
+class Sizing(Protocol):
+    """The options of a policy that sizes operators on propagated demand (lagaware, proactive)."""
+
+    drain_s: float | None  # H: clear each queue within this long, s (None: td / 2)
+    target_utilization: float  # u: the planned share of ρ
+    et_default_s: float  # 1 / ρ before any rate is measured, s
+
+
 def size_operators(
-    snapshot: Snapshot,
-    flow: FlowState,
-    planned: Mapping[str, float],
-    drain_s: float | None,
-    utilization: float,
-    et_default_s: float,
+    snapshot: Snapshot, flow: FlowState, planned: Mapping[str, float], sizing: Sizing
 ) -> Decision:
     """r_i = ⌈D_i / (ρ_i·u)⌉ with D_i the planned source rates propagated downstream plus every
-    queue drained within `drain_s` (None: td / 2); lagaware and proactive size operators so."""
+    queue drained within H; lagaware and proactive size operators so."""
+    drain_s, utilization = sizing.drain_s, sizing.target_utilization
     horizon = snapshot.interval_s / 2 if drain_s is None else drain_s
     demand = propagate(snapshot, flow, planned, catch_up(snapshot, horizon))
     targets: dict[str, int] = {}
     reasons: dict[str, str] = {}
     details: dict[str, str] = {}
     for o in snapshot.operators:
-        rho = true_rate(flow, o.name, et_default_s)
+        rho = true_rate(flow, o.name, sizing.et_default_s)
         targets[o.name] = replicas_for(demand[o.name], rho, utilization)
         reasons[o.name] = demand_reason(demand[o.name], targets[o.name], rho * utilization, o.queue)
         details[o.name] = f"D={demand[o.name]:.1f}/s q={o.queue} ρ={rho:.1f}/s"

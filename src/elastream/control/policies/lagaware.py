@@ -108,10 +108,7 @@ def decide(
 ) -> tuple[Decision, LagAwareState]:
     flow = update_flow(snapshot, state.flow)
     planned, holt = plan_sources(snapshot, dict(state.holt), config)
-    decision = size_operators(
-        snapshot, flow, planned, config.drain_s, config.target_utilization, config.et_default_s
-    )
-    return decision, LagAwareState(flow, tuple(holt.items()))
+    return size_operators(snapshot, flow, planned, config), LagAwareState(flow, tuple(holt.items()))
 
 
 POLICY = POLICIES.register(

@@ -123,10 +123,8 @@ def decide(
         name: planned_rate(history[name], snapshot.interval_s, config)
         for name in source_rates(snapshot)
     }
-    decision = size_operators(
-        snapshot, flow, planned, config.drain_s, config.target_utilization, config.et_default_s
-    )
-    return decision, ProactiveState(flow, tuple(history.items()))
+    state = ProactiveState(flow, tuple(history.items()))
+    return size_operators(snapshot, flow, planned, config), state
 
 
 POLICY = POLICIES.register(
