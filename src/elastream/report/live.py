@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from types import TracebackType
 
 from rich.console import Console
 from rich.live import Live
@@ -56,12 +55,7 @@ class LiveTable:
             self._live.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._live is not None:
             self._live.stop()
             self._live = None

@@ -9,7 +9,6 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from types import TracebackType
 from typing import TypeVar
 
 from rich.console import Console
@@ -67,12 +66,7 @@ class ProgressBar:
         self._progress.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
     def advance(self, n: float = 1.0, description: str | None = None) -> None:

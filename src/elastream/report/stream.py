@@ -8,7 +8,6 @@ import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 from elastream.control.policy import Decision
@@ -169,12 +168,7 @@ class SeriesWriter:
     def __enter__(self) -> SeriesWriter:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __call__(self, snapshot: Snapshot, decision: Decision) -> None:
