@@ -137,6 +137,7 @@ def run_engine(
     calibrate the simulator from a Spark run afterwards); it keeps at most `keep_snapshots`
     snapshots (default: the config's). The plan stages: the config's (host leasing), then
     `stages` (S-ODRP)."""
+    stages = (*config_stages(config), *stages)
     controller = with_message_transport(config, engine).controller()
     with frozen_gc():
         return run_mape(
@@ -145,7 +146,7 @@ def run_engine(
             recommend_only=config.recommend_only,
             observers=observers,
             keep_snapshots=config.keep_snapshots if keep_snapshots is None else keep_snapshots,
-            stages=(*config_stages(config), *stages),
+            stages=stages,
         )
 
 
