@@ -5,7 +5,7 @@ them and enact the new plan live; the scaling policy's counts are replaced throu
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from elastream.control.features import Hosts, Network, feature
@@ -65,32 +65,37 @@ class SodrpStage:
             network.set_network(self.request.infrastructure)
         self.report.placed = self.place
         self.report.early = early_plan(self.request)
-        return self.enact(self.report.early, engine)
+        placement = self.adopt(self.report.early, engine)
+        return Plan(self.counts, placement=placement)
 
     def refine(self, plan: Plan, snapshot: Snapshot, engine: Engine) -> Plan:
-        if self.report.final is not None:
-            return Plan(self.counts)
-        self.window.append(snapshot)
-        if sum(s.interval_s for s in self.window) < self.window_s:
-            return Plan(self.counts)
+        """The plan with S-ODRP's counts (and, at the re-plan, its placement); what the stages
+        before it added (e.g. leases) kept."""
+        placement = plan.placement
+        if self.report.final is None:
+            self.window.append(snapshot)
+            if sum(s.interval_s for s in self.window) >= self.window_s:
+                placement = self.replan(snapshot.t, engine)
+        return replace(plan, replicas=self.counts, placement=placement)
+
+    def replan(self, now: float, engine: Engine) -> tuple[Placement, ...]:
+        """Alg. 1 lines 6-8: measure the window, solve again; the new plan's placement."""
         report = self.report
         report.measured, report.saturated = measure(self.window, self.request)
-        report.replanned_at_s = snapshot.t
+        report.replanned_at_s = now
         report.final = replan(self.request, report.measured)
-        return self.enact(report.final, engine)
+        return self.adopt(report.final, engine)
 
-    def enact(self, result: dict[str, Any], engine: Engine) -> Plan:
-        """The runtime plan of an ODRP result: replica counts of the pipeline's operators, and
-        the node of every replica (sources included) when this stage places them."""
+    def adopt(self, result: dict[str, Any], engine: Engine) -> tuple[Placement, ...]:
+        """Take an ODRP result's replica counts for the pipeline's operators; the node of every
+        replica (sources included) when this stage places them, else ()."""
         operators = set(engine.pipeline.operator_names)
         counts = {op: n for op, n in result["replicas"].items() if op in operators}
         why = f"S-ODRP ({result['solver']}, F = {result['objective']:.4f})"
         self.counts = Decision.of(counts, dict.fromkeys(counts, why))
-        placement: tuple[Placement, ...] = ()
-        if self.place:
-            nodes = result["placement"].items()
-            placement = tuple(Placement(op, tuple(hosts)) for op, hosts in nodes)
-        return Plan(self.counts, placement=placement)
+        if not self.place:
+            return ()
+        return tuple(Placement(op, tuple(nodes)) for op, nodes in result["placement"].items())
 
 
 @dataclass(frozen=True)

@@ -135,9 +135,9 @@ def run_engine(
 ) -> RunResult:
     """The MAPE loop of this run's guarded policy over `engine` (kept by the caller, e.g. to
     calibrate the simulator from a Spark run afterwards); it keeps at most `keep_snapshots`
-    snapshots (default: the config's). The plan stages: the config's (host leasing), then
-    `stages` (S-ODRP)."""
-    stages = (*config_stages(config), *stages)
+    snapshots (default: the config's). The plan stages: `stages` (S-ODRP's counts), then the
+    config's (host leasing, which leases hosts for the counts before it)."""
+    stages = (*stages, *config_stages(config))
     controller = with_message_transport(config, engine).controller()
     with frozen_gc():
         return run_mape(
