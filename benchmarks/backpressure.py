@@ -27,7 +27,7 @@ from elastream.control.policy import Decision
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.model.snapshot import Snapshot
 from elastream.report.progress import add_quiet, clock
-from elastream.runner.session import run_pipeline
+from elastream.runner.engines import run_pipeline
 from elastream.runtime.queues import open_store
 from reproductions.harness.redis_server import LocalRedis
 

@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproduc
 from elastream.config import make_config
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.report.progress import add_quiet, steps
-from elastream.runner.session import run_engine
+from elastream.runner.engines import run_engine
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads.generators import constant
 from reproductions.harness.redis_server import LocalRedis

@@ -25,7 +25,7 @@ from throughput import passthrough_pipeline
 
 from elastream.config import make_config
 from elastream.report.progress import add_quiet, clock
-from elastream.runner.session import run_engine
+from elastream.runner.engines import run_engine
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads.generators import constant
 

@@ -22,7 +22,7 @@ import numpy as np
 from elastream.config import RunConfig
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.report.progress import add_quiet, steps
-from elastream.runner.session import simulate
+from elastream.runner.engines import simulate
 from elastream.runtime.sim import SimSettings, profile_pipeline
 from elastream.workloads import Trace, TraceError, resolve_trace
 

@@ -28,7 +28,8 @@ from elastream.control.policy import Decision
 from elastream.model.objective import Objective, ObjectiveTally, judge
 from elastream.model.snapshot import Snapshot
 from elastream.report.progress import add_quiet, steps
-from elastream.runner.session import prepare_workload, run_engine
+from elastream.runner.engines import run_engine
+from elastream.runner.workload import prepare_workload
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.runtime.spark.session import spark_session
 

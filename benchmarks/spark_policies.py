@@ -23,7 +23,8 @@ from elastream.config.files import load_pipeline
 from elastream.model.metric_catalog import PAPER_METRICS
 from elastream.model.pipeline import Pipeline
 from elastream.report.progress import add_quiet, steps
-from elastream.runner.session import prepare_workload, run_engine
+from elastream.runner.engines import run_engine
+from elastream.runner.workload import prepare_workload
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.runtime.spark.session import spark_session
 from elastream.workloads.generators import constant

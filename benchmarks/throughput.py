@@ -35,7 +35,7 @@ from elastream.model.batch import EventBatch
 from elastream.model.events import Event, Outcome, OutcomeKind
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.report.progress import add_quiet, steps
-from elastream.runner.session import run_engine
+from elastream.runner.engines import run_engine
 from elastream.runtime.queues import QueueStore, open_store, reset_store
 from elastream.runtime.queues.records import share_commit
 from elastream.runtime.spark import task

@@ -6,7 +6,7 @@ import pytest
 from support.sim import EXACT, config, constant, drive, one_operator, replace
 
 from elastream.control.policy import Decision
-from elastream.runner.session import simulate
+from elastream.runner.engines import simulate
 from elastream.runtime.sim import SimEngine
 from elastream.workloads.trace import Trace
 

@@ -31,7 +31,7 @@ from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.control.controller import Controller
 from elastream.control.mape import run_mape
-from elastream.runner.session import config_stages
+from elastream.runner.engines import config_stages
 from elastream.runtime.queues import RedisQueueStore
 from elastream.runtime.queues.records import QueueError
 from elastream.runtime.spark.cluster import ClusterState, free_port, read_secret, running

@@ -11,7 +11,8 @@ from support.spark_runs import PIPELINE, assert_conserved
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
 from elastream.control.policy import POLICIES
-from elastream.runner.session import build_engine, prepare_workload, run_engine
+from elastream.runner.engines import build_engine, run_engine
+from elastream.runner.workload import prepare_workload
 from elastream.runtime.tcp.transport import TcpTransport
 from elastream.workloads import Trace
 

@@ -18,7 +18,7 @@ from elastream.control.policy import POLICIES, PolicyConfigError
 from elastream.decentral.memory import Cluster, MemoryNetwork
 from elastream.decentral.swarm import Pool, Swarm, even_shares
 from elastream.decentral.transport import MemoryTransport
-from elastream.runner.session import simulate, with_message_transport
+from elastream.runner.engines import simulate, with_message_transport
 from elastream.runtime.tcp.transport import TcpTransport
 from elastream.workloads import Trace
 

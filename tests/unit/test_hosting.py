@@ -12,7 +12,8 @@ from elastream.control.plan import Lease
 from elastream.control.policy import Decision
 from elastream.leasing.hosts import Host, HostType
 from elastream.model.pipeline import pipeline_from_dict
-from elastream.runner.session import build_engine, prepare_workload
+from elastream.runner.engines import build_engine
+from elastream.runner.workload import prepare_workload
 
 KIND = HostType(cores=2, btu_s=60.0, price=1.0)
 PLANNER = SlotHosts(KIND, min_hosts=1, max_hosts=3, release_window=0.05)

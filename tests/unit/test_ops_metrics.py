@@ -28,7 +28,7 @@ from elastream.model.metrics import RunTotals
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.model.snapshot import HostClock
 from elastream.report.prom import FOLD_INTERVALS, RunMetrics
-from elastream.runner.session import simulate as simulate_run
+from elastream.runner.engines import simulate as simulate_run
 from elastream.workloads.trace import Trace
 from reproductions.harness.redis_server import free_port
 

@@ -18,9 +18,9 @@ import elastream.control.mape
 from elastream.control.policies import POLICIES, psps
 from elastream.control.policy import Decision
 from elastream.model.pipeline import pipeline_from_dict
-from elastream.runner import session as sim_engine  # the one run path simulate() takes
+from elastream.runner import engines as sim_engine  # the one run path simulate() takes
+from elastream.runner.engines import simulate
 from elastream.runner.recording import HistoryRecorder
-from elastream.runner.session import simulate
 from elastream.runtime.sim import SimEngine
 from elastream.workloads.trace import Trace
 

@@ -11,7 +11,7 @@ from support.sim import EXACT, config, replace
 
 from elastream.config.files import load_pipeline
 from elastream.model.snapshot import Snapshot
-from elastream.runner.session import simulate
+from elastream.runner.engines import simulate
 from elastream.workloads.trace import Trace
 
 pytestmark = pytest.mark.slow  # six runs of 30 simulated minutes: about 40 s on an idle core

@@ -23,8 +23,9 @@ from elastream.report.series import Interval, merge_intervals, merge_run
 from elastream.report.stream import PlotPoints
 from elastream.runner import recording as history_module
 from elastream.runner import session
+from elastream.runner.engines import simulate
 from elastream.runner.recording import HistoryRecorder
-from elastream.runner.session import run_session, simulate
+from elastream.runner.session import run_session
 from elastream.runtime.sim.settings import SimSettings
 from elastream.workloads.trace import Trace
 

@@ -8,7 +8,7 @@ import pytest
 from support.sim import EXACT, SYN, config, constant, replace
 
 from elastream.model.pipeline import pipeline_from_dict
-from elastream.runner.session import simulate
+from elastream.runner.engines import simulate
 from elastream.runtime.sim import SimSettingsError
 from elastream.runtime.sim.batch import PACK_S, pack
 from elastream.runtime.sim.settings import sim_settings_from_dict

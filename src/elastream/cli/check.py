@@ -28,7 +28,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from elastream.runner.session import build_engine, prepare_workload
+    from elastream.runner.engines import build_engine
+    from elastream.runner.workload import prepare_workload
 
     pipeline, config = load_run_inputs(args)
     run.check_engine_options(args, config)

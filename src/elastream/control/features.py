@@ -76,7 +76,7 @@ class Preflight(Protocol):
 class MessageTransport(Protocol):
     """Offers the decentralized policy's agents a message transport: the name it is registered
     under in `decentral.transport.TRANSPORTS` (TCP in the Spark driver, memory in the
-    simulator). The run session hands it to the policy (`runner.session`)."""
+    simulator). The run path hands it to the policy (`runner.engines`)."""
 
     message_transport: str
 

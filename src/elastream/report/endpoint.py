@@ -3,8 +3,10 @@ latest interval as JSON) and / (the live view), behind a bearer token off loopba
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,9 +14,11 @@ from importlib import resources
 from typing import Any
 
 from elastream.base.auth import authorized, check_bind
+from elastream.config.ops import DEFAULT_METRICS_PORT, MetricsSettings
 from elastream.report.prom import RunMetrics
 
 log = logging.getLogger(__name__)
+TOKEN_ENV = "ELASTREAM_METRICS_TOKEN"
 
 
 class MetricsServer:
@@ -84,6 +88,33 @@ class MetricsServer:
                 log.debug("metrics endpoint: " + format, *args)
 
         return Handler
+
+
+def metrics_token(settings: MetricsSettings) -> str | None:
+    """The configured bearer token, else the environment's, else None."""
+    if settings.token is not None:
+        return settings.token.get_secret_value() or None
+    return os.environ.get(TOKEN_ENV) or None
+
+
+def open_endpoint(metrics: RunMetrics, settings: MetricsSettings) -> MetricsServer:
+    """The server on the configured port; on the default port, a free one if it is taken."""
+    token = metrics_token(settings)
+    if settings.port is not None:
+        try:
+            return MetricsServer(metrics, settings.host, settings.port, token)
+        except OSError as exc:
+            raise RuntimeError(
+                f"metrics endpoint: cannot listen on {settings.host}:{settings.port} "
+                f"({exc.strerror}); choose another --metrics-port, or 0 for none"
+            ) from None
+    try:
+        return MetricsServer(metrics, settings.host, DEFAULT_METRICS_PORT, token)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        log.warning("metrics: port %d is taken; serving on a free port", DEFAULT_METRICS_PORT)
+        return MetricsServer(metrics, settings.host, 0, token)
 
 
 def live_page() -> bytes:

@@ -3,53 +3,22 @@ view beside it), opened and closed around the MAPE loop by `run_session`."""
 
 from __future__ import annotations
 
-import errno
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from elastream.base.extras import MissingExtraError
 from elastream.config import RunConfig
-from elastream.config.ops import DEFAULT_METRICS_PORT, MetricsSettings
 from elastream.control.mape import Observer
 from elastream.control.policy import Decision
 from elastream.model.objective import Objective, Verdict, judge
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import Snapshot
-from elastream.report.endpoint import MetricsServer
+from elastream.report.endpoint import open_endpoint
 from elastream.report.prom import RunMetrics
 
 log = logging.getLogger(__name__)
-TOKEN_ENV = "ELASTREAM_METRICS_TOKEN"
-
-
-def metrics_token(settings: MetricsSettings) -> str | None:
-    """The configured bearer token, else the environment's, else None."""
-    if settings.token is not None:
-        return settings.token.get_secret_value() or None
-    return os.environ.get(TOKEN_ENV) or None
-
-
-def bind(metrics: RunMetrics, settings: MetricsSettings) -> MetricsServer:
-    """The server on the configured port; on the default port, a free one if it is taken."""
-    token = metrics_token(settings)
-    if settings.port is not None:
-        try:
-            return MetricsServer(metrics, settings.host, settings.port, token)
-        except OSError as exc:
-            raise RuntimeError(
-                f"metrics endpoint: cannot listen on {settings.host}:{settings.port} "
-                f"({exc.strerror}); choose another --metrics-port, or 0 for none"
-            ) from None
-    try:
-        return MetricsServer(metrics, settings.host, DEFAULT_METRICS_PORT, token)
-    except OSError as exc:
-        if exc.errno != errno.EADDRINUSE:
-            raise
-        log.warning("metrics: port %d is taken; serving on a free port", DEFAULT_METRICS_PORT)
-        return MetricsServer(metrics, settings.host, 0, token)
 
 
 @contextmanager
@@ -71,7 +40,7 @@ def serve_metrics(
         log.warning("%s; this run serves no metrics", exc)
         yield None
         return
-    with bind(metrics, settings) as server:
+    with open_endpoint(metrics, settings) as server:
         log.info("metrics: %s/metrics  live view: %s/", server.url, server.url)
         if on_serving is not None:
             on_serving(server.url)

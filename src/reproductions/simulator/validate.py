@@ -12,7 +12,8 @@ from typing import Any
 from elastream.config import RunConfig, make_config
 from elastream.control.mape import RunResult
 from elastream.model.pipeline import Pipeline
-from elastream.runner.session import build_engine, prepare_workload, run_engine, simulate
+from elastream.runner.engines import build_engine, run_engine, simulate
+from elastream.runner.workload import prepare_workload
 from elastream.runtime.sim import SimSettings
 from elastream.runtime.spark.runtime import SparkEngine
 from elastream.workloads import Trace

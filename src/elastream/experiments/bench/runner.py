@@ -24,7 +24,7 @@ from elastream.model.objective import Objective, ObjectiveTally
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
 from elastream.report.progress import ProgressBar
 from elastream.runner.recording import HistoryRecorder
-from elastream.runner.session import prepare_workload
+from elastream.runner.workload import prepare_workload
 from elastream.workloads import Trace, resolve_trace
 
 DEFAULT_JOBS = 2
@@ -70,7 +70,7 @@ def _run_sim(
     observers: Sequence[Observer] = (),
 ) -> Outcome:
     """One simulated run through the one run path; `trace` is raw (the session prepares it)."""
-    from elastream.runner.session import run_pipeline
+    from elastream.runner.engines import run_pipeline
 
     settings = _sim_settings(sim)
     result = run_pipeline(pipeline, config, trace, engine="sim", sim=settings, observers=observers)
