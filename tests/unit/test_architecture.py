@@ -58,7 +58,7 @@ def test_the_contracts_hold_on_the_tree():
         ("examples/synthetic.py", "import elastream.runtime.queues", "Example applications"),
         ("decentral/node.py", "import asyncio", "Pure packages import no engine"),
         ("placement/yaml_io.py", "import sqlite3", "Pure packages import no engine"),
-        ("control/plan.py", "import elastream.runtime.tcp.host", "Pure packages import no engine"),
+        ("control/flow.py", "import elastream.runtime.tcp.host", "Pure packages import no engine"),
         ("placement/heuristic.py", "import reproductions.odrp.debs", "does not import the papers"),
     ],
 )

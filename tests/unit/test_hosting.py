@@ -8,8 +8,7 @@ from elastream.config import make_config
 from elastream.control.controller import Controller
 from elastream.control.hosting import EXECUTOR, SlotHosts, fit
 from elastream.control.mape import run_mape
-from elastream.control.plan import Lease
-from elastream.control.policy import Decision
+from elastream.control.policy import Decision, Lease
 from elastream.leasing.hosts import Host, HostType
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.runner.engines import build_engine

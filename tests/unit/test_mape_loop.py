@@ -88,8 +88,7 @@ def test_a_latency_tally_adds_the_forgotten_latencies_to_the_kept_ones():
 def test_the_plan_is_applied_in_order_lease_place_then_replicas():
     from elastream.control.execute import execute
     from elastream.control.features import Hosts
-    from elastream.control.plan import Lease, Placement, Plan
-    from elastream.control.policy import Decision
+    from elastream.control.policy import Decision, Lease, Placement, Plan
 
     calls: list[str] = []
 
@@ -143,3 +142,37 @@ def test_an_engine_is_asked_for_an_optional_feature_the_one_way():
             members = [m for m in vars(kind) if not m.startswith("_")]
             members += list(getattr(kind, "__annotations__", {}))
             assert members and all(hasattr(real, m) for m in members), (real, kind)
+
+
+def test_a_policy_may_return_a_whole_plan_and_the_guards_bound_its_counts():
+    """A policy that plans hosts too: its leases and placement reach the engine in the Execute
+    order, its replica count passes the guard layer first (asked 20, the pool's maximum is 8)."""
+    from elastream.control.features import Hosts
+    from elastream.control.policy import Decision, Lease, Placement, Plan, Policy
+
+    def decide(snap, state, config):
+        counts = Decision.of({"op1": 20}, {"op1": "wants 20"})
+        return Plan(counts, (Lease("vm", 1),), (Placement("op1", ("h1",)),)), state + 1
+
+    policy = Policy("planner", decide, dict, 0, "a whole plan (a test policy)")
+    calls: list[str] = []
+
+    class PlanningEngine(ScriptedEngine):
+        features = frozenset({Hosts})
+
+        def lease(self, leases):
+            calls.append(f"lease {leases[0].count} {leases[0].host_kind}")
+
+        def place(self, placement):
+            calls.append(f"place {placement[0].operator} on {placement[0].hosts}")
+
+        def enact(self, decision):
+            super().enact(decision)
+            calls.append(f"replicas {self.replicas}")
+
+    engine = PlanningEngine([0, 0])
+    result = run_mape(engine, Controller(policy, {}))
+    step = ["lease 1 vm", "place op1 on ('h1',)", "replicas 8"]
+    assert calls == step + step
+    assert [d.as_dict() for d in result.decisions] == [{"op1": 8}, {"op1": 8}]
+    assert "wants 20; the pool and guards allow 8" in result.decisions[0].reason("op1")

@@ -6,8 +6,7 @@ import pytest
 
 from elastream.config import RunConfig
 from elastream.control.execute import execute
-from elastream.control.plan import Lease, Placement, Plan
-from elastream.control.policy import Decision
+from elastream.control.policy import Decision, Lease, Placement, Plan
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.placement.model import Infrastructure, LinkOverride, LinkSpec, NodeSpec
 from elastream.placement.network import link_delay_ms, mean_stream_delay_ms, stream_delays_ms

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from elastream.control.guards import GuardConfig, GuardedState, guarded_decide
+from elastream.control.guards import GuardConfig, GuardedState, guarded_plan
 from elastream.control.policies import POLICIES
-from elastream.control.policy import Decision, Policy
+from elastream.control.policy import Decision, Plan, Policy
 from elastream.model.snapshot import Snapshot
 
 
@@ -30,8 +30,14 @@ class Controller:
     def initial_state(self) -> GuardedState:
         return GuardedState(self.policy.initial_state)
 
+    def plan(self, snapshot: Snapshot, state: GuardedState) -> tuple[Plan, GuardedState]:
+        """The guarded policy's plan for this interval (its replica counts guarded)."""
+        return guarded_plan(self.policy, snapshot, state, self.policy_config, self.guards)
+
     def decide(self, snapshot: Snapshot, state: GuardedState) -> tuple[Decision, GuardedState]:
-        return guarded_decide(self.policy, snapshot, state, self.policy_config, self.guards)
+        """The guarded replica counts of `plan`."""
+        planned, state = self.plan(snapshot, state)
+        return planned.replicas, state
 
     def messages(self, state: GuardedState) -> int:
         """The coordination messages the policy's agents have sent so far (0: a central one)."""

@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from elastream.control.features import Hosts, feature
-from elastream.control.plan import Plan
-from elastream.control.policy import Decision
+from elastream.control.policy import Decision, Plan
 
 
 class ReplicaEngine(Protocol):

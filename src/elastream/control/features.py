@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
-    from elastream.control.plan import Lease, Placement
+    from elastream.control.policy import Lease, Placement
     from elastream.leasing.hosts import Host
     from elastream.model.snapshot import Snapshot
     from elastream.placement.model import Infrastructure

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from elastream.base.settings import Settings
-from elastream.control.policy import Decision, Policy
+from elastream.control.policy import Decision, Plan, Policy
 from elastream.model.snapshot import OperatorStats, Snapshot
 
 
@@ -141,14 +141,17 @@ def guarded(raw: Decision, targets: dict[str, int], floors: dict[str, int]) -> D
     return replace(raw, replicas=tuple(targets.items()), reasons=tuple(reasons.items()))
 
 
-def guarded_decide(
+def guarded_plan(
     policy: Policy[Any, Any],
     snapshot: Snapshot,
     state: GuardedState,
     policy_config: Any,
     guard_config: GuardConfig,
-) -> tuple[Decision, GuardedState]:
-    """Run `policy` then the guard layer: the single entry point every engine calls."""
+) -> tuple[Plan, GuardedState]:
+    """Run `policy` then the guard layer on its replica counts: the single entry point every
+    engine calls. A policy returns counts (a `Decision`) or a whole `Plan`, whose leases and
+    placement pass through as it made them."""
     raw, inner = policy.decide(snapshot, state.policy, policy_config)
-    decision, guards = apply_guards(snapshot, raw, state.guards, guard_config)
-    return decision, GuardedState(inner, guards)
+    planned = raw if isinstance(raw, Plan) else Plan(raw)
+    decision, guards = apply_guards(snapshot, planned.replicas, state.guards, guard_config)
+    return replace(planned, replicas=decision), GuardedState(inner, guards)

@@ -11,8 +11,7 @@ from dataclasses import dataclass, replace
 
 from elastream.control.features import LeasedHosts, feature
 from elastream.control.mape import Engine
-from elastream.control.plan import Lease, Plan
-from elastream.control.policy import Decision
+from elastream.control.policy import Decision, Lease, Plan
 from elastream.leasing.hosts import Host, HostType
 from elastream.model.snapshot import Snapshot
 

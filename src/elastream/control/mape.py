@@ -9,8 +9,7 @@ from typing import Any, Protocol
 from elastream.control.controller import Controller
 from elastream.control.execute import execute
 from elastream.control.features import FastForward, feature
-from elastream.control.plan import Plan
-from elastream.control.policy import Decision
+from elastream.control.policy import Decision, Plan
 from elastream.model.metrics import RunningSummary, RunTotals, Summary
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import Snapshot
@@ -31,7 +30,7 @@ class Engine(Protocol):
         """Monitor: wait for the end of the current interval and return its metrics."""
 
     def enact(self, decision: Decision) -> None:
-        """Execute's last step (control/plan.py): set every operator's active replicas (no
+        """Execute's last step (control/execute.py): set every operator's active replicas (no
         restart)."""
 
     def finished(self) -> bool:
@@ -107,9 +106,10 @@ def run_mape(
     With `recommend_only` the decisions are made and reported but never enacted. The summary comes
     from running aggregates; at most `keep_snapshots` snapshots are kept (None: all of them). An
     engine that can fast-forward skips the steady stretches after a decision that changes
-    nothing (see `steady_stretch`), unless the run has plan stages (they may act on any
-    interval). The `stages` turn each decision into the plan enacted (hosts leased, replicas
-    placed, counts replaced): what runs is the plan's counts."""
+    nothing (see `steady_stretch`), unless the run has plan stages or the policy plans hosts
+    (they may act on any interval). The policy's plan (its counts, or a whole `Plan` with leases
+    and placement) goes through the `stages`, which may lease, place or replace counts; what
+    runs is the final plan's counts."""
     log = IntervalLog(keep_snapshots)
     running = RunningSummary()
 
@@ -127,16 +127,16 @@ def run_mape(
             execute(engine, plan)
         while not engine.finished():
             snapshot = engine.collect()
-            decision, state = controller.decide(snapshot, state)
+            plan, state = controller.plan(snapshot, state)
+            decision = plan.replicas
             if not recommend_only:
-                plan = Plan(decision)
                 for stage in stages:
                     plan = stage.refine(plan, snapshot, engine)
                 execute(engine, plan)
                 decision = plan.replicas  # what runs (e.g. capped by the hosts that are up)
             record(snapshot, decision)
-            if stages:
-                continue  # a stage may act on any interval: none is skipped
+            if stages or plan.leases or plan.placement:
+                continue  # a stage or a plan for hosts may act on any interval: none is skipped
             stretch = steady_stretch(engine, controller, snapshot, decision, state)
             if stretch is not None:
                 record(stretch, decision)

@@ -1,10 +1,12 @@
-"""The policy interface: pure `decide(snapshot, state, config) -> (decision, state)` functions."""
+"""The policy interface: pure `decide(snapshot, state, config) -> (decision, state)` functions,
+where the decision is replica counts (`Decision`) or a whole `Plan` the Execute step applies
+(control/execute.py): host leases, replica placement, then active replica counts."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
@@ -52,7 +54,43 @@ class Decision:
         return dict(self.details).get(name, "")
 
 
-DecideFn = Callable[[Snapshot, Any, Any], tuple[Decision, Any]]
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Lease `count` new hosts of a kind (count > 0), or release the hosts named in `hosts`
+    (count < 0, one name per host released)."""
+
+    host_kind: str
+    count: int
+    hosts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.count == 0 or (self.count < 0 and len(self.hosts) != -self.count):
+            raise ValueError(
+                f"lease of {self.host_kind!r}: count {self.count} with hosts {self.hosts}; "
+                "a release names every host it releases, a lease names none"
+            )
+        if self.count > 0 and self.hosts:
+            raise ValueError(f"lease of {self.host_kind!r}: new hosts are named by the engine")
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where the replicas of one operator run: one host name per replica, in replica order."""
+
+    operator: str
+    hosts: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One interval's plan: host leases, replica placement, then active replica counts."""
+
+    replicas: Decision
+    leases: tuple[Lease, ...] = field(default=())
+    placement: tuple[Placement, ...] = field(default=())
+
+
+DecideFn = Callable[[Snapshot, Any, Any], tuple[Decision | Plan, Any]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,7 @@ from typing import Any
 
 from elastream.control.features import Hosts, Network, feature
 from elastream.control.mape import Engine
-from elastream.control.plan import Placement, Plan
-from elastream.control.policy import Decision
+from elastream.control.policy import Decision, Placement, Plan
 from elastream.model.snapshot import Snapshot
 from elastream.placement.model import PlanRequest, topological_order
 from elastream.placement.sodrp import Measurements, early_plan, replan

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from elastream.control.plan import Placement
+from elastream.control.policy import Placement
 from elastream.model.pipeline import Pipeline
 from elastream.placement.model import Infrastructure
 from elastream.placement.network import mean_stream_delay_ms

@@ -11,8 +11,7 @@ import numpy as np
 
 from elastream.config import ConfigError, RunConfig
 from elastream.control.features import FastForward, Hosts, MessageTransport, Network
-from elastream.control.plan import Lease, Placement
-from elastream.control.policy import Decision
+from elastream.control.policy import Decision, Lease, Placement
 from elastream.model.metrics import RunTotals
 from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import Snapshot

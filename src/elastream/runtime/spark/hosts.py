@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from elastream.config.run import LeasingSettings
-from elastream.control.plan import Lease
+from elastream.control.policy import Lease
 from elastream.leasing.hosts import Host, HostType, LeasingError, billed_btus, lease_cost
 from elastream.leasing.provider import LeaseRecord
 from elastream.model.snapshot import HostClock

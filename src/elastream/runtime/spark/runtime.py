@@ -24,8 +24,7 @@ from elastream.control.features import (
     MessageTransport,
     Preflight,
 )
-from elastream.control.plan import Lease, Placement
-from elastream.control.policy import Decision
+from elastream.control.policy import Decision, Lease, Placement
 from elastream.leasing.hosts import Host
 from elastream.model.metrics import RunTotals, latency_histogram
 from elastream.model.pipeline import Pipeline
