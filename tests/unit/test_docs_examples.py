@@ -2,7 +2,7 @@
 describe.
 
 YAML blocks of the pipeline pages (docs/pipeline-yaml.md, docs/pipeline-fields.md,
-docs/pipeline-errors.md) are complete pipelines. A block whose first line is
+docs/pipeline-operators.md, docs/pipeline-errors.md) are complete pipelines. A block whose first line is
 `# invalid: MESSAGE` must fail to load with MESSAGE in the error; `# file: PATH` must hold the same
 data as that file of the repository; any other block must load. Python blocks of
 the pipeline pages and docs/python.md are executed (each as a module of its own, so that the
@@ -28,8 +28,9 @@ from elastream.model.pipeline import Pipeline, TopologyError, pipeline_from_dict
 from elastream.prediction.batching import admission_cap
 from elastream.runtime.queues.sqlite_file import SCHEMA
 
-# writing a pipeline, and its two reference pages (fields, error messages)
+# writing a pipeline, and its three reference pages (fields, operator fields, error messages)
 PIPELINE_DOCS = [ROOT / "docs" / name for name in ("pipeline-yaml.md", "pipeline-fields.md",
+                                                    "pipeline-operators.md",
                                                     "pipeline-errors.md")]  # fmt: skip
 # the Spark runtime: using it, and how it works inside (two pages)
 RUNTIME_DOCS = [ROOT / "docs" / name for name in ("runtime.md", "runtime-internals.md",
