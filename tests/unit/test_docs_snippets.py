@@ -39,6 +39,7 @@ CHECKED_ELSEWHERE = {
     "python.md",
     "runtime.md",
     "runtime-internals.md",
+    "runtime-control.md",
     "runtime-store.md",
 }
 DOCS = sorted(
