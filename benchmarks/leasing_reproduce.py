@@ -67,10 +67,10 @@ topologies*, PeerJ CS 2017 (`../shared/seeds/004_4fb2fac3d9fb6413.txt`). Code:
 see the end). Approaches: **btu** = the paper's BTU-based approach (Alg. 1-3, release in the last
 5 % of a BTU), **threshold** = the paper's baseline (+1 above 50 queued items, +2 above 250, -1
 below 1, on-demand leasing), **forecast** = ours (goes beyond the paper, see `docs/leasing.md`).
-Two references at the end: **btu_runtime_cf** (btu with the image-cache factor applied as the
-authors' runtime does) and **static_peak** (a non-elastic oracle sized for the known peak), and
-**ahead** = ours, a lease-ahead policy measured against static_peak; static_peak and ahead have a
-page of their own, [a fixed fleet and the lease-ahead policy](btu-ahead.md).
+Two references: **btu_runtime_cf** (btu with the image-cache factor applied as the authors'
+runtime does; the end of this page) and **static_peak** (a non-elastic oracle sized for the known
+peak), and **ahead** = ours, a lease-ahead policy measured against static_peak; static_peak and
+ahead have a page of their own, [a fixed fleet and the lease-ahead policy](btu-ahead.md).
 
 ## Setting (simulated; what is the paper's and what is ours)
 
