@@ -1,8 +1,9 @@
 """Regenerate docs/reproduction/btu.md: the paper's Tables 3-6 (BTU-based leasing), paper vs ours,
-and the lease-ahead policy against fixed fleets on four real traces.
+and docs/reproduction/btu-ahead.md: the fixed fleet sized for the peak, and the lease-ahead policy
+against it on the paper's patterns and against fixed fleets on four real traces.
 
 .venv/bin/python benchmarks/leasing_reproduce.py [--seeds 5] [--trace-seeds 3] [--workers 2]
-    [--data-dir ../shared/data] [--out FILE]
+    [--data-dir ../shared/data] [--out FILE]      (the second page: FILE's -ahead sibling)
 """
 
 from __future__ import annotations
@@ -66,9 +67,10 @@ topologies*, PeerJ CS 2017 (`../shared/seeds/004_4fb2fac3d9fb6413.txt`). Code:
 see the end). Approaches: **btu** = the paper's BTU-based approach (Alg. 1-3, release in the last
 5 % of a BTU), **threshold** = the paper's baseline (+1 above 50 queued items, +2 above 250, -1
 below 1, on-demand leasing), **forecast** = ours (goes beyond the paper, see `docs/leasing.md`).
-Two references at the end: **btu_runtime_cf** (btu with the image-cache factor applied as the
-authors' runtime does) and **static_peak** (a non-elastic oracle sized for the known peak), and
-**ahead** = ours, a lease-ahead policy measured against static_peak (last section).
+Two references: **btu_runtime_cf** (btu with the image-cache factor applied as the authors'
+runtime does; the end of this page) and **static_peak** (a non-elastic oracle sized for the known
+peak), and **ahead** = ours, a lease-ahead policy measured against static_peak; static_peak and
+ahead have a page of their own, [a fixed fleet and the lease-ahead policy](btu-ahead.md).
 
 ## Setting (simulated; what is the paper's and what is ours)
 
@@ -162,6 +164,16 @@ def _ours_beats_both(grid: dict[Key, Cell]) -> Trend:
     )
 
 
+AHEAD_PAGE = """# Reproduction (BTU leasing), beyond the paper: a fixed fleet and leasing ahead
+
+The paper's setting, its approaches (**btu**, **threshold**) and ours (**forecast**) are those of
+[the BTU reproduction](btu.md), and this page is written by the same command
+([Regenerate](btu.md#regenerate)). Here: **static_peak**, a non-elastic oracle sized for the
+known peak, and **ahead**, our lease-ahead policy, measured against it on the paper's patterns
+and on four real traces.
+
+"""
+
 STATIC_TEXT = """## A reference the paper does not have: a static deployment sized for the peak
 
 `static_peak` is told the peak (8 machines) in advance, leases at the start the hosts the peak
@@ -184,8 +196,8 @@ def _static_verdict(grid: dict[Key, Cell]) -> str:
     )
     verdict = (
         " The forecast policy pays only against the paper's two approaches; where and by how "
-        "much a policy can beat a well-sized static deployment is the subject of the last "
-        "section."
+        "much a policy can beat a well-sized static deployment is the subject of the sections "
+        "below."
         if wins * 2 > n
         else ""
     )
@@ -273,44 +285,10 @@ Where the slack is 0 no policy can cost less than static_peak without lower comp
 """
 
 
-AHEAD_FINDINGS = """What was measured on the way, before issue 41's release rule (seeds 1-5, paired
-runs, near real-time total cost and compliance 1x / 2x / 5x; 2026-11-28):
-
-- **The fill rule, not leasing, decided most of the comparison.** With static_peak's former fill
-  (free room in the peak's mix) ahead's fill rule alone "beat" it in every cell, the four with no
-  slack included: static_peak in the peak's mix cost 65.20 / 66.62 / 67.81 / 65.37 (stepwise /
-  two-level / random walk 1 / 2) at 49.34-96.95-98.50, 46.46-96.04-98.37, 48.55-95.47-97.05 and
-  49.59-96.48-97.98 %; filled by the rule, 64.79 / 65.76 / 67.28 / 64.94 at 49.66-97.19-98.57,
-  47.15-96.55-98.38, 48.88-95.77-97.14 and 49.87-96.76-98.04 %. A fixed fleet can use the same
-  rule, so static_peak now does, and the table compares elasticity only.
-- **Where ahead loses compliance** (per-minute delayed items of ahead minus static_peak, seeds 1
-  and 2, before the margin below): in the minutes after a release, at a level that no longer needs
-  the released host (stepwise at 5 machines on 4 hosts instead of 5: 300-600 more items late at 1x
-  per minute; the pool's M/M/1 wait grows as capacity falls), and at a rise after a release that
-  was steeper than any the forecaster had seen within the lead time (random walk 1, minutes 22-25:
-  from 1 to 4 machines in three minutes; the 4th host was leased at minute 25 and served from
-  minute 26, O2 ran on 5 instances for 41.7 items/s meanwhile: 1,500 / 2,400 / 2,400 more items
-  late at 1x / 2x / 5x in minute 25). ahead's capacity never exceeds the fixed fleet's (both hold
-  the peak fleet at most), so each release costs some compliance; it is paid back only where
-  ahead's fill at the current rates serves the load better than the fleet's fill at the peak
-  rates.
-- **The margin from the forecast error** (the square-root rise above, on the lease-ahead
-  forecast only) against the largest rise seen: random walk 1/BTU10 57.0 BTUs and
-  48.89-95.88-97.13 % against 56.0 and 48.89-95.80-97.05 % (static_peak 48.88-95.77-97.14 %),
-  random walk 2/BTU10 49.78-96.80-98.04 against 49.63-96.73-98.01 % (static_peak
-  49.87-96.76-98.04 %), random walk 1/BTU30 from 97.14 to 97.15 % relaxed (now above
-  static_peak's 97.14 %); stepwise uses the seasonal forecast and is unchanged.
-- **Tried and left out** (before the release forecast covered the paid rest and the lease-ahead
-  margin, issue 41). (a) The square-root margin over the whole next BTU on the release forecast:
-  ahead released nothing in the random-walk cells at BTU10 and BTU30 (it then pays and complies
-  exactly as static_peak); the release now adds the margin over the lead time only. (b)
-  Releasing when the forecast over the release window plus the lead time of a new host
-  (instead of the whole next BTU) fits: more BTUs saved (stepwise/BTU10 57.6, random
-  walk 2/BTU10 55.0) at a larger loss (stepwise 48.81-96.91-98.43 against 49.66-97.19-98.57 %).
-  (c) Moving surplus instances to the type whose next instance saves the most (a restart costs its
-  start time): lower compliance than without it (stepwise/BTU30 49.57 against 49.66 % at 1x;
-  random walk 1/BTU10 48.55 against 48.89 %).
-"""
+AHEAD_FINDINGS = (
+    "What was measured on the way, before issue 41's release rule (28 Nov 2026): "
+    "[results](../results.md#leasing-ahead-on-the-way-to-issue-41s-release-rule-28-nov-2026).\n"
+)
 
 
 def _ahead_discussion(grid: dict[Key, Cell], slack: dict[tuple[str, int], int]) -> str:
@@ -442,7 +420,9 @@ class Timing(NamedTuple):
 
 def render(
     grid: dict[Key, Cell], seeds: int, timing: Timing, minutes: float = 120.0, trace_seeds: int = 3
-) -> str:
+) -> tuple[str, str]:
+    """The paper's page (docs/reproduction/btu.md) and the part of the second page
+    (btu-ahead.md) that comes from this grid: static_peak, ahead on the paper's patterns."""
     trends = [
         compliance_above(grid, "btu", "threshold", PATTERNS),
         cost_below(grid, "btu", "threshold", PATTERNS, level=1, need=11),
@@ -471,11 +451,11 @@ def render(
         "",
     ]
     parts += [_cf_verdict(grid), ""]
-    parts += [STATIC_TEXT, compare_table(grid, PATTERNS, ("static_peak", "forecast", "btu")), ""]
-    parts += [_static_verdict(grid), ""]
+    ahead = [STATIC_TEXT, compare_table(grid, PATTERNS, ("static_peak", "forecast", "btu")), ""]
+    ahead += [_static_verdict(grid), ""]
     slack = _slack(minutes)
-    parts += [AHEAD_TEXT, ahead_table(grid, PATTERNS, slack), "", _ahead_verdict(grid, slack), ""]
-    parts += [_ahead_discussion(grid, slack), ""]
+    ahead += [AHEAD_TEXT, ahead_table(grid, PATTERNS, slack), "", _ahead_verdict(grid, slack), ""]
+    ahead += [_ahead_discussion(grid, slack), ""]
     parts += ["## Regenerate", ""]
     parts += [
         "```bash",
@@ -486,7 +466,7 @@ def render(
         timing.line(len(grid) * seeds, minutes),
         "",
     ]
-    return "\n".join(parts)
+    return "\n".join(parts), "\n".join(ahead)
 
 
 # four real traces (issue 41): the second day of each, 24 h, rescaled to 2-13 machines (2-8 hosts)
@@ -620,12 +600,18 @@ def main() -> None:
     (grid, timing), (tgrid, ttiming) = saved["paper"], saved["traces"]
     seeds = len(next(iter(grid.values())).runs)
     tseeds = len(next(iter(tgrid.values())).runs)
-    body = render(grid, seeds, timing, args.minutes, tseeds)
-    head, tail = body.split("## Regenerate", 1)
+    paper, ahead = render(grid, seeds, timing, args.minutes, tseeds)
     traces = render_traces(tgrid, tseeds, ttiming, TRACE_AHEAD.wait_target or 0.0, args.trace_hours)
+    ahead_out = ahead_page(args.out)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(head + traces + "\n## Regenerate" + tail, encoding="utf-8")
-    print(f"wrote {args.out}: {len(grid)} + {len(tgrid)} cells")
+    args.out.write_text(paper, encoding="utf-8")
+    ahead_out.write_text(AHEAD_PAGE + ahead + traces, encoding="utf-8")
+    print(f"wrote {args.out} and {ahead_out}: {len(grid)} + {len(tgrid)} cells")
+
+
+def ahead_page(out: Path) -> Path:
+    """The second page beside the first: docs/reproduction/btu.md -> btu-ahead.md."""
+    return out.with_name(f"{out.stem}-ahead{out.suffix}")
 
 
 def _save(path: Path | None, saved: dict) -> None:

@@ -1,12 +1,13 @@
-"""Regenerate docs/reproduction/psps.md: every PSPS table (IV-XII) beside ours, Figs. 8-11 and 14,
-the workload and the throughput-degradation experiments, from one command:
+"""Regenerate docs/reproduction/psps.md and psps-comparisons.md: every PSPS table (IV-XII) beside
+ours, Figs. 8-11 and 14, the workload and the throughput-degradation experiments, from one command:
 
     .venv/bin/python benchmarks/psps_reproduce.py [--out runs/psps] [--jobs 2]
                                                       [--from-results]
 
 It runs `elastream bench benchmarks/psps_twitter.yaml` (simulator only), rewrites every
-`<!-- bench-table: ID -->` block of docs/reproduction/psps.md and writes the figures as small
-PNGs beside it. `--from-results` redraws everything from an earlier --out without running.
+`<!-- bench-table: ID -->` block of the two pages (Tables IV-VII and the workload on psps.md,
+Tables VIII-XII and the policies on psps-comparisons.md) and writes the figures as small PNGs
+beside them. `--from-results` redraws everything from an earlier --out without running.
 """
 
 from __future__ import annotations
@@ -31,16 +32,19 @@ from elastream.experiments.bench.outputs import (
 )
 from elastream.experiments.bench.report import render_report
 from elastream.experiments.bench.runner import SIM_BACKEND, run_matrix
-from elastream.experiments.bench.scenario import load_bench
-from elastream.experiments.bench.tables import render_tables, select_run, update_markdown
+from elastream.experiments.bench.scenario import BenchError, load_bench
+from elastream.experiments.bench.tables import BLOCK, render_tables, select_run, update_markdown
 from elastream.report.progress import add_quiet
 from elastream.workloads import covid_selection, resolve_trace
 from elastream.workloads.covid import COVID_START_UTC
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks" / "psps_twitter.yaml"
-DOC = ROOT / "docs" / "reproduction" / "psps.md"
-FIG_DIR = DOC.parent
+DOCS = (
+    ROOT / "docs" / "reproduction" / "psps.md",
+    ROOT / "docs" / "reproduction" / "psps-comparisons.md",
+)
+FIG_DIR = DOCS[0].parent
 DPI = 80
 SIZE = (6.4, 2.5)
 
@@ -228,6 +232,20 @@ def draw_figures(results: pd.DataFrame, series: pd.DataFrame) -> list[Path]:
     ]
 
 
+def write_tables(blocks: dict[str, str], docs: Sequence[Path] = DOCS) -> dict[Path, list[str]]:
+    """Rewrite each page's marked blocks with the rendered tables it holds; a rendered table that
+    is on no page is an error naming it."""
+    written = {}
+    for doc in docs:
+        ids = {m["id"].strip() for m in BLOCK.finditer(doc.read_text())}
+        written[doc] = update_markdown(doc, {i: text for i, text in blocks.items() if i in ids})
+    missing = sorted(set(blocks) - {i for ids in written.values() for i in ids})
+    if missing:
+        pages = ", ".join(str(doc) for doc in docs)
+        raise BenchError(f"no '<!-- bench-table: ID -->' block for {', '.join(missing)} in {pages}")
+    return written
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "psps")
@@ -253,8 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     blocks = render_tables(bench.tables, results)
     blocks["workload"] = workload_table()
     blocks["degradation"] = degradation_table(results, series)
-    written = update_markdown(DOC, blocks)
-    console.print(f"tables {', '.join(written)} rewritten in {DOC}")
+    for doc, written in write_tables(blocks).items():
+        console.print(f"tables {', '.join(written)} rewritten in {doc}")
     for path in draw_figures(results, series):
         console.print(f"{path} ({path.stat().st_size // 1024} KB)")
     return 0

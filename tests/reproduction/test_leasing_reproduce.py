@@ -1,4 +1,5 @@
-"""The reproduction script end to end on short runs: every table, trend and section is written."""
+"""The reproduction script end to end on short runs: every table, trend and section of its two
+pages is written."""
 
 import importlib.util
 import subprocess
@@ -17,6 +18,7 @@ def test_reproduce_script_writes_the_whole_document(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     text = out.read_text(encoding="utf-8")
+    ahead = (tmp_path / "btu-ahead.md").read_text(encoding="utf-8")
     for title in ("Table 3: stepwise", "Table 4: two-level", "Table 5: random walk 1", "Table 6"):
         assert title in text
     assert text.count("holds**") + text.count("does not hold**") == 5  # the five trend lines
@@ -24,7 +26,8 @@ def test_reproduce_script_writes_the_whole_document(tmp_path):
     assert "forecast BTU60" in text and "threshold BTU10" in text
     assert "{ranges}" not in text  # the discussion's computed ranges were filled in
     assert text.count("| machines |") == 4  # one timeline per pattern
-    assert "## Leasing against a fixed fleet" in text and "Why the cells come out" in text
+    assert "## Leasing against a fixed fleet" in ahead and "Why the cells come out" in ahead
+    assert "## Leasing against fixed fleets on real traces" in ahead and "(btu-ahead.md)" in text
     assert "(wall clock, 2 processes" in text  # the default: runs spread over two workers
 
 

@@ -2,15 +2,15 @@
 describe.
 
 YAML blocks of the pipeline pages (docs/pipeline-yaml.md, docs/pipeline-fields.md,
-docs/pipeline-errors.md) are complete pipelines. A block whose first line is
-`# invalid: MESSAGE` must fail to load with MESSAGE in the error; `# file: PATH` must hold the same
-data as that file of the repository; any other block must load. Python blocks of
+docs/pipeline-operators.md, docs/pipeline-errors.md) are complete pipelines. A block whose first
+line is `# invalid: MESSAGE` must fail to load with MESSAGE in the error; `# file: PATH` must hold
+the same data as that file of the repository; any other block must load. Python blocks of
 the pipeline pages and docs/python.md are executed (each as a module of its own, so that the
 functions it defines are importable as operators), except one whose first line is
 `# starts Spark`: its imports are executed and the rest only compiled (the blocks of the Spark
-runtime's pages, docs/runtime.md, docs/runtime-internals.md and docs/runtime-store.md, are
-compiled). The tables and columns those pages name must exist in the queue store's schema, and
-their worked `admission_cap` figures must be what the function returns.
+runtime's pages, docs/runtime.md, docs/runtime-internals.md, docs/runtime-control.md and
+docs/runtime-store.md, are compiled). The tables and columns those pages name must exist in the
+queue store's schema, and their worked `admission_cap` figures must be what the function returns.
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ from elastream.model.pipeline import Pipeline, TopologyError, pipeline_from_dict
 from elastream.prediction.batching import admission_cap
 from elastream.runtime.queues.sqlite_file import SCHEMA
 
-# writing a pipeline, and its two reference pages (fields, error messages)
+# writing a pipeline, and its three reference pages (fields, operator fields, error messages)
 PIPELINE_DOCS = [ROOT / "docs" / name for name in ("pipeline-yaml.md", "pipeline-fields.md",
+                                                    "pipeline-operators.md",
                                                     "pipeline-errors.md")]  # fmt: skip
-# the Spark runtime: using it, and how it works inside (two pages)
+# the Spark runtime: using it, and how it works inside (three pages)
 RUNTIME_DOCS = [ROOT / "docs" / name for name in ("runtime.md", "runtime-internals.md",
+                                                   "runtime-control.md",
                                                    "runtime-store.md")]  # fmt: skip
 PYTHON_DOC = ROOT / "docs" / "python.md"
 ORIGIN = "pipeline.yaml"  # the file name the quoted messages assume

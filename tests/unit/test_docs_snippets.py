@@ -34,10 +34,12 @@ from elastream.service.graphs import load_graph_yaml
 CHECKED_ELSEWHERE = {
     "pipeline-yaml.md",
     "pipeline-fields.md",
+    "pipeline-operators.md",
     "pipeline-errors.md",
     "python.md",
     "runtime.md",
     "runtime-internals.md",
+    "runtime-control.md",
     "runtime-store.md",
 }
 DOCS = sorted(

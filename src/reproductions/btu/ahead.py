@@ -376,7 +376,7 @@ class AheadPolicy:
     its paid BTU and the next one, plus the lease-ahead margin, says the remaining hosts carry
     the need.
     Pure: each decision is a function of the observation, the cluster and the settings
-    (docs/reproduction/btu.md)."""
+    (docs/reproduction/btu-ahead.md)."""
 
     kind: HostType
     settings: AheadSettings = field(default_factory=AheadSettings)

@@ -66,7 +66,7 @@ class ForecastSettings(Settings):
 
 
 class AheadSettings(Settings):
-    """The lease-ahead policy (beyond the paper; ahead.py here, docs/reproduction/btu.md)."""
+    """The lease-ahead policy (beyond the paper; ahead.py here, docs/reproduction/btu-ahead.md)."""
 
     utilisation: float = Field(
         0.9, gt=0, le=1, description="target instance utilisation of the forecast peak"
