@@ -26,6 +26,8 @@ OP = ("pipeline", "operator")
 RUN = ("pipeline",)
 SOURCE = ("pipeline", "source")
 SINK = ("pipeline", "sink")
+OP_REASON = (*OP, "reason")  # reason: timeout or overflow
+RUN_STATISTIC = (*RUN, "statistic")  # statistic: p99 or mean
 # service time of one event (s) and end-to-end latency (s): buckets from 1 ms to 1 min
 SERVICE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -45,7 +47,7 @@ OPERATOR_FIELDS = (
 
 # the other metrics, in the order they are registered: key -> (type, name, labels, help)
 METRICS: dict[str, tuple[str, str, tuple[str, ...], str]] = {
-    "dropped": ("counter", "elastream_operator_events_dropped", (*OP, "reason"),
+    "dropped": ("counter", "elastream_operator_events_dropped", OP_REASON,
         "events dropped: reason=timeout (older than event_timeout_s) or overflow (queue full)"),
     "queue": ("gauge", "elastream_operator_queue_events", OP,
         "events waiting at the end of the interval"),
@@ -74,7 +76,7 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...], str]] = {
         "end-to-end latency of each event that reached a sink, from entering the pipeline"),
     "interval_p99": ("gauge", "elastream_interval_latency_p99_seconds", RUN,
         "99th percentile of the end-to-end latency of the last interval's sink events"),
-    "objective_bound": ("gauge", "elastream_objective_latency_seconds", (*RUN, "statistic"),
+    "objective_bound": ("gauge", "elastream_objective_latency_seconds", RUN_STATISTIC,
         "the run's latency objective: the bound on the statistic (p99 or mean)"),
     "objective_met": ("gauge", "elastream_objective_met", RUN,
         "1 when the last judged interval kept the latency objective, 0 when it missed it"),
