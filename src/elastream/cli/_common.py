@@ -210,6 +210,16 @@ def default_history() -> Path:
     return make_config().history_path()
 
 
+def add_history_option(parser: argparse.ArgumentParser) -> None:
+    """`--history`, for a command that reads the metrics history (`serve`, `whatif`)."""
+    parser.add_argument(
+        "--history",
+        type=Path,
+        default=default_history(),
+        help=f"metrics history (SQLite; default {default_history()}, where runs record theirs)",
+    )
+
+
 def _given(value: Any) -> Any:
     return None if value == OFF else value
 

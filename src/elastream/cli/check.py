@@ -56,7 +56,7 @@ def node_lines(pipeline: Pipeline) -> list[str]:
 
     lines = []
     for spec in pipeline.sources:
-        what = f"source {spec.name}: {source_text(spec)}"
+        what = f"source {spec.name}: {endpoint_text(spec)}"
         if spec.kind is SourceKind.FILES:
             schema, origin = source_schema(spec)
             what += f"; schema ({origin}): {schema}"
@@ -67,29 +67,24 @@ def node_lines(pipeline: Pipeline) -> list[str]:
             f"operator {op.name}: {op.function} from {module_file(op.function)}, replicas "
             f"{pool.min}-{pool.max} (starting at {pool.start})"
         )
-    lines += [f"sink {spec.name}: {sink_text(spec)}" for spec in pipeline.sinks]
+    lines += [f"sink {spec.name}: {endpoint_text(spec)}" for spec in pipeline.sinks]
     edges = ", ".join(f"{e.source} -> {e.target}" for e in pipeline.streams)
     return [*lines, f"streams: {edges}"]
 
 
-def source_text(spec: Any) -> str:
-    if spec.kind is SourceKind.FILES:
+def endpoint_text(spec: Any) -> str:
+    """Where a source's events come from or a sink's go (files and redis read alike for both)."""
+    if spec.kind in (SourceKind.FILES, SinkKind.FILES):
         return f"files in {spec.path} ({spec.format or 'json'})"
-    if spec.kind is SourceKind.REDIS:
+    if spec.kind in (SourceKind.REDIS, SinkKind.REDIS):
         return f"redis stream {spec.stream} at {redact_text(spec.url or '')}"
     if spec.kind is SourceKind.SPARK:
         return f"the streaming DataFrame of {spec.function}"
-    return f"generator {spec.import_path} at {spec.rate:g} events/s"
-
-
-def sink_text(spec: Any) -> str:
-    if spec.kind is SinkKind.FILES:
-        return f"files in {spec.path} ({spec.format})"
-    if spec.kind is SinkKind.REDIS:
-        return f"redis stream {spec.stream} at {redact_text(spec.url or '')}"
     if spec.kind is SinkKind.FOREACH_BATCH:
         return f"{spec.function}(batch, batch_id)"
-    return "a queue (read it with elastream.runtime.queues.read_sink)"
+    if spec.kind is SinkKind.QUEUE:
+        return "a queue (read it with elastream.runtime.queues.read_sink)"
+    return f"generator {spec.import_path} at {spec.rate:g} events/s"
 
 
 def module_file(function: str) -> str:

@@ -7,19 +7,14 @@ from pathlib import Path
 
 from elastream.base.auth import check_bind
 from elastream.base.extras import require
-from elastream.cli._common import default_history
+from elastream.cli._common import add_history_option
 from elastream.cli._renamed import add_old_option
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    parser.add_argument(
-        "--history",
-        type=Path,
-        default=default_history(),
-        help=f"metrics history (SQLite; default {default_history()}, where runs record theirs)",
-    )
+    add_history_option(parser)
     parser.add_argument(
         "--token-file",
         type=Path,

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from elastream.cli._common import default_history
+from elastream.cli._common import add_history_option
 from elastream.service.schemas import ForecastSpec, PredictionRequest, PredictionResult
 
 
@@ -18,12 +18,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "graph", type=Path, help="pipeline YAML, or a graph YAML (name, components, edges)"
     )
-    parser.add_argument(
-        "--history",
-        type=Path,
-        default=default_history(),
-        help=f"metrics history (SQLite; default {default_history()})",
-    )
+    add_history_option(parser)
     parser.add_argument(
         "--parallelism", default="", help="op=3,op2=2 (others keep their last measured one)"
     )

@@ -8,7 +8,7 @@ import logging
 import warnings
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -42,12 +42,17 @@ class SummaryParams(Params):
     statistic: Literal["mean", "median"] = Field("median", description="the point forecast")
 
 
-class SeasonalParams(Params):
-    """Holt-Winters / ETS with additive error and season."""
+class SeasonParams(Params):
+    """The settings of every forecaster with a season."""
 
     season_length: int | None = Field(
         None, ge=2, description="samples per season (None: one day if ≥ 2 days of history)"
     )
+
+
+class SeasonalParams(SeasonParams):
+    """Holt-Winters / ETS with additive error and season."""
+
     trend: Literal["add", "none"] = Field("none", description="additive trend or none")
     damped: bool = Field(False, description="damp the trend (only with trend='add')")
     initialization: Literal["heuristic", "estimated"] = Field(
@@ -62,12 +67,9 @@ class HoltParams(Params):
     beta: float = Field(0.3, gt=0, le=1, description="trend smoothing β")
 
 
-class ProfileParams(Params):
+class ProfileParams(SeasonParams):
     """A seasonal summary: the statistic of the same phase over the last `seasons` seasons."""
 
-    season_length: int | None = Field(
-        None, ge=2, description="samples per season (None: one day if ≥ 2 days of history)"
-    )
     seasons: int = Field(7, ge=1, le=1000, description="past seasons summarised per phase")
     statistic: Literal["mean", "median"] = Field("median", description="per-phase statistic")
     level_shift: bool = Field(
@@ -79,20 +81,13 @@ class NaiveParams(Params):
     """The naive baseline: every step ahead is the last sample (a random walk)."""
 
 
-class SeasonalNaiveParams(Params):
+class SeasonalNaiveParams(SeasonParams):
     """The seasonal-naive baseline: each step ahead repeats the same phase of the last season."""
 
-    season_length: int | None = Field(
-        None, ge=2, description="samples per season (None: one day if ≥ 2 days of history)"
-    )
 
-
-class StatsForecastParams(Params):
+class StatsForecastParams(SeasonParams):
     """statsforecast's automatic models (AutoETS, AutoARIMA, MSTL) on the last `max_fit` samples."""
 
-    season_length: int | None = Field(
-        None, ge=2, description="samples per season (None: one day if ≥ 2 days of history)"
-    )
     max_fit: int = Field(
         2000,
         ge=8,
@@ -106,6 +101,18 @@ class ProphetParams(Params):
 
     daily: bool = Field(True, description="fit a daily seasonality")
     weekly: bool = Field(False, description="fit a weekly seasonality")
+
+
+def required_season(history: Series, params: SeasonParams, name: str) -> int:
+    """The season of a forecaster that needs one: as given, else one day of samples when the
+    history holds 2 days."""
+    season = season_for(history, params.season_length)
+    if season is None:
+        raise ModelError(
+            f"{name}: {history.values.size} samples of {history.step_s:g} s hold fewer than 2 "
+            "days; give season_length"
+        )
+    return season
 
 
 @dataclass(frozen=True)
@@ -130,15 +137,20 @@ def fit_summary(history: Series, params: SummaryParams) -> _SummaryFit:
 
 
 @dataclass(frozen=True)
-class _SeasonalFit:
-    history: Series
-    params: SeasonalParams
-    result: object
+class _LibraryFit:
+    """A model fitted by a forecasting library (statsmodels, Prophet, statsforecast): the
+    history it saw, the parameters and the library's fitted model, which `forecast` asks."""
 
+    history: Series
+    params: Params
+    model: Any
+
+
+class _SeasonalFit(_LibraryFit):
     def forecast(self, horizon: int) -> Forecast:
         start, h = forecast_start(self.history, horizon)
         n = self.history.values.size
-        frame = self.result.get_prediction(start=n, end=n + h - 1).summary_frame(  # type: ignore[attr-defined]
+        frame = self.model.get_prediction(start=n, end=n + h - 1).summary_frame(
             alpha=1.0 - self.params.level
         )
         point, lower, upper = clip_rates(frame["mean"], frame["pi_lower"], frame["pi_upper"])
@@ -243,13 +255,7 @@ def fit_naive(history: Series, params: NaiveParams) -> _NaiveFit:
 
 
 def fit_seasonal_naive(history: Series, params: SeasonalNaiveParams) -> _NaiveFit:
-    season = season_for(history, params.season_length)
-    if season is None:
-        raise ModelError(
-            f"seasonal-naive: {history.values.size} samples of {history.step_s:g} s hold "
-            "fewer than 2 days; give season_length"
-        )
-    return fit_naive_at(history, params.level, season)
+    return fit_naive_at(history, params.level, required_season(history, params, "seasonal-naive"))
 
 
 @dataclass(frozen=True)
@@ -271,12 +277,7 @@ class _ProfileFit:
 
 
 def fit_profile(history: Series, params: ProfileParams) -> _ProfileFit:
-    season = season_for(history, params.season_length)
-    if season is None:
-        raise ModelError(
-            f"seasonal-profile: {history.values.size} samples of {history.step_s:g} s hold "
-            "fewer than 2 days; give season_length"
-        )
+    season = required_season(history, params, "seasonal-profile")
     k = min(params.seasons, history.values.size // season)
     block = history.values[-k * season :].reshape(k, season)  # rows: seasons, columns: phases
     stat = np.median if params.statistic == "median" else np.mean
@@ -286,16 +287,11 @@ def fit_profile(history: Series, params: ProfileParams) -> _ProfileFit:
     return _ProfileFit(history, params, season, profile, shift, deviations)
 
 
-@dataclass(frozen=True)
-class _ProphetFit:
-    history: Series
-    params: ProphetParams
-    model: object
-
+class _ProphetFit(_LibraryFit):
     def forecast(self, horizon: int) -> Forecast:
         start, h = forecast_start(self.history, horizon)
         stamps = pd.to_datetime(start + np.arange(h) * self.history.step_s, unit="s")
-        frame = self.model.predict(pd.DataFrame({"ds": stamps}))  # type: ignore[attr-defined]
+        frame = self.model.predict(pd.DataFrame({"ds": stamps}))
         point, lower, upper = clip_rates(frame["yhat"], frame["yhat_lower"], frame["yhat_upper"])
         return Forecast(point, lower, upper, self.params.level, self.history.step_s, start)
 
@@ -317,19 +313,14 @@ def fit_prophet(history: Series, params: ProphetParams) -> _ProphetFit:
     return _ProphetFit(history, params, model)
 
 
-@dataclass(frozen=True)
-class _StatsForecastFit:
-    history: Series
-    level: float
-    model: object  # a fitted statsforecast model
-
+class _StatsForecastFit(_LibraryFit):
     def forecast(self, horizon: int) -> Forecast:
         start, h = forecast_start(self.history, horizon)
-        pct = round(self.level * 100, 6)
-        out = self.model.predict(h=h, level=[pct])  # type: ignore[attr-defined]
+        pct = round(self.params.level * 100, 6)
+        out = self.model.predict(h=h, level=[pct])
         lo, hi = (next(v for k, v in out.items() if k.startswith(side)) for side in ("lo-", "hi-"))
         point, lower, upper = clip_rates(out["mean"], lo, hi)
-        return Forecast(point, lower, upper, self.level, self.history.step_s, start)
+        return Forecast(point, lower, upper, self.params.level, self.history.step_s, start)
 
 
 def statsforecast_fit(name: str, needs_season: bool, default_fit: int | None = None):
@@ -337,12 +328,10 @@ def statsforecast_fit(name: str, needs_season: bool, default_fit: int | None = N
 
     def fit(history: Series, params: StatsForecastParams) -> _StatsForecastFit:
         models = require("statsforecast.models", extra="forecast", feature=f"the {name} forecaster")
-        season = season_for(history, params.season_length)
-        if needs_season and season is None:
-            raise ModelError(
-                f"{name}: {history.values.size} samples of {history.step_s:g} s hold fewer "
-                "than 2 days; give season_length"
-            )
+        if needs_season:
+            season: int | None = required_season(history, params, name)
+        else:
+            season = season_for(history, params.season_length)
         if needs_season and season is not None and season > MAX_STL_SEASON:
             raise ModelError(
                 f"{name}: a season of {season} samples is beyond {MAX_STL_SEASON} (a fit takes "
@@ -359,6 +348,6 @@ def statsforecast_fit(name: str, needs_season: bool, default_fit: int | None = N
                 model.fit(y)
             except Exception as exc:  # statsforecast raises bare Exceptions ("out of range")
                 raise ModelError(f"{name} could not be fitted on this series: {exc}") from exc
-        return _StatsForecastFit(history, params.level, model)
+        return _StatsForecastFit(history, params, model)
 
     return fit

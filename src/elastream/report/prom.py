@@ -26,6 +26,8 @@ OP = ("pipeline", "operator")
 RUN = ("pipeline",)
 SOURCE = ("pipeline", "source")
 SINK = ("pipeline", "sink")
+OP_REASON = (*OP, "reason")  # reason: timeout or overflow
+RUN_STATISTIC = (*RUN, "statistic")  # statistic: p99 or mean
 # service time of one event (s) and end-to-end latency (s): buckets from 1 ms to 1 min
 SERVICE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -43,7 +45,63 @@ OPERATOR_FIELDS = (
     "dropped_overflow",
 )
 
-# run-level counters fed per interval and completed at the end: RunTotals field -> attribute
+# the other metrics, in the order they are registered: key -> (type, name, labels, help)
+METRICS: dict[str, tuple[str, str, tuple[str, ...], str]] = {
+    "dropped": ("counter", "elastream_operator_events_dropped", OP_REASON,
+        "events dropped: reason=timeout (older than event_timeout_s) or overflow (queue full)"),
+    "queue": ("gauge", "elastream_operator_queue_events", OP,
+        "events waiting at the end of the interval"),
+    "active": ("gauge", "elastream_operator_replicas_active", OP,
+        "active replicas"),
+    "pool": ("gauge", "elastream_operator_replicas_pool", OP,
+        "replicas in the pool"),
+    "target": ("gauge", "elastream_operator_replicas_target", OP,
+        "the policy's decision: target replicas"),
+    "busy": ("gauge", "elastream_operator_busy_ratio", OP,
+        "mean replica utilization in the interval"),
+    "service": ("histogram", "elastream_operator_service_time_seconds", OP,
+        "mean service time of one event on one replica, one observation per interval"),
+    "source_events": ("counter", "elastream_source_events", SOURCE,
+        "events the source sent into the pipeline"),
+    "source_rate": ("gauge", "elastream_source_rate_events_per_second", SOURCE,
+        "events per second the source sent in the last interval"),
+    "backlog": ("gauge", "elastream_source_backlog_events", SOURCE,
+        "events an external source holds not yet read (files: rows of unread files; "
+        "redis: entries not yet ingested; spark: offsets behind the latest)"),
+    "completed": ("counter", "elastream_events_completed", RUN,
+        "source events whose processing finished"),
+    "sink": ("counter", "elastream_sink_events", SINK,
+        "events that reached the sink"),
+    "latency": ("histogram", "elastream_event_latency_seconds", RUN,
+        "end-to-end latency of each event that reached a sink, from entering the pipeline"),
+    "interval_p99": ("gauge", "elastream_interval_latency_p99_seconds", RUN,
+        "99th percentile of the end-to-end latency of the last interval's sink events"),
+    "objective_bound": ("gauge", "elastream_objective_latency_seconds", RUN_STATISTIC,
+        "the run's latency objective: the bound on the statistic (p99 or mean)"),
+    "objective_met": ("gauge", "elastream_objective_met", RUN,
+        "1 when the last judged interval kept the latency objective, 0 when it missed it"),
+    "intervals": ("counter", "elastream_intervals", RUN,
+        "MAPE intervals"),
+    "reconfigurations": ("counter", "elastream_reconfigurations", RUN,
+        "(interval, operator) pairs whose active replica count changed"),
+    "hosts_up": ("gauge", "elastream_hosts_up", RUN,
+        "leased hosts up"),
+    "host_cost": ("gauge", "elastream_host_cost_price_units", RUN,
+        "cost of the leased hosts so far, in the units of spark.leasing.price"),
+    "failed": ("counter", "elastream_events_failed", RUN,
+        "events whose operator function raised"),
+    "dropped_restart": ("counter", "elastream_events_dropped_restart", RUN,
+        "queued events lost by restart reconfigurations (the simulator's restart model)"),
+    "restarts": ("counter", "elastream_query_restarts", RUN,
+        "failed queries (operators', sources', sinks') restarted from their checkpoints"),
+    "hosts_leased": ("counter", "elastream_hosts_leased", RUN,
+        "hosts leased over the run, the first ones included"),
+    "finished": ("gauge", "elastream_run_finished", RUN,
+        "1 once the run has ended"),
+}  # fmt: skip
+BUCKETS = {"service": SERVICE_BUCKETS, "latency": LATENCY_BUCKETS}  # the histograms' buckets
+
+# run-level counters fed per interval and completed at the end: RunTotals field -> METRICS key
 RUN_COUNTERS = {
     "failed": "failed",
     "dropped_restart": "dropped_restart",
@@ -108,134 +166,27 @@ class RunMetrics:
         self.recent: deque[tuple[Snapshot, Decision]] = deque(maxlen=KEEP_POINTS)
         self._pending: list[tuple[Snapshot, Decision]] = []  # taken in, not folded in yet
         self._lock = threading.Lock()
-        reg = {"registry": self.registry}
-        counter, gauge, histogram = prom.Counter, prom.Gauge, prom.Histogram
-        self.op_counters = {
-            field: counter(f"elastream_operator_{name}", help_text, OP, **reg)
-            for name, (field, help_text) in OPERATOR_COUNTERS.items()
+        self._children: dict[tuple[str, tuple[str, ...]], Any] = {}
+        make = {"counter": prom.Counter, "gauge": prom.Gauge, "histogram": prom.Histogram}
+        op_counters = {
+            name: ("counter", f"elastream_operator_{name}", OP, help_text)
+            for name, (_, help_text) in OPERATOR_COUNTERS.items()
         }
-        self.dropped = counter(
-            "elastream_operator_events_dropped",
-            "events dropped: reason=timeout (older than event_timeout_s) or overflow (queue full)",
-            (*OP, "reason"),
-            **reg,
-        )
-        self.queue = gauge(
-            "elastream_operator_queue_events",
-            "events waiting at the end of the interval",
-            OP,
-            **reg,
-        )
-        self.active = gauge("elastream_operator_replicas_active", "active replicas", OP, **reg)
-        self.pool = gauge("elastream_operator_replicas_pool", "replicas in the pool", OP, **reg)
-        self.target = gauge(
-            "elastream_operator_replicas_target",
-            "the policy's decision: target replicas",
-            OP,
-            **reg,
-        )
-        self.busy = gauge(
-            "elastream_operator_busy_ratio", "mean replica utilization in the interval", OP, **reg
-        )
-        self.service = histogram(
-            "elastream_operator_service_time_seconds",
-            "mean service time of one event on one replica, one observation per interval",
-            OP,
-            buckets=SERVICE_BUCKETS,
-            **reg,
-        )
-        self.source_events = counter(
-            "elastream_source_events", "events the source sent into the pipeline", SOURCE, **reg
-        )
-        self.source_rate = gauge(
-            "elastream_source_rate_events_per_second",
-            "events per second the source sent in the last interval",
-            SOURCE,
-            **reg,
-        )
-        self.backlog = gauge(
-            "elastream_source_backlog_events",
-            "events an external source holds not yet read (files: rows of unread files; "
-            "redis: entries not yet ingested; spark: offsets behind the latest)",
-            SOURCE,
-            **reg,
-        )
-        self.completed = counter(
-            "elastream_events_completed", "source events whose processing finished", RUN, **reg
-        )
-        self.sink = counter("elastream_sink_events", "events that reached the sink", SINK, **reg)
-        self.latency = histogram(
-            "elastream_event_latency_seconds",
-            "end-to-end latency of each event that reached a sink, from entering the pipeline",
-            RUN,
-            buckets=LATENCY_BUCKETS,
-            **reg,
-        )
-        self.interval_p99 = gauge(
-            "elastream_interval_latency_p99_seconds",
-            "99th percentile of the end-to-end latency of the last interval's sink events",
-            RUN,
-            **reg,
-        )
-        self.objective_bound = gauge(
-            "elastream_objective_latency_seconds",
-            "the run's latency objective: the bound on the statistic (p99 or mean)",
-            (*RUN, "statistic"),
-            **reg,
-        )
-        self.objective_met = gauge(
-            "elastream_objective_met",
-            "1 when the last judged interval kept the latency objective, 0 when it missed it",
-            RUN,
-            **reg,
-        )
+        self.metrics: dict[str, Any] = {}
+        for key, (kind, name, labels, help_text) in {**op_counters, **METRICS}.items():
+            extra = {"buckets": BUCKETS[key]} if key in BUCKETS else {}
+            self.metrics[key] = make[kind](name, help_text, labels, registry=self.registry, **extra)
         if objective is not None:
-            self.objective_bound.labels(self.pipeline, objective.statistic).set(objective.bound_s)
-        self.intervals = counter("elastream_intervals", "MAPE intervals", RUN, **reg)
-        self.reconfigurations = counter(
-            "elastream_reconfigurations",
-            "(interval, operator) pairs whose active replica count changed",
-            RUN,
-            **reg,
-        )
-        self.hosts_up = gauge("elastream_hosts_up", "leased hosts up", RUN, **reg)
-        self.host_cost = gauge(
-            "elastream_host_cost_price_units",
-            "cost of the leased hosts so far, in the units of spark.leasing.price",
-            RUN,
-            **reg,
-        )
-        self.failed = counter(
-            "elastream_events_failed", "events whose operator function raised", RUN, **reg
-        )
-        self.dropped_restart = counter(
-            "elastream_events_dropped_restart",
-            "queued events lost by restart reconfigurations (the simulator's restart model)",
-            RUN,
-            **reg,
-        )
-        self.restarts = counter(
-            "elastream_query_restarts",
-            "failed queries (operators', sources', sinks') restarted from their checkpoints",
-            RUN,
-            **reg,
-        )
-        self.hosts_leased = counter(
-            "elastream_hosts_leased",
-            "hosts leased over the run, the first ones included",
-            RUN,
-            **reg,
-        )
-        self.finished = gauge("elastream_run_finished", "1 once the run has ended", RUN, **reg)
-        self.finished.labels(self.pipeline).set(0)
-        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+            bound = self._child("objective_bound", self.pipeline, objective.statistic)
+            bound.set(objective.bound_s)
+        self._child("finished", self.pipeline).set(0)
 
-    def _child(self, metric: Any, *labels: str) -> Any:
-        """`metric.labels(*labels)`, looked up once per run (labels() costs more than inc())."""
-        key = (id(metric), labels)
-        child = self._children.get(key)
+    def _child(self, key: str, *labels: str) -> Any:
+        """`metric.labels(*labels)` of the metric under `key` (METRICS, or an
+        OPERATOR_COUNTERS name), looked up once per run (labels() costs more than inc())."""
+        child = self._children.get((key, labels))
         if child is None:
-            child = self._children[key] = metric.labels(*labels)
+            child = self._children[key, labels] = self.metrics[key].labels(*labels)
         return child
 
     def __call__(self, snapshot: Snapshot, decision: Decision) -> None:
@@ -301,34 +252,34 @@ class RunMetrics:
         self._count("dropped_restart", dropped_restart)
         self._count("query_restarts", restarts)
         for source, n in backlog.items():
-            self._child(self.backlog, *run, source).set(n)
+            self._child("backlog", *run, source).set(n)
         for source, n in sources.items():
-            self._child(self.source_events, *run, source).inc(n)
+            self._child("source_events", *run, source).inc(n)
         for source, n in last.sources:
-            self._child(self.source_rate, *run, source).set(
+            self._child("source_rate", *run, source).set(
                 n / last.interval_s if last.interval_s else 0
             )
-        self._child(self.completed, *run).inc(completed)
+        self._child("completed", *run).inc(completed)
         for sink, n in sinks.items():
-            self._child(self.sink, *run, sink).inc(n)
+            self._child("sink", *run, sink).inc(n)
         for interval in latencies:
             self._observe_latencies(interval)
         if last.latency_ms_p99 is not None:
-            self._child(self.interval_p99, *run).set(last.latency_ms_p99 / 1000)
+            self._child("interval_p99", *run).set(last.latency_ms_p99 / 1000)
         if verdict is not None:
-            self._child(self.objective_met, *run).set(1 if verdict else 0)
-        self._child(self.intervals, *run).inc(intervals)
+            self._child("objective_met", *run).set(1 if verdict else 0)
+        self._child("intervals", *run).inc(intervals)
         if compared:
-            self._child(self.reconfigurations, *run).inc(changes)
+            self._child("reconfigurations", *run).inc(changes)
         self._count("hosts_leased", leased)
-        self._child(self.hosts_up, *run).set(last.hosts_up)
-        self._child(self.host_cost, *run).set(last.host_cost)
+        self._child("hosts_up", *run).set(last.hosts_up)
+        self._child("host_cost", *run).set(last.host_cost)
 
     def _observe_latencies(self, latencies: tuple[tuple[float, int], ...]) -> None:
         """Every sink event's latency into the histogram, n events of one latency at once:
         what n observe() calls leave (the bucket's count and the sum), in one step per latency
         instead of one per event (prometheus_client's Histogram keeps a value per bucket)."""
-        child = self._child(self.latency, self.pipeline)
+        child = self._child("latency", self.pipeline)
         bounds = child._upper_bounds
         for ms, n in latencies:
             latency_s = ms / 1000
@@ -343,22 +294,22 @@ class RunMetrics:
     def _count(self, field: str, n: int) -> None:
         """Add `n` to the run-level counter of RunTotals' `field` (RUN_COUNTERS)."""
         self.counted[field] += n
-        getattr(self, RUN_COUNTERS[field]).labels(self.pipeline).inc(n)
+        self._child(RUN_COUNTERS[field], self.pipeline).inc(n)
 
     def _operator(self, name: str, fold: _OperatorFold) -> None:
         key = (self.pipeline, name)
-        for field, metric in self.op_counters.items():
-            self._child(metric, *key).inc(fold.counts[field])
-        self._child(self.dropped, *key, "timeout").inc(fold.counts["dropped_timeout"])
-        self._child(self.dropped, *key, "overflow").inc(fold.counts["dropped_overflow"])
-        self._child(self.queue, *key).set(fold.queue)
-        self._child(self.active, *key).set(fold.replicas)
-        self._child(self.pool, *key).set(fold.pool)
+        for counter, (field, _) in OPERATOR_COUNTERS.items():
+            self._child(counter, *key).inc(fold.counts[field])
+        self._child("dropped", *key, "timeout").inc(fold.counts["dropped_timeout"])
+        self._child("dropped", *key, "overflow").inc(fold.counts["dropped_overflow"])
+        self._child("queue", *key).set(fold.queue)
+        self._child("active", *key).set(fold.replicas)
+        self._child("pool", *key).set(fold.pool)
         if fold.target is not None:
-            self._child(self.target, *key).set(fold.target)
-        self._child(self.busy, *key).set(fold.busy)
+            self._child("target", *key).set(fold.target)
+        self._child("busy", *key).set(fold.busy)
         for service_time_s in fold.service:
-            self._child(self.service, *key).observe(service_time_s)
+            self._child("service", *key).observe(service_time_s)
 
     def finish(self, totals: RunTotals) -> None:
         """The end-of-run counts the engine reads from its queues: each run-level counter is
@@ -368,8 +319,8 @@ class RunMetrics:
         run = (self.pipeline,)
         for field in self.counted:
             self._count(field, max(0, getattr(totals, field) - self.counted[field]))
-        self.host_cost.labels(*run).set(totals.host_cost)
-        self.finished.labels(*run).set(1)
+        self._child("host_cost", *run).set(totals.host_cost)
+        self._child("finished", *run).set(1)
 
     def exposition(self) -> bytes:
         """The registry in Prometheus' text format."""

@@ -149,20 +149,14 @@ def apply_operator(
     is lost."""
     if not len(batch):
         return Applied({}, {}, {}, np.zeros(0, np.int64), {})
-    mark = state.mark() if state is not None else None
-    try:
-        return call(ctx, batch, state, fired)
-    except Exception:  # the batch failed: find the culprit event by event
-        if state is not None:
-            state.rollback(mark)
+    applied = attempt(ctx, batch, state, fired)
+    if isinstance(applied, Exception):  # the batch failed: find the culprit event by event
         return apply_one_by_one(ctx, batch, state, fired)
+    return applied
 
 
 def apply_one_by_one(
-    ctx: OperatorContext,
-    batch: EventBatch,
-    state: KeyedState | None = None,
-    fired: frozenset = _NONE,
+    ctx: OperatorContext, batch: EventBatch, state: KeyedState | None, fired: frozenset
 ) -> Applied:
     """Each event alone; one that still fails is recorded as an error with its message (and its
     state writes are undone)."""
@@ -170,15 +164,26 @@ def apply_one_by_one(
     errors: dict[int, str] = {}
     ids = _ids(batch)
     for k in range(len(batch)):
-        mark = state.mark() if state is not None else None
-        try:
-            parts.append((k, call(ctx, batch.take([k]), state, fired)))
-        except Exception as exc:  # recorded as this event's outcome
-            if state is not None:
-                state.rollback(mark)
+        one = attempt(ctx, batch.take([k]), state, fired)
+        if isinstance(one, Exception):  # recorded as this event's outcome
             name = ctx.spec.name
-            errors[k] = f"operator {name!r}, event {ids[k]}: {type(exc).__name__}: {exc}"
+            errors[k] = f"operator {name!r}, event {ids[k]}: {type(one).__name__}: {one}"
+        else:
+            parts.append((k, one))
     return _merge(len(batch), parts, errors)
+
+
+def attempt(
+    ctx: OperatorContext, batch: EventBatch, state: KeyedState | None, fired: frozenset
+) -> Applied | Exception:
+    """One `call`; if it raises, its state writes are undone and the exception is returned."""
+    mark = state.mark() if state is not None else None
+    try:
+        return call(ctx, batch, state, fired)
+    except Exception as exc:  # the caller sets the batch or the event aside
+        if state is not None:
+            state.rollback(mark)
+        return exc
 
 
 def call(
