@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from elastream.base.registry import Registry
@@ -24,38 +25,39 @@ from elastream.workloads import Trace
 
 DEFAULT_MESSAGE_TRANSPORT = "memory"  # for an engine without the MessageTransport feature
 
-EngineFactory = Callable[..., Engine]  # (pipeline, config, trace, sim, resume, spark=None)
+
+@dataclass(frozen=True)
+class EngineRequest:
+    """What an engine factory builds an engine from: the pipeline as the run starts it, the run
+    settings, the prepared workload, the simulator's settings, whether to resume the previous
+    run, and the caller's SparkSession (the Spark engine only)."""
+
+    pipeline: Pipeline
+    config: RunConfig
+    trace: Trace
+    sim: SimSettings | None = None
+    resume: bool = False
+    spark: Any = None
 
 
-def _spark(
-    pipeline: Pipeline,
-    config: RunConfig,
-    trace: Trace,
-    sim: SimSettings | None,
-    resume: bool,
-    spark: Any = None,
-) -> Engine:
+EngineFactory = Callable[[EngineRequest], Engine]
+
+
+def _spark(req: EngineRequest) -> Engine:
     from elastream.runtime.spark.runtime import SparkEngine  # lazy: PySpark is slow to import
 
-    return SparkEngine(pipeline, config, trace, resume=resume, spark=spark)
+    return SparkEngine(req.pipeline, req.config, req.trace, resume=req.resume, spark=req.spark)
 
 
-def _sim(
-    pipeline: Pipeline,
-    config: RunConfig,
-    trace: Trace,
-    sim: SimSettings | None,
-    resume: bool,
-    spark: Any = None,
-) -> Engine:
+def _sim(req: EngineRequest) -> Engine:
     from elastream.runtime.sim.simulator import SimEngine
 
-    pipeline.require_generators("simulator")
-    if spark is not None:
+    req.pipeline.require_generators("simulator")
+    if req.spark is not None:
         raise ValueError("the simulator runs no Spark: spark= is for the Spark engine")
-    if resume:
+    if req.resume:
         raise ValueError("the simulator has nothing to resume: --resume is for Spark runs")
-    return SimEngine(pipeline, config, trace, sim or SimSettings())
+    return SimEngine(req.pipeline, req.config, req.trace, req.sim or SimSettings())
 
 
 ENGINES: Registry[EngineFactory] = Registry("engine")
@@ -94,8 +96,9 @@ def build_engine(
     """The registered engine (default: the config's), for the pipeline as this run starts it
     (`spark`: the caller's SparkSession for the Spark engine)."""
     make = ENGINES.get(engine or config.engine)
-    extra = {} if spark is None else {"spark": spark}
-    return make(config.starting_pipeline(pipeline), config, workload, sim, resume, **extra)
+    return make(
+        EngineRequest(config.starting_pipeline(pipeline), config, workload, sim, resume, spark)
+    )
 
 
 def run_engine(
