@@ -3,9 +3,9 @@ and one files stream whose rate swings (issue 41, item 5): executors held, laten
 
 The same schedule of JSON-lines files (one a second, `--low` ↔ `--high` rows a second, each
 level held `--period-s`/2) lands in a folder twice: first for plain Structured Streaming
-(`readStream.json` → `mapInArrow` of `--service-ms` per row, as an external call costs → Parquet)
-with `spark.dynamicAllocation.enabled` and shuffle tracking between the same minimum and maximum
-executors, then for `elastream run` (files source → one operator of the same cost → Parquet) with
+(`readStream.json` → `repartition` over the most task slots → `mapInArrow` of `--service-ms` per
+row, as an external call costs → Parquet) with `spark.dynamicAllocation.enabled` and shuffle
+tracking between the same minimum and maximum executors, then for `elastream run` (files source → one operator of the same cost → Parquet) with
 `spark.leasing` of executors of the same size. Executors held are read from the standalone
 master's status page every second (cores in use ÷ cores per executor), from the first file to
 the last row out; each row's latency is from its file's landing to the moment its Parquet part
@@ -55,6 +55,7 @@ def work(batches):
         time.sleep(batch.num_rows * float(service_s))  # an external call per row
         yield batch
 (spark.readStream.schema("{schema}").json(source)
+ .repartition({slots})  # the batch's rows over every slot the executors may have
  .mapInArrow(work, "{schema}")
  .writeStream.format("parquet").option("path", out)
  .option("checkpointLocation", out + "-checkpoint")
@@ -185,7 +186,9 @@ def elastream_command(args: argparse.Namespace, master: str, source: Path, out: 
 
 
 def plain_command(args: argparse.Namespace, master: str, source: Path, out: Path) -> list[str]:
+    slots = args.max_executors * EXECUTOR_CORES
     script = PLAIN.replace("{cores}", str(EXECUTOR_CORES)).replace("{schema}", SCHEMA)
+    script = script.replace("{slots}", str(slots))
     return [sys.executable, "-c", script, master, str(source), str(out),
             str(args.service_ms / 1000), str(args.min_executors), str(args.max_executors),
             str(args.idle_s)]  # fmt: skip
