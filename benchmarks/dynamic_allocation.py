@@ -5,11 +5,12 @@ The same schedule of JSON-lines files (one a second, `--low` ↔ `--high` rows a
 level held `--period-s`/2) lands in a folder twice: first for plain Structured Streaming
 (`readStream.json` → `repartition` over the most task slots → `mapInArrow` of `--service-ms` per
 row, as an external call costs → Parquet) with `spark.dynamicAllocation.enabled` and shuffle
-tracking between the same minimum and maximum executors, then for `elastream run` (files source → one operator of the same cost → Parquet) with
-`spark.leasing` of executors of the same size. Executors held are read from the standalone
-master's status page every second (cores in use ÷ cores per executor), from the first file to
-the last row out; each row's latency is from its file's landing to the moment its Parquet part
-is readable; rows are matched by id (exactly once: none missing, none twice). Usage:
+tracking between the same minimum and maximum executors, then for `elastream run` (files source
+→ one operator of the same cost → Parquet) with `spark.leasing` of executors of the same size.
+Executors held are read from the standalone master's status page every second (cores in use ÷
+cores per executor), from the first file to the last row out; each row's latency is from its
+file's landing to the moment its Parquet part is readable; rows are matched by id (exactly once:
+none missing, none twice). Usage:
 
     .venv/bin/python benchmarks/dynamic_allocation.py [--minutes 20] [--low 15] [--high 150]
 """

@@ -84,6 +84,7 @@ WAYS: dict[str, tuple[str, tuple[str, ...] | str]] = {
     "benchmarks/task_cost.py": ("parse", "Spark: probes of a Python source, 2 min"),
     "benchmarks/long_run_memory.py": ("parse", "Spark: 30 minutes"),
     "benchmarks/executor_leasing.py": ("parse", "Spark on a standalone cluster"),
+    "benchmarks/dynamic_allocation.py": ("parse", "Spark on a standalone cluster, 2 x 22 min"),
     "benchmarks/caladrius_gatsby.py": ("parse", "Spark: word-count runs, 25 min"),
     "benchmarks/state_rescale.py": ("parse", "Spark: rescales at 10^4 and 10^6 keys"),
     "benchmarks/run_startup.py": ("parse", "Spark: three starts per round, 5 min"),
