@@ -1,5 +1,5 @@
 """Spark's own dynamic allocation against elastream's executor leasing, on one standalone cluster
-and one files stream whose rate swings (issue 41, item 5): executors held, latency, rows out.
+and one files stream whose rate swings (issue 41, item 5): cores held, latency, rows out.
 
 The same schedule of JSON-lines files (one a second, `--low` ↔ `--high` rows a second, each
 level held `--period-s`/2) lands in a folder twice: first for plain Structured Streaming
@@ -7,10 +7,10 @@ level held `--period-s`/2) lands in a folder twice: first for plain Structured S
 row, as an external call costs → Parquet) with `spark.dynamicAllocation.enabled` and shuffle
 tracking between the same minimum and maximum executors, then for `elastream run` (files source
 → one operator of the same cost → Parquet) with `spark.leasing` of executors of the same size.
-Executors held are read from the standalone master's status page every second (cores in use ÷
-cores per executor), from the first file to the last row out; each row's latency is from its
-file's landing to the moment its Parquet part is readable; rows are matched by id (exactly once:
-none missing, none twice). Usage:
+Cores held are read from the standalone master's status page every second (the cores its
+workers have given to executors), from the first file to the last row out; each row's latency
+is from its file's landing to the moment its Parquet part is readable; rows are matched by id
+(exactly once: none missing, none twice). Usage:
 
     .venv/bin/python benchmarks/dynamic_allocation.py [--minutes 20] [--low 15] [--high 150]
 """
@@ -135,8 +135,8 @@ class Outputs:
         return float(np.percentile(np.concatenate(self.latency), q)) if self.latency else np.nan
 
 
-class ExecutorsHeld(threading.Thread):
-    """Every second: executors held on the standalone master (cores in use ÷ cores each)."""
+class CoresHeld(threading.Thread):
+    """Every second: the cores the standalone master's workers have given to executors."""
 
     def __init__(self, webui_url: str) -> None:
         super().__init__(daemon=True)
@@ -150,13 +150,13 @@ class ExecutorsHeld(threading.Thread):
         while not self.stopped.wait(1.0):
             try:
                 with urllib.request.urlopen(self.url, timeout=5) as response:
-                    held = json.load(response)["coresused"] / EXECUTOR_CORES
+                    held = float(json.load(response)["coresused"])
             except (OSError, ValueError):
                 self.misses += 1
             self.samples.append((time.time(), held))
 
     def seconds(self, start: float, end: float) -> float:
-        """Executor-seconds held between `start` and `end` (each sample holds for 1 s)."""
+        """Core-seconds held between `start` and `end` (each sample holds for 1 s)."""
         return float(sum(n for t, n in self.samples if start <= t <= end))
 
     def peak(self) -> float:
@@ -204,7 +204,7 @@ def run_case(name: str, command: list[str], folder: Path, args, webui: str) -> d
     job = subprocess.Popen(
         command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
     )
-    held = ExecutorsHeld(webui)
+    held = CoresHeld(webui)
     held.start()
     time.sleep(args.warmup_s)  # the job's start; executors held meanwhile are counted apart
     outputs = Outputs(out)
@@ -226,9 +226,9 @@ def run_case(name: str, command: list[str], folder: Path, args, webui: str) -> d
         job.wait()
     held.stopped.set()
     return {
-        "executor-seconds, first file → last row out": held.seconds(fed_at, last_out),
-        "executor-seconds, the job's start before it": held.seconds(0.0, fed_at),
-        "executors at the most": held.peak(),
+        "core-seconds, first file → last row out": held.seconds(fed_at, last_out),
+        "core-seconds, the job's start before it": held.seconds(0.0, fed_at),
+        "cores at the most": held.peak(),
         "status page misses, s": held.misses,
         "rows written": feeder.written,
         "rows out": outputs.rows,
@@ -293,9 +293,9 @@ def report(args: argparse.Namespace, results: dict[str, dict]) -> None:
         cells = [fmt(results[n][key]) for n in names]
         print(f"| {key} | {' | '.join(cells)} |")
     plain, ours = (results[n] for n in names)
-    key = "executor-seconds, first file → last row out"
+    key = "core-seconds, first file → last row out"
     print(
-        f"executor-seconds, elastream ÷ dynamic allocation: {ours[key] / plain[key]:.2f} "
+        f"core-seconds, elastream ÷ dynamic allocation: {ours[key] / plain[key]:.2f} "
         "(issue 41: ≤ 0.7 at a p99 no worse)"
     )
     print(

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from pyspark import SparkContext
 
-from elastream.config import RunConfig
+from elastream.config import RunConfig, SparkSettings
 from elastream.control.features import (
     GracefulStop,
     Hosts,
@@ -88,6 +88,23 @@ def check_feeder(feeder: Feeder | None) -> None:
         raise RuntimeFailure(f"the source feeder failed: {feeder.error}")
 
 
+def session_conf(spark: SparkSettings) -> dict[str, str]:
+    """The Spark settings a run starts its session with: the UI's, then the user's
+    (`spark.conf` wins); with `spark.leasing`, graceful release and executors of `slots` cores
+    (without it a standalone worker gives an executor all its cores, paid for while the host
+    planner fills only `slots` of them)."""
+    conf = {**ui_conf(spark.ui, spark.ui_port), **spark.conf}
+    if spark.leasing is not None:
+        if not spark.standalone:
+            raise RuntimeFailure(
+                "spark.leasing leases executors of a standalone cluster: give "
+                "--spark-master spark://HOST:PORT (elastream cluster up starts one)"
+            )
+        conf.setdefault("spark.decommission.enabled", "true")
+        conf.setdefault("spark.executor.cores", str(spark.leasing.slots))
+    return conf
+
+
 class SparkEngine:
     """Implements the Engine protocol on a real (local or standalone) Spark cluster."""
 
@@ -150,17 +167,8 @@ class SparkEngine:
             folder.mkdir(parents=True, exist_ok=True)
         self.open_store()
         phases.end("checks and store")
-        # local[n, 4]: up to 4 attempts per task, as on a cluster (plain local[n] never retries).
         spark = self.config.spark
-        conf = {**ui_conf(spark.ui, spark.ui_port), **spark.conf}  # the user's settings win
-        if spark.leasing is not None:
-            if not spark.standalone:
-                raise RuntimeFailure(
-                    "spark.leasing leases executors of a standalone cluster: give "
-                    "--spark-master spark://HOST:PORT (elastream cluster up starts one)"
-                )
-            conf.setdefault("spark.decommission.enabled", "true")  # graceful release
-        conf = jvm_log_conf(self.out, conf)  # Spark's log lines to spark.log in the run directory
+        conf = jvm_log_conf(self.out, session_conf(spark))  # Spark's log lines to spark.log
         self.spark, callers = open_session(
             self.pipeline, self.config, self.out, self.given_session, conf
         )
