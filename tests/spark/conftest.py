@@ -19,6 +19,9 @@ SLOTS = 16  # ≥ the largest pool of the in-process tests' pipelines (filter3: 
 # The longest Spark tests, their call's seconds in a fresh-clone CI run (29 Nov): run first. An
 # xdist worker queues up to three tests ahead, so a long test collected last keeps one worker
 # busy after the other has run out of work; longest first leaves the short ones for the end.
+# Any test may come first in its worker, so an in-process test reads through the `spark`
+# fixture (the shared session) and never starts a session of its own, which the fixture would
+# then adopt as it is (one slot, or workers on another Python).
 LONGEST = {
     "test_every_case_runs_and_delivers_every_row_once": 158,
     "test_a_killed_helper_then_a_killed_run_lose_nothing_and_deliver_once": 147,

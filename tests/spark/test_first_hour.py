@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.first_pipeline import setup, sink_column, verify
@@ -115,19 +116,17 @@ def test_a_signal_to_the_process_group_drains_and_writes_the_report(tmp_path, si
     assert sorted(sink_column(folder / "results", "n")) == input_rows(folder)  # each once
 
 
-def committed_column(results: Path, field: str) -> list:
+def committed_column(spark: Any, results: Path, field: str) -> list:
     """Payload field `field` of the rows a files sink committed, read with Spark: a run killed
     at once may leave a part file it never committed, which Spark's reader skips (its metadata
     log) and pandas cannot read (that the files sink leaves none is another item of issue 38)."""
-    from elastream.runtime.spark.session import spark_session
-
-    frame = spark_session("local[1]").read.parquet(str(results)).toPandas()
+    frame = spark.read.parquet(str(results)).toPandas()
     if field in frame.columns:
         return list(frame[field])
     return [json.loads(text)[field] for text in frame["payload"]]
 
 
-def test_a_second_sigint_stops_at_once_and_resume_completes_the_run(tmp_path):
+def test_a_second_sigint_stops_at_once_and_resume_completes_the_run(spark, tmp_path):
     folder = slow_folder(tmp_path, most=3)  # psps scales the operator out while it works
     run = slow_run(folder)
     wait_until_working(run, folder)
@@ -144,7 +143,8 @@ def test_a_second_sigint_stops_at_once_and_resume_completes_the_run(tmp_path):
     again = slow_run(folder, "--resume", "--duration", "5")
     output, _ = again.communicate(timeout=600)
     assert again.returncode == 0, output
-    assert sorted(committed_column(folder / "results", "n")) == input_rows(folder)  # each once
+    committed = committed_column(spark, folder / "results", "n")
+    assert sorted(committed) == input_rows(folder)  # each once
     resumed = list(csv.DictReader((folder / "runs" / "slow" / "timeseries.csv").open()))
     assert resumed[: len(written)] == written and len(resumed) > len(written)  # appended
     assert max(int(r["replicas"]) for r in resumed) > 1  # it had scaled out

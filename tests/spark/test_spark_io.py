@@ -251,7 +251,7 @@ def _trace(seconds: int) -> Trace:
 
 
 @pytest.mark.slow
-def test_a_killed_files_run_resumes_with_every_row_once(tmp_path):
+def test_a_killed_files_run_resumes_with_every_row_once(spark, tmp_path):
     """SIGKILL `elastream run` while it writes Parquet, then --resume: the output equals the
     input, every row once."""
     good = write_inputs(tmp_path / "in", bad=False)
@@ -280,10 +280,7 @@ def test_a_killed_files_run_resumes_with_every_row_once(tmp_path):
     second = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=400)
     assert second.returncode == 0, second.stdout + second.stderr
     assert not list((tmp_path / "out").glob(".part-*"))  # no leftover a reader could trip on
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession.builder.master("local[1]").getOrCreate()
-    assert read_parquet(spark, tmp_path / "out") == Counter(good)
+    assert read_parquet(spark, tmp_path / "out") == Counter(good)  # the shared session
     import pandas as pd
 
     frame = pd.read_parquet(tmp_path / "out")  # every file whole: pandas reads the folder
