@@ -16,30 +16,9 @@ from elastream.runtime.spark.session import spark_session
 
 SLOTS = 16  # ≥ the largest pool of the in-process tests' pipelines (filter3: 12)
 
-# The longest Spark tests, their call's seconds in a fresh-clone CI run (29 Nov): run first. An
-# xdist worker queues up to three tests ahead, so a long test collected last keeps one worker
-# busy after the other has run out of work; longest first leaves the short ones for the end.
-# Any test may come first in its worker, so an in-process test reads through the `spark`
-# fixture (the shared session) and never starts a session of its own, which the fixture would
-# then adopt as it is (one slot, or workers on another Python).
-LONGEST = {
-    "test_every_case_runs_and_delivers_every_row_once": 158,
-    "test_a_killed_helper_then_a_killed_run_lose_nothing_and_deliver_once": 147,
-    "test_a_killed_run_on_redis_resumes_exactly_once": 123,
-    "test_redis_in_redis_out_exactly_once_across_kill_resume_and_server_restart": 116,
-    "test_overlapping_faults_lose_nothing_duplicate_nothing_and_keep_state_exact": 114,
-    "test_a_keyed_count_rescales_live_and_counts_every_key_exactly": 107,
-    "test_sigterm_stops_an_unbounded_run_gracefully_and_resume_delivers_the_rest": 95,
-    "test_a_second_sigint_stops_at_once_and_resume_completes_the_run": 89,
-    "test_replicas_change_live_and_a_redis_restart_mid_run_loses_nothing": 80,
-    "test_a_killed_keyed_count_resumes_and_counts_every_key_exactly": 80,
-    "test_a_killed_files_run_resumes_with_every_row_once": 77,
-}
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest tests first (`LONGEST`), every other in its collected order."""
-    items.sort(key=lambda item: -LONGEST.get(getattr(item, "originalname", item.name), 0))
+# An in-process test reads through the `spark` fixture (the shared session) and never starts a
+# session of its own: whichever test comes first in a worker, the fixture would adopt that one
+# as it is (one slot, or Python workers on another interpreter).
 
 
 def _start(folder: Path) -> Any:
