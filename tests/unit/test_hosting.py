@@ -59,6 +59,18 @@ def test_a_surplus_host_is_released_only_in_the_last_part_of_its_btu(now, releas
         assert plan.leases == (Lease(EXECUTOR, -1, released),)
 
 
+def test_a_window_narrower_than_the_interval_is_not_skipped_by_every_interval():
+    # BTUs end at 63.5 and 64, 123.5 and 124, ...: their 3-s windows hold no 5-s interval's end,
+    # in any BTU. The last interval's end before a BTU ends (60, 120, ...) releases the surplus.
+    hosts = [host("h1", 3.5), host("h2", 4.0)]
+    ends = [5.0 * k for k in range(1, 49)]  # four minutes of 5-s intervals
+    one = Decision.of({"a": 1, "b": 1})
+    with_interval = [now for now in ends if PLANNER.plan(one, hosts, now, FLOORS, 5.0).leases]
+    assert with_interval == [60.0, 120.0, 180.0, 240.0]
+    assert PLANNER.plan(one, hosts, 60.0, FLOORS, 5.0).leases == (Lease(EXECUTOR, -1, ("h1",)),)
+    assert not [now for now in ends if PLANNER.plan(one, hosts, now, FLOORS).leases]
+
+
 def test_the_host_whose_btu_ends_first_goes_first_and_never_below_the_need():
     hosts = [host("h1", 0.0), host("h2", 1.0), host("h3", 1.5)]  # BTUs end 60, 61, 61.5
     plan = PLANNER.plan(Decision.of({"a": 1, "b": 1}), hosts, 59.9, FLOORS)

@@ -24,7 +24,10 @@ class SlotHosts:
 
     The release rule is VISP's (Hochreiner et al., PeerJ CS 2017, Fig. 5): a host is released
     only inside the last `release_window` of its current BTU — it is paid until then anyway —
-    and only when the remaining hosts hold the decision; otherwise it is kept for another BTU."""
+    and only when the remaining hosts hold the decision; otherwise it is kept for another BTU.
+    The window is never narrower than one control interval: a narrower one can fall between two
+    intervals' ends in every BTU (a 3-s window, 5-s intervals, a 60-s BTU), and the host is then
+    never released."""
 
     kind: HostType
     min_hosts: int = 1
@@ -47,38 +50,51 @@ class SlotHosts:
     def refine(self, plan: Plan, snapshot: Snapshot, engine: Engine) -> Plan:
         """The policy's plan on the engine's leased hosts (`plan` below)."""
         floors = {op.name: op.replicas.min for op in engine.pipeline.operators}
-        return self.plan(plan.replicas, leased_hosts(engine).hosts(), snapshot.t, floors)
+        hosts = leased_hosts(engine).hosts()
+        return self.plan(plan.replicas, hosts, snapshot.t, floors, snapshot.interval_s)
 
     def needed(self, replicas: int) -> int:
         """Hosts whose slots hold `replicas`, within [min_hosts, max_hosts]."""
         return min(max(math.ceil(replicas / self.kind.cores), self.min_hosts), self.max_hosts)
 
     def plan(
-        self, decision: Decision, hosts: Sequence[Host], now: float, floors: Mapping[str, int]
+        self,
+        decision: Decision,
+        hosts: Sequence[Host],
+        now: float,
+        floors: Mapping[str, int],
+        interval_s: float = 0.0,
     ) -> Plan:
         """The interval's plan: leases and releases, then the decision capped at the slots of
-        the hosts that are up (booting hosts give none yet); no operator goes below its floor."""
+        the hosts that are up (booting hosts give none yet); no operator goes below its floor.
+        `interval_s` is the control interval: the release window is at least that wide."""
         need = self.needed(sum(r for _, r in decision.replicas))
         leases: list[Lease] = []
         if need > len(hosts):
             leases.append(Lease(EXECUTOR, need - len(hosts)))
-        released = self.releasable(hosts, now, len(hosts) - need)
+        released = self.releasable(hosts, now, len(hosts) - need, interval_s)
         if released:
             leases.append(Lease(EXECUTOR, -len(released), released))
         up = sum(1 for h in hosts if h.ready_at <= now and h.host_id not in released)
         return Plan(fit(decision, up * self.kind.cores, floors), tuple(leases))
 
-    def releasable(self, hosts: Sequence[Host], now: float, surplus: int) -> tuple[str, ...]:
+    def releasable(
+        self, hosts: Sequence[Host], now: float, surplus: int, interval_s: float = 0.0
+    ) -> tuple[str, ...]:
         """Up to `surplus` hosts that are up and inside their release window, the one whose BTU
         ends first first."""
         if surplus <= 0:
             return ()
-        due = [h for h in hosts if h.ready_at <= now and self.in_window(h, now)]
+        due = [h for h in hosts if h.ready_at <= now and self.in_window(h, now, interval_s)]
         due.sort(key=lambda h: (h.btu_end(now), h.host_id))
         return tuple(h.host_id for h in due[:surplus])
 
-    def in_window(self, host: Host, now: float) -> bool:
-        return host.in_release_window(now, self.release_window)
+    def in_window(self, host: Host, now: float, interval_s: float = 0.0) -> bool:
+        """In the last `release_window` of the host's BTU, or in the last interval before the BTU
+        ends when an interval is the wider of the two (the last check before the next BTU)."""
+        return host.in_release_window(now, self.release_window) or (
+            host.remaining_btu(now) <= interval_s
+        )
 
 
 def leased_hosts(engine: Engine) -> LeasedHosts:
