@@ -44,7 +44,7 @@ def test_python_workers_fork_from_a_daemon_with_pyarrow_loaded(spark):
         assert "elastream.runtime.spark.daemon" in row.command, row.command
         assert row.arrow, "the daemon the worker forked from has not loaded pyarrow"
         # pyarrow, pandas and the task code make tens of thousands of objects (a plain
-        # interpreter: about 10,000), frozen before the fork
+        # interpreter: about 5,000), frozen before the fork
         assert row.frozen > 50_000, row.frozen
     # partition k of range(4) over 4 partitions holds k: 2k; the diagonal 0+4+8; trace(M²) = 180
     assert sorted(row.checks for row in rows) == [f"{2 * k}|12.0|180.0" for k in range(4)]
