@@ -27,9 +27,14 @@ from elastream.runtime.spark.session import (
     spark_session,
 )
 
-# what SparkSession's constructor raises when its SparkContext was stopped while starting (a
-# standalone master that gave the driver up)
-STOPPED_CONTEXT = "Cannot call methods on a stopped SparkContext"
+# what the driver's start raises when Spark stopped its SparkContext while it started (a
+# standalone master that gave the driver up): the session's constructor finds the context
+# stopped, or, when Spark gives up a moment earlier, the context's own start finds the stopped
+# context's environment gone (which of the two depends on timing only)
+STOPPED_CONTEXT = (
+    "Cannot call methods on a stopped SparkContext",
+    'because the return value of "org.apache.spark.SparkEnv$.get()" is null',
+)
 log = logging.getLogger(__name__)
 
 
@@ -68,10 +73,16 @@ def open_session(
             class_cache=config.spark.class_cache,
         )
     except Py4JJavaError as exc:
-        if not (config.spark.standalone and STOPPED_CONTEXT in str(exc)):
+        if not (config.spark.standalone and stopped_while_starting(str(exc))):
             raise
         raise RuntimeFailure(unregistered(config, out, auth_file)) from None
     return session, callers
+
+
+def stopped_while_starting(error: str) -> bool:
+    """The Java `error` the driver's start raised says its SparkContext was stopped while it
+    started (STOPPED_CONTEXT)."""
+    return any(marker in error for marker in STOPPED_CONTEXT)
 
 
 def unregistered(config: RunConfig, out: Path, auth_file: Path | None) -> str:
