@@ -53,7 +53,8 @@ from elastream.runtime.spark.watermark import END_OF_INPUT, declare_end_of_input
 from elastream.runtime.tcp import transport as tcp_transport
 from elastream.workloads.trace import Trace
 
-HOST_POLL_S = 0.25  # how often a leased executor's registration is looked for, s
+# how often, within an interval, a leased executor's registration and a first et_i are looked for, s
+HOST_POLL_S = 0.25
 log = logging.getLogger(__name__)
 __all__ = ["PIPELINE_QUERY", "RuntimeFailure", "SparkEngine", "store_address"]
 
@@ -245,6 +246,7 @@ class SparkEngine:
             time.sleep(min(left, HOST_POLL_S))
             if self.leases:
                 self.leases.poll(self.now())  # a leased executor's boot ends when it registers
+            self.replicas.measure_early(self.t_prev, time.time())
         self.check_health()
         t0, t1 = self.t_prev, time.time()
         self.t_prev = t1
