@@ -3,7 +3,7 @@ and the per-interval figures (the interface that moves them: `base`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -62,6 +62,13 @@ class ReplicaWork(NamedTuple):
     cpu_s: float = 0.0
     shares: int = 0
     busy_sq_per_event: float = 0.0
+
+
+def per_event_s(work: Iterable[ReplicaWork]) -> float | None:
+    """et_i: the replicas' busy seconds over the events they handled (None: none handled)."""
+    work = list(work)
+    events = sum(w.events for w in work)
+    return sum(w.busy_s for w in work) / events if events else None
 
 
 @dataclass(frozen=True, slots=True)

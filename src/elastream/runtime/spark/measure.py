@@ -14,6 +14,7 @@ from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats
 from elastream.prediction.service_time import ShareSums, service_time_variance
 from elastream.runtime.queues import Metrics, QueueStore, ReplicaWork
+from elastream.runtime.queues.records import per_event_s
 from elastream.runtime.spark.replicas import Replicas
 from elastream.runtime.spark.source import cap_hit_key
 
@@ -90,9 +91,8 @@ class Monitor:
         st = self.replicas[name]
         arrivals = reads(name)
         kinds, emitted = self.store.outcome_counts(name, t0, t1)
-        handled = sum(w.events for w in tasks.values())
         busy = sum(w.busy_s for w in tasks.values())
-        et = busy / handled if handled else None
+        et = per_event_s(tasks.values())
         served_by = range(max(st.replicas, max(tasks, default=-1) + 1))  # retired ones after
         per_replica = [tasks[j].events if j in tasks else 0 for j in served_by]
         td = t1 - t0

@@ -10,6 +10,7 @@ from elastream.model.pipeline import Pipeline
 from elastream.model.snapshot import OperatorStats
 from elastream.prediction.batching import admission_cap  # Eq. B1, docs/modeling.md
 from elastream.runtime.queues import QueueStore, ReplicaWork
+from elastream.runtime.queues.records import per_event_s
 
 
 @dataclass
@@ -67,10 +68,9 @@ class Replicas:
         for name, st in self.ops.items():
             if st.measured:
                 continue
-            work = self.store.task_stats(name, since, now).values()
-            events = sum(w.events for w in work)
-            if events:
-                st.service_time_s = sum(w.busy_s for w in work) / events
+            et = per_event_s(self.store.task_stats(name, since, now).values())
+            if et is not None:
+                st.service_time_s = et
                 self.publish(name)
 
     def publish(self, name: str) -> None:
