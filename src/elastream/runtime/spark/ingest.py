@@ -54,7 +54,8 @@ class SparkBatch:
 
 @dataclass
 class Ingest:
-    """Every external source of a run: started after the operator queries, stopped before them.
+    """Every external source of a run: started once the operator queries have made their own
+    sources (their first batches may still run), stopped before them.
     A failed files or spark query is restarted by the runtime (`failed`, `restart`); `check()`
     raises a redis reader's failure."""
 

@@ -102,6 +102,20 @@ class Queries:
             self.run_ids[name] = set()
         self.run_ids[name].add(str(query.runId))
 
+    def await_sources(self, name: str, check: Callable[[], None], timeout_s: float = 120.0) -> None:
+        """Wait until query `name` has made its sources (a Python source's helper process has
+        connected to the JVM) or has stopped (`check` raises a failure)."""
+        deadline = time.time() + timeout_s
+        query = self.running[name]
+        while time.time() < deadline:
+            check()
+            if not str(query.status["message"]).startswith("Initializing"):
+                return
+            time.sleep(0.1)
+        raise RuntimeFailure(
+            f"{query_label(name)} did not make its sources within {timeout_s:.0f} s"
+        )
+
     def await_first_batches(self, check: Callable[[], None], timeout_s: float = 120.0) -> None:
         """Wait until every query has planned and run its first (empty) micro-batch, so the
         feeder does not start the clock during Spark's cold start (`check` raises a failure)."""

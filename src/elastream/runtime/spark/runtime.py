@@ -10,6 +10,7 @@ import os
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -182,16 +183,10 @@ class SparkEngine:
         phases.end("Spark session")
         if spark.leasing is not None:
             self.leases = adopt_hosts(Executors(self.spark), spark.leasing)
-        warm_python_workers(self.spark, task_slots(self.pipeline))
-        phases.end("Python workers")
-        for name in self.queries.names():
-            # One at a time: each query forks a Python helper that must connect back to the JVM
-            # within 10 s (fixed in Spark); forked together on a loaded machine they missed it.
-            self.queries.start(name)
-            self.queries.await_first_batches(self.check_health)
-        phases.end("operator queries")
-        self._start_io()
-        phases.end("sources and sinks")
+        self._start_queries_and_sources()
+        phases.end("operator queries with the Python workers and the sources")
+        self._start_egress()
+        phases.end("sinks")
         log.info("started in %s", phases)
         resume_at = float(self.store.meta("trace_elapsed", 0.0)) if self.resume else 0.0
         self.feeder = Feeder(
@@ -207,6 +202,27 @@ class SparkEngine:
         open_interval(self.store, self.t_prev, self.config.interval_s)
         self.feeder.start()
 
+    def _start_queries_and_sources(self) -> None:
+        """The operator queries, one at a time, with the pool's Python workers starting beside
+        them (each is serial work on one core: the daemon's imports, the queries' Python
+        helpers; on two cores they take the longer one's time, not both); the external
+        sources once the last query has made its own, so their first batches read while its
+        first batch runs (results.md, 30 Nov)."""
+        with ThreadPoolExecutor(1, thread_name_prefix="elastream-warm") as beside:
+            warming = beside.submit(warm_python_workers, self.spark, task_slots(self.pipeline))
+            *first, last = self.queries.names()
+            for name in first:
+                # One at a time: each query forks a Python helper that must connect back to
+                # the JVM within 10 s (fixed in Spark); forked together on a loaded machine
+                # they missed it.
+                self.queries.start(name)
+                self.queries.await_first_batches(self.check_health)
+            self.queries.start(last)
+            self.queries.await_sources(last, self.check_health)
+            self._start_ingest()
+            self.queries.await_first_batches(self.check_health)
+            warming.result()
+
     def open_store(self) -> None:
         """The run's queue store prepared, the replica counts loaded and published in it."""
         self.store: QueueStore = prepare_store(
@@ -216,19 +232,21 @@ class SparkEngine:
         self.replicas.load(self.resume)
         self.monitor = Monitor(self.pipeline, self.store, self.replicas)
 
-    def _start_io(self) -> None:
-        """The delivering sinks' writers, then the external sources (runtime/spark/egress.py,
-        ingest.py)."""
+    def _start_ingest(self) -> None:
+        """The external sources' queries and readers (runtime/spark/ingest.py)."""
         bound = min(
             self.config.queue_capacity or self.config.ingest_bound, self.config.ingest_bound
         )
+        self.ingest = Ingest(self.pipeline, self.queues, bound, self.checkpoints, self.out)
+        self.ingest.start(self.spark, self.store)
+
+    def _start_egress(self) -> None:
+        """The delivering sinks' writers (runtime/spark/egress.py)."""
         spark = self.config.spark
         self.egress = Egress(
             self.pipeline, self.queues, spark.max_restarts, spark.restart_backoff_s
         )
         self.egress.start(self.spark, self.resume)
-        self.ingest = Ingest(self.pipeline, self.queues, bound, self.checkpoints, self.out)
-        self.ingest.start(self.spark, self.store)
 
     def _stop_io(self, part: str) -> None:
         """Stop the external sources' reading (`part` ingest) or the sinks' delivery (egress:
