@@ -9,6 +9,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import pairwise
 
+import numpy as np
+
+from elastream.base.arrays import distinct_counts
 from elastream.model.objective import Objective, judge
 from elastream.model.snapshot import Snapshot
 
@@ -42,11 +45,9 @@ def latency_histogram(
     latencies_ms: Sequence[float], resolution_ms: float = 1.0
 ) -> tuple[tuple[float, int], ...]:
     """Exact latencies folded into `resolution_ms` bins (bin upper edge, count)."""
-    counts: dict[float, int] = {}
-    for value in latencies_ms:
-        edge = math.ceil(value / resolution_ms) * resolution_ms
-        counts[edge] = counts.get(edge, 0) + 1
-    return tuple(sorted(counts.items()))
+    edges = np.ceil(np.asarray(latencies_ms, float) / resolution_ms) * resolution_ms
+    values, counts = distinct_counts(edges)
+    return tuple(zip(values.tolist(), counts.tolist(), strict=True))
 
 
 def latency_histogram_of(

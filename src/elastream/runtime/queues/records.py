@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from elastream.base.arrays import distinct, distinct_counts
 from elastream.model.batch import EventBatch, pack
 from elastream.model.events import Event, Outcome, OutcomeKind
 from elastream.model.state import StateWrite
@@ -233,18 +234,17 @@ def build_audit(
 ) -> Audit:
     """The audit from the retained records (`fates`: fate -> roots, without "to_sink") plus what
     was expired; duplicates and roots with two fates are checked among the retained records."""
-    distinct = {"to_sink": np.unique(sink_roots)}
-    distinct.update({name: np.unique(roots) for name, roots in fates.items()})
-    every = np.concatenate([np.empty(0, np.int64), *distinct.values()])
-    _, counts = np.unique(every, return_counts=True)
+    roots = {"to_sink": distinct(sink_roots)}
+    roots.update({name: distinct(fated) for name, fated in fates.items()})
+    _, counts = distinct_counts(np.concatenate([np.empty(0, np.int64), *roots.values()]))
     gone = dict(expired.items())
     return Audit(
         events_in=events_in,
         pending=pending,
         sink_events=len(sink_roots) + gone.pop("sink_events"),
-        duplicate_sink_roots=len(sink_roots) - len(distinct["to_sink"]),
+        duplicate_sink_roots=len(sink_roots) - len(roots["to_sink"]),
         roots_with_two_fates=int((counts > 1).sum()),
-        **{name: len(roots) + gone.get(name, 0) for name, roots in distinct.items()},
+        **{name: len(kept) + gone.get(name, 0) for name, kept in roots.items()},
     )
 
 

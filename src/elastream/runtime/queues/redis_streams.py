@@ -20,6 +20,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from elastream.base.arrays import distinct
 from elastream.model.batch import EventBatch
 from elastream.model.events import Event, OutcomeKind
 from elastream.runtime.queues.records import (
@@ -400,7 +401,7 @@ class RedisQueueStore(SegmentedQueues):
             [self._roots("timeout"), self._roots("overflow"), self._failed_roots()]
         )
         expired = self._expired()
-        return np.unique(kept), expired.timeout + expired.overflow
+        return distinct(kept), expired.timeout + expired.overflow
 
     def _roots(self, fate: str) -> np.ndarray:
         members = self.r.zrange(self._k("roots", fate), 0, -1)
@@ -411,7 +412,7 @@ class RedisQueueStore(SegmentedQueues):
         their done marks) of released batches, recorded before `before`; fates kept as counts."""
         sunk, n = self._expire_sinks(before), 0
         roots = np.concatenate([np.empty(0, np.int64)] + [s.batch.roots for s in sunk])
-        counts = {"to_sink": len(np.unique(roots)), "sink_events": len(roots)}
+        counts = {"to_sink": len(distinct(roots)), "sink_events": len(roots)}
         for fate in ("filtered", "timeout", "overflow"):
             members = self.r.zrangebyscore(self._k("roots", fate), "-inf", f"({before!r}")
             counts[fate] = sum(len(_member_roots(m)) for m in members)

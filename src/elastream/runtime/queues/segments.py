@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from elastream.base.arrays import distinct
 from elastream.model.batch import KEY, META_FIELDS, ROOT, EventBatch
 from elastream.model.events import Event
 from elastream.runtime.queues.base import ControlTable
@@ -171,9 +172,9 @@ class SegmentedQueues:
         somewhere in the operators' queues, lost (an output or the event itself dropped or
         failed), or completed. `operators` in topological order: an event moving downstream
         while the queues are read is seen at least once."""
-        pending = np.unique(np.concatenate([self.pending_roots(op) for op in operators] or [[]]))
-        lost_kept, lost_expired = self._lost_roots()
-        lost = np.setdiff1d(lost_kept, pending).size + lost_expired
+        pending = distinct(np.concatenate([self.pending_roots(op) for op in operators] or [[]]))
+        lost_kept, lost_expired = self._lost_roots()  # distinct too
+        lost = np.setdiff1d(lost_kept, pending, assume_unique=True).size + lost_expired
         return Lineage(self._events_in(), len(pending), lost)
 
     def _lost_roots(self) -> tuple[np.ndarray, int]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from elastream.base.arrays import distinct
 from elastream.model.batch import EventBatch
 from elastream.model.events import Event, OutcomeKind
 from elastream.model.state import StateWrite
@@ -303,7 +304,7 @@ class SqliteQueueStore(SegmentedQueues):
             ).fetchall()
             sunk = np.concatenate([np.empty(0, np.int64)] + [s.batch.roots for *_, s in sinks])
             counts = ExpiredCounts(
-                to_sink=len(np.unique(sunk)),
+                to_sink=len(distinct(sunk)),
                 sink_events=len(sunk),
                 filtered=sum(len(unpack_roots(r[1])) for r in shares),
                 timeout=sum(len(unpack_roots(r[2])) for r in shares),
@@ -416,7 +417,7 @@ class SqliteQueueStore(SegmentedQueues):
         return np.asarray([r for (r,) in rows], np.int64)
 
     def _lost_roots(self) -> tuple[np.ndarray, int]:
-        kept = np.unique(
+        kept = distinct(
             np.concatenate(
                 [
                     self._share_roots("timeout_roots"),
