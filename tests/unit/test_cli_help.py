@@ -46,8 +46,8 @@ def test_help_exits_0_and_shows_the_usage(words, capsys):
 
 
 def imported_by(argv: list[str]) -> list[str]:
-    """The elastream.cli modules, pydantic and pyspark imported by `main(argv)` in a fresh
-    interpreter."""
+    """The elastream.cli modules, pydantic, pyspark and pandas imported by `main(argv)` in a
+    fresh interpreter."""
     code = (
         "import json, sys\n"
         "from elastream.cli import main\n"
@@ -56,7 +56,7 @@ def imported_by(argv: list[str]) -> list[str]:
         "except SystemExit:\n"
         "    pass\n"
         "names = [m for m in sys.modules if m.startswith(('elastream.cli.', 'pydantic', "
-        "'pyspark'))]\n"
+        "'pyspark', 'pandas'))]\n"
         "print(json.dumps(sorted(names)))\n"
     )
     done = subprocess.run(
@@ -74,3 +74,9 @@ def test_a_command_imports_its_own_module_only():
     assert "elastream.cli.trace" in loaded
     others = {f"elastream.cli.{w[0]}" for w in EVERY_COMMAND if len(w) == 1 and w != ("trace",)}
     assert loaded.isdisjoint(others)
+
+
+def test_run_help_imports_no_pandas():
+    # pandas is imported where a trace file is read or a statsmodels forecast fits: importing it
+    # on every command's path cost 0.4-0.6 s of `elastream run`'s start (results.md, 30 Nov)
+    assert not any(m.startswith("pandas") for m in imported_by(["run", "--help"]))

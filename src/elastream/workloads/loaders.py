@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from elastream.base.registry import Registry
 from elastream.workloads.trace import Trace, TraceError
+
+if TYPE_CHECKING:  # pandas is imported where a trace file is read: 0.4 s of every command
+    import pandas as pd
 
 # Header names recognised (case-insensitive) when detecting a format from a CSV header.
 TIME_COLUMNS = ("timestamp", "time", "hour_utc", "datetime", "date", "ts", "t", "second")
@@ -134,6 +137,8 @@ def _is_number(text: str) -> bool:
 
 
 def _is_timestamp(text: str) -> bool:
+    import pandas as pd
+
     return not pd.isna(pd.to_datetime(text, format="ISO8601", errors="coerce"))
 
 
@@ -149,6 +154,8 @@ def _find(names: list[str], candidates: tuple[str, ...]) -> int | None:
 
 def _numbers(raw: pd.Series, path: Path, first_line: int, what: str) -> np.ndarray:
     """Finite, non-negative numbers; the error names the file line of the first bad one."""
+    import pandas as pd
+
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
@@ -165,6 +172,8 @@ def _numbers(raw: pd.Series, path: Path, first_line: int, what: str) -> np.ndarr
 def _seconds(raw: pd.Series, path: Path, first_line: int, column: str) -> np.ndarray:
     """Timestamps as seconds from the earliest one. If the first is a plain number all are
     seconds; otherwise all must be ISO 8601 date-times (a 'T' or a space before the time)."""
+    import pandas as pd
+
     if _is_number(raw.iloc[0]):
         values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
         bad = np.flatnonzero(~np.isfinite(values))
@@ -183,6 +192,8 @@ def _seconds(raw: pd.Series, path: Path, first_line: int, column: str) -> np.nda
 def _read_csv(path: Path, header: bool) -> pd.DataFrame:
     """All cells as text, blank lines kept (so row k is file line k + 1 + header) and
     trailing blank rows dropped."""
+    import pandas as pd
+
     try:
         frame = pd.read_csv(
             path,
@@ -217,6 +228,8 @@ def _column(frame: pd.DataFrame, candidates: tuple[str, ...], fallback: int | No
 
 def _load_lines(path: Path, options: LoadOptions) -> tuple[np.ndarray, LoadInfo]:
     """One count per line, one line per second (step_s overrides the second)."""
+    import pandas as pd
+
     lines = path.read_text(encoding="utf-8-sig").splitlines()
     while lines and not lines[-1].strip():
         lines.pop()
