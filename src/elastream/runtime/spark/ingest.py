@@ -79,6 +79,11 @@ class Ingest:
             elif spec.external:
                 self.queries[spec.name] = self._start_query(spark, store, spec)
 
+    @property
+    def started(self) -> bool:
+        """Some external source reads (a query or a redis reader started)."""
+        return bool(self.queries or self.readers)
+
     def _admission(self, spec: SourceSpec) -> Admission:
         targets = self.pipeline.successors(spec.name)
         return Admission(

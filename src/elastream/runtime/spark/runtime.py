@@ -139,6 +139,7 @@ class SparkEngine:
         self.restarts_seen = 0  # query restarts reported in a snapshot already
         self.leases: ExecutorHosts | None = None  # executors leased as hosts (spark.leasing)
         self.ingest: Ingest | None = None  # external sources' reading (started by start())
+        self.ingest_from = 0.0  # when they started: the first interval's start (wall-clock s)
         self.egress: Egress | None = None  # delivering sinks' writers (started by start())
         self.to_create: list[Path] | None = None  # folders the checks found missing (check())
         self.t0 = time.time()  # the run's clock starts when the feeder does (start())
@@ -198,7 +199,9 @@ class SparkEngine:
             forever=self.config.unbounded,
         )
         self.t0 = time.time() - resume_at
-        self.t_prev = self.started_at = time.time()
+        self.started_at = time.time()
+        # the first interval holds what the external sources appended while the start ended
+        self.t_prev = self.ingest_from if self.ingest and self.ingest.started else self.started_at
         open_interval(self.store, self.t_prev, self.config.interval_s)
         self.feeder.start()
 
@@ -238,6 +241,8 @@ class SparkEngine:
             self.config.queue_capacity or self.config.ingest_bound, self.config.ingest_bound
         )
         self.ingest = Ingest(self.pipeline, self.queues, bound, self.checkpoints, self.out)
+        self.ingest_from = time.time()
+        open_interval(self.store, self.ingest_from, self.config.interval_s)
         self.ingest.start(self.spark, self.store)
 
     def _start_egress(self) -> None:
