@@ -1,9 +1,12 @@
 """The session's Python workers fork from elastream's daemon, which has pyarrow loaded before the
 fork (so a new worker does not import it again) and its objects frozen out of the cyclic garbage
 collector (so PySpark's collection after every task does not walk them); a worker forked from it
-runs pyarrow compute, numpy and pandas (the fork broke none of them)."""
+runs pyarrow compute, numpy and pandas (the fork broke none of them); the workers import the
+installed pyspark, not Spark's uncompiled pyspark.zip."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +51,28 @@ def test_python_workers_fork_from_a_daemon_with_pyarrow_loaded(spark):
         assert row.frozen > 50_000, row.frozen
     # partition k of range(4) over 4 partitions holds k: 2k; the diagonal 0+4+8; trace(M²) = 180
     assert sorted(row.checks for row in rows) == [f"{2 * k}|12.0|180.0" for k in range(4)]
+
+
+def test_python_workers_import_the_installed_pyspark_not_sparks_zip(spark):
+    """The session's workers start through elastream's launcher (runtime/spark/worker_python.py):
+    Spark's uncompiled pyspark.zip is off their path and pyspark comes from site-packages."""
+    import pyspark
+
+    installed = str(Path(pyspark.__file__).resolve().parent)
+
+    def where(batches):
+        import os
+
+        import pyarrow as pa
+        import pyspark
+
+        for _ in batches:
+            path = os.environ.get("PYTHONPATH", "")
+            yield pa.RecordBatch.from_pydict({"file": [pyspark.__file__], "path": [path]})
+
+    rows = spark.range(2, numPartitions=2).mapInArrow(where, "file STRING, path STRING").collect()
+    assert len(rows) == 2
+    for row in rows:
+        assert str(Path(row.file).resolve()).startswith(installed + "/"), row.file
+        assert "pyspark.zip" not in row.file, row.file
+        assert not any(e.endswith("pyspark.zip") for e in row.path.split(":")), row.path

@@ -35,10 +35,14 @@ PROC = Path("/proc")  # the running processes' command lines: who is making an a
 CLASS_PATH_KEYS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
 
 
+def cache_root() -> Path:
+    """elastream's cache: $XDG_CACHE_HOME/elastream, else ~/.cache/elastream."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "elastream"
+
+
 def cache_folder() -> Path:
-    """Where the archives are kept: $XDG_CACHE_HOME/elastream/jvm, else ~/.cache/elastream/jvm."""
-    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(root) / "elastream" / "jvm"
+    """Where the archives are kept: the cache's jvm folder."""
+    return cache_root() / "jvm"
 
 
 def archive_name(options: Mapping[str, str]) -> str:

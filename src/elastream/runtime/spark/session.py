@@ -25,6 +25,7 @@ from elastream.runtime.spark.class_cache import with_class_cache
 from elastream.runtime.spark.cluster import read_secret
 from elastream.runtime.spark.pipeline_source import PipelineDataSource
 from elastream.runtime.spark.source import QueueDataSource
+from elastream.runtime.spark.worker_python import worker_python
 
 _registered: dict[int, tuple[str, ...]] = {}  # session -> the Python files its sources ship
 RAW_LOCAL_FS = "org.apache.hadoop.fs.local.RawLocalFs"
@@ -85,7 +86,7 @@ def spark_session(
     (runtime/spark/class_cache.py)."""
     warnings.filterwarnings("ignore", category=FutureWarning)
     logging.getLogger("py4j").setLevel(logging.ERROR)
-    os.environ.setdefault("PYSPARK_PYTHON", _python())
+    os.environ.setdefault("PYSPARK_PYTHON", worker_python(master))
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", _python())
     options = {
         "spark.app.name": app_name,
