@@ -21,9 +21,19 @@ def distinct(values: np.ndarray) -> np.ndarray:
     return ordered[_starts(ordered)]
 
 
-def distinct_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def distinct_counts(
+    values: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The sorted distinct values and how often each occurs (as `np.unique` with
-    `return_counts=True`)."""
-    ordered = np.sort(np.asarray(values).ravel())
+    `return_counts=True`), or with `weights` (one per value) the sum of their weights."""
+    values = np.asarray(values).ravel()
+    if weights is None:
+        ordered = np.sort(values)
+        starts = _starts(ordered)
+        return ordered[starts], np.diff(np.append(starts, ordered.size))
+    order = np.argsort(values, kind="stable")
+    ordered, weighed = values[order], np.asarray(weights).ravel()[order]
     starts = _starts(ordered)
-    return ordered[starts], np.diff(np.append(starts, ordered.size))
+    if starts.size == 0:
+        return ordered, weighed
+    return ordered[starts], np.add.reduceat(weighed, starts)

@@ -4,7 +4,6 @@ series_columns.py; summary.json, timeseries.csv, intervals.csv and the reports r
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import pairwise
@@ -42,12 +41,16 @@ class RunTotals:
 
 
 def latency_histogram(
-    latencies_ms: Sequence[float], resolution_ms: float = 1.0
+    latencies_ms: Sequence[float] | np.ndarray,
+    resolution_ms: float = 1.0,
+    counts: Sequence[int] | np.ndarray | None = None,
 ) -> tuple[tuple[float, int], ...]:
-    """Exact latencies folded into `resolution_ms` bins (bin upper edge, count)."""
+    """Exact latencies folded into `resolution_ms` bins (bin upper edge, count), each latency
+    counted once, or `counts[i]` times."""
     edges = np.ceil(np.asarray(latencies_ms, float) / resolution_ms) * resolution_ms
-    values, counts = distinct_counts(edges)
-    return tuple(zip(values.tolist(), counts.tolist(), strict=True))
+    weights = None if counts is None else np.asarray(counts, np.int64)
+    values, tallies = distinct_counts(edges, weights)
+    return tuple(zip(values.tolist(), tallies.tolist(), strict=True))
 
 
 def latency_histogram_of(
@@ -55,11 +58,9 @@ def latency_histogram_of(
 ) -> tuple[tuple[float, int], ...]:
     """Latencies in seconds with their counts, folded in `resolution_ms` bins (bin upper edge
     in ms, count), as latency_histogram does for single latencies in ms."""
-    bins: dict[float, int] = {}
-    for latency_s, n in counts_s.items():
-        edge = math.ceil(latency_s * 1000.0 / resolution_ms) * resolution_ms
-        bins[edge] = bins.get(edge, 0) + n
-    return tuple(sorted(bins.items()))
+    seconds = np.fromiter(counts_s.keys(), float, len(counts_s))
+    counts = np.fromiter(counts_s.values(), np.int64, len(counts_s))
+    return latency_histogram(seconds * 1000.0, resolution_ms, counts)
 
 
 def histogram_quantile(histogram: Sequence[tuple[float, int]], q: float) -> float | None:
