@@ -9,6 +9,7 @@ import logging
 import os
 import shlex
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -87,7 +88,7 @@ def spark_session(
     warnings.filterwarnings("ignore", category=FutureWarning)
     logging.getLogger("py4j").setLevel(logging.ERROR)
     os.environ.setdefault("PYSPARK_PYTHON", worker_python(master))
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", _python())
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     options = {
         "spark.app.name": app_name,
         "spark.ui.showConsoleProgress": "false",
@@ -277,9 +278,3 @@ def _hold_worker(hold_s: float, batches: Iterator[Any]) -> Iterator[Any]:
         pass
     time.sleep(hold_s)
     yield pa.RecordBatch.from_pydict({"pid": [os.getpid()]})
-
-
-def _python() -> str:
-    import sys
-
-    return sys.executable

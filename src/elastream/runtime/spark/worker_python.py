@@ -19,9 +19,9 @@ from elastream.runtime.spark.class_cache import cache_root
 # 0.7-0.8 s of CPU each, measured here. The launcher drops that one entry; the worker then
 # imports the same pyspark from this interpreter's site-packages, compiled once.
 LAUNCHER = """#!/bin/sh
-# Written by elastream (runtime/spark/worker_python.py): runs {python} with Spark's
-# pyspark.zip ({zipped}) dropped from PYTHONPATH, so that Spark's Python workers import the
-# same pyspark from the interpreter's site-packages, compiled once.
+# Written by elastream (runtime/spark/worker_python.py): runs the interpreter below with
+# Spark's pyspark.zip dropped from PYTHONPATH, so that Spark's Python workers import the same
+# pyspark from the interpreter's site-packages, compiled once.
 set -f
 kept=
 IFS=:
