@@ -55,19 +55,21 @@ def test_python_workers_fork_from_a_daemon_with_pyarrow_loaded(spark):
 
 def test_python_workers_import_the_installed_pyspark_not_sparks_zip(spark):
     """The session's workers start through elastream's launcher (runtime/spark/worker_python.py):
-    Spark's uncompiled pyspark.zip is off their path and pyspark comes from site-packages."""
+    Spark's uncompiled pyspark.zip and its core jar are off their path and pyspark comes from
+    site-packages."""
     import pyspark
 
     installed = str(Path(pyspark.__file__).resolve().parent)
 
     def where(batches):
         import os
+        import sys
 
         import pyarrow as pa
         import pyspark
 
         for _ in batches:
-            path = os.environ.get("PYTHONPATH", "")
+            path = ":".join([os.environ.get("PYTHONPATH", ""), *sys.path])
             yield pa.RecordBatch.from_pydict({"file": [pyspark.__file__], "path": [path]})
 
     rows = spark.range(2, numPartitions=2).mapInArrow(where, "file STRING, path STRING").collect()
@@ -75,4 +77,6 @@ def test_python_workers_import_the_installed_pyspark_not_sparks_zip(spark):
     for row in rows:
         assert str(Path(row.file).resolve()).startswith(installed + "/"), row.file
         assert "pyspark.zip" not in row.file, row.file
-        assert not any(e.endswith("pyspark.zip") for e in row.path.split(":")), row.path
+        entries = row.path.split(":")
+        assert not any(e.endswith("pyspark.zip") for e in entries), row.path
+        assert not any(Path(e).name.startswith("spark-core_") for e in entries), row.path
