@@ -517,6 +517,23 @@ def test_sink_latencies_of_an_interval_are_those_that_arrived_in_it(open_store):
     assert store.sink_latencies_ms_between(now + 1, now + 2) == []
 
 
+def test_sink_latencies_of_an_interval_leave_out_earlier_and_later_segments(open_store):
+    store = open_store()
+    store.create_queue("out", None, sink=True)
+    t0 = time.time()
+    store.append("out", events(3, ts=t0 - 100.0), "src", 0)  # latency about 100 s
+    time.sleep(0.02)
+    t_mid = time.time()
+    store.append("out", events(2, start=3, ts=t0 - 200.0), "src", 3)  # about 200 s
+    t1 = time.time()
+    early = store.sink_latencies_ms_between(0.0, t_mid)
+    late = store.sink_latencies_ms_between(t_mid, t1 + 1)
+    assert len(early) == 3 and all(100_000 <= ms <= (t_mid - t0 + 100) * 1000 for ms in early)
+    assert len(late) == 2 and all(200_000 <= ms <= (t1 - t0 + 200) * 1000 for ms in late)
+    assert store.sink_latencies_ms_between(t1 + 1, t1 + 2) == []
+    assert sorted(store.sink_latencies_ms()) == sorted(early + late)
+
+
 def test_a_store_written_in_an_earlier_format_is_refused_naming_it(open_store):
     store = make_queues(open_store())
     store.append("a", events(3), "src", 0)

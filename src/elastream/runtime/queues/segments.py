@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from elastream.base.arrays import distinct
-from elastream.model.batch import KEY, META_FIELDS, ROOT, EventBatch
+from elastream.model.batch import KEY, META_FIELDS, ROOT, TS, EventBatch
 from elastream.model.events import Event
 from elastream.runtime.queues.base import ControlTable
 from elastream.runtime.queues.records import (
@@ -59,6 +59,11 @@ def decode_keys(blob: bytes) -> pa.ChunkedArray:
 def decode_roots(blob: bytes) -> np.ndarray:
     """The root column of a stored segment (from its index blob)."""
     return _read_ipc(blob).column(1).to_numpy()
+
+
+def decode_ts(body_blob: bytes) -> np.ndarray:
+    """The event times of a stored segment (from its body blob), without the rest."""
+    return _read_ipc(body_blob).column(TS).to_numpy()
 
 
 def decode_batch(keys_blob: bytes, body_blob: bytes) -> EventBatch:
@@ -185,21 +190,33 @@ class SegmentedQueues:
     def _events_in(self) -> int:
         raise NotImplementedError
 
+    def _arrived_segments(self, q: str, since: float) -> Iterator[Segment]:
+        """Queue `q`'s segments in offset order; a backend that can leave out, unread, those
+        that arrived before `since` overrides this (the callers skip them either way)."""
+        return self._segments(q, 0, 2**62)
+
+    def _sink_rows(self, before: float, since: float) -> Iterator[tuple[str, Segment]]:
+        """(sink, stored segment) of each sink segment in offset order that arrived at or after
+        `since`, up to the first one that arrived at or after `before`; not decoded."""
+        for q in self._sink_queues():
+            for segment in self._arrived_segments(q, since):
+                if segment.enq >= before:
+                    break
+                if segment.enq >= since:
+                    yield q, segment
+
     def _sink_segments(self, before: float = math.inf) -> Iterator[tuple[str, Stored]]:
         """(sink, segment) of each sink segment in offset order, up to the first one that
         arrived at or after `before` (what `expire(before)` forgets)."""
-        for q in self._sink_queues():
-            for first, enq, keys, body in self._segments(q, 0, 2**62):
-                if enq >= before:
-                    break
-                yield q, Stored(first, decode_batch(keys, body), enq)
+        for q, (first, enq, keys, body) in self._sink_rows(before, -math.inf):
+            yield q, Stored(first, decode_batch(keys, body), enq)
 
     def _sink_latencies(self, before: float, since: float = -math.inf) -> np.ndarray:
-        """End-to-end latencies (ms) of the kept sink events that arrived in [since, before)."""
+        """End-to-end latencies (ms) of the kept sink events that arrived in [since, before):
+        only those segments read, and of them only their event times."""
         parts = [
-            (stored.enq - stored.batch.ts) * 1000
-            for _, stored in self._sink_segments(before)
-            if stored.enq >= since
+            (segment.enq - decode_ts(segment.body)) * 1000
+            for _, segment in self._sink_rows(before, since)
         ]
         return np.concatenate(parts) if parts else np.empty(0)
 

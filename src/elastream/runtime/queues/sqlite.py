@@ -193,6 +193,16 @@ class SqliteQueueStore(SegmentedQueues):
                 break
             yield Segment(first, enq, keys, body)
 
+    def _arrived_segments(self, q: str, since: float) -> Iterator[Segment]:
+        """The segments of `q` that arrived at or after `since`, in offset order (a row's
+        blobs are read only when it is selected)."""
+        rows = self.conn.execute(
+            "SELECT first_off, enq, keys, body FROM segments WHERE q = ? AND enq >= ? "
+            "ORDER BY end_off",
+            (q, since),
+        )
+        return (Segment(*row) for row in rows)
+
     def _record_plan(self, plan: BatchPlan) -> None:
         self.conn.execute(
             "INSERT OR IGNORE INTO plans VALUES (?, ?, ?, ?, ?, ?)",
