@@ -29,9 +29,9 @@ from elastream.runtime.spark.session import (
 
 # what the driver's start raises when Spark stopped its SparkContext while it started (a
 # standalone master that gave the driver up): the session's constructor finds the context
-# stopped, or, when Spark gives up a moment earlier, the context's own start finds the stopped
-# context's environment gone (which of the two depends on timing only)
-STOPPED_CONTEXT = (  # the three moments of the start at which Spark's give-up has been seen
+# stopped; or, when Spark gives up earlier, the context's own start finds the stopped context's
+# environment gone, or its scheduler gone at the post-start hook (which one: timing only)
+STOPPED_CONTEXT = (
     "Cannot call methods on a stopped SparkContext",
     'because the return value of "org.apache.spark.SparkEnv$.get()" is null',
     'because the return value of "org.apache.spark.SparkContext._taskScheduler()" is null',
