@@ -76,7 +76,8 @@ def test_backlog_in_intervals_history_and_report(tmp_path):
     assert merged.snapshot.source_backlog == (("s", HELD),)
     drawn = rates_plot([Interval(quiet, Decision.of({})), Interval(snap, Decision.of({}))])
     plain = rates_plot([Interval(quiet, Decision.of({})), Interval(quiet, Decision.of({}))])
-    assert drawn.png != plain.png  # the dotted λ_G-with-backlog line is drawn
+    assert 'data-series="input + external backlog"' in drawn.drawing  # the dotted λ_G line
+    assert "external backlog" not in plain.drawing
 
 
 def _row(t: float) -> HistoryRow:

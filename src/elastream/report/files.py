@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from elastream.base.extras import MissingExtraError, require
 from elastream.control.mape import RunResult
 from elastream.model.metric_catalog import PAPER_METRICS
 from elastream.model.objective import Objective
 from elastream.model.pipeline import Pipeline
-from elastream.report.html import render_page
+from elastream.report.html import Plot, render_page
+from elastream.report.plots import all_plots
 from elastream.report.series import (
     INTERVAL_COLUMNS,
     TIMESERIES_COLUMNS,
@@ -126,15 +125,8 @@ def write_outputs(
     return paths
 
 
-def report_plots(series: SeriesWriter, pipeline: Pipeline, result: RunResult) -> list:
-    """The report's figures, or none (said in one line) without matplotlib (an extra)."""
-    try:
-        require("matplotlib", extra="plots", feature="report.html's figures")
-    except MissingExtraError as exc:
-        logging.getLogger(__name__).warning("%s; the report has no figures", exc)
-        return []
-    from elastream.report.plots import all_plots
-
+def report_plots(series: SeriesWriter, pipeline: Pipeline, result: RunResult) -> list[Plot]:
+    """The report's figures, drawn from the intervals the series kept for them."""
     return all_plots(series.plot_items(), pipeline, result.summary, series.objective)
 
 

@@ -1,19 +1,35 @@
-"""report.html: one self-contained page (inline CSS, base64 PNG figures) describing a run."""
+"""report.html: one self-contained page (inline CSS and SVG figures, no script) describing a run."""
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from elastream.model.metric_catalog import RUN_METRICS, Metric
 from elastream.report import formatting as fmt
 
-if TYPE_CHECKING:  # the figures need matplotlib, an extra: imported only to draw them
-    from elastream.report.plots import Plot
-
 Formatter = Callable[[Any], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Plot:
+    """One figure of a page: a key, a short title, a caption and its drawing as HTML (inline
+    SVG, or an <img> of a PNG: `png_image`)."""
+
+    key: str
+    title: str
+    caption: str
+    drawing: str
+
+
+def png_image(png: bytes, alt: str) -> str:
+    """A PNG as an <img> carrying its bytes (base64), so the page stands alone."""
+    data = base64.b64encode(png).decode("ascii")
+    return f"<img alt='{escape(alt)}' src='data:image/png;base64,{data}'>"
+
 
 # How each unit of the metrics table is shown.
 BY_UNIT: dict[str, Formatter] = {"ratio": fmt.pct, "ms": fmt.ms, "replicas": fmt.number}
@@ -47,12 +63,16 @@ h1 { font-size: 26px; margin: 0 0 4px; }
 h2 { font-size: 19px; margin: 32px 0 10px; padding-bottom: 4px; border-bottom: 1px solid #dde2e6; }
 .meta { color: #55606b; margin: 0 0 8px; }
 table { border-collapse: collapse; width: 100%; font-size: 14px; }
+table.operators { display: block; overflow-x: auto; }
 th, td { text-align: left; padding: 5px 10px; border-bottom: 1px solid #eceff1; }
 th { background: #f5f7f8; font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.explain { color: #55606b; }
 figure { margin: 18px 0 26px; }
-figure img { width: 100%; height: auto; display: block; }
+figure img, figure svg[viewBox] { width: 100%; height: auto; display: block; }
+figure .legend { font-size: 13px; color: #444; margin: 2px 0 6px 64px; }
+figure .legend span { margin-right: 16px; white-space: nowrap; }
+figure .operator b { font-size: 13px; }
 figcaption { color: #55606b; font-size: 14px; margin-top: 4px; }
 code { font-size: 13px; }
 table.settings { width: auto; min-width: 50%; }
@@ -158,10 +178,8 @@ def _setting(value: Any) -> str:
 
 
 def figure_html(plot: Plot) -> str:
-    data = base64.b64encode(plot.png).decode("ascii")
     return (
-        f"<figure id='plot-{escape(plot.key)}'>"
-        f"<img alt='{escape(plot.title)}' src='data:image/png;base64,{data}'>"
+        f"<figure id='plot-{escape(plot.key)}'>{plot.drawing}"
         f"<figcaption>{escape(plot.caption)}</figcaption></figure>"
     )
 

@@ -1,42 +1,23 @@
-"""The report's figures, drawn on matplotlib's Agg canvas (no pyplot, no global backend)."""
+"""The report's figures: the run's intervals drawn as inline SVG charts (report/svg.py)."""
 
 from __future__ import annotations
 
-import io
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-
-import matplotlib
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from collections.abc import Sequence
+from html import escape
 
 from elastream.model.metrics import Summary
 from elastream.model.objective import Objective
 from elastream.model.pipeline import Pipeline
+from elastream.report.html import Plot
 from elastream.report.series import Interval, per_second
+from elastream.report.svg import Line, Rule, chart
 
-WIDTH_IN = 10.0
-DPI = 110
-STYLE = {
-    "font.size": 11,
-    "axes.titlesize": 13,
-    "axes.titleweight": "bold",
-    "axes.labelsize": 11,
-    "legend.fontsize": 10,
-    "legend.frameon": False,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-}
-INPUT_COLOR = "#1f77b4"
-OUTPUT_COLOR = "#ff7f0e"
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+          "#bcbd22", "#7f7f7f", "#d62728")  # fmt: skip
+INPUT_COLOR, OUTPUT_COLOR, LATENCY_COLOR = COLORS[:3]
 POOL_COLOR = "#d62728"
-MARKER_MAX_POINTS = 120  # beyond this, point markers only clutter a line
+TARGET_COLOR = "#595959"
 
 _RATES_CAPTION = (
     "Events offered by the sources per second against source events whose processing finished "
@@ -60,121 +41,24 @@ _HOSTS_CAPTION = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Plot:
-    """One rendered figure: a short title, a caption for the page and the PNG bytes."""
-
-    key: str
-    title: str
-    caption: str
-    png: bytes
-
-
-@contextmanager
-def _figure(height_in: float, rows: int = 1) -> Iterator[tuple[Figure, list[Axes]]]:
-    with matplotlib.rc_context(STYLE):
-        fig = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout="constrained")
-        FigureCanvasAgg(fig)
-        axes = fig.subplots(rows, 1, sharex=True, squeeze=False)[:, 0].tolist()
-        yield fig, axes
-
-
-def _png(fig: Figure) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    return buf.getvalue()
-
-
 def operator_colors(names: Sequence[str]) -> dict[str, str]:
-    cycle = matplotlib.colormaps["tab10"].colors
-    return {name: matplotlib.colors.to_hex(cycle[i % len(cycle)]) for i, name in enumerate(names)}
+    """One colour per operator, in the pipeline's order."""
+    return {name: COLORS[i % len(COLORS)] for i, name in enumerate(names)}
 
 
 def _times(items: Sequence[Interval]) -> list[float]:
     return [item.snapshot.t for item in items]
 
 
+def _span(items: Sequence[Interval]) -> tuple[float, float] | None:
+    """From the first interval's start to the last one's end (None: no interval)."""
+    if not items:
+        return None
+    return items[0].snapshot.t - items[0].snapshot.interval_s, items[-1].snapshot.t
+
+
 def _nan(value: float | None) -> float:
     return math.nan if value is None else value
-
-
-def _finish(ax: Axes, ylabel: str, *, legend: bool = True) -> None:
-    ax.set_ylabel(ylabel)
-    ax.set_ylim(bottom=0)
-    if legend:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-
-
-def rates_plot(items: Sequence[Interval]) -> Plot:
-    """Input rate against output rate, events per second (the two sides of throughput
-    degradation, PSPS V-A.3: λ_G/td and completed/td)."""
-    t = _times(items)
-    with _figure(3.6) as (fig, (ax,)):
-        inp = [per_second(i.snapshot.source_events, i.snapshot.interval_s) for i in items]
-        out = [per_second(i.snapshot.completed, i.snapshot.interval_s) for i in items]
-        ax.plot(t, inp, color=INPUT_COLOR, lw=2, label="input (ev/s)")
-        ax.plot(t, out, color=OUTPUT_COLOR, lw=1.6, ls="--", label="output: completed (ev/s)")
-        if any(i.snapshot.source_backlog for i in items):  # external sources that can tell
-            demand = [per_second(i.snapshot.demand_events, i.snapshot.interval_s) for i in items]
-            ax.plot(t, demand, color=INPUT_COLOR, lw=1.2, ls=":", label="input + external backlog")
-        ax.set_title("Input and output rate")
-        ax.set_xlabel("time since start (s)")
-        _finish(ax, "events / s")
-        return Plot("rates", "Input and output rate", _RATES_CAPTION, _png(fig))
-
-
-def _replica_steps(ax: Axes, items: Sequence[Interval], name: str, color: str) -> None:
-    t = _times(items)
-    active = [_field(item, name, "replicas") for item in items]
-    target = [_nan(item.decision.as_dict().get(name)) for item in items]
-    # r_i(t) held during (t - td, t]: a step ending at t. The target decided at t holds during
-    # (t, t + td]: a step starting at t. Both get their first/last interval drawn.
-    start, end = t[0] - items[0].snapshot.interval_s, t[-1] + items[-1].snapshot.interval_s
-    ax.step([start, *t], [active[0], *active], where="pre", color=color, lw=2, label="active")
-    ax.step(
-        [*t, end],
-        [*target, target[-1]],
-        where="post",
-        color="0.35",
-        lw=1.2,
-        ls=":",
-        label="target (next)",
-    )
-
-
-def replicas_plot(items: Sequence[Interval], pipeline: Pipeline) -> Plot:
-    """Active replicas per operator (step), the decided target and the pool bounds."""
-    names = pipeline.topological_order
-    colors = operator_colors(names)
-    with _figure(max(2.4, 1.7 * len(names) + 0.8), rows=len(names)) as (fig, axes):
-        for ax, name in zip(axes, names, strict=True):
-            pool = pipeline.operator(name).replicas
-            if items:
-                _replica_steps(ax, items, name, colors[name])
-            ax.axhline(pool.max, color=POOL_COLOR, lw=1, ls="--", label=f"pool max ({pool.max})")
-            ax.set_ylim(0, pool.max + 0.5)
-            ax.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
-            ax.set_ylabel(name)
-            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        axes[0].set_title("Active replicas per operator")
-        axes[-1].set_xlabel("time since start (s)")
-        fig.supylabel("replicas")
-        return Plot("replicas", "Active replicas", _REPLICAS_CAPTION, _png(fig))
-
-
-def queues_plot(items: Sequence[Interval], pipeline: Pipeline) -> Plot:
-    """Queue length per operator at the end of each interval."""
-    names = pipeline.topological_order
-    colors = operator_colors(names)
-    t = _times(items)
-    with _figure(3.6) as (fig, (ax,)):
-        for name in names:
-            queue = [_field(item, name, "queue") for item in items]
-            ax.plot(t, queue, color=colors[name], lw=1.6, label=name)
-        ax.set_title("Queue length per operator")
-        ax.set_xlabel("time since start (s)")
-        _finish(ax, "events waiting")
-        return Plot("queues", "Queue length", _QUEUES_CAPTION, _png(fig))
 
 
 def _field(item: Interval, name: str, attr: str) -> float:
@@ -182,55 +66,102 @@ def _field(item: Interval, name: str, attr: str) -> float:
     return float(getattr(ops[name], attr)) if name in ops else math.nan
 
 
+def rates_plot(items: Sequence[Interval]) -> Plot:
+    """Input rate against output rate, events per second (the two sides of throughput
+    degradation, PSPS V-A.3: λ_G/td and completed/td)."""
+    snaps = [i.snapshot for i in items]
+    lines = [
+        Line("input (ev/s)", [per_second(s.source_events, s.interval_s) for s in snaps],
+             INPUT_COLOR, width=2.2),
+        Line("output: completed (ev/s)", [per_second(s.completed, s.interval_s) for s in snaps],
+             OUTPUT_COLOR, dash="7 4"),
+    ]  # fmt: skip
+    if any(s.source_backlog for s in snaps):  # external sources that can tell
+        demand = [per_second(s.demand_events, s.interval_s) for s in snaps]
+        lines.append(Line("input + external backlog", demand, INPUT_COLOR, width=1.3, dash="2 3"))
+    svg = chart(_times(items), lines, "events / s", span=_span(items))
+    return Plot("rates", "Input and output rate", _RATES_CAPTION, svg)
+
+
+def _replica_lines(items: Sequence[Interval], name: str, color: str) -> list[Line]:
+    """r_i(t) held during (t - td, t]: a step ending at t; the target decided at t holds during
+    (t, t + td]: a step starting at t."""
+    active = [_field(item, name, "replicas") for item in items]
+    target = [_nan(item.decision.as_dict().get(name)) for item in items]
+    return [
+        Line("active", active, color, width=2.2, step="pre"),
+        Line("target (next)", target, TARGET_COLOR, width=1.3, dash="2 3", step="post"),
+    ]
+
+
+def replicas_plot(items: Sequence[Interval], pipeline: Pipeline) -> Plot:
+    """Active replicas per operator (steps), the decided target and the pool's maximum: one
+    chart per operator."""
+    names = pipeline.topological_order
+    colors = operator_colors(names)
+    times, span = _times(items), _span(items)
+    if span is not None:  # the last target holds one interval past the run's end
+        span = (span[0], span[1] + items[-1].snapshot.interval_s)
+    charts = []
+    for name in names:
+        pool = pipeline.operator(name).replicas.max
+        head = f"<div class='operator' data-operator='{escape(name)}'><b>{escape(name)}</b>"
+        charts.append(head + chart(
+            times, _replica_lines(items, name, colors[name]), "replicas", span=span,
+            rules=[Rule(f"pool max ({pool})", pool, POOL_COLOR)], y_max=pool + 0.5,
+            integer=True, height=190,
+        ) + "</div>")  # fmt: skip
+    return Plot("replicas", "Active replicas", _REPLICAS_CAPTION, "".join(charts))
+
+
+def queues_plot(items: Sequence[Interval], pipeline: Pipeline) -> Plot:
+    """Queue length per operator at the end of each interval."""
+    colors = operator_colors(pipeline.topological_order)
+    lines = [
+        Line(name, [_field(item, name, "queue") for item in items], color)
+        for name, color in colors.items()
+    ]
+    svg = chart(_times(items), lines, "events waiting", span=_span(items))
+    return Plot("queues", "Queue length", _QUEUES_CAPTION, svg)
+
+
 def latency_plot(
     items: Sequence[Interval], summary: Summary, objective: Objective | None = None
 ) -> Plot:
     """End-to-end latency of the events that reached a sink in each interval, mean and p99,
-    against the objective's bound."""
-    t = _times(items)
-    latency = [_nan(item.snapshot.latency_ms_mean) for item in items]
-    p99 = [_nan(item.snapshot.latency_ms_p99) for item in items]
-    with _figure(3.6) as (fig, (ax,)):
-        if all(math.isnan(v) for v in latency):
-            ax.text(0.5, 0.5, "no event reached a sink", ha="center", transform=ax.transAxes)
-        else:
-            marker = "." if len(t) <= MARKER_MAX_POINTS else None
-            ax.plot(t, latency, color="#2ca02c", lw=1.6, marker=marker, label="interval mean")
-            ax.plot(t, p99, color="#2ca02c", lw=0.9, alpha=0.7, label="interval p99")
-        if objective is not None:
-            bound = objective.bound_s * 1000
-            ax.axhline(bound, color=POOL_COLOR, lw=1.2, label=f"objective {objective.statistic}"
-                       f" ≤ {bound:,.0f} ms")  # fmt: skip
-        for value, label, style in (
-            (summary.latency_ms_mean, "run mean", "--"),
-            (summary.latency_ms_p99, "run p99", ":"),
-        ):
-            if value is not None:
-                ax.axhline(value, color="0.4", lw=1, ls=style, label=f"{label} ({value:,.0f} ms)")
-        ax.set_title("End-to-end latency")
-        ax.set_xlabel("time since start (s)")
-        _finish(ax, "latency (ms)", legend=bool(ax.get_legend_handles_labels()[0]))
-        return Plot("latency", "End-to-end latency", _LATENCY_CAPTION, _png(fig))
+    against the objective's bound and the run's own mean and p99."""
+    lines = [
+        Line("interval mean", [_nan(i.snapshot.latency_ms_mean) for i in items], LATENCY_COLOR),
+        Line("interval p99", [_nan(i.snapshot.latency_ms_p99) for i in items], LATENCY_COLOR,
+             width=1.0, dash="4 2"),
+    ]  # fmt: skip
+    rules = []
+    if objective is not None:
+        bound = objective.bound_s * 1000
+        rules.append(Rule(f"objective {objective.statistic} ≤ {bound:,.0f} ms", bound, POOL_COLOR,
+                          dash=""))  # fmt: skip
+    for value, label, dash in (
+        (summary.latency_ms_mean, "run mean", "6 4"),
+        (summary.latency_ms_p99, "run p99", "2 3"),
+    ):
+        if value is not None:
+            rules.append(Rule(f"{label} ({value:,.0f} ms)", value, "#666666", dash))
+    svg = chart(_times(items), lines, "latency (ms)", rules=rules, span=_span(items),
+                empty="no event reached a sink")  # fmt: skip
+    return Plot("latency", "End-to-end latency", _LATENCY_CAPTION, svg)
 
 
 def hosts_plot(items: Sequence[Interval]) -> Plot:
-    """Leased hosts up and the cost so far (a run with `spark.leasing`)."""
-    t = _times(items)
-    with _figure(3.2) as (fig, (ax,)):
-        ax.step(t, [i.snapshot.hosts_up for i in items], where="post", color="#1f77b4", lw=2,
-                label="hosts up")  # fmt: skip
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        cost = ax.twinx()
-        cost.plot(t, [i.snapshot.host_cost for i in items], color="#d62728", lw=1.4, ls="--",
-                  label="cost so far (billing units × price)")  # fmt: skip
-        cost.set_ylabel("cost")
-        ax.set_title("Leased hosts and their cost")
-        ax.set_xlabel("time since start (s)")
-        ax.legend(*[a + b for a, b in zip(ax.get_legend_handles_labels(),
-                                         cost.get_legend_handles_labels(), strict=True)],
-                  loc="upper left", fontsize=8)  # fmt: skip
-        _finish(ax, "hosts", legend=False)
-        return Plot("hosts", "Leased hosts", _HOSTS_CAPTION, _png(fig))
+    """Leased hosts up (steps) and the cost so far, one chart each (a run with `spark.leasing`)."""
+    times, span = _times(items), _span(items)
+    up = Line("hosts up", [i.snapshot.hosts_up for i in items], INPUT_COLOR, width=2.2,
+              step="post")  # fmt: skip
+    cost = Line("cost so far (billing units × price)", [i.snapshot.host_cost for i in items],
+                POOL_COLOR, dash="7 4")  # fmt: skip
+    svg = chart(times, [up], "hosts", span=span, integer=True, height=200) + chart(
+        times, [cost], "cost", span=span, height=200
+    )
+    return Plot("hosts", "Leased hosts", _HOSTS_CAPTION, svg)
 
 
 def all_plots(

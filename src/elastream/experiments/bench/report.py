@@ -20,9 +20,22 @@ from elastream.experiments.bench.tables import METRICS
 from elastream.model.metric_catalog import METRICS as METRIC_TABLE
 from elastream.model.metric_catalog import PAPER_METRICS, SLA_METRICS
 from elastream.report import formatting as fmt
-from elastream.report.html import CSS, figure_html, formatter
-from elastream.report.plots import DPI, STYLE, WIDTH_IN, Plot
+from elastream.report.html import CSS, Plot, figure_html, formatter, png_image
 
+WIDTH_IN = 10.0
+DPI = 110
+STYLE = {
+    "font.size": 11,
+    "axes.titlesize": 13,
+    "axes.titleweight": "bold",
+    "axes.labelsize": 11,
+    "legend.fontsize": 10,
+    "legend.frameon": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
 MAX_SERIES = 8  # runs drawn in one time-series figure
 ARROWS = {"higher": " (↑)", "lower": " (↓)", "": ""}
 
@@ -104,7 +117,8 @@ def metrics_plot(scenario: str, runs: pd.DataFrame) -> Plot:
         "Saved resources (higher is better), throughput degradation (lower), processed share "
         "(higher) and mean end-to-end latency (lower, log scale) of every run."
     )
-    return Plot(f"{scenario}-metrics", f"{scenario}: metrics", caption, png)
+    title = f"{scenario}: metrics"
+    return Plot(f"{scenario}-metrics", title, caption, png_image(png, title))
 
 
 def series_plot(scenario: str, runs: pd.DataFrame, series: pd.DataFrame) -> Plot | None:
@@ -134,7 +148,8 @@ def series_plot(scenario: str, runs: pd.DataFrame, series: pd.DataFrame) -> Plot
         "Top: active replicas summed over operators in each interval. Bottom: the input rate "
         "(black) and each run's output rate, source events completed per second."
     )
-    return Plot(f"{scenario}-series", f"{scenario}: over time", caption, png)
+    title = f"{scenario}: over time"
+    return Plot(f"{scenario}-series", title, caption, png_image(png, title))
 
 
 def results_table(runs: pd.DataFrame) -> str:
