@@ -11,7 +11,6 @@ import shlex
 import signal
 import sys
 import threading
-import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
@@ -26,6 +25,7 @@ from elastream.runtime.spark.class_cache import with_class_cache
 from elastream.runtime.spark.cluster import read_secret
 from elastream.runtime.spark.pipeline_source import PipelineDataSource
 from elastream.runtime.spark.source import QueueDataSource
+from elastream.runtime.spark.task import hold_worker
 from elastream.runtime.spark.worker_python import worker_python
 
 _registered: dict[int, tuple[str, ...]] = {}  # session -> the Python files its sources ship
@@ -262,19 +262,7 @@ def warm_python_workers(spark: SparkSession, n: int, hold_s: float = 1.0) -> int
     Returns how many distinct workers answered."""
     rows = (
         spark.range(n, numPartitions=n)
-        .mapInArrow(partial(_hold_worker, hold_s), "pid LONG")
+        .mapInArrow(partial(hold_worker, hold_s), "pid LONG")
         .collect()
     )
     return len({row.pid for row in rows})
-
-
-def _hold_worker(hold_s: float, batches: Iterator[Any]) -> Iterator[Any]:
-    """Runs in a Python worker: import what `read` needs, keep the worker busy, say who it is."""
-    import pyarrow as pa
-
-    import elastream.runtime.spark.task  # noqa: F401
-
-    for _ in batches:
-        pass
-    time.sleep(hold_s)
-    yield pa.RecordBatch.from_pydict({"pid": [os.getpid()]})

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -237,3 +239,16 @@ def commit_of(
         tuple(state.writes()) if state is not None else (),
         cpu_s,
     )
+
+
+def hold_worker(hold_s: float, batches: Iterator[Any]) -> Iterator[Any]:
+    """The warm-up task of a Python worker (`session.warm_python_workers`): with this module
+    imported (what `read` needs), keep the worker busy for `hold_s`, say who it is. It lives
+    here, not beside the driver's session code, so the worker that unpickles it imports only
+    task-side modules."""
+    import pyarrow as pa
+
+    for _ in batches:
+        pass
+    time.sleep(hold_s)
+    yield pa.RecordBatch.from_pydict({"pid": [os.getpid()]})
