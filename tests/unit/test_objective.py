@@ -28,6 +28,7 @@ from elastream.control.policies.objective import (
     error_scales,
     fit_batch,
     forecast_bound,
+    forecast_rates,
     log_error,
     measured_batch_s,
     plan,
@@ -500,6 +501,30 @@ def test_a_forecast_error_is_measured_against_the_forecast_plus_one_replicas_rat
     assert widened(30.0, e, 40.0) == pytest.approx(58.0)
     assert widened(30.0, 0.0, 40.0) == pytest.approx(30.0)
     assert log_error(0.0, -5.0, 40.0) == 0.0  # a negative forecast counts as 0
+
+
+def test_the_widened_plan_goes_no_higher_than_the_largest_rate_seen_plus_one_replicas_rate():
+    """O19 with c = 38/s: an error of ln 2.2 widens a point of 95/s to 133·2.2 − 38 = 254.6/s;
+    with 100/s the largest rate seen the plan is 100 + 38 = 138/s. A point of 10/s widens to
+    48·2.2 − 38 = 67.6/s, under that ceiling; a point above the ceiling is planned as it is."""
+    e = math.log(2.2)
+    assert widened(95.0, e, 38.0) == pytest.approx(254.6)
+    assert widened(95.0, e, 38.0, 138.0) == pytest.approx(138.0)
+    assert widened(10.0, e, 38.0, 138.0) == pytest.approx(67.6)
+    assert widened(150.0, e, 38.0, 138.0) == pytest.approx(150.0)
+
+
+def test_the_plan_after_a_spike_is_capped_by_the_history_it_forecasts_from():
+    """O18 then O19 through the forecast: a naive forecast of 95/s (the last rate) with the error
+    ln 2.2 measured at the spike's onset and c = 38/s plans 100 + 38 = 138/s, the history's
+    peak (100/s) plus one replica's rate, not 254.6/s; at 10/s again it plans 67.6/s."""
+    config = ObjectiveConfig(objective=P99_2S, forecaster="naive", bound="errors")
+    errors, scales = {"src": (math.log(2.2),)}, {"src": 38.0}
+    high = {"src": (10.0,) * 8 + (100.0, 100.0, 95.0)}
+    low = {"src": (*high["src"], 10.0)}
+    for history, expected in ((high, 138.0), (low, 67.6)):
+        plans, _ = forecast_rates(history, 5.0, config, (5.0,), errors, scales)
+        assert plans[0]["src"] == pytest.approx(expected)
 
 
 def test_one_spike_widens_the_plan_only_until_enough_errors_outnumber_it():

@@ -1,5 +1,5 @@
 """`objective`: the fewest replicas whose predicted end-to-end latency keeps the run's latency
-objective; its derivation, equations O1-O18 and measured results are in docs/policies.md."""
+objective; its derivation, equations O1-O19 and measured results are in docs/objective.md."""
 
 from __future__ import annotations
 
@@ -121,9 +121,11 @@ def error_quantile(errors: Sequence[float], level: float) -> float:
     return max(0.0, sorted(errors, reverse=True)[k])
 
 
-def widened(point: float, quantile: float, scale: float) -> float:
-    """O18's planned rate: (F + c)·e^Q − c, the point forecast raised by the error quantile."""
-    return (max(point, 0.0) + scale) * math.exp(quantile) - scale
+def widened(point: float, quantile: float, scale: float, ceiling: float = math.inf) -> float:
+    """O18's planned rate: (F + c)·e^Q − c, the point forecast raised by the error quantile,
+    no higher than the ceiling X + c of O19 unless the point itself is."""
+    raised = (max(point, 0.0) + scale) * math.exp(quantile) - scale
+    return max(point, min(raised, ceiling))
 
 
 def updated_errors(
@@ -169,7 +171,8 @@ def forecast_rates(
         if bound == "errors":
             scale = (scales or {}).get(name, 1.0 / config.et_default_s)
             quantile = error_quantile((errors or {}).get(name, ()), config.error_level)
-            planned = [widened(v, quantile, scale) for v in planned]
+            ceiling = max(values) + scale  # O19: X_p + c_p
+            planned = [widened(v, quantile, scale, ceiling) for v in planned]
         for plan, k in zip(out, steps, strict=True):
             plan[name] = max(observed, max(planned[:k]))
     return out, next_point
