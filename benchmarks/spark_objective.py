@@ -5,7 +5,7 @@ Prints, per run, the share of intervals that met the objective, the run's p99 la
 replica-seconds, the reconfigurations and the processed ratio (no asserts), then the objective
 run's intervals one per line: the replicas that ran, the measured p99 against the latency the
 policy had predicted for them, the measured micro-batch time D(t) (Eq. O13) against the model's
-D (O12), and what it decided. Run under the machine's Spark lock:
+D (O12), what it decided, and the interval's O13 point (R, o). Run under the machine's Spark lock:
     flock /work/spark.lock .venv/bin/python benchmarks/spark_objective.py [--objective-s 5]
 """
 
@@ -23,7 +23,7 @@ import yaml
 from elastream.cli.demo import demo_pipeline_path
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
-from elastream.control.policies.objective import measured_batch_s
+from elastream.control.policies.objective import batch_point, measured_batch_s
 from elastream.control.policy import Decision
 from elastream.model.objective import Objective, ObjectiveTally, judge
 from elastream.model.snapshot import Snapshot
@@ -80,6 +80,11 @@ def run_one(label: str, settings: dict[str, Any], args: argparse.Namespace) -> d
                 "replicas": snapshot.replicas(),
                 "latency_ms_p99": snapshot.latency_ms_p99,
                 "batch_s": measured_batch_s(snapshot),
+                "batch_point": batch_point(snapshot),
+                "busiest": max(
+                    (o.busy_s / (o.replicas * snapshot.interval_s) for o in snapshot.operators),
+                    default=None,
+                ),
                 "met": judge(snapshot, objective).met,
                 "decided": None if decision is None else decision.as_dict(),
                 "reason": None if decision is None else decision.detail(first),
@@ -150,7 +155,8 @@ def print_intervals(intervals: list[dict[str, Any]]) -> None:
     """One line per interval: counts that ran, p99 measured vs predicted, D(t) vs the model's."""
     print(
         "\nobjective, per interval: t, replicas ran, p99 measured / predicted (s), D(t) / model "
-        "(s), decided, verdict, burst factor, batch spread, O13 fit"
+        "(s), decided, verdict, burst factor, batch spread, O13 fit, the busiest share's u(t) "
+        "and the interval's O13 point (R, o)"
     )
     predicted = "-"
     for row in intervals:
@@ -167,9 +173,16 @@ def print_intervals(intervals: list[dict[str, Any]]) -> None:
         print(
             f"{row['t']:7.1f} {ran:>9} {measured:>7}/{predicted:<7} {batch:>6}/{model:<7} "
             f"-> {decided:>9} {'met' if row['met'] else 'MISSED' if row['met'] is False else ''} "
-            f"β={beta} φ={spread} {fit}"
+            f"β={beta} φ={spread} {fit} {_point(row)}"
         )
         predicted = (_field(reason, "path=") or "-").split("/")[0].rstrip("s")
+
+
+def _point(row: dict[str, Any]) -> str:
+    """The busiest share's measured utilisation and the interval's O13 point (R, o), if any."""
+    busiest = "-" if row["busiest"] is None else f"{row['busiest']:.2f}"
+    point = row["batch_point"]
+    return f"u={busiest} (R, o)=" + ("-" if point is None else f"({point[0]}, {point[1]:.3f})")
 
 
 def _field(reason: str, key: str) -> str | None:
