@@ -23,7 +23,11 @@ import yaml
 from elastream.cli.demo import demo_pipeline_path
 from elastream.config import make_config
 from elastream.config.files import load_pipeline
-from elastream.control.policies.objective import batch_point, measured_batch_s
+from elastream.control.policies.objective import (
+    batch_point,
+    busiest_utilisation,
+    measured_batch_s,
+)
 from elastream.control.policy import Decision
 from elastream.model.objective import Objective, ObjectiveTally, judge
 from elastream.model.snapshot import Snapshot
@@ -81,10 +85,7 @@ def run_one(label: str, settings: dict[str, Any], args: argparse.Namespace) -> d
                 "latency_ms_p99": snapshot.latency_ms_p99,
                 "batch_s": measured_batch_s(snapshot),
                 "batch_point": batch_point(snapshot),
-                "busiest": max(
-                    (o.busy_s / (o.replicas * snapshot.interval_s) for o in snapshot.operators),
-                    default=None,
-                ),
+                "busiest": busiest_utilisation(snapshot),
                 "met": judge(snapshot, objective).met,
                 "decided": None if decision is None else decision.as_dict(),
                 "reason": None if decision is None else decision.detail(first),
@@ -180,9 +181,10 @@ def print_intervals(intervals: list[dict[str, Any]]) -> None:
 
 def _point(row: dict[str, Any]) -> str:
     """The busiest share's measured utilisation and the interval's O13 point (R, o), if any."""
-    busiest = "-" if row["busiest"] is None else f"{row['busiest']:.2f}"
     point = row["batch_point"]
-    return f"u={busiest} (R, o)=" + ("-" if point is None else f"({point[0]}, {point[1]:.3f})")
+    return f"u={row['busiest']:.2f} (R, o)=" + (
+        "-" if point is None else f"({point[0]}, {point[1]:.3f})"
+    )
 
 
 def _field(reason: str, key: str) -> str | None:

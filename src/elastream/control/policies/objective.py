@@ -236,16 +236,20 @@ def measured_batch_s(snapshot: Snapshot) -> float | None:
     return snapshot.interval_s / batches if batches > 0 else None
 
 
+def busiest_utilisation(snapshot: Snapshot) -> float:
+    """max_j u_j(t) of O13, u_j(t) = busy_j / (r_j·td) over the operators that ran (0: none)."""
+    td = snapshot.interval_s
+    return max((o.busy_s / (o.replicas * td) for o in snapshot.operators if o.replicas), default=0)
+
+
 def batch_point(snapshot: Snapshot) -> tuple[int, float] | None:
     """(R(t), o(t)) of O13: the tasks that ran and the batch time less its slowest share's
-    work, D(t)·(1 − min(max_j u_j(t), ū)) with u_j(t) = busy_j / (r_j·td)."""
+    work, D(t)·(1 − min(max_j u_j(t), ū))."""
     period = measured_batch_s(snapshot)
     if period is None:
         return None
-    td = snapshot.interval_s
-    busy = max((o.busy_s / (o.replicas * td) for o in snapshot.operators if o.replicas), default=0)
     tasks = sum(o.replicas for o in snapshot.operators)
-    return tasks, period * (1 - min(busy, UTILIZATION_FIT_MAX))
+    return tasks, period * (1 - min(busiest_utilisation(snapshot), UTILIZATION_FIT_MAX))
 
 
 def fit_batch(
