@@ -87,7 +87,7 @@ def main() -> None:
     lines.append(
         f"{args.origins} origins per row; {time.process_time() - started:.0f} CPU-s in the "
         f"script's process, {time.perf_counter() - wall:.0f} s wall, load average {load:.1f} "
-        "at the start (2 cores shared with other jobs: measured under load)."
+        "at the start (MASE does not depend on the load; the times do)."
     )
     table = "\n".join(lines)
     text = args.doc.read_text(encoding="utf-8")

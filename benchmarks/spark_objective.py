@@ -1,5 +1,5 @@
-"""On real Spark: the objective policy against psps and static r = 4 on the demo pipeline and
-trace, one run each with the same latency objective (docs/policies.md, objective).
+"""On real Spark: the objective policy against psps and static counts (r = 4 unless `--static`)
+on the demo pipeline and trace, one run each with the same objective (docs/policies.md).
 
 Prints, per run, the share of intervals that met the objective, the run's p99 latency, the
 replica-seconds, the reconfigurations and the processed ratio (no asserts), then the objective
@@ -7,6 +7,7 @@ run's intervals one per line: the replicas that ran, the measured p99 against th
 policy had predicted for them, the measured micro-batch time D(t) (Eq. O13) against the model's
 D (O12), what it decided, and the interval's O13 point (R, o). Run under the machine's Spark lock:
     flock /work/spark.lock .venv/bin/python benchmarks/spark_objective.py [--objective-s 5]
+        [--static 2]
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def runs(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             "guards": {"stabilization_s": args.stabilization_s},
         },
         "psps": {"policy": "psps"},
-        "static r=4": {"policy": "static", "replicas": 4},
+        **{f"static r={r}": {"policy": "static", "replicas": r} for r in args.static or [4]},
     }
 
 
@@ -125,6 +126,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--set", action="append", default=[], help="another objective policy option, X=V"
+    )
+    parser.add_argument(
+        "--static",
+        type=int,
+        action="append",
+        help="a static run of R replicas an operator (repeatable; default 4)",
     )
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--peak-rate", type=float, default=100.0)

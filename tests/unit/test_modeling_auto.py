@@ -75,6 +75,23 @@ def test_one_lucky_origin_does_not_replace_naive():
     assert got.chosen == "naive"
 
 
+def test_the_default_backtest_needs_wins_at_six_origins_to_replace_naive():
+    """A flat series (median 0.5) jumps to 9 and holds for two blocks of 4 (naive 8 off at
+    the jump, then exact; the median 8.5 off), then four blocks return to 0.5 and jump to 9
+    at their end (the median exact three steps in four, naive 8.5 off). Summary wins the last
+    four origins, not the two before: at 4 origins it replaces naive (a 1-in-16 chance for
+    a model no better than naive), at the default 6 (1 in 64) it does not."""
+    held = [9.0] * 8
+    back = [0.5, 0.5, 0.5, 9.0] * 4
+    y = np.array([0.0, 1.0] * 30 + held + back)
+    four = select(Series(y, 60.0), AutoParams(candidates=["summary"], horizon=4, origins=4))
+    assert four.origins == (68, 72, 76, 80)
+    assert four.chosen == "summary"
+    default = select(Series(y, 60.0), AutoParams(candidates=["summary"], horizon=4))
+    assert default.origins == (60, 64, 68, 72, 76, 80)
+    assert default.chosen == "naive"
+
+
 def test_auto_is_never_worse_than_naive_in_its_own_backtest():
     rng = np.random.default_rng(3)
     for trial in range(5):
