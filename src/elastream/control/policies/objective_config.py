@@ -44,7 +44,12 @@ class ObjectiveConfig(Settings):
     error_window_s: float = Field(
         3600.0, gt=0, description="seconds of one-step forecast errors kept (O18)"
     )
-    history_s: float = Field(600.0, gt=0, description="seconds of source-rate history fitted")
+    history_s: float = Field(
+        600.0,
+        gt=0,
+        description="seconds of source-rate history fitted; O18's errors and O19's cap X_p "
+        "come from it",
+    )
     min_history: int = Field(4, ge=2, description="intervals before forecasting (before: x_p(t))")
     actuation_s: float = Field(
         0.0, ge=0, description="a: time a replica change takes to act, s (O3, lookahead td + a)"
