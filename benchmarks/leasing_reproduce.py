@@ -509,8 +509,9 @@ it) and its highest 13 (8 hosts at 90 % utilisation): the load needs 2 to 8 host
   whose pool keeps the M/M/1 wait within {wait:.0%} of its SLO at the forecast peak over the lead
   time (`wait_target`), the lead time being the longest start-up measured so far (lease to the
   new host's first instances serving) plus one provisioning interval. A host in the last 5 % of
-  its BTU is released only when the forecast over the rest of its paid BTU and the next BTU,
-  plus the lease-ahead margin, fits on the hosts that stay (`release_rates`): a released host is
+  its BTU is released only when the forecast over the rest of its paid BTU and the next BTU
+  (the larger of the seasonal and the naive one where the seasonal one is chosen), plus the
+  lease-ahead margin, fits on the hosts that stay (`release_rates`): a released host is
   then not leased again within a BTU unless the load rises beyond anything the last 4 hours
   showed. A lease within one BTU after a released host's paid end is counted as a re-lease (a
   defect: prolonging would have cost no more).

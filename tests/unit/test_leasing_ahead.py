@@ -106,6 +106,19 @@ def test_forecast_without_season_is_last_plus_largest_rise_capped_at_the_peak_se
     assert flat.rates[0] == 5.0
 
 
+def test_a_release_forecast_takes_the_naive_peak_where_the_seasonal_one_is_lower():
+    """Mid-way through a low half of the square wave (5/s, highs of 60/s every 16 samples), 4
+    samples ahead: the seasonal forecast is 5 x 1.3 = 6.5/s; the naive one is 5 plus the
+    largest rise within 4 samples, 55, capped at the 60 seen. Leasing ahead plans on the
+    seasonal one; a release's forecast (a released host costs a BTU to bring back) on both."""
+    got = forecast_peak(square(3.25), 4, SETTINGS)
+    assert got.model == "seasonal(16)"
+    assert got.rates[0] == pytest.approx(6.5)
+    both = forecast_peak(square(3.25), 4, SETTINGS, every_model=True)
+    assert both.model == "seasonal(16), naive+rise"
+    assert both.rates[0] == 60.0
+
+
 def test_a_prior_is_the_forecast_while_warming_up_and_the_cap_after():
     prior = np.array([50.0])
     warm = forecast_peak(np.full((3, 1), 5.0), 10, SETTINGS, prior)

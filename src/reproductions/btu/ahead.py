@@ -122,7 +122,7 @@ class PeakForecast:
     """The forecast peak rate of every column over a horizon, and which model gave it."""
 
     rates: np.ndarray
-    model: str  # "seasonal(P)" or "naive+rise"
+    model: str  # "seasonal(P)", "naive+rise", or both (a release's forecast), or "prior"
 
 
 def forecast_peak(
@@ -131,6 +131,7 @@ def forecast_peak(
     settings: AheadSettings,
     prior: np.ndarray | None = None,
     diffuse: bool = False,
+    every_model: bool = False,
 ) -> PeakForecast:
     """Peak rate per column over the next `horizon` samples, from the last `history_window`
     samples: the seasonal-naive peak when a period is found and its backtest error is below
@@ -143,7 +144,9 @@ def forecast_peak(
     square root of the horizon for a random walk), uncapped without a prior. With a `prior`
     (the known peak): the prior while the history is shorter than `warmup`; after, the same
     forecast with the prior as the cap of the rise, and everything capped at the prior (what a
-    fleet sized for the peak carries)."""
+    fleet sized for the peak carries). With `every_model` (a release's forecast: a released host
+    cannot come back within its BTU without paying again) the larger of the seasonal peak and
+    the naive one, where the seasonal one is chosen."""
     y = np.atleast_2d(np.asarray(series, dtype=float).T).T[-settings.history_window :]
     if prior is not None and y.shape[0] < settings.warmup:
         return PeakForecast(np.asarray(prior, dtype=float), "prior")
@@ -153,17 +156,21 @@ def forecast_peak(
     else:  # leasing ahead for a rise is not capped at the peak seen: the load may trend
         cap = np.full_like(last, np.inf) if diffuse else y.max(axis=0)
     top = np.inf if prior is None else cap
-    period = find_period(y, settings.min_period, settings.min_corr)
-    if period is not None and y.shape[0] > period * math.ceil(horizon / period) + horizon:
-        seasonal, naive = backtest_errors(y, period, horizon)
-        if seasonal < settings.seasonal_gain * naive:
-            peak = np.maximum(seasonal_peak(y, period, horizon) * (1 + settings.margin), last)
-            return PeakForecast(np.minimum(peak, top), f"seasonal({period})")
     if settings.rise_quantile is not None:
         rise = rise_quantile(y, horizon, settings.rise_quantile)
     else:
         rise = diffusive_rise(y, horizon) if diffuse else max_rise(y, horizon)
     rising = np.maximum(np.minimum(last + rise, cap), last)
+    period = find_period(y, settings.min_period, settings.min_corr)
+    if period is not None and y.shape[0] > period * math.ceil(horizon / period) + horizon:
+        seasonal, naive = backtest_errors(y, period, horizon)
+        if seasonal < settings.seasonal_gain * naive:
+            peak = np.maximum(seasonal_peak(y, period, horizon) * (1 + settings.margin), last)
+            if every_model:
+                return PeakForecast(
+                    np.minimum(np.maximum(peak, rising), top), f"seasonal({period}), naive+rise"
+                )
+            return PeakForecast(np.minimum(peak, top), f"seasonal({period})")
     return PeakForecast(np.minimum(rising, top), "naive+rise")
 
 
@@ -314,14 +321,15 @@ def release_rates(
     lease-ahead decision in that time sizes for the rate it sees plus the lease-ahead margin.
     So: the forecast peak over paid_s + one BTU (the largest rise seen within that horizon, or
     the seasonal peak) plus the lease-ahead margin (`diffusive_rise` over the lead time), capped
-    as `forecast_peak` caps. A host released on this forecast is not leased again within a BTU
-    unless the load rises beyond anything the history has shown."""
+    as `forecast_peak` caps, and the naive one even where the seasonal one is chosen. A host
+    released on this forecast is not leased again within a BTU unless the load rises beyond
+    anything the history has shown."""
     prior = _prior(obs, settings)
     horizon = _samples(paid_s + kind.btu_s, obs)
     ahead = settings
     if settings.release_quantile is not None:
         ahead = settings.model_copy(update={"rise_quantile": settings.release_quantile})
-    peak = forecast_peak(obs.arrivals, horizon, ahead, prior)
+    peak = forecast_peak(obs.arrivals, horizon, ahead, prior, every_model=True)
     if peak.model == "prior":
         return peak
     lead = _samples(lead_s(settings, obs.startup_s), obs)
