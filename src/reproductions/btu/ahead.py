@@ -156,22 +156,31 @@ def forecast_peak(
     else:  # leasing ahead for a rise is not capped at the peak seen: the load may trend
         cap = np.full_like(last, np.inf) if diffuse else y.max(axis=0)
     top = np.inf if prior is None else cap
-    if settings.rise_quantile is not None:
-        rise = rise_quantile(y, horizon, settings.rise_quantile)
-    else:
-        rise = diffusive_rise(y, horizon) if diffuse else max_rise(y, horizon)
-    rising = np.maximum(np.minimum(last + rise, cap), last)
     period = find_period(y, settings.min_period, settings.min_corr)
     if period is not None and y.shape[0] > period * math.ceil(horizon / period) + horizon:
         seasonal, naive = backtest_errors(y, period, horizon)
         if seasonal < settings.seasonal_gain * naive:
             peak = np.maximum(seasonal_peak(y, period, horizon) * (1 + settings.margin), last)
             if every_model:
+                rising = naive_peak(y, horizon, settings, cap, diffuse)
                 return PeakForecast(
                     np.minimum(np.maximum(peak, rising), top), f"seasonal({period}), naive+rise"
                 )
             return PeakForecast(np.minimum(peak, top), f"seasonal({period})")
+    rising = naive_peak(y, horizon, settings, cap, diffuse)
     return PeakForecast(np.minimum(rising, top), "naive+rise")
+
+
+def naive_peak(
+    y: np.ndarray, horizon: int, settings: AheadSettings, cap: np.ndarray, diffuse: bool
+) -> np.ndarray:
+    """The naive peak over the next `horizon` samples of history `y`: its last value plus a
+    rise (`forecast_peak` says which), capped at `cap`, never below the last value."""
+    if settings.rise_quantile is not None:
+        rise = rise_quantile(y, horizon, settings.rise_quantile)
+    else:
+        rise = diffusive_rise(y, horizon) if diffuse else max_rise(y, horizon)
+    return np.maximum(np.minimum(y[-1] + rise, cap), y[-1])
 
 
 # ----------------------------------------------------------------------------- sizing
