@@ -1,6 +1,9 @@
-"""Simulator test builders: one-operator and filter-split pipelines, exact settings, traces."""
+"""Simulator test builders: one-operator, chain and filter-split pipelines, exact settings,
+traces."""
 
 from __future__ import annotations
+
+from itertools import pairwise
 
 import numpy as np
 
@@ -37,6 +40,29 @@ def one_operator(grouping="load_balancing", pool=(1, 4), service_ms=10.0):
             ],
             "sinks": [{"name": "sink"}],
             "streams": [{"from": "src", "to": "op"}, {"from": "op", "to": "sink"}],
+        }
+    )
+
+
+def chain(service_ms, replicas=1):
+    """src -> a -> b -> ... -> sink, pass-through operators of these service times, r fixed."""
+    names = [chr(ord("a") + i) for i in range(len(service_ms))]
+    ops = [
+        {
+            "name": name,
+            "function": f"{SYN}:passthrough",
+            "service_time_ms": ms,
+            "replicas": {"min": replicas, "max": replicas},
+        }
+        for name, ms in zip(names, service_ms, strict=True)
+    ]
+    nodes = ["src", *names, "sink"]
+    return pipeline_from_dict(
+        {
+            "sources": [{"name": "src", "generator": f"{SYN}:generate"}],
+            "operators": ops,
+            "sinks": [{"name": "sink"}],
+            "streams": [{"from": a, "to": b} for a, b in pairwise(nodes)],
         }
     )
 

@@ -4,6 +4,7 @@ the calibration of the pipeline layout from a run's records."""
 import json
 
 import pytest
+from support.sim import EXACT, chain, config, constant, replace
 
 from elastream.prediction.batch_overhead import (
     BatchRecord,
@@ -11,10 +12,11 @@ from elastream.prediction.batch_overhead import (
     busy_queries,
     fit_overhead,
 )
+from elastream.runner.engines import simulate
 from elastream.runtime.queues.records import BatchWork
 from elastream.runtime.sim.batch import pack
 from elastream.runtime.spark.runtime import PIPELINE_QUERY
-from reproductions.simulator.calibrate import SparkRecord, calibrate
+from reproductions.simulator.calibrate import SparkRecord, calibrate, spark_et_s, warmups
 
 TRUE = OverheadModel({"a": 0.15, "b": 0.25}, per_replica_s=0.04, per_busy_query_s=0.09)
 
@@ -130,3 +132,25 @@ def test_calibration_of_the_pipeline_layout_recovers_its_batch_costs():
     assert settings.batch_overhead_per_replica_ms == pytest.approx(1000 * PIPELINE_B)
     # batch 1: x's two shares of 10 ms share a task, y's of 30 ms have one each; batch 2: 4
     assert [rec.replicas for rec in calibration.records][:2] == [3, 4]
+
+
+def test_the_warm_up_is_read_back_from_a_runs_intervals():
+    # A run made by the simulator with a known warm-up (b: 600 ms per replica, both of its
+    # replicas serving from the first interval) and a known per-event time (b: 20 ms) stands
+    # for a Spark run: calibration reads both back from its intervals and work totals.
+    settings = replace(EXACT, queue_model="pipeline", batch_overhead_s=0.1, warmup_ms={"b": 600.0})
+    cfg = config(replicas=2, drain_s=10, spark={"trigger_s": 0.0})
+    result = simulate(chain([10.0, 20.0], replicas=2), cfg, constant(20, 30), settings)
+    work = {
+        op: (
+            sum(o.processed for s in result.snapshots for o in s.operators if o.name == op),
+            sum(o.busy_s for s in result.snapshots for o in s.operators if o.name == op),
+        )
+        for op in ("a", "b")
+    }
+    run = SparkRecord("pipeline", ("a", "b"), {}, [], work, result.snapshots)
+    warm = warmups([run])
+    assert warm["b"].replicas == 2
+    assert warm["b"].per_replica_s == pytest.approx(0.6)
+    assert warm["a"].per_replica_s == pytest.approx(0.0, abs=1e-9)
+    assert spark_et_s([run], warm) == pytest.approx({"a": 0.010, "b": 0.020})

@@ -2,10 +2,9 @@
 query whose micro-batches hold every operator's shares (docs/simulator.md, Eq. P1 and P2)."""
 
 import random
-from itertools import pairwise
 
 import pytest
-from support.sim import EXACT, SYN, config, constant, replace
+from support.sim import EXACT, SYN, chain, config, constant, replace
 
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.runner.engines import simulate
@@ -15,29 +14,6 @@ from elastream.runtime.sim.settings import sim_settings_from_dict
 from elastream.runtime.spark import pipeline_source
 
 PIPELINE = replace(EXACT, queue_model="pipeline")
-
-
-def chain(service_ms, replicas=1):
-    """src -> a -> b -> ... -> sink, pass-through operators of these service times, r fixed."""
-    names = [chr(ord("a") + i) for i in range(len(service_ms))]
-    ops = [
-        {
-            "name": name,
-            "function": f"{SYN}:passthrough",
-            "service_time_ms": ms,
-            "replicas": {"min": replicas, "max": replicas},
-        }
-        for name, ms in zip(names, service_ms, strict=True)
-    ]
-    nodes = ["src", *names, "sink"]
-    return pipeline_from_dict(
-        {
-            "sources": [{"name": "src", "generator": f"{SYN}:generate"}],
-            "operators": ops,
-            "sinks": [{"name": "sink"}],
-            "streams": [{"from": a, "to": b} for a, b in pairwise(nodes)],
-        }
-    )
 
 
 def test_a_hop_costs_one_batch_of_the_one_query():
@@ -82,6 +58,60 @@ def test_a_slow_operator_holds_back_the_others_batches():
 
     own, shared = first_operator_batches("micro_batch"), first_operator_batches("pipeline")
     assert shared < own / 3, (shared, own)
+
+
+def two_branches(fast_ms, slow_ms):
+    """src -> fast -> sink and src -> slow -> sink: every event rides both, in one batch."""
+    ops = [("fast", fast_ms), ("slow", slow_ms)]
+    return pipeline_from_dict(
+        {
+            "sources": [{"name": "src", "generator": f"{SYN}:generate"}],
+            "operators": [
+                {"name": name, "function": f"{SYN}:passthrough", "service_time_ms": ms}
+                for name, ms in ops
+            ],
+            "sinks": [{"name": "sink"}],
+            "streams": [
+                *({"from": "src", "to": name} for name, _ in ops),
+                *({"from": name, "to": "sink"} for name, _ in ops),
+            ],
+        }
+    )
+
+
+def test_an_operators_outputs_leave_when_its_own_shares_end_not_the_batch():
+    # One event every 2 s rides both branches in one batch: fast's share (10 ms) and slow's
+    # (400 ms) are two tasks side by side after the fixed cost a = 0.25 s. Each share commits
+    # as it ends (spark/pipeline_source.py), so fast's output reaches the sink at 0.26 s and
+    # slow's at 0.65 s; the simulator counts a latency in whole steps of 0.1 s (the step the
+    # output leaves in, from the event's): 0.2 and 0.6 s, a mean of 400 ms, where releasing
+    # every output at the batch's end would give 0.6 s for both.
+    settings = replace(PIPELINE, batch_overhead_s=0.25)
+    cfg = config(drain_s=10, spark={"trigger_s": 0.0})
+    result = simulate(two_branches(10.0, 400.0), cfg, constant(0.5, 60), settings)
+    assert result.summary.latency_ms_mean == pytest.approx(400, abs=1)
+    assert result.totals.events_out == 60
+
+
+def test_a_replicas_first_share_pays_its_operators_warm_up():
+    # warmup_ms 600 on b: its one replica's first share (the first event) takes 0.6 s more, so
+    # that event's latency is a + et_a + a + et_b + 0.6 and the other 29 pay none: the mean is
+    # 0.6 / 30 = 20 ms above the run without warm-up, and the busy time of b in the first
+    # interval it serves in is 0.6 s above et_b per event.
+    pipeline = chain([10.0, 20.0])
+    settings = replace(PIPELINE, batch_overhead_s=0.2)
+    cfg = config(drain_s=10, spark={"trigger_s": 0.0})
+    plain = simulate(pipeline, cfg, constant(0.5, 60), settings)
+    warm = simulate(pipeline, cfg, constant(0.5, 60), replace(settings, warmup_ms={"b": 600.0}))
+    gap = warm.summary.latency_ms_mean - plain.summary.latency_ms_mean
+    assert gap == pytest.approx(600 / 30, abs=5)
+    first = next(o for s in warm.snapshots for o in s.operators if o.name == "b" and o.processed)
+    assert first.busy_s == pytest.approx(0.6 + 0.020 * first.processed)
+
+
+def test_warm_up_is_refused_by_the_per_replica_model():
+    with pytest.raises(SimSettingsError, match="warmup_ms"):
+        sim_settings_from_dict({"queue_model": "per_replica", "warmup_ms": {"a": 10.0}})
 
 
 def test_tasks_are_packed_as_the_runtime_packs_them():

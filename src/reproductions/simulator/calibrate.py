@@ -9,11 +9,13 @@ the Spark runtime")."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from elastream.control.mape import RunResult
+from elastream.model.snapshot import OperatorStats, Snapshot
 from elastream.prediction.batch_overhead import BatchRecord, OverheadModel, fit_overhead
 from elastream.runtime.queues.records import BatchWork
 from elastream.runtime.sim import SimSettings
@@ -33,10 +35,12 @@ class SparkRecord:
     progress: dict[str, list[dict[str, Any]]]  # query -> its progress reports (JSON)
     batch_work: list[BatchWork]
     work: dict[str, tuple[int, float]]  # operator -> (events, busy seconds) of all its shares
+    snapshots: tuple[Snapshot, ...] = ()  # the run's intervals (the warm-up is read from them)
 
     @classmethod
-    def of(cls, engine: SparkEngine) -> SparkRecord:
-        """The record of a run that ended (the engine keeps its store and queries)."""
+    def of(cls, engine: SparkEngine, result: RunResult) -> SparkRecord:
+        """The record of a run that ended (the engine keeps its store and queries) with its
+        result."""
         ops = tuple(engine.pipeline.operator_names)
         work = {}
         for op in ops:
@@ -51,19 +55,75 @@ class SparkRecord:
             },
             batch_work=list(engine.store.batch_work()),
             work=work,
+            snapshots=result.snapshots,
         )
 
 
-def spark_et_s(runs: Sequence[SparkRecord]) -> dict[str, float]:
-    """Each operator's per-event time on Spark: its shares' busy seconds over their events, over
-    all the runs (what the runtime's Monitor reports as et_i, its data path included)."""
-    events: dict[str, int] = {}
-    busy: dict[str, float] = {}
+def spark_et_s(
+    runs: Sequence[SparkRecord], warmup: Mapping[str, Warmup] | None = None
+) -> dict[str, float]:
+    """Each operator's per-event time on Spark (what the runtime's Monitor reports as et_i, its
+    data path included): its shares' busy seconds over their events, all runs together, less
+    the `warmup` its replicas paid."""
+    warmup = warmup or {}
+    et = {}
+    for op in sorted({op for run in runs for op in run.work}):
+        events = sum(run.work[op][0] for run in runs if op in run.work)
+        busy = sum(run.work[op][1] for run in runs if op in run.work)
+        paid = warmup[op].total_s if op in warmup else 0.0
+        if events:
+            et[op] = max(busy - paid, 0.0) / events if busy > paid else busy / events
+    return et
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """What an operator's replicas paid for their first shares on Spark: per replica, s, and
+    how many replicas paid it."""
+
+    per_replica_s: float
+    replicas: int
+
+    @property
+    def total_s(self) -> float:
+        return self.per_replica_s * self.replicas
+
+
+def warmups(runs: Sequence[SparkRecord]) -> dict[str, Warmup]:
+    """Each operator's warm-up (on Spark a Python worker's first task of the operator: its
+    imports and set-up), read from the runs' intervals: in those where replicas served their
+    first share, the busy seconds beyond the steady per-event time (busy over processed in the
+    other intervals), per such replica. Runs without intervals: none."""
+    if not runs or not all(run.snapshots for run in runs):
+        return {}
+    steady_busy: dict[str, float] = {}
+    steady_events: dict[str, int] = {}
+    for op, stats, first in _intervals(runs):
+        if not first:
+            steady_busy[op] = steady_busy.get(op, 0.0) + stats.busy_s
+            steady_events[op] = steady_events.get(op, 0) + stats.processed
+    extra: dict[str, float] = {}
+    replicas: dict[str, int] = {}
+    for op, stats, first in _intervals(runs):
+        if first and steady_events.get(op):
+            et = steady_busy[op] / steady_events[op]
+            extra[op] = extra.get(op, 0.0) + stats.busy_s - et * stats.processed
+            replicas[op] = replicas.get(op, 0) + first
+    return {op: Warmup(max(extra[op], 0.0) / n, n) for op, n in replicas.items()}
+
+
+def _intervals(runs: Sequence[SparkRecord]) -> Iterator[tuple[str, OperatorStats, int]]:
+    """(operator, its stats, how many of its replicas served their first share) of every
+    interval of the runs."""
     for run in runs:
-        for op, (n, seconds) in run.work.items():
-            events[op] = events.get(op, 0) + n
-            busy[op] = busy.get(op, 0.0) + seconds
-    return {op: busy[op] / n for op, n in events.items() if n}
+        served: dict[str, set[int]] = {}
+        for snap in run.snapshots:
+            for stats in snap.operators:
+                seen = served.setdefault(stats.name, set())
+                active = stats.replica_batches[: stats.replicas]
+                new = {j for j, n in enumerate(active) if n and j not in seen}
+                seen |= new
+                yield stats.name, stats, len(new)
 
 
 def batch_records(run: SparkRecord, service_time_s: Mapping[str, float]) -> list[BatchRecord]:
@@ -167,9 +227,13 @@ def calibrate(*runs: SparkRecord, **overrides: Any) -> Calibration:
     if len(layouts) > 1:
         raise ValueError(f"calibrate: runs of several spark.layouts ({sorted(layouts)}): one")
     pipeline = layouts == {"pipeline"}
-    et = spark_et_s(runs)
+    warmup = warmups(runs)
+    et = spark_et_s(runs, warmup)
     records = [rec for run in runs for rec in batch_records(run, et)]
     model = fit_overhead(records)
-    fitted = overhead_settings(model, pipeline) | {"et_ms": {op: 1000 * s for op, s in et.items()}}
+    fitted = overhead_settings(model, pipeline) | {
+        "et_ms": {op: 1000 * s for op, s in et.items()},
+        "warmup_ms": {op: 1000 * w.per_replica_s for op, w in warmup.items() if w.per_replica_s},
+    }
     values = {"queue_model": "pipeline" if pipeline else "micro_batch"} | fitted | overrides
     return Calibration(SimSettings(**values), records, model)

@@ -57,7 +57,7 @@ def run_on_spark(pipeline: Pipeline, out: Path, runs: int = 1, **config: Any) ->
         started = time.monotonic()
         results.append(run_engine(engine, run_config))
         walls.append(time.monotonic() - started)
-        records.append(SparkRecord.of(engine))
+        records.append(SparkRecord.of(engine, results[-1]))
     return SparkRuns(results, records, walls, run_config, trace)
 
 

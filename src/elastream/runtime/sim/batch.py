@@ -48,17 +48,26 @@ class Query(Protocol):
 
     def waiting(self) -> bool: ...
 
-    def begin(self, s: int) -> tuple[float, float]: ...
+    def begin(self, s: int) -> Schedule: ...
 
-    def release(self) -> None: ...
+    def release(self, part: int) -> None: ...
 
     def end(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """A started batch's timeline, in seconds from its start: it lasts `span_s`, and its parts'
+    outputs leave at `releases` (ascending, within the span): `release(k)` at the k-th."""
+
+    span_s: float
+    releases: tuple[float, ...]
+
+
 class BatchLoop:
     """Spark's micro-batch loop of one query, in simulated time: the processing-time trigger
-    starts a batch when data waits; the batch lasts what `begin` says; its outputs leave
-    (`release`) before the last `commit_s` of it, and the next batch may start after its `end`."""
+    starts a batch when data waits; the batch lasts what `begin` schedules, its parts' outputs
+    leave (`release`) at the schedule's times, and the next batch may start after its `end`."""
 
     def __init__(self, step_s: float, trigger_s: float) -> None:
         self.step_s = step_s
@@ -66,12 +75,13 @@ class BatchLoop:
         self.last_start = -math.inf  # when the latest batch started (seconds)
         self.last_end = -math.inf  # when it ended
         self.running = False
-        self.released = False
-        self.left_s = 0.0  # what the running batch still needs
-        self.commit_s = 0.0  # its last part, after its outputs have left
+        self.schedule = Schedule(0.0, ())  # the running batch's
+        self.elapsed_s = 0.0  # how long it has run
+        self.released = 0  # how many of its parts have released their outputs
 
     def run(self, s: int, query: Query) -> None:
-        """Step s of the query: start, release and end batches as their times come."""
+        """Step s of the query: start batches, release their parts and end them as their times
+        come."""
         step_s = self.step_s
         time_left = step_s
         while time_left > 1e-12:
@@ -85,22 +95,19 @@ class BatchLoop:
                     return
                 time_left -= wait
                 self.last_start = now + wait
-                self.left_s, self.commit_s = query.begin(s)
-                self.running, self.released = True, False
-            if not self.released:
-                to_release = self.left_s - self.commit_s
-                used = min(time_left, to_release)
-                self.left_s -= used
-                time_left -= used
-                if to_release - used > 1e-12:
-                    return
-                query.release()
-                self.released = True
-            used = min(time_left, self.left_s)
-            self.left_s -= used
+                self.schedule = query.begin(s)
+                self.running, self.elapsed_s, self.released = True, 0.0, 0
+            marks = self.schedule.releases
+            due = marks[self.released] if self.released < len(marks) else self.schedule.span_s
+            used = min(time_left, max(due - self.elapsed_s, 0.0))
+            self.elapsed_s += used
             time_left -= used
-            if self.left_s > 1e-12:
+            if due - self.elapsed_s > 1e-12:
                 return
+            if self.released < len(marks):
+                query.release(self.released)
+                self.released += 1
+                continue
             query.end()
             self.running = False
             self.last_end = s * step_s + (step_s - time_left)
@@ -142,17 +149,40 @@ def fixed_cost(
     return mean * float(rng.lognormal(-sigma2 / 2, math.sqrt(sigma2)))
 
 
-def pack(works: Sequence[float], pack_s: float = PACK_S) -> list[float]:
-    """Eq. P2: the tasks of a pipeline batch, as the runtime packs its shares (in order,
-    consecutive shares together while their work stays within `pack_s`; a larger one alone);
-    each task's work is the sum of its shares'."""
-    tasks: list[float] = []
+def task_of_share(works: Sequence[float], pack_s: float = PACK_S) -> list[int]:
+    """Eq. P2's packing, as the runtime packs a batch's shares into tasks: each share's task (in
+    order, consecutive shares together while their work stays within `pack_s`; a larger one
+    alone)."""
+    tasks: list[int] = []
+    load = pack_s  # the open task's work so far (none open yet)
     for work in works:
-        if tasks and work <= pack_s and tasks[-1] + work <= pack_s:
-            tasks[-1] += work
+        if not tasks or work > pack_s or load + work > pack_s:
+            tasks.append(tasks[-1] + 1 if tasks else 0)
+            load = work
         else:
-            tasks.append(work)
+            tasks.append(tasks[-1])
+            load += work
     return tasks
+
+
+def pack(works: Sequence[float], pack_s: float = PACK_S) -> list[float]:
+    """Eq. P2: the tasks of a pipeline batch (`task_of_share`), each task's work the sum of its
+    shares'."""
+    tasks = [0.0] * (max(task_of_share(works, pack_s), default=-1) + 1)
+    for task, work in zip(task_of_share(works, pack_s), works, strict=True):
+        tasks[task] += work
+    return tasks
+
+
+def share_ends(works: Sequence[float], pack_s: float = PACK_S) -> list[float]:
+    """When each share's work is done, in seconds from its task's start: a task runs its
+    shares one after the other (pipeline_source.py), each committed as it ends."""
+    ends: list[float] = []
+    done: dict[int, float] = {}
+    for task, work in zip(task_of_share(works, pack_s), works, strict=True):
+        done[task] = done.get(task, 0.0) + work
+        ends.append(done[task])
+    return ends
 
 
 class BatchOperator(Operator):
@@ -165,6 +195,7 @@ class BatchOperator(Operator):
         self.batch: Batch | None = None
         self.offset = 0  # events admitted to batches so far (the runtime's queue offset)
         self.base_s = self.setup.batch_overhead_by_op.get(self.name, self.setup.batch_overhead_s)
+        self.warmup_s = self.setup.warmup_by_op.get(self.name, 0.0)
         self.loop = BatchLoop(self.setup.step_s, self.setup.trigger_s) if own_loop else None
         self.peers: Sequence[Operator] = ()  # the run's other operators (set by the simulator)
         self.every_share = False  # a watermarked operator: a share per replica, empty or not
@@ -178,17 +209,19 @@ class BatchOperator(Operator):
     def waiting(self) -> bool:
         return bool(self.queue)
 
-    def begin(self, s: int) -> tuple[float, float]:
+    def begin(self, s: int) -> Schedule:
         """Start a batch of this operator's query: its fixed cost (Eq. O1: one task per ready
-        replica, the other operators' running batches) plus its busiest replica's work."""
+        replica, the other operators' running batches) plus its busiest replica's work; its
+        outputs leave when that work is done, before the commit's share of the fixed cost."""
         busy = sum(1 for p in self.peers if isinstance(p, BatchOperator) and p.batch is not None)
         batch = self.take_part(s)
         overhead = fixed_cost(self.setup, self.base_s, len(batch.replicas), busy, self.rng)
-        return overhead + max(batch.busy, default=0.0), overhead * self.setup.batch_commit_share
+        span = overhead + max(batch.busy, default=0.0)
+        return Schedule(span, (span - overhead * self.setup.batch_commit_share,))
 
-    def release(self) -> None:
-        """The batch's work is done: its outputs leave (the query still commits its offsets
-        before the next batch may start)."""
+    def release(self, part: int = 0) -> None:
+        """This operator's part of the batch is done: its outputs leave (the query still
+        commits its offsets before the next batch may start)."""
         batch = self.batch
         assert batch is not None
         n = sum(batch.counts)
@@ -248,6 +281,10 @@ class BatchOperator(Operator):
             rep.batches += int(c > 0)
         noise = self.noise(r) or [1.0] * r
         busy = [c * rep.cost * f for c, f, rep in zip(counts, noise, ready, strict=True)]
+        for j, (rep, c) in enumerate(zip(ready, counts, strict=True)):
+            if c and not rep.warm:  # its first share pays the operator's warm-up
+                busy[j] += self.warmup_s
+                rep.warm = True
         self.size -= expired
         self.dropped_timeout += expired
         self.ledger.counts.dropped_timeout += expired
@@ -330,17 +367,26 @@ class PipelineQuery:
     def waiting(self) -> bool:
         return any(op.queue and not op.down for op in self.ops)
 
-    def begin(self, s: int) -> tuple[float, float]:
-        self.parts = [op for op in self.ops if op.queue and not op.down]
-        works = [w for op in self.parts for w in op.take_part(s).share_work(op.every_share)]
+    def begin(self, s: int) -> Schedule:
+        """Start a batch of every operator with queued events; each operator's outputs leave
+        when its last share's work is done (each share commits as it ends, in its task after the
+        shares packed before it), the fixed cost but its commit's share coming first."""
+        ops = [op for op in self.ops if op.queue and not op.down]
+        shares = [(op, w) for op in ops for w in op.take_part(s).share_work(op.every_share)]
+        works = [w for _, w in shares]
         tasks = pack(works) or [0.0]  # a batch whose every event expired still runs a task
         overhead = fixed_cost(self.setup, self.setup.batch_overhead_s, len(tasks), 0, self.rng)
-        return overhead + max(tasks), overhead * self.setup.batch_commit_share
+        first = overhead * (1.0 - self.setup.batch_commit_share)
+        done = dict.fromkeys(ops, first)  # an operator whose every event expired: at once
+        for (op, _), end in zip(shares, share_ends(works), strict=True):
+            done[op] = max(done[op], first + end)
+        self.parts = sorted(ops, key=done.__getitem__)  # stable: topological among equals
+        return Schedule(overhead + max(tasks), tuple(done[op] for op in self.parts))
 
-    def release(self) -> None:
-        for op in self.parts:
-            if op.batch is not None:  # not cleared by a restart
-                op.release()
+    def release(self, part: int) -> None:
+        op = self.parts[part]
+        if op.batch is not None:  # not cleared by a restart
+            op.release()
 
     def end(self) -> None:
         for op in self.parts:

@@ -60,6 +60,7 @@ class Setup:
     batch_overhead_per_busy_s: float = 0.0  # Eq. O1's c
     batch_overhead_cv: float = 0.0  # Eq. O2: CV of a batch's cost factor
     batch_commit_share: float = 0.0  # of the fixed cost, after the outputs leave
+    warmup_by_op: Mapping[str, float] = field(default_factory=dict)  # a replica's first share, s
     lb_refresh_steps: int = 0  # Alg. 1's U restarted every this many steps (0: once per td)
 
 
@@ -78,6 +79,7 @@ class Replica:
         "rate",
         "size",
         "speed",
+        "warm",
     )
 
     def __init__(self, index: int, speed: float, service_time_s: float, step_s: float) -> None:
@@ -92,6 +94,7 @@ class Replica:
         self.busy = 0.0  # seconds spent serving events during t
         self.batches = 0  # micro-batches in which it served events during t (batch model)
         self.mark = 0.0  # busy at the last refresh of Alg. 1's U (lb_refresh_s)
+        self.warm = False  # it has served a share (batch models: its warm-up is paid)
 
 
 class Operator:

@@ -120,6 +120,12 @@ class SimSettings(Settings):
         default_factory=dict,
         description="operator -> its own fixed cost per micro-batch, ms (calibrated per query)",
     )
+    warmup_ms: dict[str, NonNegative] = Field(
+        default_factory=dict,
+        description="micro-batch models: operator -> the extra work of each replica's first "
+        "share, ms (on Spark a Python worker's first task of the operator: its imports and "
+        "set-up; calibrated from Spark runs, docs/simulator.md)",
+    )
     selectivity: dict[str, dict[str, NonNegative]] = Field(
         default_factory=dict,
         description="operator -> {stream: outputs per input}, replacing the sampled ratios",
@@ -165,6 +171,11 @@ class SimSettings(Settings):
                         "(queue_model micro_batch); the pipeline model's one query takes "
                         "batch_overhead_s and batch_overhead_per_replica_ms (Eq. P1)"
                     )
+        if self.warmup_ms and self.queue_model == "per_replica":
+            raise ValueError(
+                "sim setting warmup_ms: a cost of the micro-batch models' shares (queue_model "
+                "micro_batch or pipeline), not of the per_replica model"
+            )
         return self
 
     def fast_forward_for(self, policy: str) -> bool:
@@ -186,7 +197,7 @@ class SimSettings(Settings):
 
     def check_operators(self, operators: Sequence[str]) -> None:
         """Raise if a per-operator setting names an operator the pipeline does not have."""
-        for name in ("replica_speed", "et_ms", "selectivity", "batch_overhead_ms"):
+        for name in ("replica_speed", "et_ms", "selectivity", "batch_overhead_ms", "warmup_ms"):
             for op in getattr(self, name):
                 if op not in operators:
                     raise SimSettingsError(

@@ -356,6 +356,7 @@ class SimEngine:
             batch_overhead_per_busy_s=s.batch_overhead_per_busy_query_ms / 1000.0,
             batch_overhead_cv=s.batch_overhead_cv,
             batch_commit_share=s.batch_commit_share,
+            warmup_by_op={k: v / 1000.0 for k, v in s.warmup_ms.items()},
             lb_refresh_steps=0
             if s.lb_refresh_s is None
             else max(1, round(s.lb_refresh_s / self.step_s)),
