@@ -49,6 +49,27 @@ def test_forecast_writes_backtest_json_and_plot(trace, tmp_path, capsys):
     assert "seasonal-profile" in printed and "MASE" in printed
 
 
+def test_forecast_without_the_plots_extra_writes_its_scores_and_skips_the_default_plot(
+    trace, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    out = tmp_path / "bt"
+    flags = ["--model", "summary", "--history", str(3 * 86400), "--horizon", "43200",
+             "--origins", "4"]  # fmt: skip
+    assert main(["forecast", str(trace), *flags, "--out", str(out)]) == 0
+    assert set(json.loads((out / "backtest.json").read_text())) == {
+        "naive",
+        "seasonal-naive",
+        "summary",
+    }
+    assert not (out / "backtest.png").exists()
+    assert "plot: skipped" in capsys.readouterr().err
+    asked = tmp_path / "asked.png"
+    assert main(["forecast", str(trace), *flags, "--plot", str(asked)]) == 2
+    assert "pip install 'elastream[plots]'" in capsys.readouterr().err
+    assert not asked.exists()
+
+
 def test_forecast_errors_are_named(trace, capsys):
     flags = ["--model", "nope", "--fit-window", "1", "--horizon", "1"]
     assert main(["forecast", str(trace), *flags]) == 2

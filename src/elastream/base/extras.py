@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
 EXTRAS = ("redis", "service", "placement", "forecast", "plots", "metrics", "all")
@@ -26,3 +27,8 @@ def require(module: str, *, extra: str, feature: str | None = None) -> ModuleTyp
         raise MissingExtraError(
             f"{what} needs the optional dependency {top!r}: pip install 'elastream[{extra}]'"
         ) from None
+
+
+def installed(module: str) -> bool:
+    """Whether `module` can be imported (without importing it)."""
+    return importlib.util.find_spec(module) is not None

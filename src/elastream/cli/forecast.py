@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from elastream.base.extras import require
+from elastream.base.extras import installed, require
 from elastream.cli._renamed import add_old_option
 from elastream.prediction.backtest import BacktestResult, backtest, origins_for, skill
 from elastream.prediction.forecasting import BASELINES, FORECASTERS, FitCache
@@ -57,7 +57,10 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--out", type=Path, help="output directory: backtest.json and backtest.png (default: none)"
     )
     parser.add_argument(
-        "--plot", type=Path, help="PNG to write (default: DIR/backtest.png, else forecast-NAME.png)"
+        "--plot",
+        type=Path,
+        help="PNG to write (default: DIR/backtest.png, else forecast-NAME.png; the default is "
+        "skipped with a note where the plots extra is not installed)",
     )
     parser.add_argument("--no-plot", action="store_true", help="print the scores only")
     parser.add_argument("--data-dir", type=Path, help="folder of real traces (../shared/data)")
@@ -213,7 +216,13 @@ def handle(args: argparse.Namespace) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "backtest.json").write_text(json.dumps(scores(results), indent=2) + "\n")
         print(f"wrote {args.out / 'backtest.json'}")
-    if png:
+    if png and args.plot is None and not installed("matplotlib"):
+        print(
+            "plot: skipped, matplotlib is not installed (pip install 'elastream[plots]'; "
+            "--no-plot says so without this note)",
+            file=sys.stderr,
+        )
+    elif png:
         plot(series, results, name, png)
         print(f"plot: {png}")
     return 0
