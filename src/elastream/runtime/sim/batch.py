@@ -168,8 +168,9 @@ def task_of_share(works: Sequence[float], pack_s: float = PACK_S) -> list[int]:
 def pack(works: Sequence[float], pack_s: float = PACK_S) -> list[float]:
     """Eq. P2: the tasks of a pipeline batch (`task_of_share`), each task's work the sum of its
     shares'."""
-    tasks = [0.0] * (max(task_of_share(works, pack_s), default=-1) + 1)
-    for task, work in zip(task_of_share(works, pack_s), works, strict=True):
+    index = task_of_share(works, pack_s)
+    tasks = [0.0] * (index[-1] + 1 if index else 0)
+    for task, work in zip(index, works, strict=True):
         tasks[task] += work
     return tasks
 
