@@ -72,7 +72,7 @@ def spark_et_s(
         busy = sum(run.work[op][1] for run in runs if op in run.work)
         paid = warmup[op].total_s if op in warmup else 0.0
         if events:
-            et[op] = max(busy - paid, 0.0) / events if busy > paid else busy / events
+            et[op] = (busy - paid if busy > paid else busy) / events
     return et
 
 

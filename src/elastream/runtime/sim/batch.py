@@ -168,22 +168,23 @@ def task_of_share(works: Sequence[float], pack_s: float = PACK_S) -> list[int]:
 def pack(works: Sequence[float], pack_s: float = PACK_S) -> list[float]:
     """Eq. P2: the tasks of a pipeline batch (`task_of_share`), each task's work the sum of its
     shares'."""
-    index = task_of_share(works, pack_s)
-    tasks = [0.0] * (index[-1] + 1 if index else 0)
-    for task, work in zip(index, works, strict=True):
-        tasks[task] += work
-    return tasks
+    return pack_with_ends(works, pack_s)[0]
 
 
-def share_ends(works: Sequence[float], pack_s: float = PACK_S) -> list[float]:
-    """When each share's work is done, in seconds from its task's start: a task runs its
-    shares one after the other (pipeline_source.py), each committed as it ends."""
+def pack_with_ends(
+    works: Sequence[float], pack_s: float = PACK_S
+) -> tuple[list[float], list[float]]:
+    """The tasks' work (`pack`) and when each share's work is done, in seconds from its task's
+    start: a task runs its shares one after the other (pipeline_source.py), each committed as it
+    ends."""
+    tasks: list[float] = []
     ends: list[float] = []
-    done: dict[int, float] = {}
     for task, work in zip(task_of_share(works, pack_s), works, strict=True):
-        done[task] = done.get(task, 0.0) + work
-        ends.append(done[task])
-    return ends
+        if task == len(tasks):
+            tasks.append(0.0)
+        tasks[task] += work
+        ends.append(tasks[task])
+    return tasks, ends
 
 
 class BatchOperator(Operator):
@@ -282,15 +283,20 @@ class BatchOperator(Operator):
             rep.batches += int(c > 0)
         noise = self.noise(r) or [1.0] * r
         busy = [c * rep.cost * f for c, f, rep in zip(counts, noise, ready, strict=True)]
-        for j, (rep, c) in enumerate(zip(ready, counts, strict=True)):
-            if c and not rep.warm:  # its first share pays the operator's warm-up
-                busy[j] += self.warmup_s
-                rep.warm = True
+        if self.warmup_s:
+            self._warm_up(ready, counts, busy)
         self.size -= expired
         self.dropped_timeout += expired
         self.ledger.counts.dropped_timeout += expired
         self.batch = Batch(pieces, ready, counts, busy)
         return self.batch
+
+    def _warm_up(self, ready: Sequence[Replica], counts: Sequence[int], busy: list[float]) -> None:
+        """Each replica's first share pays the operator's warm-up (`warmup_ms`)."""
+        for j, (rep, c) in enumerate(zip(ready, counts, strict=True)):
+            if c and not rep.warm:
+                busy[j] += self.warmup_s
+                rep.warm = True
 
     def replica_batches(self) -> tuple[int, ...]:
         """Per active replica, the micro-batches it served events in during t (as the Spark
@@ -374,12 +380,12 @@ class PipelineQuery:
         shares packed before it), the fixed cost but its commit's share coming first."""
         ops = [op for op in self.ops if op.queue and not op.down]
         shares = [(op, w) for op in ops for w in op.take_part(s).share_work(op.every_share)]
-        works = [w for _, w in shares]
-        tasks = pack(works) or [0.0]  # a batch whose every event expired still runs a task
+        tasks, ends = pack_with_ends([w for _, w in shares])
+        tasks = tasks or [0.0]  # a batch whose every event expired still runs a task
         overhead = fixed_cost(self.setup, self.setup.batch_overhead_s, len(tasks), 0, self.rng)
         first = overhead * (1.0 - self.setup.batch_commit_share)
         done = dict.fromkeys(ops, first)  # an operator whose every event expired: at once
-        for (op, _), end in zip(shares, share_ends(works), strict=True):
+        for (op, _), end in zip(shares, ends, strict=True):
             done[op] = max(done[op], first + end)
         self.parts = sorted(ops, key=done.__getitem__)  # stable: topological among equals
         return Schedule(overhead + max(tasks), tuple(done[op] for op in self.parts))
