@@ -52,6 +52,7 @@ from reproductions.btu.tables import (
     operations_table,
     pattern_table,
     timeline_table,
+    trace_outcome,
     trends_list,
 )
 from reproductions.btu.topology import manufacturing
@@ -506,12 +507,19 @@ it) and its highest 13 (8 hosts at 90 % utilisation): the load needs 2 to 8 host
 / 60 min at prices 1 / 3 / 6; seeds 1-{seeds}; everything else as above.
 
 - **ahead** is not told the peak: it sizes from what it observes. Each type gets the instances
-  whose pool keeps the M/M/1 wait within {wait:.0%} of its SLO at the forecast peak over the lead
+  whose pool keeps the M/M/1 wait within {wait:.1%} of its SLO at the forecast peak over the lead
   time (`wait_target`), the lead time being the longest start-up measured so far (lease to the
-  new host's first instances serving) plus one provisioning interval. A host in the last 5 % of
+  new host's first instances serving) plus one provisioning interval. It forecasts from the
+  topology's flow (`planned_arrivals`): the arrivals at the types without an upstream carried
+  through the routing (the edges and outgoing ratios), so a downstream type is sized for what
+  its upstream types will send, not for the throttled arrivals it sees while they are
+  overloaded (the start) or the burst while they drain a backlog. The wait target was fitted on
+  the taxi and tweets traces (the cheapest of five at which ahead serves no worse than
+  static_peak on both); web and covid are held out. A host in the last 5 % of
   its BTU is released only when the forecast over the rest of its paid BTU and the next BTU
-  (the larger of the seasonal and the naive one where the seasonal one is chosen), plus the
-  lease-ahead margin, fits on the hosts that stay (`release_rates`): a released host is
+  (the larger of the seasonal and the naive one where the seasonal one is chosen, on the larger
+  of the flow and the arrivals seen), plus the lease-ahead margin, fits on the hosts that stay
+  (`release_rates`): a released host is
   then not leased again within a BTU unless the load rises beyond anything the last 4 hours
   showed. A lease within one BTU after a released host's paid end is counted as a re-lease (a
   defect: prolonging would have cost no more).
@@ -544,6 +552,9 @@ def render_traces(
         f"{len(cells) * seeds} runs (target 0). "
         + timing.line(len(cells) * seeds + len(loads) * len(fleets) * seeds, hours * 60)
     )
+    where = "; ".join(f"{ld}/BTU{m} {trace_outcome(grid, ld, m)}" for ld, m in cells)
+    verdict += f"\n\nahead's service against static_peak's, and its cost, per cell: {where}."
+
     return "\n".join([text, fleet_table(grid, loads, fleets), "", verdict, ""])
 
 

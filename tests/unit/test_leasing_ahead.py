@@ -15,6 +15,7 @@ from reproductions.btu.ahead import (
     instances_needed,
     lead_s,
     max_rise,
+    planned_arrivals,
     release_rates,
     rise_quantile,
     seasonal_peak,
@@ -26,7 +27,7 @@ from reproductions.btu.experiment import Cell
 from reproductions.btu.metrics import RunMetrics
 from reproductions.btu.policies import Draft, Observation, fill_by_waiting, pool_wait
 from reproductions.btu.slack import oracle_btus
-from reproductions.btu.tables import ahead_verdict
+from reproductions.btu.tables import ahead_verdict, trace_outcome
 
 KIND = HostType(cores=4, memory_mb=7168, btu_s=600, price=1.0)  # 4 instances of "a" per host
 SETTINGS = AheadSettings()  # lead: 60 + 30 + 60 s = 10 samples of 15 s; BTU: 40 samples
@@ -143,6 +144,36 @@ def test_no_lease_for_a_flat_load_and_paid_room_is_filled():
     # 15/s -> ceil(15 / 9) = 2 instances; h1 has room for 4: +1 needed, +2 filling it
     assert plan.lease == () and len(plan.place) == 3
     assert plan.release == ()
+
+
+def test_planned_arrivals_carry_the_sources_through_the_routing():
+    """a -> b (2 items per a item) -> c (one per two b items): a's outside 10/s means 20/s at b
+    and 10/s at c, whatever b and c were seen to receive (throttled at the start: 3 and 1; a
+    drain burst later: 30 and 4); without a routing the observed rates are planned on."""
+    routing = np.array([[0.0, 2.0, 0.0], [0.0, 0.0, 0.5], [0.0, 0.0, 0.0]])
+    seen = np.array([[10.0, 3.0, 1.0], [10.0, 30.0, 4.0]])
+    o = Observation(0.0, 15.0, {}, {}, arrivals=seen, routing=routing)
+    assert planned_arrivals(o) == pytest.approx(np.array([[10.0, 20.0, 10.0]] * 2))
+    assert planned_arrivals(Observation(0.0, 15.0, {}, {}, arrivals=seen)) is seen
+
+
+def test_a_downstream_type_is_sized_for_the_flow_its_upstream_will_send():
+    """a (outside 18/s) -> b, one b item per a item, b seen at 1/s while a catches up: sized at
+    90 % of 10/s, a needs 2 instances (it has them) and b 2 for the 18/s that a will send, so
+    one b goes on h1's free place; planned on b's observed 1/s, b keeps its one instance."""
+    c = Cluster(demands={"a": Demand(1024, 1000), "b": Demand(1024, 1000)})
+    place = (Placement("a", "h1"), Placement("a", "h1"), Placement("b", "h1"))
+    c = apply_plan(c, LeasePlan(lease=("h1",), place=place), 0, KIND).cluster
+    status = {"a": OperatorStatus(2, 0.5, 1.0, 0, 0), "b": OperatorStatus(1, 0.5, 1.0, 0, 0)}
+    seen = np.tile([18.0, 1.0], (40, 1))
+    routing = np.array([[0.0, 1.0], [0.0, 0.0]])
+    rate = {"a": 10.0, "b": 10.0}
+    no_fill = SETTINGS.model_copy(update={"fill": False})
+    told = Observation(3000.0, 15.0, status, {}, seen, rate, routing=routing)
+    plan = decide_provision(told, c, KIND, no_fill, BTU)
+    assert [p.operator for p in plan.place] == ["b"] and plan.lease == ()
+    blind = Observation(3000.0, 15.0, status, {}, seen, rate)
+    assert decide_provision(blind, c, KIND, no_fill, BTU).empty
 
 
 def test_provision_never_releases_even_when_idle():
@@ -293,6 +324,18 @@ def test_the_verdict_names_the_numbers_of_each_case():
     assert lost.startswith("slack 10 BTUs, not beaten: 3.0 of 10") and "-0.200 / +0.000" in lost
 
 
+def test_a_trace_cell_says_whether_ahead_serves_no_worse_and_at_what_cost():
+    fleet = _run(60, (0.49, 0.97, 0.98), 65.0)
+    grid = {
+        ("t", "static_peak", 10): Cell((fleet,)),
+        ("t", "ahead", 10): Cell((_run(75, (0.49, 0.971, 0.98), 80.0),)),
+        ("u", "static_peak", 10): Cell((fleet,)),
+        ("u", "ahead", 10): Cell((_run(45, (0.5, 0.97, 0.979), 50.0),)),
+    }
+    assert trace_outcome(grid, "t", 10) == "no worse at 1.25x the cost"  # 75 / 60 BTUs
+    assert trace_outcome(grid, "u", 10) == "worse at 0.75x the cost"  # 5x: 0.979 < 0.98
+
+
 # ----------------------------------------------------------------------------- paid BTU
 def _ramp_history(steps: int = 10, step: float = 2.0) -> np.ndarray:
     """30 samples at 10/s, a ramp of `steps` samples of +`step`, back to 10/s for 20 samples
@@ -332,6 +375,30 @@ def test_release_rates_cover_the_paid_rest_the_next_btu_and_the_lease_ahead_marg
     quick = _in_window(_ramp_history(41, 0.5), (15.0,))
     assert release_rates(quick, 30.0, KIND, settings).rates[0] == pytest.approx(33.0)
     assert lead_s(settings, (30.0, 45.0)) == 105.0 and lead_s(settings) == 60 + 30 + 60
+
+
+def test_a_release_leaves_room_for_a_drain_burst_the_flow_does_not_show():
+    """a (outside 10/s) -> b, one b item per a item, flat but for one sample where b received
+    25/s (a draining a backlog): the flow plans 10/s at b, but a release plans on the larger
+    of the flow and what b received: the largest rise within the 42-sample horizon is 15 (10 ->
+    25, capped at the 25 seen) and within the 7-sample lead another 15: 10 + 15 + 15 = 40/s
+    at b, 10/s at a (no rise)."""
+    seen = np.tile([10.0, 10.0], (41, 1))
+    seen[20, 1] = 25.0
+    status = {"a": OperatorStatus(2, 0.5, 1.0, 0, 0), "b": OperatorStatus(2, 0.5, 1.0, 0, 0)}
+    o = Observation(
+        now=570.0,
+        monitor_s=15.0,
+        status=status,
+        history={},
+        arrivals=seen,
+        service_rate={"a": 10.0, "b": 10.0},
+        startup_s=(45.0,),
+        routing=np.array([[0.0, 1.0], [0.0, 0.0]]),
+    )
+    assert planned_arrivals(o)[20] == pytest.approx([10.0, 10.0])
+    got = release_rates(o, 30.0, KIND, AheadSettings(rise_quantile=1.0))
+    assert got.rates == pytest.approx([10.0, 40.0])
 
 
 def test_a_host_is_prolonged_when_the_paid_rest_and_next_btu_may_need_it():

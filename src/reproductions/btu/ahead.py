@@ -212,6 +212,22 @@ def instances_needed(
     return need
 
 
+def planned_arrivals(obs: Observation) -> np.ndarray:
+    """The arrival history a plan forecasts from. With the topology's routing R known, every
+    operator's rates are what the operators without an upstream receive, carried through the
+    routing: lambda = (I - R^T)^-1 e (e: those operators' observed arrivals, 0 elsewhere), the
+    steady flow a downstream type gets once its upstream types keep up. Its own observed
+    arrivals are not that: throttled while an upstream type is overloaded (the start, where the
+    policy then leased in steps) and bursting while one drains a backlog (a burst the rise
+    forecast would then expect again; a release plans on the larger of the two,
+    `release_rates`). Without a routing: the observed arrivals."""
+    if obs.routing is None or obs.arrivals.shape[0] == 0:
+        return obs.arrivals
+    r = np.asarray(obs.routing, dtype=float)
+    outside = np.where(r.sum(axis=0) == 0, obs.arrivals, 0.0)  # no upstream: outside arrivals
+    return np.linalg.solve(np.eye(r.shape[0]) - r.T, outside.T).T
+
+
 def _samples(seconds: float, obs: Observation) -> int:
     return max(1, math.ceil(seconds / obs.monitor_s - 1e-9))
 
@@ -260,7 +276,7 @@ def decide_provision(
         return draft.plan()
     horizon = _samples(lead_s(settings, obs.startup_s), obs)
     prior = _prior(obs, settings)
-    peak = forecast_peak(obs.arrivals, horizon, settings, prior, diffuse=True)
+    peak = forecast_peak(planned_arrivals(obs), horizon, settings, prior, diffuse=True)
     queues = {op: s.queue for op, s in obs.status.items()}
     needs = instances_needed(peak.rates, queues, obs, settings, prior)
     for op, need in needs.items():
@@ -330,19 +346,21 @@ def release_rates(
     lease-ahead decision in that time sizes for the rate it sees plus the lease-ahead margin.
     So: the forecast peak over paid_s + one BTU (the largest rise seen within that horizon, or
     the seasonal peak) plus the lease-ahead margin (`diffusive_rise` over the lead time), capped
-    as `forecast_peak` caps, and the naive one even where the seasonal one is chosen. A host
-    released on this forecast is not leased again within a BTU unless the load rises beyond
-    anything the history has shown."""
+    as `forecast_peak` caps, and the naive one even where the seasonal one is chosen; on the
+    larger of the flow (`planned_arrivals`) and the arrivals seen, since a type's drain bursts
+    come again after the next slow-down upstream. A host released on this forecast is not leased
+    again within a BTU unless the load rises beyond anything the history has shown."""
     prior = _prior(obs, settings)
     horizon = _samples(paid_s + kind.btu_s, obs)
     ahead = settings
     if settings.release_quantile is not None:
         ahead = settings.model_copy(update={"rise_quantile": settings.release_quantile})
-    peak = forecast_peak(obs.arrivals, horizon, ahead, prior, every_model=True)
+    arrivals = np.maximum(planned_arrivals(obs), obs.arrivals)
+    peak = forecast_peak(arrivals, horizon, ahead, prior, every_model=True)
     if peak.model == "prior":
         return peak
     lead = _samples(lead_s(settings, obs.startup_s), obs)
-    recent = obs.arrivals[-settings.history_window :]
+    recent = arrivals[-settings.history_window :]
     if settings.rise_quantile is not None:
         margin = rise_quantile(recent, lead, settings.rise_quantile)
     else:
@@ -384,7 +402,8 @@ def decide_release(
 class AheadPolicy:
     """The lease-ahead policy in the simulator's LeasingPolicy shape (no state of its own).
 
-    Beyond the paper. The forecaster picks, by backtest on the observed arrivals, between a
+    Beyond the paper. The forecaster picks, by backtest on the arrivals (the topology's flow
+    where the routing is known, `planned_arrivals`), between a
     seasonal-naive forecast (period found by autocorrelation) and the naive one widened by the
     largest (or a quantile of the) rise seen within the horizon; every operator is sized for the
     forecast peak over the time a new host needs to be useful (the longest start-up measured +

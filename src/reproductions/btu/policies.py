@@ -36,6 +36,9 @@ class Observation:
     service_rate: Mapping[str, float] = field(default_factory=dict)  # items/s of one instance
     # measured start-ups so far: lease to the first instances on the new host serving (s)
     startup_s: tuple[float, ...] = ()
+    # the topology's routing R[i, j]: items entering operator j per item operator i processes
+    # (its edges and outgoing ratios); None where a policy is not told it
+    routing: np.ndarray | None = None
 
 
 class LeasingPolicy(Protocol):

@@ -255,6 +255,7 @@ class Simulation:
             arrivals=arrivals,
             service_rate=dict(zip(self.names, self.mu, strict=True)),
             startup_s=tuple(s for done, s in self._startups if done <= now),
+            routing=self.routing_t.T,
         )
 
     # ------------------------------------------------------------------ run

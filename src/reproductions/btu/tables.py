@@ -214,6 +214,16 @@ def equal_service_cheaper(grid: dict[Key, Cell], load: str, minutes: int) -> boo
     return cheaper and all(a.compliance(k).mean >= s.compliance(k).mean for k in range(3))
 
 
+def trace_outcome(grid: dict[Key, Cell], load: str, minutes: int) -> str:
+    """Where ahead stands against the fixed peak fleet in one cell: whether it serves no worse
+    (compliance at 1x, 2x and 5x each no lower) and its resource cost as a multiple of the
+    fleet's (means over the seeds)."""
+    a, s = grid[(load, "ahead", minutes)], grid[(load, "static_peak", minutes)]
+    served = all(a.compliance(k).mean >= s.compliance(k).mean for k in range(3))
+    ratio = a.resource.mean / s.resource.mean
+    return f"{'no worse' if served else 'worse'} at {ratio:.2f}x the cost"
+
+
 def best_fixed(grid: dict[Key, Cell], load: str, minutes: int, fleets: tuple[str, ...]) -> str:
     """The fixed fleet with the lowest near real-time total cost (BTUs + penalties): the one a
     user who knew the whole trace would have leased."""
