@@ -1,6 +1,8 @@
 """Calibrate the simulator's micro-batch models from finished Spark runs: each operator's
-per-event time as Spark measured it, and the batches' fixed costs (Eq. O1 per operator query,
-Eq. P1 for the pipeline's one query) fitted to the runs' progress reports.
+steady per-event time as Spark measured it, the warm-up its replicas pay on their first share
+(`warmups`: the busy time beyond the steady one where replicas first served; `warmup_ms`), and
+the batches' fixed costs (Eq. O1 per operator query, Eq. P1 for the pipeline's one query) fitted
+to the runs' progress reports.
 
 `PYTHONPATH=src python -m reproductions.simulator.agreement` runs the agreement workloads on
 Spark, fits these constants over their runs and writes them (docs/simulator.md, "Agreement with
