@@ -224,6 +224,17 @@ def test_release_stops_filled_instances_to_make_room_for_needed_ones():
     assert sorted(stopped.values()) == ["a", "b"]  # one b makes room, the a moves
 
 
+def test_no_release_before_the_history_spans_the_release_horizon():
+    """At 3,000 s h2 has nothing of its BTU left (leased at 0, BTU 600 s), so a release must
+    hold for the next BTU: 40 samples of 15 s. With 39 samples of history the rises over that
+    horizon have not been seen: h2 is prolonged; with 40 the flat 5/s releases it."""
+    c = cluster((4, 4))
+    short = decide_release(obs(np.full(39, 5.0), 8), c, ("h2",), KIND, SETTINGS, BTU)
+    assert short.prolong == ("h2",) and short.release == ()
+    whole = decide_release(obs(np.full(40, 5.0), 8), c, ("h2",), KIND, SETTINGS, BTU)
+    assert whole.release == ("h2",)
+
+
 def test_no_history_prolongs_every_host():
     empty = obs(np.zeros((0, 1)), 2)
     plan = decide_release(empty, cluster((1, 1)), ("h1", "h2"), KIND, SETTINGS, BTU)
