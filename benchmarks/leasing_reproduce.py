@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # reproduc
 from elastream.leasing.hosts import HostType
 from elastream.report.progress import ProgressBar, add_quiet
 from elastream.workloads import resolve_trace_info
-from reproductions.btu.config import SimSettings
+from reproductions.btu.config import AheadSettings, SimSettings
 from reproductions.btu.experiment import (
     BTUS,
     PEAK,
@@ -507,21 +507,22 @@ it) and its highest 13 (8 hosts at 90 % utilisation): the load needs 2 to 8 host
 / 60 min at prices 1 / 3 / 6; seeds 1-{seeds}; everything else as above.
 
 - **ahead** is not told the peak: it sizes from what it observes. Each type gets the instances
-  whose pool keeps the M/M/1 wait within {wait:.1%} of its SLO at the forecast peak over the lead
-  time (`wait_target`), the lead time being the longest start-up measured so far (lease to the
-  new host's first instances serving) plus one provisioning interval. It forecasts from the
-  topology's flow (`planned_arrivals`): the arrivals at the types without an upstream carried
-  through the routing (the edges and outgoing ratios), so a downstream type is sized for what
-  its upstream types will send, not for the throttled arrivals it sees while they are
-  overloaded (the start) or the burst while they drain a backlog. The wait target was fitted on
-  the taxi and tweets traces (the cheapest of five at which ahead serves no worse than
-  static_peak on both); web and covid are held out. A host in the last 5 % of
-  its BTU is released only when the forecast over the rest of its paid BTU and the next BTU
-  (the larger of the seasonal and the naive one where the seasonal one is chosen, on the larger
-  of the flow and the arrivals seen), plus the lease-ahead margin, fits on the hosts that stay
-  (`release_rates`): a released host is
-  then not leased again within a BTU unless the load rises beyond anything the last 4 hours
-  showed. A lease within one BTU after a released host's paid end is counted as a re-lease (a
+  whose pool keeps the M/M/1 wait within {wait:.1%} of its SLO at the forecast peak over the
+  lead time (`wait_target`) and drains its backlog within {drain:g} s (`drain_s`), the lead time
+  being the longest start-up measured so far (lease to the new host's first instances serving)
+  plus one provisioning interval. It forecasts from the topology's flow (`planned_arrivals`):
+  the arrivals at the types without an upstream carried through the routing (the edges and
+  outgoing ratios), so a downstream type is sized for what its upstream types will send, not
+  for the throttled arrivals it sees while they are overloaded (the start) or the burst while
+  they drain a backlog. The wait target and the drain time were fitted on the taxi and tweets
+  traces (the cheapest pair at which ahead serves no worse than static_peak in each of their
+  cells); web and covid are held out. A host in the last 5 % of its BTU is released only when
+  the forecast over the rest of its paid BTU and the next BTU (the larger of the seasonal and
+  the naive one where the seasonal one is chosen, on the larger of the flow and the arrivals
+  seen), plus the lease-ahead margin, fits on the hosts that stay (`release_rates`), and not
+  before the history spans that horizon: a released host is then not leased again within a BTU
+  unless the load rises beyond anything the last 4 hours showed. A lease within one BTU after a
+  released host's paid end is counted as a re-lease (a
   defect: prolonging would have cost no more).
 - **static_peak** is told the peak and holds the 8 hosts it needs all day (filled as ahead fills).
 - **best fixed** is the fixed fleet ({fleets} or 8 hosts, filled by the same rule) with the lowest
@@ -537,7 +538,11 @@ re-leases.
 
 
 def render_traces(
-    grid: dict[Key, Cell], seeds: int, timing: Timing, wait: float, hours: float = TRACE_HOURS
+    grid: dict[Key, Cell],
+    seeds: int,
+    timing: Timing,
+    ahead: AheadSettings,
+    hours: float = TRACE_HOURS,
 ) -> str:
     loads = tuple(TRACES)
     fleets = (PEAK, *(f"fixed:{k}" for k in FLEETS))
@@ -545,7 +550,8 @@ def render_traces(
     won = sum(equal_service_cheaper(grid, ld, m) for ld, m in cells)
     relet = sum(r.re_leases for ld, m in cells for r in grid[(ld, "ahead", m)].runs)
     fleet_list = ", ".join(str(k) for k in FLEETS)
-    text = TRACE_TEXT.format(seeds=seeds, wait=wait, fleets=fleet_list, hours=hours)
+    wait, drain = ahead.wait_target or 0.0, ahead.drain_s
+    text = TRACE_TEXT.format(seeds=seeds, wait=wait, drain=drain, fleets=fleet_list, hours=hours)
     verdict = (
         f"ahead is cheaper than static_peak at equal or better service in {won} of "
         f"{len(cells)} cells (target 9); re-leases within one BTU: {relet} over "
@@ -613,7 +619,7 @@ def main() -> None:
     seeds = len(next(iter(grid.values())).runs)
     tseeds = len(next(iter(tgrid.values())).runs)
     paper, ahead = render(grid, seeds, timing, args.minutes, tseeds)
-    traces = render_traces(tgrid, tseeds, ttiming, TRACE_AHEAD.wait_target or 0.0, args.trace_hours)
+    traces = render_traces(tgrid, tseeds, ttiming, TRACE_AHEAD, args.trace_hours)
     ahead_out = ahead_page(args.out)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(paper, encoding="utf-8")
