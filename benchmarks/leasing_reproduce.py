@@ -247,8 +247,10 @@ AHEAD_TEXT = """## Leasing against a fixed fleet: the lease-ahead policy (ours)
 
 **ahead** (`src/reproductions/btu/ahead.py`) is told the same peak as static_peak and starts as it
 does; after a warm-up of 5 minutes it is forecast-driven. Its forecaster picks, by a backtest on
-the observed arrival rates, between a seasonal-naive forecast (period from the autocorrelation; 30
-% head-room on its peak) and the naive forecast widened by a rise; both capped at the known peak.
+the arrival rates (the topology's flow: the outside arrivals carried through the routing,
+`planned_arrivals`; a release plans on the larger of that and the rates seen), between a
+seasonal-naive forecast (period from the autocorrelation; 30 % head-room on its peak) and the
+naive forecast widened by a rise; both capped at the known peak.
 Every provisioning interval it sizes each operator for the forecast peak over the lead time of a
 new host at 90 % utilisation and leases the hosts that needs now, ahead of the boot time. The
 lead time is the longest start-up measured so far (lease to the new host's first instances
