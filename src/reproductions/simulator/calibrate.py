@@ -98,20 +98,22 @@ def warmups(runs: Sequence[SparkRecord]) -> dict[str, Warmup]:
     other intervals), per such replica. Runs without intervals: none."""
     if not runs or not all(run.snapshots for run in runs):
         return {}
-    steady_busy: dict[str, float] = {}
-    steady_events: dict[str, int] = {}
-    for op, stats, first in _intervals(runs):
-        if not first:
-            steady_busy[op] = steady_busy.get(op, 0.0) + stats.busy_s
-            steady_events[op] = steady_events.get(op, 0) + stats.processed
-    extra: dict[str, float] = {}
-    replicas: dict[str, int] = {}
-    for op, stats, first in _intervals(runs):
-        if first and steady_events.get(op):
-            et = steady_busy[op] / steady_events[op]
-            extra[op] = extra.get(op, 0.0) + stats.busy_s - et * stats.processed
-            replicas[op] = replicas.get(op, 0) + first
-    return {op: Warmup(max(extra[op], 0.0) / n, n) for op, n in replicas.items()}
+    steady: dict[str, list[float]] = {}  # busy s, events: intervals without a first share
+    first: dict[str, list[float]] = {}  # busy s, events, replicas: intervals with one
+    for op, stats, new in _intervals(runs):
+        if new:
+            sums = first.setdefault(op, [0.0, 0.0, 0.0])
+            sums[2] += new
+        else:
+            sums = steady.setdefault(op, [0.0, 0.0])
+        sums[0] += stats.busy_s
+        sums[1] += stats.processed
+    out = {}
+    for op, (busy, events, n) in first.items():
+        if op in steady and steady[op][1]:
+            extra = busy - steady[op][0] / steady[op][1] * events  # the excess over et x events
+            out[op] = Warmup(max(extra, 0.0) / n, int(n))
+    return out
 
 
 def _intervals(runs: Sequence[SparkRecord]) -> Iterator[tuple[str, OperatorStats, int]]:
