@@ -153,8 +153,11 @@ def test_planned_arrivals_carry_the_sources_through_the_routing():
     routing = np.array([[0.0, 2.0, 0.0], [0.0, 0.0, 0.5], [0.0, 0.0, 0.0]])
     seen = np.array([[10.0, 3.0, 1.0], [10.0, 30.0, 4.0]])
     o = Observation(0.0, 15.0, {}, {}, arrivals=seen, routing=routing)
-    assert planned_arrivals(o) == pytest.approx(np.array([[10.0, 20.0, 10.0]] * 2))
-    assert planned_arrivals(Observation(0.0, 15.0, {}, {}, arrivals=seen)) is seen
+    assert planned_arrivals(o, 960) == pytest.approx(np.array([[10.0, 20.0, 10.0]] * 2))
+    assert planned_arrivals(Observation(0.0, 15.0, {}, {}, arrivals=seen), 960) == pytest.approx(
+        seen
+    )
+    assert planned_arrivals(o, 1) == pytest.approx(np.array([[10.0, 20.0, 10.0]]))  # the last
 
 
 def test_a_downstream_type_is_sized_for_the_flow_its_upstream_will_send():
@@ -407,7 +410,7 @@ def test_a_release_leaves_room_for_a_drain_burst_the_flow_does_not_show():
         startup_s=(45.0,),
         routing=np.array([[0.0, 1.0], [0.0, 0.0]]),
     )
-    assert planned_arrivals(o)[20] == pytest.approx([10.0, 10.0])
+    assert planned_arrivals(o, 960)[20] == pytest.approx([10.0, 10.0])
     got = release_rates(o, 30.0, KIND, AheadSettings(rise_quantile=1.0))
     assert got.rates == pytest.approx([10.0, 40.0])
 

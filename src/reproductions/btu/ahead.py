@@ -212,19 +212,21 @@ def instances_needed(
     return need
 
 
-def planned_arrivals(obs: Observation) -> np.ndarray:
-    """The arrival history a plan forecasts from. With the topology's routing R known, every
-    operator's rates are what the operators without an upstream receive, carried through the
-    routing: lambda = (I - R^T)^-1 e (e: those operators' observed arrivals, 0 elsewhere), the
-    steady flow a downstream type gets once its upstream types keep up. Its own observed
+def planned_arrivals(obs: Observation, window: int) -> np.ndarray:
+    """The last `window` samples of the arrival history a plan forecasts from. With the
+    topology's routing R known, every operator's rates are what the operators without an
+    upstream receive, carried through the routing: lambda = (I - R^T)^-1 e (e: those
+    operators' observed arrivals, 0 elsewhere), the steady flow a downstream type gets once its
+    upstream types keep up. Its own observed
     arrivals are not that: throttled while an upstream type is overloaded (the start, where the
     policy then leased in steps) and bursting while one drains a backlog (a burst the rise
     forecast would then expect again; a release plans on the larger of the two,
     `release_rates`). Without a routing: the observed arrivals."""
-    if obs.routing is None or obs.arrivals.shape[0] == 0:
-        return obs.arrivals
+    seen = obs.arrivals[-window:]
+    if obs.routing is None or seen.shape[0] == 0:
+        return seen
     r = np.asarray(obs.routing, dtype=float)
-    outside = np.where(r.sum(axis=0) == 0, obs.arrivals, 0.0)  # no upstream: outside arrivals
+    outside = np.where(r.sum(axis=0) == 0, seen, 0.0)  # no upstream: outside arrivals
     return np.linalg.solve(np.eye(r.shape[0]) - r.T, outside.T).T
 
 
@@ -276,7 +278,8 @@ def decide_provision(
         return draft.plan()
     horizon = _samples(lead_s(settings, obs.startup_s), obs)
     prior = _prior(obs, settings)
-    peak = forecast_peak(planned_arrivals(obs), horizon, settings, prior, diffuse=True)
+    arrivals = planned_arrivals(obs, settings.history_window)
+    peak = forecast_peak(arrivals, horizon, settings, prior, diffuse=True)
     queues = {op: s.queue for op, s in obs.status.items()}
     needs = instances_needed(peak.rates, queues, obs, settings, prior)
     for op, need in needs.items():
@@ -355,12 +358,12 @@ def release_rates(
     ahead = settings
     if settings.release_quantile is not None:
         ahead = settings.model_copy(update={"rise_quantile": settings.release_quantile})
-    arrivals = np.maximum(planned_arrivals(obs), obs.arrivals)
-    peak = forecast_peak(arrivals, horizon, ahead, prior, every_model=True)
+    window = settings.history_window
+    recent = np.maximum(planned_arrivals(obs, window), obs.arrivals[-window:])
+    peak = forecast_peak(recent, horizon, ahead, prior, every_model=True)
     if peak.model == "prior":
         return peak
     lead = _samples(lead_s(settings, obs.startup_s), obs)
-    recent = arrivals[-settings.history_window :]
     if settings.rise_quantile is not None:
         margin = rise_quantile(recent, lead, settings.rise_quantile)
     else:

@@ -206,21 +206,24 @@ def ahead_table(
 
 
 # ----------------------------------------------------------------------------- real traces
-def equal_service_cheaper(grid: dict[Key, Cell], load: str, minutes: int) -> bool:
-    """ahead's resource cost (paid BTUs x price) below the fixed peak fleet's, at an SLA
-    compliance no lower at 1x, 2x and 5x (means over the seeds)."""
+def _against_peak(grid: dict[Key, Cell], load: str, minutes: int) -> tuple[bool, float]:
+    """Whether ahead serves no worse than the fixed peak fleet in one cell (SLA compliance at
+    1x, 2x and 5x each no lower) and its resource cost (paid BTUs x price) as a multiple of the
+    fleet's; means over the seeds."""
     a, s = grid[(load, "ahead", minutes)], grid[(load, "static_peak", minutes)]
-    cheaper = a.resource.mean < s.resource.mean
-    return cheaper and all(a.compliance(k).mean >= s.compliance(k).mean for k in range(3))
+    served = all(a.compliance(k).mean >= s.compliance(k).mean for k in range(3))
+    return served, a.resource.mean / s.resource.mean
+
+
+def equal_service_cheaper(grid: dict[Key, Cell], load: str, minutes: int) -> bool:
+    """ahead cheaper than the fixed peak fleet at equal or better service (`_against_peak`)."""
+    served, ratio = _against_peak(grid, load, minutes)
+    return served and ratio < 1
 
 
 def trace_outcome(grid: dict[Key, Cell], load: str, minutes: int) -> str:
-    """Where ahead stands against the fixed peak fleet in one cell: whether it serves no worse
-    (compliance at 1x, 2x and 5x each no lower) and its resource cost as a multiple of the
-    fleet's (means over the seeds)."""
-    a, s = grid[(load, "ahead", minutes)], grid[(load, "static_peak", minutes)]
-    served = all(a.compliance(k).mean >= s.compliance(k).mean for k in range(3))
-    ratio = a.resource.mean / s.resource.mean
+    """Where ahead stands against the fixed peak fleet in one cell, in words (`_against_peak`)."""
+    served, ratio = _against_peak(grid, load, minutes)
     return f"{'no worse' if served else 'worse'} at {ratio:.2f}x the cost"
 
 
