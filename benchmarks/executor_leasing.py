@@ -1,8 +1,9 @@
 """Executors leased as hosts on a local standalone cluster, through the CLI: how long a lease takes
-to boot, when the surplus host is released (in its BTU's last 5 %?), BTUs and cost, against the
-same run on the executors the cluster gives without leasing.
+to boot, when the surplus host is released (in its BTU's last 5 %?), BTUs, re-leases and cost,
+by the default release rule (the last BTU's decisions) and by VISP's (this interval's), against
+the same run on the executors the cluster gives without leasing.
 
-    .venv/bin/python benchmarks/executor_leasing.py [--btu 60] [--out runs/leasing]
+    .venv/bin/python benchmarks/executor_leasing.py [--btu 60] [--trace SPEC] [--out runs/leasing]
 """
 
 from __future__ import annotations
@@ -22,9 +23,14 @@ PIPELINE = Path(__file__).parents[1] / "tests" / "pipelines" / "work1.yaml"
 TRACE = "spike:peak=70,magnitude=7,onset=10,ramp=0,hold=24,decay=0,duration=150"
 
 FIGURES = (
-    "hosts_leased", "host_btus", "host_cost", "host_boot_s", "replicas_mean", "latency_ms_mean",
-    "latency_ms_p99", "processed_ratio", "query_restarts",
+    "hosts_leased", "host_btus", "host_re_leases", "host_cost", "host_boot_s", "replicas_mean",
+    "latency_ms_mean", "latency_ms_p99", "processed_ratio", "query_restarts",
 )  # fmt: skip
+HEADINGS = {
+    "leased": "leased",
+    "leased_now": "leased, VISP rule",
+    "fixed": "fixed (2 executors, cost if leased)",
+}
 
 
 def elastream(*args: str) -> subprocess.CompletedProcess:
@@ -33,12 +39,12 @@ def elastream(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def run(master: str, out: Path, leasing: dict | None) -> dict:
+def run(master: str, out: Path, trace: str, leasing: dict | None) -> dict:
     settings = out.parent / f"{out.name}.yaml"
     spark = {"master": master, **({"leasing": leasing} if leasing else {})}
     settings.write_text(json.dumps({"spark": spark}))
     done = elastream(
-        "run", str(PIPELINE), "--trace", TRACE, "--interval-s", "2", "--event-timeout-s", "none",
+        "run", str(PIPELINE), "--trace", trace, "--interval-s", "2", "--event-timeout-s", "none",
         "--config", str(settings), "--out", str(out), "--quiet",
     )  # fmt: skip
     if done.returncode != 0:
@@ -65,6 +71,7 @@ def last_t(out: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--btu", type=float, default=60.0, help="BTU length, s")
+    parser.add_argument("--trace", default=TRACE, help="input trace (docs/workloads.md)")
     parser.add_argument("--out", type=Path, default=Path("runs/leasing"))
     add_quiet(parser)
     args = parser.parse_args()
@@ -76,21 +83,26 @@ def main() -> None:
     master = json.loads((args.out / "cluster.json").read_text())["master_url"]
     try:
         leasing = {"slots": 2, "btu_s": args.btu, "min_hosts": 1, "max_hosts": 2}
-        cases = {"leased": leasing, "fixed": None}
-        done = {name: run(master, args.out / name, cases[name])
+        cases = {
+            "leased": leasing,
+            "leased_now": {**leasing, "release_rule": "now"},
+            "fixed": None,
+        }
+        done = {name: run(master, args.out / name, args.trace, cases[name])
                 for name in steps(cases, "leasing runs", quiet=args.quiet)}  # fmt: skip
-        leased, fixed = done["leased"], done["fixed"]
     finally:
         elastream("cluster", "down", *state)
     # Without leasing the cluster's 2 executors are held for the whole run: what they would cost.
+    fixed = done["fixed"]
     fixed["host_btus"] = 2 * billed_btus(0.0, last_t(args.out / "fixed"), args.btu)
     fixed["host_cost"] = float(fixed["host_btus"])
-    print(f"trace {TRACE}; BTU {args.btu:.0f} s; price 1 per BTU; hosts of 2 slots")
-    print(f"{'':24}{'leased':>12}{'fixed (2 executors, cost if leased)':>38}")
+    print(f"trace {args.trace}; BTU {args.btu:.0f} s; price 1 per BTU; hosts of 2 slots")
+    print(f"{'':24}" + "".join(f"{HEADINGS[name]:>{len(HEADINGS[name]) + 3}}" for name in done))
     for key in FIGURES:
-        a, b = leased.get(key), fixed.get(key)
-        print(f"{key:24}{fmt(a):>12}{fmt(b):>38}")
-    print("hosts up over time (t s: hosts):", host_changes(args.out / "leased"))
+        cells = (f"{fmt(done[n].get(key)):>{len(HEADINGS[n]) + 3}}" for n in done)
+        print(f"{key:24}" + "".join(cells))
+    for name in ("leased", "leased_now"):
+        print(f"hosts up over time, {HEADINGS[name]} (t s: hosts):", host_changes(args.out / name))
 
 
 def fmt(value: float | int | None) -> str:

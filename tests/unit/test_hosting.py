@@ -1,15 +1,17 @@
 """The host planner of a slot-leased engine (Spark executors as hosts): lease on demand, release
-only in the last part of a BTU and only when the rest hold the decision, cap at the slots up."""
+only in the last part of a BTU and only when the rest held every decision of the BTU before (or,
+by VISP's rule, this interval's), cap at the slots up; re-leases counted."""
 
 import pytest
-from support.builders import linear_pipeline
+from support.builders import linear_pipeline, snapshot
 
 from elastream.config import make_config
 from elastream.control.controller import Controller
-from elastream.control.hosting import EXECUTOR, SlotHosts, fit
+from elastream.control.features import LeasedHosts
+from elastream.control.hosting import EXECUTOR, NeedRecord, SlotHosts, fit
 from elastream.control.mape import run_mape
-from elastream.control.policy import Decision, Lease
-from elastream.leasing.hosts import Host, HostType
+from elastream.control.policy import Decision, Lease, Plan
+from elastream.leasing.hosts import Host, HostType, re_leases
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.runner.engines import build_engine
 from elastream.runner.workload import prepare_workload
@@ -112,3 +114,78 @@ def test_a_run_with_hosts_on_an_engine_without_them_is_refused(tmp_path):
     engine = build_engine(pipeline, config, workload, engine="sim")
     with pytest.raises(TypeError, match="cannot lease hosts"):
         run_mape(engine, Controller.build("static"), stages=[PLANNER])
+
+
+class TwoHosts:
+    """An engine that only lists its leased hosts (what `SlotHosts.refine` reads)."""
+
+    features = (LeasedHosts,)
+
+    def __init__(self, hosts: list[Host]) -> None:
+        self.pipeline = pipeline_from_dict(linear_pipeline(2))
+        self.leased = hosts
+
+    def hosts(self) -> tuple[Host, ...]:
+        return tuple(self.leased)
+
+    def lease(self, leases) -> None:
+        raise AssertionError("the test enacts nothing")
+
+    def place(self, placement) -> None:
+        raise AssertionError("the test enacts nothing")
+
+
+def released_at(rule: str, replicas: dict[float, int], ends: list[float], default: int = 2):
+    """The interval ends at which a stage of `rule` releases one of two hosts (both leased at 0,
+    up, BTU 60 s, 2 slots each: 2 replicas need one host, 4 need both; nothing is enacted, so
+    both stay listed), the decision `replicas[t]` replicas (`default` where not given)."""
+    engine = TwoHosts([host("h1", 0.0), host("h2", 0.0)])
+    stage = SlotHosts(KIND, min_hosts=1, max_hosts=3, release=rule)
+    stage.begin(engine)
+    out = []
+    for t in ends:
+        decision = Decision.of({"op1": replicas.get(t, default) - 1, "op2": 1})
+        plan = stage.refine(Plan(decision), snapshot(t=t, interval_s=5.0), engine)
+        if any(lease.count < 0 for lease in plan.leases):
+            out.append(t)
+    return out
+
+
+ENDS = [5.0 * k for k in range(1, 49)]  # four minutes of 5-s intervals; BTUs end at 60, 120, ...
+
+
+def test_a_host_needed_within_the_btu_before_is_kept_for_the_next():
+    # Both hosts needed at 80 and 85 s only. The windows (the last interval before a BTU ends):
+    # 55-60, 115-120, 175-180, 235-240 s. VISP's rule releases in every one; the last BTU's rule
+    # not at 55 (its record spans 0-55 s, less than a BTU), at 60 (0-60 s: one host), not at
+    # 115 or 120 (the BTUs 55-115 and 60-120 hold 80 s), again from 175 (115-175 s: one host).
+    burst = {80.0: 4, 85.0: 4}
+    assert released_at("now", burst, ENDS) == [55.0, 60.0, 115.0, 120.0, 175.0, 180.0, 235.0, 240.0]
+    assert released_at("last_btu", burst, ENDS) == [60.0, 175.0, 180.0, 235.0, 240.0]
+
+
+def test_a_dip_in_the_release_window_releases_no_host_the_btu_needed():
+    # Both hosts needed all along but in the windows' intervals (one host there): VISP's rule
+    # releases at the dip; the last BTU's rule keeps the host whose BTU needed it.
+    dips = {t: 2 for t in (55.0, 60.0, 115.0, 120.0, 175.0, 180.0, 235.0, 240.0)}
+    assert released_at("now", dips, ENDS, default=4)[:1] == [55.0]
+    assert released_at("last_btu", dips, ENDS, default=4) == []
+
+
+def test_the_need_record_forecasts_by_the_most_of_the_last_btu():
+    record = NeedRecord(btu_s=60.0)
+    for t, need in [(5.0, 1), (10.0, 3), (40.0, 2), (60.0, 1)]:
+        record.add(t, 5.0, need)
+    assert record.peak(55.0) is None  # the record starts at 0: less than one BTU at 55 s
+    assert record.peak(60.0) == 3
+    record.add(75.0, 5.0, 1)  # 10 s is now more than a BTU ago (75 - 60 = 15)
+    assert record.peak(75.0) == 2
+
+
+def test_a_lease_within_a_btu_after_a_released_hosts_paid_end_is_a_re_lease():
+    # released at 58 (leased at 0: paid until 60) and at 130 (leased at 10: paid until 130)
+    released = [(0.0, 58.0), (10.0, 130.0)]
+    assert re_leases(released, [0.0, 10.0], 60.0) == 0  # the leases before the releases
+    assert re_leases(released, [0.0, 10.0, 119.0], 60.0) == 1  # 119 < 60 + 60
+    assert re_leases(released, [0.0, 10.0, 120.0], 60.0) == 0  # a BTU after the paid end
+    assert re_leases(released, [0.0, 10.0, 70.0, 140.0, 150.0], 60.0) == 2  # each release once

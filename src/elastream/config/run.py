@@ -13,6 +13,7 @@ from elastream.base.settings import Settings, requirement
 from elastream.config.ops import MetricsSettings
 from elastream.control.controller import Controller
 from elastream.control.guards import GuardConfig
+from elastream.control.hosting import ReleaseRule
 from elastream.control.policies import POLICIES
 from elastream.model.objective import Objective
 from elastream.model.pipeline import Pipeline, pipeline_from_dict
@@ -44,6 +45,13 @@ class LeasingSettings(Settings):
         gt=0,
         le=1,
         description="a host is released only in this last fraction of its BTU (VISP Fig. 5)",
+    )
+    release_rule: ReleaseRule = Field(
+        "last_btu",
+        description="when a surplus host in its release window goes: `last_btu`, when the hosts "
+        "that stay would have held every interval's decision over the BTU before (the next BTU "
+        "forecast by the last; none released before one BTU of decisions); `now`, when they hold "
+        "this interval's decision (VISP's rule)",
     )
 
     @model_validator(mode="after")

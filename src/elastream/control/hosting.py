@@ -1,13 +1,16 @@
 """Hosts under the replicas when a replica is a task slot on a leased host (Spark executors):
 lease when a decision needs more slots than the leased hosts give, release a host only in the
-last part of its BTU and only if the others still hold the decision, cap the replicas at the
-slots of the hosts that are up. Pure: time comes as `now`, hosts as values."""
+last part of its BTU and only if the others would have held every decision of the BTU before,
+cap the replicas at the slots of the hosts that are up. Pure: time comes as `now`, hosts as
+values; the decisions of the last BTU are the stage's record."""
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from elastream.control.features import LeasedHosts, feature
 from elastream.control.mape import Engine
@@ -16,23 +19,56 @@ from elastream.leasing.hosts import Host, HostType
 from elastream.model.snapshot import Snapshot
 
 EXECUTOR = "executor"  # the one host kind of a slot-leased engine
+ReleaseRule = Literal["last_btu", "now"]
 
 
-@dataclass(frozen=True)
+class NeedRecord:
+    """The hosts each interval's decision needed over the last BTU: the stage's memory between
+    intervals, and the release rule's forecast of the next BTU (the last one repeats: the most
+    any of its intervals needed)."""
+
+    def __init__(self, btu_s: float) -> None:
+        self.btu_s = btu_s
+        self.since: float | None = None  # the start of the first interval recorded
+        self.needs: deque[tuple[float, int]] = deque()  # (interval end, hosts), last BTU only
+
+    def add(self, now: float, interval_s: float, need: int) -> None:
+        """The hosts the interval ending at `now` needed; entries older than one BTU leave."""
+        if self.since is None:
+            self.since = now - interval_s
+        self.needs.append((now, need))
+        while self.needs[0][0] <= now - self.btu_s:
+            self.needs.popleft()
+
+    def peak(self, now: float) -> int | None:
+        """The most hosts an interval of the last BTU needed; None while the record spans less
+        than one BTU (the next BTU cannot be forecast by a whole one yet)."""
+        if self.since is None or now - self.since < self.btu_s - 1e-9:
+            return None
+        return max(need for _, need in self.needs)
+
+
+@dataclass
 class SlotHosts:
     """Leasing hosts of one kind whose `kind.cores` slots each run one replica at a time.
 
-    The release rule is VISP's (Hochreiner et al., PeerJ CS 2017, Fig. 5): a host is released
-    only inside the last `release_window` of its current BTU — it is paid until then anyway —
-    and only when the remaining hosts hold the decision; otherwise it is kept for another BTU.
-    The window is never narrower than one control interval: a narrower one can fall between two
-    intervals' ends in every BTU (a 3-s window, 5-s intervals, a 60-s BTU), and the host is then
-    never released."""
+    A host is released only inside the last `release_window` of its current BTU (VISP,
+    Hochreiner et al., PeerJ CS 2017, Fig. 5) — it is paid until then anyway — and, by the
+    `last_btu` rule (the default), only when the hosts that stay held every interval's decision
+    over the BTU before: keeping the host pays one more BTU, releasing it pays a new BTU and a
+    boot if the load comes back within the next one, so the next BTU is forecast by the last
+    (issue 41, item 2); no host is released before one BTU of decisions is recorded. The `now`
+    rule is VISP's: the hosts that stay hold this interval's decision. Otherwise the host is
+    kept for another BTU. The window is never narrower than one control interval: a narrower
+    one can fall between two intervals' ends in every BTU (a 3-s window, 5-s intervals, a 60-s
+    BTU), and the host is then never released."""
 
     kind: HostType
     min_hosts: int = 1
     max_hosts: int = 4
     release_window: float = 0.05
+    release: ReleaseRule = "last_btu"
+    record: NeedRecord = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_hosts <= self.max_hosts:
@@ -41,17 +77,27 @@ class SlotHosts:
             )
         if not 0 < self.release_window <= 1:
             raise ValueError(f"hosts: release_window must be in (0, 1], got {self.release_window}")
+        self.record = NeedRecord(self.kind.btu_s)
 
     def begin(self, engine: Engine) -> Plan | None:
-        """A plan stage (control/mape.py): the engine must lease hosts; nothing to enact yet."""
+        """A plan stage (control/mape.py): the engine must lease hosts; nothing to enact yet; the
+        record of needs starts empty."""
         leased_hosts(engine)
+        self.record = NeedRecord(self.kind.btu_s)
         return None
 
     def refine(self, plan: Plan, snapshot: Snapshot, engine: Engine) -> Plan:
-        """The policy's plan on the engine's leased hosts (`plan` below)."""
+        """The policy's plan on the engine's leased hosts (`plan` below), the decision's need
+        recorded first."""
         floors = {op.name: op.replicas.min for op in engine.pipeline.operators}
         hosts = leased_hosts(engine).hosts()
-        return self.plan(plan.replicas, hosts, snapshot.t, floors, snapshot.interval_s)
+        need = self.needed(sum(r for _, r in plan.replicas.replicas))
+        self.record.add(snapshot.t, snapshot.interval_s, need)
+        kept = None  # the `now` rule: the hosts this decision needs
+        if self.release == "last_btu":
+            peak = self.record.peak(snapshot.t)
+            kept = len(hosts) if peak is None else peak
+        return self.plan(plan.replicas, hosts, snapshot.t, floors, snapshot.interval_s, kept)
 
     def needed(self, replicas: int) -> int:
         """Hosts whose slots hold `replicas`, within [min_hosts, max_hosts]."""
@@ -64,15 +110,19 @@ class SlotHosts:
         now: float,
         floors: Mapping[str, int],
         interval_s: float = 0.0,
+        kept: int | None = None,
     ) -> Plan:
         """The interval's plan: leases and releases, then the decision capped at the slots of
         the hosts that are up (booting hosts give none yet); no operator goes below its floor.
-        `interval_s` is the control interval: the release window is at least that wide."""
+        `interval_s` is the control interval: the release window is at least that wide. `kept`
+        is the hosts a release must leave (the release rule's forecast; None: the hosts this
+        decision needs, VISP's rule)."""
         need = self.needed(sum(r for _, r in decision.replicas))
         leases: list[Lease] = []
         if need > len(hosts):
             leases.append(Lease(EXECUTOR, need - len(hosts)))
-        released = self.releasable(hosts, now, len(hosts) - need, interval_s)
+        stay = need if kept is None else max(kept, need)
+        released = self.releasable(hosts, now, len(hosts) - stay, interval_s)
         if released:
             leases.append(Lease(EXECUTOR, -len(released), released))
         up = sum(1 for h in hosts if h.ready_at <= now and h.host_id not in released)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -62,6 +63,24 @@ def billed_btus(lease_start: float, end: float, btu_s: float) -> int:
     if btu_s <= 0:
         raise LeasingError(f"BTU length must be positive, got {btu_s}")
     return max(1, math.ceil((end - lease_start) / btu_s - 1e-9))
+
+
+def re_leases(
+    released: Sequence[tuple[float, float]], leased: Sequence[float], btu_s: float
+) -> int:
+    """Leases that began within one BTU after the paid end of a released host (released: its
+    lease start and release time; leased: lease starts), each release matched once: a defect,
+    since keeping that host would have cost no more and needed no boot."""
+    paid_ends = sorted(
+        (end, start + billed_btus(start, end, btu_s) * btu_s) for start, end in released
+    )
+    count = 0
+    for start in sorted(leased):
+        match = next((r for r in paid_ends if r[0] <= start < r[1] + btu_s), None)
+        if match is not None:
+            paid_ends.remove(match)
+            count += 1
+    return count
 
 
 def lease_cost(lease_start: float, end: float, kind: HostType) -> float:

@@ -273,6 +273,17 @@ RUN_METRICS: tuple[Metric, ...] = (
         digits=1,
     ),
     Metric(
+        "host_re_leases",
+        "Re-leases",
+        "re-leases",
+        "leases",
+        "leases within one BTU after a released host's paid end: keeping that host would have "
+        "cost no more and needed no boot (a defect of the release rule)",
+        "exact end-of-run count",
+        "lower",
+        digits=0,
+    ),
+    Metric(
         "intervals",
         "Intervals",
         "intervals",

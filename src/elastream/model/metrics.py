@@ -36,6 +36,7 @@ class RunTotals:
     host_btus: int = 0  # BTUs started by the leased hosts
     host_cost: float = 0.0  # BTUs x price
     host_boot_s: float | None = None  # mean lease-to-registration time of leased executors
+    host_re_leases: int = 0  # leases within one BTU after a released host's paid end (a defect)
     # (latency ms, events) pairs of the sink events: SLA compliance at any SLO, for any engine
     latency_histogram_ms: tuple[tuple[float, int], ...] = ()
 
@@ -130,6 +131,7 @@ class Summary:
     host_btus: int = 0
     host_cost: float = 0.0
     host_boot_s: float | None = None
+    host_re_leases: int = 0
     events_queued: int = 0  # still in an operator queue at the end (a stopped run; --resume)
 
     def as_dict(self) -> dict[str, float | int | None]:
@@ -278,6 +280,7 @@ def build_summary(
         host_btus=totals.host_btus,
         host_cost=totals.host_cost,
         host_boot_s=totals.host_boot_s,
+        host_re_leases=totals.host_re_leases,
         events_queued=totals.queued,
     )
 

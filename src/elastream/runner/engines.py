@@ -146,7 +146,8 @@ def config_stages(config: RunConfig) -> tuple[PlanStage, ...]:
     if leasing is None:
         return ()
     kind = HostType(cores=leasing.slots, btu_s=leasing.btu_s, price=leasing.price)
-    return (SlotHosts(kind, leasing.min_hosts, leasing.max_hosts, leasing.release_window),)
+    hosts = (leasing.min_hosts, leasing.max_hosts)
+    return (SlotHosts(kind, *hosts, leasing.release_window, leasing.release_rule),)
 
 
 def with_message_transport(config: RunConfig, engine: Engine) -> RunConfig:

@@ -11,7 +11,14 @@ from typing import Any
 
 from elastream.config.run import LeasingSettings
 from elastream.control.policy import Lease
-from elastream.leasing.hosts import Host, HostType, LeasingError, billed_btus, lease_cost
+from elastream.leasing.hosts import (
+    Host,
+    HostType,
+    LeasingError,
+    billed_btus,
+    lease_cost,
+    re_leases,
+)
 from elastream.leasing.provider import LeaseRecord
 from elastream.model.snapshot import HostClock
 from elastream.runtime.spark.executors import Executors
@@ -22,12 +29,14 @@ NOT_UP = math.inf  # ready_at of a host whose executor has not registered yet
 @dataclass(frozen=True)
 class LeaseTotals:
     """What the run's leases came to: hosts leased (the first ones included), BTUs paid, cost,
-    the mean time from a lease to its executor's registration, s."""
+    the mean time from a lease to its executor's registration, s, and the leases within one BTU
+    after a released host's paid end (`re_leases`)."""
 
     hosts_leased: int
     btus_paid: int
     cost: float
     boot_s_mean: float | None
+    re_leases: int = 0
 
 
 class ExecutorHosts:
@@ -112,7 +121,9 @@ class ExecutorHosts:
         spans = running + [(r.lease_start, r.end) for r in self.finished]
         btus = sum(billed_btus(start, end, self.kind.btu_s) for start, end in spans)
         boot = sum(self.boots) / len(self.boots) if self.boots else None
-        return LeaseTotals(len(spans), btus, btus * self.kind.price, boot)
+        released = [(r.lease_start, r.end) for r in self.finished]
+        again = re_leases(released, [start for start, _ in spans], self.kind.btu_s)
+        return LeaseTotals(len(spans), btus, btus * self.kind.price, boot, again)
 
     def enact(self, leases: tuple[Lease, ...], now: float) -> None:
         """Execute a plan's leases: the new hosts leased, the hosts named released."""
@@ -138,6 +149,7 @@ class ExecutorHosts:
             "host_btus": leased.btus_paid,
             "host_cost": leased.cost,
             "host_boot_s": leased.boot_s_mean,
+            "host_re_leases": leased.re_leases,
         }
 
     def _new_id(self) -> str:
