@@ -39,9 +39,11 @@ def elastream(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def run(master: str, out: Path, trace: str, leasing: dict | None) -> dict:
+def run(cluster: dict, out: Path, trace: str, leasing: dict | None) -> dict:
+    """One run on the cluster `cluster up` started (its state: master URL, the secret's file)."""
     settings = out.parent / f"{out.name}.yaml"
-    spark = {"master": master, **({"leasing": leasing} if leasing else {})}
+    spark = {"master": cluster["master_url"], "auth_file": cluster["auth_file"]}
+    spark |= {"leasing": leasing} if leasing else {}
     settings.write_text(json.dumps({"spark": spark}))
     done = elastream(
         "run", str(PIPELINE), "--trace", trace, "--interval-s", "2", "--event-timeout-s", "none",
@@ -80,7 +82,7 @@ def main() -> None:
     up = elastream("cluster", "up", "--workers", "2", "--cores", "2", *state)
     if up.returncode != 0:
         raise SystemExit(up.stderr)
-    master = json.loads((args.out / "cluster.json").read_text())["master_url"]
+    cluster = json.loads((args.out / "cluster.json").read_text())
     try:
         leasing = {"slots": 2, "btu_s": args.btu, "min_hosts": 1, "max_hosts": 2}
         cases = {
@@ -88,7 +90,7 @@ def main() -> None:
             "leased_now": {**leasing, "release_rule": "now"},
             "fixed": None,
         }
-        done = {name: run(master, args.out / name, args.trace, cases[name])
+        done = {name: run(cluster, args.out / name, args.trace, cases[name])
                 for name in steps(cases, "leasing runs", quiet=args.quiet)}  # fmt: skip
     finally:
         elastream("cluster", "down", *state)
