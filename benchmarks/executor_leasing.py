@@ -1,7 +1,7 @@
 """Executors leased as hosts on a local standalone cluster, through the CLI: how long a lease takes
 to boot, when the surplus host is released (in its BTU's last 5 %?), BTUs, re-leases and cost,
-by the default release rule (the last BTU's decisions) and by VISP's (this interval's), against
-the same run on the executors the cluster gives without leasing.
+by the default release rule (VISP's: this interval's decision) and by the last BTU's decisions,
+against the same run on the executors the cluster gives without leasing.
 
     .venv/bin/python benchmarks/executor_leasing.py [--btu 60] [--trace SPEC] [--out runs/leasing]
 """
@@ -27,8 +27,8 @@ FIGURES = (
     "latency_ms_mean", "latency_ms_p99", "processed_ratio", "query_restarts",
 )  # fmt: skip
 HEADINGS = {
-    "leased": "leased",
-    "leased_now": "leased, VISP rule",
+    "leased": "leased (VISP's release rule)",
+    "leased_last_btu": "leased, last BTU's rule",
     "fixed": "fixed (2 executors, cost if leased)",
 }
 
@@ -87,7 +87,7 @@ def main() -> None:
         leasing = {"slots": 2, "btu_s": args.btu, "min_hosts": 1, "max_hosts": 2}
         cases = {
             "leased": leasing,
-            "leased_now": {**leasing, "release_rule": "now"},
+            "leased_last_btu": {**leasing, "release_rule": "last_btu"},
             "fixed": None,
         }
         done = {name: run(cluster, args.out / name, args.trace, cases[name])
@@ -103,7 +103,7 @@ def main() -> None:
     for key in FIGURES:
         cells = (f"{fmt(done[n].get(key)):>{len(HEADINGS[n]) + 3}}" for n in done)
         print(f"{key:24}" + "".join(cells))
-    for name in ("leased", "leased_now"):
+    for name in ("leased", "leased_last_btu"):
         print(f"hosts up over time, {HEADINGS[name]} (t s: hosts):", host_changes(args.out / name))
 
 

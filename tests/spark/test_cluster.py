@@ -248,8 +248,9 @@ def test_executors_are_leased_as_hosts_and_released_in_the_last_part_of_their_bt
 SUBPROCESS_PATH = (Path(__file__).parents[1], Path(__file__).parents[2] / "src")
 
 # 10 s at 10 ev/s (1 replica), 24 s at 70 ev/s (3 replicas of 40 ms: two hosts of 2 slots),
-# then 116 s at 5 ev/s: the second host is surplus, released only in the last 3 s of a BTU
-# none of whose decisions needed it: not in its first BTU (it held the step), in its second.
+# then 116 s at 5 ev/s: a host is surplus, released (by the last BTU's rule) only in the last
+# 3 s of a BTU none of whose decisions needed it: not in its first BTU (it held the step), in
+# its second. (VISP's rule, the default, released the first host at 58 s, 1 Dec 12:05.)
 LEASING_RATES = [10.0] * 10 + [70.0] * 24 + [5.0] * 116
 LEASING_SENT = 10 * 10 + 24 * 70 + 116 * 5
 
@@ -262,7 +263,13 @@ def leasing_run(master: str, auth_file: str, folder: Path) -> None:
     from elastream.report.endpoint import MetricsServer
     from elastream.report.prom import RunMetrics
 
-    leasing = {"slots": 2, "btu_s": 60.0, "min_hosts": 1, "max_hosts": 2}
+    leasing = {
+        "slots": 2,
+        "btu_s": 60.0,
+        "min_hosts": 1,
+        "max_hosts": 2,
+        "release_rule": "last_btu",
+    }
     spark = {"master": master, "leasing": leasing, "auth_file": auth_file}
     config = make_config(
         interval_s=2.0, out=folder / "run", drain_s=60, event_timeout_s=None, spark=spark

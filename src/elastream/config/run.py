@@ -47,11 +47,12 @@ class LeasingSettings(Settings):
         description="a host is released only in this last fraction of its BTU (VISP Fig. 5)",
     )
     release_rule: ReleaseRule = Field(
-        "last_btu",
-        description="when a surplus host in its release window goes: `last_btu`, when the hosts "
-        "that stay would have held every interval's decision over the BTU before (the next BTU "
-        "forecast by the last; none released before one BTU of decisions); `now`, when they hold "
-        "this interval's decision (VISP's rule)",
+        "now",
+        description="when a surplus host in its release window goes: `now` (VISP's rule), when "
+        "the hosts that stay hold this interval's decision; `last_btu`, when they would have held "
+        "every interval's decision over the BTU before (the next BTU forecast by the last; none "
+        "released before one BTU of decisions): no re-lease when bursts come back within a BTU, "
+        "but each host kept up to a BTU longer after the load falls (docs/leasing.md)",
     )
 
     @model_validator(mode="after")

@@ -1,8 +1,8 @@
 """Hosts under the replicas when a replica is a task slot on a leased host (Spark executors):
 lease when a decision needs more slots than the leased hosts give, release a host only in the
-last part of its BTU and only if the others would have held every decision of the BTU before,
-cap the replicas at the slots of the hosts that are up. Pure: time comes as `now`, hosts as
-values; the decisions of the last BTU are the stage's record."""
+last part of its BTU and only if the others hold the decision (or would have held every
+decision of the BTU before), cap the replicas at the slots of the hosts that are up. Pure: time
+comes as `now`, hosts as values; the decisions of the last BTU are the stage's record."""
 
 from __future__ import annotations
 
@@ -53,13 +53,13 @@ class SlotHosts:
     """Leasing hosts of one kind whose `kind.cores` slots each run one replica at a time.
 
     A host is released only inside the last `release_window` of its current BTU (VISP,
-    Hochreiner et al., PeerJ CS 2017, Fig. 5) — it is paid until then anyway — and, by the
-    `last_btu` rule (the default), only when the hosts that stay held every interval's decision
-    over the BTU before: keeping the host pays one more BTU, releasing it pays a new BTU and a
-    boot if the load comes back within the next one, so the next BTU is forecast by the last
-    (issue 41, item 2); no host is released before one BTU of decisions is recorded. The `now`
-    rule is VISP's: the hosts that stay hold this interval's decision. Otherwise the host is
-    kept for another BTU. The window is never narrower than one control interval: a narrower
+    Hochreiner et al., PeerJ CS 2017, Fig. 5) — it is paid until then anyway — and, by the `now`
+    rule (VISP's, the default), only when the hosts that stay hold this interval's decision. By
+    the `last_btu` rule, only when they held every interval's decision over the BTU before:
+    keeping the host pays one more BTU, releasing it pays a new BTU and a boot if the load comes
+    back within the next one, so the next BTU is forecast by the last (issue 41, item 2); no host
+    is released before one BTU of decisions is recorded. Otherwise the host is kept for another
+    BTU. The window is never narrower than one control interval: a narrower
     one can fall between two intervals' ends in every BTU (a 3-s window, 5-s intervals, a 60-s
     BTU), and the host is then never released."""
 
@@ -67,7 +67,7 @@ class SlotHosts:
     min_hosts: int = 1
     max_hosts: int = 4
     release_window: float = 0.05
-    release: ReleaseRule = "last_btu"
+    release: ReleaseRule = "now"
     record: NeedRecord = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
