@@ -277,8 +277,9 @@ RUN_METRICS: tuple[Metric, ...] = (
         "Re-leases",
         "re-leases",
         "leases",
-        "leases within one BTU after a released host's paid end: keeping that host would have "
-        "cost no more and needed no boot (a defect of the release rule)",
+        "leases that began within one billing time unit after a released host's paid time "
+        "ended: keeping that host would have cost no more and needed no boot (a defect of the "
+        "release rule)",
         "exact end-of-run count",
         "lower",
         digits=0,
