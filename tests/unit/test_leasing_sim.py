@@ -236,9 +236,9 @@ def test_a_lease_within_one_btu_of_a_released_hosts_paid_end_is_a_re_lease():
     sim.btus_seen = {"a": 1, "b": 1}
     cluster = sim._apply(cluster, LeasePlan(release=("a",)), 580.0)
     cluster = sim._apply(cluster, LeasePlan(lease=("c",)), 700.0)
-    assert sim.counters.re_leases == 1
+    assert sim.re_lease_count() == 1
     cluster = sim._apply(cluster, LeasePlan(lease=("d",)), 1300.0)
-    assert sim.counters.re_leases == 1
+    assert sim.re_lease_count() == 1
 
 
 def test_the_start_up_of_a_leased_host_is_observed_once_it_serves():

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from elastream.leasing.hosts import HostType, LeasingError
+from elastream.leasing.hosts import HostType, LeasingError, re_leases
 from reproductions.btu.algorithms import OperatorStatus, select_host
 from reproductions.btu.cluster import Applied, Cluster, LeasePlan, Placement, Timing, apply_plan
 from reproductions.btu.config import BTUSettings, SimSettings
@@ -113,9 +113,11 @@ class Simulation:
         self.counters = Counters(ops=len(ops))
         # (operator index, ready at, serves until) of instances on released hosts (LeasePlan.drain)
         self._draining: list[tuple[int, float, float]] = []
-        # the paid end of every released host not yet matched by a re-lease, and the start-ups
-        # (lease to the last of its first instances serving) of leased hosts: (done at, seconds)
-        self._released_until: list[float] = []
+        # every released host's lease start and release, every lease's start (re-leases are
+        # counted from them at the end), and the start-ups (lease to the last of its first
+        # instances serving) of leased hosts: (done at, seconds)
+        self._released: list[tuple[float, float]] = []
+        self._leased_at: list[float] = []
         self._startups: list[tuple[float, float]] = []
         self._levels = np.array(LEVELS)[:, None]
 
@@ -162,20 +164,19 @@ class Simulation:
             c.scalings[self.names.index(i.operator)] += 1
         for h in applied.leased:
             self.btus_seen[h.host_id] = 1
-            self._note_lease(h.host_id, applied, now)
+            self._leased_at.append(now)
+            self._note_startup(h.host_id, applied, now)
         for h in applied.released:
             self.btus_seen.pop(h.host_id, None)
-            self._released_until.append(h.btu_end(now))
+            self._released.append((h.lease_start, now))
 
-    def _note_lease(self, host_id: str, applied: Applied, now: float) -> None:
-        """A lease within one BTU after the paid end of a released host is a re-lease (a
-        defect: prolonging that host would have paid no more and needed no boot); and the
-        host's start-up is measured once its first instances serve."""
-        window = self.kind.btu_s
-        match = next((e for e in self._released_until if now < e + window), None)
-        if match is not None:
-            self._released_until.remove(match)
-            self.counters.re_leases += 1
+    def re_lease_count(self) -> int:
+        """Leases so far within one BTU after a released host's paid end: a defect, since
+        prolonging that host would have paid no more and needed no boot."""
+        return re_leases(self._released, self._leased_at, self.kind.btu_s)
+
+    def _note_startup(self, host_id: str, applied: Applied, now: float) -> None:
+        """A leased host's start-up, measured once its first instances serve."""
         ready = [i.ready_at for i in applied.started if i.host_id == host_id]
         host = applied.cluster.host(host_id)
         done = max(ready) if ready else host.ready_at
@@ -310,6 +311,7 @@ class Simulation:
                 cluster = self._apply(cluster, self.policy.provision(obs, cluster), now)
             hosts_trace.append((now, len(cluster.hosts), len(cluster.instances), m))
             self.served.append((float(total), *(float(x) for x in ok)))
+        self.counters.re_leases = self.re_lease_count()
         return finish_metrics(self.counters, ok, total, s, self.names, hosts_trace)
 
     def _durations(self, flow: _Flow, now: float, service: np.ndarray) -> np.ndarray:

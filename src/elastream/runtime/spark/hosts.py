@@ -116,10 +116,18 @@ class ExecutorHosts:
             self.executor_of[host.host_id] = executor
             self.boots.append(now - host.lease_start)
 
-    def totals(self, now: float) -> LeaseTotals:
+    def spans(self, now: float) -> list[tuple[float, float]]:
+        """Every lease's start and end (`now` for those still running)."""
         running = [(h.lease_start, now) for h in self.leased.values()]
-        spans = running + [(r.lease_start, r.end) for r in self.finished]
-        btus = sum(billed_btus(start, end, self.kind.btu_s) for start, end in spans)
+        return running + [(r.lease_start, r.end) for r in self.finished]
+
+    def btus(self, now: float) -> int:
+        """BTUs paid so far, the running leases' current ones included."""
+        return sum(billed_btus(start, end, self.kind.btu_s) for start, end in self.spans(now))
+
+    def totals(self, now: float) -> LeaseTotals:
+        spans = self.spans(now)
+        btus = self.btus(now)
         boot = sum(self.boots) / len(self.boots) if self.boots else None
         released = [(r.lease_start, r.end) for r in self.finished]
         again = re_leases(released, [start for start, _ in spans], self.kind.btu_s)
@@ -139,7 +147,7 @@ class ExecutorHosts:
             HostClock(h.host_id, h.ready_at <= now, h.btus_started(now), h.remaining_btu(now))
             for h in self.hosts(now)
         )
-        return {"hosts": clocks, "host_cost": self.totals(now).cost}
+        return {"hosts": clocks, "host_cost": self.btus(now) * self.kind.price}
 
     def run_totals(self, now: float) -> dict[str, Any]:
         """A run's totals of its leases (RunTotals' host fields)."""
