@@ -28,11 +28,13 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import pyarrow.parquet as pq
 import yaml
 
+from elastream.control.hosting import ReleaseRule
 from elastream.report.progress import add_quiet, steps
 
 BIN = Path(sys.executable).parent
@@ -177,6 +179,8 @@ def elastream_command(args: argparse.Namespace, master: str, source: Path, out: 
     }  # fmt: skip
     leasing = {"slots": EXECUTOR_CORES, "btu_s": args.btu_s, "min_hosts": args.min_executors,
                "max_hosts": args.max_executors}  # fmt: skip
+    if args.release_rule:
+        leasing["release_rule"] = args.release_rule
     folder = out.parent
     (folder / "pipeline.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
     settings = {"spark": {"master": master, "leasing": leasing}}
@@ -256,6 +260,8 @@ def main() -> None:
     parser.add_argument("--max-executors", type=int, default=4)
     parser.add_argument("--idle-s", type=int, default=60, help="Spark's executorIdleTimeout")
     parser.add_argument("--btu-s", type=float, default=60.0, help="elastream's lease unit, s")
+    parser.add_argument("--release-rule", choices=get_args(ReleaseRule),
+                        help="elastream's release rule (default: the product's)")  # fmt: skip
     parser.add_argument("--warmup-s", type=float, default=45.0, help="job start before input")
     parser.add_argument("--drain-s", type=float, default=300.0, help="most wait after input")
     parser.add_argument("--dir", type=Path, default=Path("runs/dynamic-allocation"))
@@ -286,7 +292,8 @@ def report(args: argparse.Namespace, results: dict[str, dict]) -> None:
     names = list(results)
     print(f"{args.minutes:g} min of input per case: {args.low} ↔ {args.high} rows/s, each level "
           f"held {args.period_s / 2:g} s; {args.service_ms:g} ms a row; executors of "
-          f"{EXECUTOR_CORES} cores, {args.min_executors}–{args.max_executors}; load "
+          f"{EXECUTOR_CORES} cores, {args.min_executors}–{args.max_executors}; release rule "
+          f"{args.release_rule or 'default'}; load "
           f"{os.getloadavg()[0]:.2f} at the end")  # fmt: skip
     print(f"| | {' | '.join(names)} |\n|---|{'---:|' * len(names)}")
     for key in results[names[0]]:

@@ -1,7 +1,8 @@
 """Executors leased as hosts on a local standalone cluster, through the CLI: how long a lease takes
 to boot, when the surplus host is released (in its BTU's last 5 %?), BTUs, re-leases and cost,
-by the default release rule (VISP's: this interval's decision) and by the last BTU's decisions,
-against the same run on the executors the cluster gives without leasing.
+by each release rule (`now`, VISP's: this interval's decision; `last_btu`: the last BTU's
+decisions; `lulls`: the lulls seen), against the same run on the executors the cluster gives
+without leasing.
 
     .venv/bin/python benchmarks/executor_leasing.py [--btu 60] [--trace SPEC] [--out runs/leasing]
 """
@@ -29,6 +30,7 @@ FIGURES = (
 HEADINGS = {
     "leased": "leased (VISP's release rule)",
     "leased_last_btu": "leased, last BTU's rule",
+    "leased_lulls": "leased, lulls rule",
     "fixed": "fixed (2 executors, cost if leased)",
 }
 
@@ -88,6 +90,7 @@ def main() -> None:
         cases = {
             "leased": leasing,
             "leased_last_btu": {**leasing, "release_rule": "last_btu"},
+            "leased_lulls": {**leasing, "release_rule": "lulls"},
             "fixed": None,
         }
         done = {name: run(cluster, args.out / name, args.trace, cases[name])
@@ -103,7 +106,7 @@ def main() -> None:
     for key in FIGURES:
         cells = (f"{fmt(done[n].get(key)):>{len(HEADINGS[n]) + 3}}" for n in done)
         print(f"{key:24}" + "".join(cells))
-    for name in ("leased", "leased_last_btu"):
+    for name in ("leased", "leased_last_btu", "leased_lulls"):
         print(f"hosts up over time, {HEADINGS[name]} (t s: hosts):", host_changes(args.out / name))
 
 

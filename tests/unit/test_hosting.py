@@ -1,6 +1,7 @@
 """The host planner of a slot-leased engine (Spark executors as hosts): lease on demand, release
-only in the last part of a BTU and only when the rest held every decision of the BTU before (or,
-by VISP's rule, this interval's), cap at the slots up; re-leases counted."""
+only in the last part of a BTU and only when the rest held every decision of the BTU before, or
+will by the lulls seen (or, by VISP's rule, hold this interval's), cap at the slots up;
+re-leases counted."""
 
 import pytest
 from support.builders import linear_pipeline, snapshot
@@ -170,6 +171,50 @@ def test_a_dip_in_the_release_window_releases_no_host_the_btu_needed():
     dips = {t: 2 for t in (55.0, 60.0, 115.0, 120.0, 175.0, 180.0, 235.0, 240.0)}
     assert released_at("now", dips, ENDS, default=4)[:1] == [55.0]
     assert released_at("last_btu", dips, ENDS, default=4) == []
+
+
+def test_a_host_is_released_in_a_lulls_first_window_when_the_lulls_seen_outlast_the_next_btu():
+    # Both hosts needed at 95-150 s only (start 90 s): the lull before lasted 90 s. VISP's rule
+    # releases in every window of the lulls; the last BTU's rule waits until a whole BTU has not
+    # needed the host (60 s: 0-60; 235 s: 175-235); the lulls rule also releases at 60 (the
+    # lull has lasted a BTU) and at 175, 25 s into the lull after 150, since the lull seen (90 s)
+    # outlasts 25 + 5 (the window's rest: the 5-s interval, wider than 5 % of 60) + 60, not at
+    # 180 (90 < 30 + 65), and again from 235 (the lull has lasted 85 s, more than a BTU).
+    level = {5.0 * k: 4 for k in range(19, 31)}
+    assert released_at("now", level, ENDS) == [55.0, 60.0, 175.0, 180.0, 235.0, 240.0]
+    assert released_at("last_btu", level, ENDS) == [60.0, 235.0, 240.0]
+    assert released_at("lulls", level, ENDS) == [60.0, 175.0, 235.0, 240.0]
+
+
+def test_no_host_is_released_in_lulls_shorter_than_the_next_btu():
+    # Both hosts needed for 35 s, then one for 35 s, and again (busy 40-70, 110-140, 180-210 s):
+    # VISP's rule releases in the windows that fall in a lull (175, 235, 240 s) and the host is
+    # needed again within 5-40 s; the lulls seen (35 s) never outlast a window's rest and a BTU.
+    bursts = {5.0 * k: 4 for k in (*range(8, 15), *range(22, 29), *range(36, 43))}
+    assert released_at("now", bursts, ENDS) == [175.0, 235.0, 240.0]
+    assert released_at("lulls", bursts, ENDS) == []
+    assert released_at("last_btu", bursts, ENDS) == []
+
+
+def test_the_need_record_forecasts_by_the_lulls_it_has_seen():
+    def record(memory_btus: int) -> NeedRecord:
+        r = NeedRecord(btu_s=60.0, memory_btus=memory_btus)
+        for end in range(10, 310, 10):  # 10-s intervals; 3 hosts at 100, 110 and 250 s
+            r.add(float(end), 10.0, 3 if end in (100, 110, 250) else 1)
+        return r
+
+    # one host: busy 90-110 and 240-250; lulls seen 0-90 (90 s) and 110-240 (130 s); at 300 s
+    # the current one is 50 s old, less than a BTU: it must last 50 + the horizon more
+    assert record(10).lulls_allow(300.0, 1, horizon_s=40.0)  # 90 >= 50 + 40
+    assert not record(10).lulls_allow(300.0, 1, horizon_s=45.0)  # 90 < 50 + 45
+    assert record(10).lulls_allow(300.0, 3, horizon_s=1e6)  # never needed more than 3: 300 s
+    # a memory of two BTUs keeps 180-300 s: the lull seen counts from 180 (60 s, cut: shorter)
+    assert record(2).lulls_allow(300.0, 1, horizon_s=10.0)  # 60 >= 50 + 10
+    assert not record(2).lulls_allow(300.0, 1, horizon_s=15.0)
+    # no lull ended yet and the current one younger than a BTU: no forecast, no release
+    young = NeedRecord(btu_s=60.0)
+    young.add(50.0, 50.0, 1)
+    assert not young.lulls_allow(50.0, 1, horizon_s=0.0)
 
 
 def test_the_need_record_forecasts_by_the_most_of_the_last_btu():

@@ -52,7 +52,10 @@ class LeasingSettings(Settings):
         "the hosts that stay hold this interval's decision; `last_btu`, when they would have held "
         "every interval's decision over the BTU before (the next BTU forecast by the last; none "
         "released before one BTU of decisions): no re-lease when bursts come back within a BTU, "
-        "but each host kept up to a BTU longer after the load falls (docs/leasing.md)",
+        "but each host kept up to a BTU longer after the load falls; `lulls`, when every lull "
+        "seen (a stretch in which the need stayed at or below the hosts that stay) lasted longer "
+        "than the current one has plus the window's rest and the next BTU, or the current one "
+        "has lasted a BTU (docs/leasing.md)",
     )
 
     @model_validator(mode="after")

@@ -1,8 +1,9 @@
 """Hosts under the replicas when a replica is a task slot on a leased host (Spark executors):
 lease when a decision needs more slots than the leased hosts give, release a host only in the
 last part of its BTU and only if the others hold the decision (or would have held every
-decision of the BTU before), cap the replicas at the slots of the hosts that are up. Pure: time
-comes as `now`, hosts as values; the decisions of the last BTU are the stage's record."""
+decision of the BTU before, or will hold the next BTU's by the lulls seen), cap the replicas at
+the slots of the hosts that are up. Pure: time comes as `now`, hosts as values; the decisions
+of the last BTUs are the stage's record."""
 
 from __future__ import annotations
 
@@ -19,25 +20,27 @@ from elastream.leasing.hosts import Host, HostType
 from elastream.model.snapshot import Snapshot
 
 EXECUTOR = "executor"  # the one host kind of a slot-leased engine
-ReleaseRule = Literal["last_btu", "now"]
+ReleaseRule = Literal["last_btu", "lulls", "now"]
 
 
 class NeedRecord:
-    """The hosts each interval's decision needed over the last BTU: the stage's memory between
-    intervals, and the release rule's forecast of the next BTU (the last one repeats: the most
-    any of its intervals needed)."""
+    """The hosts each interval's decision needed over the last `memory_btus` BTUs: the stage's
+    memory between intervals, and the release rules' forecasts of the next BTU — by the last
+    one (`peak`: the most any of its intervals needed) or by the lulls seen (`lulls_allow`)."""
 
-    def __init__(self, btu_s: float) -> None:
+    def __init__(self, btu_s: float, memory_btus: int = 10) -> None:
         self.btu_s = btu_s
+        self.memory_s = memory_btus * btu_s
         self.since: float | None = None  # the start of the first interval recorded
-        self.needs: deque[tuple[float, int]] = deque()  # (interval end, hosts), last BTU only
+        # (interval start, interval end, hosts), the last `memory_s` only
+        self.needs: deque[tuple[float, float, int]] = deque()
 
     def add(self, now: float, interval_s: float, need: int) -> None:
-        """The hosts the interval ending at `now` needed; entries older than one BTU leave."""
+        """The hosts the interval ending at `now` needed; entries older than the memory leave."""
         if self.since is None:
             self.since = now - interval_s
-        self.needs.append((now, need))
-        while self.needs[0][0] <= now - self.btu_s:
+        self.needs.append((now - interval_s, now, need))
+        while self.needs[0][1] <= now - self.memory_s:
             self.needs.popleft()
 
     def peak(self, now: float) -> int | None:
@@ -45,7 +48,24 @@ class NeedRecord:
         than one BTU (the next BTU cannot be forecast by a whole one yet)."""
         if self.since is None or now - self.since < self.btu_s - 1e-9:
             return None
-        return max(need for _, need in self.needs)
+        return max(need for _, end, need in self.needs if end > now - self.btu_s)
+
+    def lulls_allow(self, now: float, hosts: int, horizon_s: float) -> bool:
+        """Whether `hosts` will hold the need for the next `horizon_s`, by the lulls seen (the
+        stretches between intervals that needed more): yes when the current lull has lasted a
+        BTU (the `peak` rule), or when every lull the record ended lasted at least the current
+        one's age plus the horizon; no while the record has ended none (no lull length seen)."""
+        if not self.needs or self.since is None:
+            return False
+        busy = [(start, end) for start, end, need in self.needs if need > hosts]
+        age = now - (busy[-1][1] if busy else self.since)
+        if age >= self.btu_s - 1e-9:
+            return True
+        first = self.needs[0][0]  # a lull cut by the memory counts from there: shorter, so safer
+        # each busy interval ends the lull since the one before (or since `first`)
+        gaps = zip([first] + [end for _, end in busy], [start for start, _ in busy], strict=False)
+        ended = [start - end for end, start in gaps if start > end]
+        return bool(ended) and min(ended) >= age + horizon_s
 
 
 @dataclass
@@ -58,10 +78,13 @@ class SlotHosts:
     the `last_btu` rule, only when they held every interval's decision over the BTU before:
     keeping the host pays one more BTU, releasing it pays a new BTU and a boot if the load comes
     back within the next one, so the next BTU is forecast by the last (issue 41, item 2); no host
-    is released before one BTU of decisions is recorded. Otherwise the host is kept for another
-    BTU. The window is never narrower than one control interval: a narrower
-    one can fall between two intervals' ends in every BTU (a 3-s window, 5-s intervals, a 60-s
-    BTU), and the host is then never released."""
+    is released before one BTU of decisions is recorded. By the `lulls` rule, only when the
+    lulls seen say the hosts that stay will hold the need for the rest of the window and the
+    next BTU (`NeedRecord.lulls_allow`): on levels longer than a BTU it releases in a lull's
+    first window, as VISP's; on bursts that come back within a BTU it keeps, as `last_btu`.
+    Otherwise the host is kept for another BTU. The window is never narrower than one control
+    interval: a narrower one can fall between two intervals' ends in every BTU (a 3-s window,
+    5-s intervals, a 60-s BTU), and the host is then never released."""
 
     kind: HostType
     min_hosts: int = 1
@@ -87,20 +110,32 @@ class SlotHosts:
         return None
 
     def refine(self, plan: Plan, snapshot: Snapshot, engine: Engine) -> Plan:
-        """The policy's plan on the engine's leased hosts (`plan` below), the decision's need
-        recorded first."""
+        """The policy's plan on the engine's leased hosts (`plan` below), a release leaving the
+        hosts the stage's rule keeps (`kept`)."""
         floors = {op.name: op.replicas.min for op in engine.pipeline.operators}
         hosts = leased_hosts(engine).hosts()
-        need = self.needed(sum(r for _, r in plan.replicas.replicas))
-        self.record.add(snapshot.t, snapshot.interval_s, need)
-        kept = None  # the `now` rule: the hosts this decision needs
-        if self.release == "last_btu":
-            peak = self.record.peak(snapshot.t)
-            kept = len(hosts) if peak is None else peak
+        kept = self.kept(plan.replicas, snapshot, len(hosts))
         return self.plan(plan.replicas, hosts, snapshot.t, floors, snapshot.interval_s, kept)
 
-    def needed(self, replicas: int) -> int:
-        """Hosts whose slots hold `replicas`, within [min_hosts, max_hosts]."""
+    def kept(self, decision: Decision, snapshot: Snapshot, hosts: int) -> int | None:
+        """The hosts a release must leave by the stage's rule, the decision's need recorded
+        first (None by the `now` rule: the hosts this decision needs, which `plan` counts)."""
+        if self.release == "now":
+            return None
+        need = self.needed(decision)
+        self.record.add(snapshot.t, snapshot.interval_s, need)
+        if self.release == "last_btu":
+            peak = self.record.peak(snapshot.t)
+            return hosts if peak is None else peak
+        # `lulls`: a host in its window has at most the window left, then prolonging pays a BTU
+        rest = max(self.release_window * self.kind.btu_s, snapshot.interval_s)
+        horizon = rest + self.kind.btu_s
+        allowed = (k for k in range(need, hosts) if self.record.lulls_allow(snapshot.t, k, horizon))
+        return next(allowed, hosts)
+
+    def needed(self, decision: Decision) -> int:
+        """Hosts whose slots hold the decision's replicas, within [min_hosts, max_hosts]."""
+        replicas = sum(r for _, r in decision.replicas)
         return min(max(math.ceil(replicas / self.kind.cores), self.min_hosts), self.max_hosts)
 
     def plan(
@@ -117,7 +152,7 @@ class SlotHosts:
         `interval_s` is the control interval: the release window is at least that wide. `kept`
         is the hosts a release must leave (the release rule's forecast; None: the hosts this
         decision needs, VISP's rule)."""
-        need = self.needed(sum(r for _, r in decision.replicas))
+        need = self.needed(decision)
         leases: list[Lease] = []
         if need > len(hosts):
             leases.append(Lease(EXECUTOR, need - len(hosts)))
