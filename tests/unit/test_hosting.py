@@ -197,10 +197,10 @@ def test_no_host_is_released_in_lulls_shorter_than_the_next_btu():
 
 
 def test_the_need_record_forecasts_by_the_lulls_it_has_seen():
-    def record(memory_btus: int) -> NeedRecord:
+    def record(memory_btus: int, busy: tuple[int, ...] = (100, 110, 250)) -> NeedRecord:
         r = NeedRecord(btu_s=60.0, memory_btus=memory_btus)
-        for end in range(10, 310, 10):  # 10-s intervals; 3 hosts at 100, 110 and 250 s
-            r.add(float(end), 10.0, 3 if end in (100, 110, 250) else 1)
+        for end in range(10, 310, 10):  # 10-s intervals; 3 hosts in those ending at `busy`
+            r.add(float(end), 10.0, 3 if end in busy else 1)
         return r
 
     # one host: busy 90-110 and 240-250; lulls seen 0-90 (90 s) and 110-240 (130 s); at 300 s
@@ -211,6 +211,12 @@ def test_the_need_record_forecasts_by_the_lulls_it_has_seen():
     # a memory of two BTUs keeps 180-300 s: the lull seen counts from 180 (60 s, cut: shorter)
     assert record(2).lulls_allow(300.0, 1, horizon_s=10.0)  # 60 >= 50 + 10
     assert not record(2).lulls_allow(300.0, 1, horizon_s=15.0)
+    # a dip below the current lull's age says nothing of it: 3 hosts also at 200 s makes a 40-s
+    # lull (200-240) and ends the 90-s one (110-190); at 300 s (age 50) the lulls that reached
+    # 50 s are 0-90 and 110-190 (80 s): 80 >= 50 + 30, not >= 50 + 35
+    dip = record(10, busy=(100, 110, 200, 250))
+    assert dip.lulls_allow(300.0, 1, horizon_s=30.0)
+    assert not dip.lulls_allow(300.0, 1, horizon_s=35.0)
     # no lull ended yet and the current one younger than a BTU: no forecast, no release
     young = NeedRecord(btu_s=60.0)
     young.add(50.0, 50.0, 1)

@@ -53,8 +53,9 @@ class NeedRecord:
     def lulls_allow(self, now: float, hosts: int, horizon_s: float) -> bool:
         """Whether `hosts` will hold the need for the next `horizon_s`, by the lulls seen (the
         stretches between intervals that needed more): yes when the current lull has lasted a
-        BTU (the `peak` rule), or when every lull the record ended lasted at least the current
-        one's age plus the horizon; no while the record has ended none (no lull length seen)."""
+        BTU (the `peak` rule), or when every ended lull that lasted as long as the current one
+        has lasted at least its age plus the horizon (shorter ones, a dip of one interval, say
+        nothing of a lull already older than they were); no while none such has ended."""
         if not self.needs or self.since is None:
             return False
         busy = [(start, end) for start, end, need in self.needs if need > hosts]
@@ -64,8 +65,8 @@ class NeedRecord:
         first = self.needs[0][0]  # a lull cut by the memory counts from there: shorter, so safer
         # each busy interval ends the lull since the one before (or since `first`)
         gaps = zip([first] + [end for _, end in busy], [start for start, _ in busy], strict=False)
-        ended = [start - end for end, start in gaps if start > end]
-        return bool(ended) and min(ended) >= age + horizon_s
+        reached = [start - end for end, start in gaps if start - end >= max(age, 1e-9)]
+        return bool(reached) and min(reached) >= age + horizon_s
 
 
 @dataclass
