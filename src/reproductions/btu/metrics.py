@@ -21,7 +21,6 @@ class Counters:
     instance_up: int = 0
     instance_down: int = 0
     migrations: int = 0
-    re_leases: int = 0  # leases within one BTU after the paid end of a released host
     scalings: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     delayed_since: list[float | None] = field(default_factory=list)
     elapsed: float = 0.0
@@ -78,9 +77,11 @@ def finish_metrics(
     settings: SimSettings,
     names: tuple[str, ...],
     trace: list[tuple[float, int, int, float]],
+    re_leases: int = 0,
 ) -> RunMetrics:
     """Close the counters: compliance = share of items within k x o_slo; total cost per level =
-    paid BTUs x price + penalty x items delayed beyond that level."""
+    paid BTUs x price + penalty x items delayed beyond that level; `re_leases` counted over the
+    run's leases and releases."""
     c.close()
     share = ok / total if total > 0 else np.ones_like(ok)
     resource = c.paid_btus * settings.price
@@ -99,6 +100,6 @@ def finish_metrics(
         migrations=c.migrations,
         items=float(total),
         peak_hosts=max((h for _, h, _, _ in trace), default=0),
-        re_leases=c.re_leases,
+        re_leases=re_leases,
         trace=tuple(trace),
     )

@@ -311,8 +311,8 @@ class Simulation:
                 cluster = self._apply(cluster, self.policy.provision(obs, cluster), now)
             hosts_trace.append((now, len(cluster.hosts), len(cluster.instances), m))
             self.served.append((float(total), *(float(x) for x in ok)))
-        self.counters.re_leases = self.re_lease_count()
-        return finish_metrics(self.counters, ok, total, s, self.names, hosts_trace)
+        again = self.re_lease_count()
+        return finish_metrics(self.counters, ok, total, s, self.names, hosts_trace, again)
 
     def _durations(self, flow: _Flow, now: float, service: np.ndarray) -> np.ndarray:
         """o_d of the interval: mean latency of what was processed; with nothing processed, the

@@ -121,13 +121,15 @@ class ExecutorHosts:
         running = [(h.lease_start, now) for h in self.leased.values()]
         return running + [(r.lease_start, r.end) for r in self.finished]
 
-    def btus(self, now: float) -> int:
-        """BTUs paid so far, the running leases' current ones included."""
-        return sum(billed_btus(start, end, self.kind.btu_s) for start, end in self.spans(now))
+    def btus(self, now: float, spans: list[tuple[float, float]] | None = None) -> int:
+        """BTUs paid so far, the running leases' current ones included (`spans`: the leases'
+        spans at `now`, when the caller has them)."""
+        spans = self.spans(now) if spans is None else spans
+        return sum(billed_btus(start, end, self.kind.btu_s) for start, end in spans)
 
     def totals(self, now: float) -> LeaseTotals:
         spans = self.spans(now)
-        btus = self.btus(now)
+        btus = self.btus(now, spans)
         boot = sum(self.boots) / len(self.boots) if self.boots else None
         released = [(r.lease_start, r.end) for r in self.finished]
         again = re_leases(released, [start for start, _ in spans], self.kind.btu_s)
