@@ -28,9 +28,9 @@ FIGURES = (
     "latency_ms_mean", "latency_ms_p99", "processed_ratio", "query_restarts",
 )  # fmt: skip
 HEADINGS = {
-    "leased": "leased (VISP's release rule)",
+    "leased_now": "leased, VISP's rule",
     "leased_last_btu": "leased, last BTU's rule",
-    "leased_lulls": "leased, lulls rule",
+    "leased_lulls": "leased, lulls rule (the default)",
     "fixed": "fixed (2 executors, cost if leased)",
 }
 
@@ -88,7 +88,7 @@ def main() -> None:
     try:
         leasing = {"slots": 2, "btu_s": args.btu, "min_hosts": 1, "max_hosts": 2}
         cases = {
-            "leased": leasing,
+            "leased_now": {**leasing, "release_rule": "now"},
             "leased_last_btu": {**leasing, "release_rule": "last_btu"},
             "leased_lulls": {**leasing, "release_rule": "lulls"},
             "fixed": None,
@@ -106,7 +106,7 @@ def main() -> None:
     for key in FIGURES:
         cells = (f"{fmt(done[n].get(key)):>{len(HEADINGS[n]) + 3}}" for n in done)
         print(f"{key:24}" + "".join(cells))
-    for name in ("leased", "leased_last_btu", "leased_lulls"):
+    for name in ("leased_now", "leased_last_btu", "leased_lulls"):
         print(f"hosts up over time, {HEADINGS[name]} (t s: hosts):", host_changes(args.out / name))
 
 

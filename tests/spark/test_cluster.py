@@ -250,7 +250,7 @@ SUBPROCESS_PATH = (Path(__file__).parents[1], Path(__file__).parents[2] / "src")
 # 10 s at 10 ev/s (1 replica), 24 s at 70 ev/s (3 replicas of 40 ms: two hosts of 2 slots),
 # then 116 s at 5 ev/s: a host is surplus, released (by the last BTU's rule) only in the last
 # 3 s of a BTU none of whose decisions needed it: not in its first BTU (it held the step), in
-# its second. (VISP's rule, the default, released the first host at 58 s, 1 Dec 12:05.)
+# its second. (VISP's rule released the first host at 58 s, 1 Dec 12:05.)
 LEASING_RATES = [10.0] * 10 + [70.0] * 24 + [5.0] * 116
 LEASING_SENT = 10 * 10 + 24 * 70 + 116 * 5
 

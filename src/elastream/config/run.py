@@ -47,15 +47,15 @@ class LeasingSettings(Settings):
         description="a host is released only in this last fraction of its BTU (VISP Fig. 5)",
     )
     release_rule: ReleaseRule = Field(
-        "now",
-        description="when a surplus host in its release window goes: `now` (VISP's rule), when "
-        "the hosts that stay hold this interval's decision; `last_btu`, when they would have held "
-        "every interval's decision over the BTU before (the next BTU forecast by the last; none "
-        "released before one BTU of decisions): no re-lease when bursts come back within a BTU, "
-        "but each host kept up to a BTU longer after the load falls; `lulls`, when every lull "
-        "seen (a stretch in which the need stayed at or below the hosts that stay) lasted longer "
-        "than the current one has plus the window's rest and the next BTU, or the current one "
-        "has lasted a BTU (docs/leasing.md)",
+        "lulls",
+        description="when a surplus host in its release window goes: `lulls` (the default), "
+        "when every lull seen over the last ten BTUs (a stretch in which the need stayed at or "
+        "below the hosts that stay) that lasted as long as the current one has lasted at least "
+        "its age plus the window's rest and the next BTU, or the current one has lasted a BTU; "
+        "`now` (VISP's rule), when the hosts that stay hold this interval's decision: a host let "
+        "go in a short lull is leased again at the next burst; `last_btu`, when they would have "
+        "held every interval's decision over the BTU before (none released before one BTU of "
+        "decisions): each host kept up to a BTU longer after the load falls (docs/leasing.md)",
     )
 
     @model_validator(mode="after")

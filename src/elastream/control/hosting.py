@@ -75,14 +75,16 @@ class SlotHosts:
 
     A host is released only inside the last `release_window` of its current BTU (VISP,
     Hochreiner et al., PeerJ CS 2017, Fig. 5) — it is paid until then anyway — and, by the `now`
-    rule (VISP's, the default), only when the hosts that stay hold this interval's decision. By
+    rule (VISP's), only when the hosts that stay hold this interval's decision. By
     the `last_btu` rule, only when they held every interval's decision over the BTU before:
     keeping the host pays one more BTU, releasing it pays a new BTU and a boot if the load comes
     back within the next one, so the next BTU is forecast by the last (issue 41, item 2); no host
-    is released before one BTU of decisions is recorded. By the `lulls` rule, only when the
-    lulls seen say the hosts that stay will hold the need for the rest of the window and the
-    next BTU (`NeedRecord.lulls_allow`): on levels longer than a BTU it releases in a lull's
-    first window, as VISP's; on bursts that come back within a BTU it keeps, as `last_btu`.
+    is released before one BTU of decisions is recorded. By the `lulls` rule (the default), only
+    when the lulls seen say the hosts that stay will hold the need for the rest of the window
+    and the next BTU (`NeedRecord.lulls_allow`): after a step down from a level, in the new
+    lull's first window when the lulls seen outlast that window and the next BTU (as VISP's); on
+    bursts that come back within a BTU it keeps, as `last_btu`; a dip of one interval is weighed
+    only while the current lull is younger than the dip was long.
     Otherwise the host is kept for another BTU. The window is never narrower than one control
     interval: a narrower one can fall between two intervals' ends in every BTU (a 3-s window,
     5-s intervals, a 60-s BTU), and the host is then never released."""
@@ -91,7 +93,7 @@ class SlotHosts:
     min_hosts: int = 1
     max_hosts: int = 4
     release_window: float = 0.05
-    release: ReleaseRule = "now"
+    release: ReleaseRule = "lulls"
     record: NeedRecord = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
