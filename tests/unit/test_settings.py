@@ -103,6 +103,16 @@ def test_config_describe_prints_every_option_with_its_meaning(capsys):
     assert "FieldInfo" not in out and "Annotated" not in out  # readable types only
 
 
+def test_config_describe_lists_the_fields_of_an_optional_group(capsys):
+    """`spark.leasing` is off by default (None) and its fields, the release rule among them, are
+    listed under it with their defaults (they were missing: only the group's line was printed)."""
+    assert main(["config", "--describe"]) == 0
+    out = capsys.readouterr().out
+    assert "spark.leasing: LeasingSettings | None = None" in out
+    assert "spark.leasing.release_rule: Literal[last_btu, lulls, now] = 'lulls'" in out
+    assert "spark.leasing.btu_s: float > 0 = 3600.0" in out
+
+
 def test_config_prints_what_its_flag_asks_for(capsys):
     """`--describe` prints the settings and not the policy list, `--policies` the list and not
     the settings; with neither (or both) argparse says the one it needs."""

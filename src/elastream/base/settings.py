@@ -350,7 +350,8 @@ def _field_type(info: FieldInfo) -> str:
 
 
 def describe(model: type[BaseModel], prefix: str = "") -> list[Option]:
-    """Every setting of a model tree with its type, default and description."""
+    """Every setting of a model tree with its type, default and description; an optional group
+    of settings (`spark.leasing: LeasingSettings | None`) is listed, then each of its fields."""
     out: list[Option] = []
     for name, info in model.model_fields.items():
         path = f"{prefix}{name}"
@@ -359,7 +360,17 @@ def describe(model: type[BaseModel], prefix: str = "") -> list[Option]:
             out.extend(describe(nested[0], f"{path}."))
             continue
         out.append(Option(path, _field_type(info), default_text(info), info.description or ""))
+        if len(nested) == 1 and _optional(info.annotation):
+            out.extend(describe(nested[0], f"{path}."))
     return out
+
+
+def _optional(annotation: Any) -> bool:
+    """`X | None` with X one type (not a list or a mapping of it)."""
+    args = typing.get_args(annotation)
+    union = isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union
+    plain = all(typing.get_origin(a) is None for a in args)  # not list[X], dict[K, X]
+    return union and plain and len(args) == 2 and type(None) in args
 
 
 def undescribed(model: type[BaseModel], prefix: str = "") -> list[str]:
