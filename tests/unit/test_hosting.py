@@ -9,10 +9,11 @@ from support.builders import linear_pipeline, snapshot
 from elastream.config import make_config
 from elastream.control.controller import Controller
 from elastream.control.features import LeasedHosts
-from elastream.control.hosting import EXECUTOR, NeedRecord, SlotHosts, fit
+from elastream.control.hosting import EXECUTOR, SlotHosts, fit
 from elastream.control.mape import run_mape
 from elastream.control.policy import Decision, Lease, Plan
 from elastream.leasing.hosts import Host, HostType, re_leases
+from elastream.leasing.needs import NeedRecord
 from elastream.model.pipeline import pipeline_from_dict
 from elastream.runner.engines import build_engine
 from elastream.runner.workload import prepare_workload
