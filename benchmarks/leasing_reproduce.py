@@ -269,11 +269,14 @@ window, Fig. 5) and only when the forecast over the rest of its paid BTU and the
 prolonging would pay), plus the lease-ahead margin over the lead time, fits on the hosts that
 stay (`release_rates`: every lease-ahead decision until then sizes for what it sees plus that
 margin, so a release on this forecast is not undone by a lease within a BTU unless the load
-rises beyond the history); its surplus instances stop, the needed ones move by Alg. 2, and a
-released host serves on until its paid BTU ends while the moved instances start on their
-targets (make before break). A lease within one BTU after a released host's paid end is
-counted as a re-lease (prolonging would have cost no more); the count is in the operations
-tables' runs (`RunMetrics.re_leases`) and in the real-trace table below.
+rises beyond the history), and when the lulls seen say so too (the product's `lulls` rule,
+`NeedRecord.lulls_allow`, on the hosts each sample of the last ten BTUs needed at the release's
+sizing, `need_record`: every lull that lasted as long as the current one outlasted its age plus
+that horizon, or the current one has lasted a BTU); its surplus instances stop, the needed ones
+move by Alg. 2, and a released host serves on until its paid BTU ends while the moved instances
+start on their targets (make before break). A lease within one BTU after a released host's paid
+end is counted as a re-lease (prolonging would have cost no more); the count is in the
+operations tables' runs (`RunMetrics.re_leases`) and in the real-trace table below.
 
 The runs are paired: for one seed every approach meets the same interference (common random
 numbers: interference and boot times come from two streams of the seed), so a difference in
@@ -521,7 +524,8 @@ it) and its highest 13 (8 hosts at 90 % utilisation): the load needs 2 to 8 host
   cells); web and covid are held out. A host in the last 5 % of its BTU is released only when
   the forecast over the rest of its paid BTU and the next BTU (the larger of the seasonal and
   the naive one where the seasonal one is chosen, on the larger of the flow and the arrivals
-  seen), plus the lease-ahead margin, fits on the hosts that stay (`release_rates`), and not
+  seen), plus the lease-ahead margin, fits on the hosts that stay (`release_rates`), when the
+  lulls seen say so too (the product's `lulls` rule on the hosts each sample needed), and not
   before the history spans that horizon: a released host is then not leased again within a BTU
   unless the load rises beyond anything the last 4 hours showed. A lease within one BTU after a
   released host's paid end is counted as a re-lease (a

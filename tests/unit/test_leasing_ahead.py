@@ -12,9 +12,11 @@ from reproductions.btu.ahead import (
     diffusive_rise,
     find_period,
     forecast_peak,
+    hosts_needed,
     instances_needed,
     lead_s,
     max_rise,
+    need_record,
     planned_arrivals,
     release_rates,
     rise_quantile,
@@ -445,3 +447,53 @@ def test_the_wait_target_sizes_a_pool_by_its_m_m_1_wait():
     assert instances_needed(np.array([10.0]), {"a": 0.0}, o, AheadSettings()) == {"a": 2}
     got = instances_needed(np.array([10.0]), {"a": 0.0}, o, AheadSettings(wait_target=0.03))
     assert got == {"a": 3}
+
+
+def _bursts(
+    since_last: int, lulls: tuple[int, ...] = (41, 47, 43, 45, 40, 48, 42, 46)
+) -> np.ndarray:
+    """400 samples of 5/s with bursts of two samples at 60/s (7 instances: two hosts), the
+    lulls between them 40-48 samples long (no period), the last burst `since_last` samples
+    before the end (one column, oldest first)."""
+    tail: list[float] = [5.0] * since_last
+    k = 0
+    while len(tail) < 400:
+        tail += [60.0, 60.0] + [5.0] * lulls[k % len(lulls)]
+        k += 1
+    return np.array(tail[:400][::-1])
+
+
+def test_the_need_record_holds_the_hosts_each_sample_needed():
+    o = obs(_bursts(10), 8)
+    needs = hosts_needed(o.arrivals, o, cluster((4, 4)), KIND, SETTINGS)
+    assert needs.tolist() == [2 if r == 60.0 else 1 for r in o.arrivals[:, 0]]  # ceil(60/9)=7
+    record = need_record(o, cluster((4, 4)), KIND, SETTINGS)
+    assert record.needs[-1] == (2985.0, 3000.0, 1) and len(record.needs) == 400  # ten BTUs
+
+
+def test_a_host_stays_while_the_lulls_seen_end_within_its_next_btu():
+    """The forecast at its lowest rise quantiles sees only 5/s and would release h2; but the
+    current lull is 150 s old and every lull seen (600-720 s) ended within 150 s + the next
+    BTU (600 s): h2 stays. Once the lull has lasted a BTU (45 samples, 675 s) it goes."""
+    low = SETTINGS.model_copy(update={"rise_quantile": 0.1, "release_quantile": 0.1})
+    forecast_only = low.model_copy(update={"release_lulls": False})
+    c = cluster((4, 4))
+    plan = decide_release(obs(_bursts(10), 8), c, ("h2",), KIND, forecast_only, BTU)
+    assert plan.release == ("h2",)
+    plan = decide_release(obs(_bursts(10), 8), c, ("h2",), KIND, low, BTU)
+    assert plan.release == () and plan.prolong == ("h2",)
+    plan = decide_release(obs(_bursts(45), 8), c, ("h2",), KIND, low, BTU)
+    assert plan.release == ("h2",)
+
+
+def test_the_hosts_needed_count_the_instances_the_wait_target_adds():
+    """mu = 10/s, SLO 1 s, wait target 0.015 s: at 5/s two instances wait 5 / (20 x 15) =
+    0.0167 s, three 0.0067 s; at 20/s four wait 20 / (40 x 20) = 0.025 s, five 0.0133 s. Four
+    instances a host: 3 -> one host, 5 -> two (by utilisation alone: 1 and 3 instances, one)."""
+    waiting = SETTINGS.model_copy(update={"wait_target": 0.015})
+    o = obs(np.array([0.0, 5.0, 20.0]), 8)
+    c = cluster((4, 4))
+    assert hosts_needed(o.arrivals, o, c, KIND, waiting).tolist() == [1, 1, 2]
+    assert hosts_needed(o.arrivals, o, c, KIND, SETTINGS).tolist() == [1, 1, 1]
+    rows = [instances_needed(r, {"a": 0.0}, o, waiting)["a"] for r in o.arrivals]
+    assert rows == [1, 3, 5]  # the release's own sizing, one row at a time

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from elastream.leasing.hosts import HostType, LeasingError
+from elastream.leasing.needs import NeedRecord
 from reproductions.btu.algorithms import select_host
 from reproductions.btu.cluster import Cluster, LeasePlan
 from reproductions.btu.config import AheadSettings, BTUSettings
@@ -382,7 +383,9 @@ def decide_release(
 ) -> LeasePlan:
     """Hosts in the last part of their BTU: release one only when the forecast over the rest
     of its paid BTU and the next one (`release_rates`) fits on the hosts that stay (its surplus
-    instances stop, the needed ones move); else it is prolonged. Every host is prolonged while
+    instances stop, the needed ones move), and with `release_lulls` only when the lulls seen
+    say the hosts that stay will hold the need over that horizon too (`need_record`, the
+    product's `NeedRecord.lulls_allow`); else it is prolonged. Every host is prolonged while
     the history is shorter than that horizon: the rises it may bring have not been seen yet
     (on the web day a host released 9.5 minutes in, on a falling load, was leased again 3.5
     minutes later)."""
@@ -396,11 +399,61 @@ def decide_release(
     queues = {op: s.queue for op, s in obs.status.items()}
     sizing = settings.model_copy(update={"utilisation": settings.release_utilisation})
     keep = instances_needed(rates, queues, obs, sizing, _prior(obs, settings))
-    return draft.release_hosts(
-        hosts,
-        lambda trial, hid, excluded: _vacate(trial, hid, keep, excluded, btu),
-        spare_undecided=True,
-    )
+    record: NeedRecord | None = None  # built once, and only when a host could go by forecast
+    released = 0
+
+    def vacate(trial: Draft, hid: str, excluded: frozenset[str]) -> bool:
+        nonlocal record, released
+        if not _vacate(trial, hid, keep, excluded, btu):
+            return False
+        if settings.release_lulls:
+            record = record or need_record(obs, cluster, kind, settings)
+            staying = len(cluster.hosts) - released - 1
+            horizon = cluster.host(hid).remaining_btu(obs.now) + kind.btu_s
+            if not record.lulls_allow(obs.now, staying, horizon):
+                return False
+        released += 1
+        return True
+
+    return draft.release_hosts(hosts, vacate, spare_undecided=True)
+
+
+def hosts_needed(
+    rates: np.ndarray, obs: Observation, cluster: Cluster, kind: HostType, settings: AheadSettings
+) -> np.ndarray:
+    """Per row of `rates` (items/s in the order of obs.status), the hosts of `kind` whose CPU
+    shares and memory hold every operator's instances as a release sizes them
+    (`instances_needed` without a backlog: `release_utilisation`, and the `wait_target`), at
+    least one each; the packing's loss is not counted, so never more than a placement needs."""
+    ops = list(obs.status)
+    mu = np.array([obs.service_rate[op] for op in ops])
+    lam = np.atleast_2d(rates)
+    n = np.maximum(1.0, np.ceil(lam / (mu * settings.release_utilisation) - 1e-9))
+    if settings.wait_target is not None:
+        limit = settings.wait_target * np.array([obs.status[op].slo for op in ops])
+        # the M/M/1 wait lam / (c (c - lam)) <= limit, c = n mu: c >= (lam + sqrt(lam^2 +
+        # 4 lam / limit)) / 2 (pool_wait)
+        c = (lam + np.sqrt(lam * lam + 4.0 * lam / limit)) / 2.0
+        n = np.maximum(n, np.ceil(c / mu - 1e-9))
+    cpu = n @ np.array([cluster.demand(op).cpu_shares for op in ops])
+    mem = n @ np.array([cluster.demand(op).memory_mb for op in ops])
+    return np.ceil(np.maximum(cpu / kind.cpu_shares, mem / kind.memory_mb) - 1e-9).astype(int)
+
+
+def need_record(
+    obs: Observation, cluster: Cluster, kind: HostType, settings: AheadSettings
+) -> NeedRecord:
+    """The hosts each monitoring sample of the record's memory (ten BTUs) needed, by
+    `hosts_needed` on the larger of the flow and the arrivals seen (what `release_rates`
+    forecasts from): the record the lulls rule reads."""
+    record = NeedRecord(kind.btu_s)
+    window = _samples(record.memory_s, obs)
+    rates = np.maximum(planned_arrivals(obs, window), obs.arrivals[-window:])
+    needs = hosts_needed(rates, obs, cluster, kind, settings)
+    first = obs.now - len(needs) * obs.monitor_s
+    for k, need in enumerate(needs, start=1):
+        record.add(first + k * obs.monitor_s, obs.monitor_s, int(need))
+    return record
 
 
 @dataclass(frozen=True)
@@ -415,7 +468,7 @@ class AheadPolicy:
     one provisioning interval), paid room is filled where an instance saves the most waiting,
     and a host in the last part of its BTU is released only when the forecast over the rest of
     its paid BTU and the next one, plus the lease-ahead margin, says the remaining hosts carry
-    the need.
+    the need, and (`release_lulls`) the lulls seen say so too.
     Pure: each decision is a function of the observation, the cluster and the settings
     (docs/reproduction/btu-ahead.md)."""
 

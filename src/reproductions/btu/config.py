@@ -135,6 +135,14 @@ class AheadSettings(Settings):
         description="a host is released only when the hosts that stay carry the forecast peak "
         "over the next BTU at this instance utilisation",
     )
+    release_lulls: bool = Field(
+        True,
+        description="a host is released only when, besides the forecast, every lull seen that "
+        "lasted as long as the current one (a stretch in which the hosts that stay would have "
+        "held the need at release_utilisation) outlasted its age plus the paid rest and the "
+        "next BTU, or the current lull has lasted a BTU (the product's `lulls` rule, "
+        "elastream.leasing.needs); false: the forecast alone",
+    )
     drain: bool = Field(
         True,
         description="a released host serves until its paid BTU ends while the instances moved "
