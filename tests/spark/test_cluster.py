@@ -232,6 +232,7 @@ def test_executors_are_leased_as_hosts_and_released_in_the_last_part_of_their_bt
         "elastream_hosts_up": seen[-1][2],
         "elastream_host_cost_price_units": totals["host_cost"],
         "elastream_hosts_leased_total": 2,
+        "elastream_host_re_leases_total": totals["host_re_leases"],
     }
 
     assert all(n == 1 for n in run["run_ids"].values()), run["run_ids"]  # no restart
@@ -293,6 +294,7 @@ def leasing_run(master: str, auth_file: str, folder: Path) -> None:
         "elastream_hosts_up",
         "elastream_host_cost_price_units",
         "elastream_hosts_leased_total",
+        "elastream_host_re_leases_total",
     )
     report = {
         "seen": seen,

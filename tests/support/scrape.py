@@ -91,6 +91,7 @@ SUMMARY_COUNTERS = {  # family -> summary.json field
     "elastream_events_dropped_restart_total": "events_dropped_restart",
     "elastream_query_restarts_total": "query_restarts",
     "elastream_hosts_leased_total": "hosts_leased",
+    "elastream_host_re_leases_total": "host_re_leases",
 }
 RUN_GAUGES = {  # family -> its value from the last row of intervals.csv (summed over sources)
     "elastream_run_finished": lambda row: 1,

@@ -38,7 +38,9 @@ def test_a_runs_btus_cost_and_re_leases_and_the_cost_a_snapshot_carries():
     executors.start()
     hosts.poll(16.0)  # ... up at 16 s
     hosts.release("executor-host-2", now=65.0)  # held 55 s: one BTU, paid until 70 s
+    assert hosts.clocks(90.0)["host_re_leases"] == 0
     hosts.enact((Lease("executor", 1),), now=100.0)  # within a BTU of 70 s: a re-lease
+    assert hosts.clocks(100.0)["host_re_leases"] == 1  # a snapshot carries it from then on
     # by hand: host 1, 0-130 s: 3 BTUs; host 2, 10-65 s: 1; host 3, 100-130 s: 1
     assert hosts.btus(130.0) == 5
     assert hosts.clocks(130.0)["host_cost"] == 5 * 2.5

@@ -88,6 +88,7 @@ FAMILIES = {
     "elastream_events_dropped_restart_total": "counter",
     "elastream_query_restarts_total": "counter",
     "elastream_hosts_leased_total": "counter",
+    "elastream_host_re_leases_total": "counter",
     "elastream_run_finished": "gauge",
 }
 
@@ -214,21 +215,27 @@ def test_failures_restarts_backlog_and_hosts_count_while_the_run_goes():
     second = replace(stats("op", received=5, processed=4), failed=1)
     hosts = (host, HostClock("h2", False, 1, 60.0))
     metrics(
-        replace(snapshot(second, t=4.0), source_backlog=(("src", 7),), hosts=hosts),
+        replace(snapshot(second, t=4.0), source_backlog=(("src", 7),), hosts=hosts,
+                host_re_leases=1),
         Decision.of({"op": 1}),
-    )
+    )  # fmt: skip
     sample = parse(metrics.exposition().decode())
     assert value(sample, "elastream_operator_events_failed_total", **op) == 3
     assert value(sample, "elastream_source_backlog_events", **run, source="src") == 7
     assert value(sample, "elastream_hosts_leased_total", **run) == 2  # h1 counted once
+    assert value(sample, "elastream_host_re_leases_total", **run) == 1
+    metrics(replace(snapshot(second, t=6.0), hosts=hosts, host_re_leases=1), Decision.of({"op": 1}))
+    sample = parse(metrics.exposition().decode())
+    assert value(sample, "elastream_host_re_leases_total", **run) == 1  # the run's so far: once
     totals = RunTotals(events_in=15, events_out=0, completed=12, filtered=0, dropped_timeout=0,
                        dropped_overflow=0, latency_ms_mean=None, latency_ms_p99=None, failed=4,
-                       query_restarts=1, hosts_leased=3)  # fmt: skip
+                       query_restarts=1, hosts_leased=3, host_re_leases=2)  # fmt: skip
     metrics.finish(totals)
     sample = parse(metrics.exposition().decode())
     assert value(sample, "elastream_events_failed_total", **run) == 4  # one after the last interval
     assert value(sample, "elastream_query_restarts_total", **run) == 1  # not counted twice
     assert value(sample, "elastream_hosts_leased_total", **run) == 3
+    assert value(sample, "elastream_host_re_leases_total", **run) == 2
 
 
 def test_intervals_folded_in_batches_give_the_metrics_of_one_interval_at_a_time():

@@ -74,6 +74,9 @@ class Snapshot:
     # Leased hosts (Spark executors with `spark.leasing`) and what they cost so far; () without.
     hosts: tuple[HostClock, ...] = ()
     host_cost: float = 0.0
+    # leases so far that began within one BTU after a released host's paid end (a defect of the
+    # release rule: keeping the host would have cost no more)
+    host_re_leases: int = 0
     # 99th percentile of the end-to-end latency of the events reaching sinks during t (None:
     # none reached one, or the engine does not measure it); judged against a run's objective
     latency_ms_p99: float | None = None

@@ -96,6 +96,9 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...], str]] = {
         "failed queries (operators', sources', sinks') restarted from their checkpoints"),
     "hosts_leased": ("counter", "elastream_hosts_leased", RUN,
         "hosts leased over the run, the first ones included"),
+    "re_leases": ("counter", "elastream_host_re_leases", RUN,
+        "leases that began within one BTU after a released host's paid end (a defect of the "
+        "release rule: keeping the host would have cost no more)"),
     "finished": ("gauge", "elastream_run_finished", RUN,
         "1 once the run has ended"),
 }  # fmt: skip
@@ -107,6 +110,7 @@ RUN_COUNTERS = {
     "dropped_restart": "dropped_restart",
     "query_restarts": "restarts",
     "hosts_leased": "hosts_leased",
+    "host_re_leases": "re_leases",
 }
 
 
@@ -147,9 +151,9 @@ class RunMetrics:
     """Observer `(snapshot, decision) -> None` publishing one run's metrics in its own registry.
 
     Counters add each interval's counts, so at the end they equal the sums of intervals.csv and
-    summary.json's per-operator counts exactly. The run's failed events, query restarts and
-    hosts leased count live too; `finish(totals)` adds what the engine's end-of-run totals hold
-    beyond what the intervals reported (e.g. a failure after the last interval)."""
+    summary.json's per-operator counts exactly. The run's failed events, query restarts, hosts
+    leased and re-leases count live too; `finish(totals)` adds what the engine's end-of-run
+    totals hold beyond what the intervals reported (e.g. a failure after the last interval)."""
 
     def __init__(self, pipeline: Pipeline, objective: Objective | None = None) -> None:
         prom = prometheus()
@@ -272,6 +276,8 @@ class RunMetrics:
         if compared:
             self._child("reconfigurations", *run).inc(changes)
         self._count("hosts_leased", leased)
+        # the snapshot carries the run's re-leases so far: add what it holds beyond the count
+        self._count("host_re_leases", max(0, last.host_re_leases - self.counted["host_re_leases"]))
         self._child("hosts_up", *run).set(last.hosts_up)
         self._child("host_cost", *run).set(last.host_cost)
 

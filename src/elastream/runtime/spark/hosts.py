@@ -127,13 +127,17 @@ class ExecutorHosts:
         spans = self.spans(now) if spans is None else spans
         return sum(billed_btus(start, end, self.kind.btu_s) for start, end in spans)
 
+    def re_leases(self, spans: list[tuple[float, float]]) -> int:
+        """Leases (of `spans`, every lease's) that began within one BTU after a released host's
+        paid end."""
+        released = [(r.lease_start, r.end) for r in self.finished]
+        return re_leases(released, [start for start, _ in spans], self.kind.btu_s)
+
     def totals(self, now: float) -> LeaseTotals:
         spans = self.spans(now)
         btus = self.btus(now, spans)
         boot = sum(self.boots) / len(self.boots) if self.boots else None
-        released = [(r.lease_start, r.end) for r in self.finished]
-        again = re_leases(released, [start for start, _ in spans], self.kind.btu_s)
-        return LeaseTotals(len(spans), btus, btus * self.kind.price, boot, again)
+        return LeaseTotals(len(spans), btus, btus * self.kind.price, boot, self.re_leases(spans))
 
     def enact(self, leases: tuple[Lease, ...], now: float) -> None:
         """Execute a plan's leases: the new hosts leased, the hosts named released."""
@@ -144,12 +148,17 @@ class ExecutorHosts:
                 self.release(host_id, now)
 
     def clocks(self, now: float) -> dict[str, Any]:
-        """A snapshot's host figures: each host's BTU clock and the cost so far."""
+        """A snapshot's host figures: each host's BTU clock, the cost and the re-leases so far."""
         clocks = tuple(
             HostClock(h.host_id, h.ready_at <= now, h.btus_started(now), h.remaining_btu(now))
             for h in self.hosts(now)
         )
-        return {"hosts": clocks, "host_cost": self.btus(now) * self.kind.price}
+        spans = self.spans(now)
+        return {
+            "hosts": clocks,
+            "host_cost": self.btus(now, spans) * self.kind.price,
+            "host_re_leases": self.re_leases(spans),
+        }
 
     def run_totals(self, now: float) -> dict[str, Any]:
         """A run's totals of its leases (RunTotals' host fields)."""
