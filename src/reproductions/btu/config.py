@@ -139,9 +139,9 @@ class AheadSettings(Settings):
         True,
         description="a host is released only when, besides the forecast, every lull seen that "
         "lasted as long as the current one (a stretch in which the hosts that stay would have "
-        "held the need at release_utilisation) outlasted its age plus the paid rest and the "
-        "next BTU, or the current lull has lasted a BTU (the product's `lulls` rule, "
-        "elastream.leasing.needs); false: the forecast alone",
+        "held the need, sized as a release sizes: release_utilisation and the wait target) "
+        "outlasted its age plus the paid rest and the next BTU, or the current lull has lasted "
+        "a BTU (the product's `lulls` rule, elastream.leasing.needs); false: the forecast alone",
     )
     drain: bool = Field(
         True,
